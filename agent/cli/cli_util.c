@@ -1,0 +1,99 @@
+#include "cli_util.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/fs.h"
+
+bool cli_is_flag(const char *arg, const char *flag, const char *alt) {
+    return (flag && !strcmp(arg, flag)) || (alt && !strcmp(arg, alt));
+}
+
+int cli_take_value(int argc, char **argv, int *i, const char *flag, const char *alt, const char **value) {
+    const char *a = argv[*i];
+    size_t fl = strlen(flag);
+    if (!strncmp(a, flag, fl) && a[fl] == '=') {
+        *value = a + fl + 1;
+        return 1;
+    }
+    if (!cli_is_flag(a, flag, alt)) return 0;
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "candle-graph %s: %s needs a value\n", argv[0], flag);
+        return -1;
+    }
+    *value = argv[++*i];
+    return 1;
+}
+
+int cli_take_multi(int argc, char **argv, int *i, const char *flag, const char ***vals, int *n) {
+    if (strcmp(argv[*i], flag) != 0) return 0;
+    int start = *n;
+    while (*i + 1 < argc && strncmp(argv[*i + 1], "--", 2) != 0) {
+        const char **nv = realloc((void *)*vals, sizeof(char *) * (size_t)(*n + 1));
+        if (!nv) return -1;
+        *vals = nv;
+        (*vals)[(*n)++] = argv[++*i];
+    }
+    if (*n == start) {
+        fprintf(stderr, "candle-graph %s: %s needs at least one value\n", argv[0], flag);
+        return -1;
+    }
+    return 1;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "candle-graph %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n(see candle-graph %s --help)\n", cmd);
+    va_end(ap);
+    return 2;
+}
+
+int cli_fail(const cg_error *err) {
+    fprintf(stderr, "candle-graph: %s\n", err->msg);
+    return 1;
+}
+
+int cli_failf(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("candle-graph: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 1;
+}
+
+int cli_write_bytes(const char *out_path, const void *data, size_t len) {
+    if (!out_path || !strcmp(out_path, "-")) {
+        if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0)
+            return cli_failf("write stdout: %s", strerror(errno));
+        return 0;
+    }
+    cg_error err;
+    cg_err_clear(&err);
+    if (cg_write_file(out_path, data, len, false, &err) != 0) return cli_fail(&err);
+    return 0;
+}
+
+int cli_write_json(const char *out_path, const cg_jv *v) {
+    cg_buf b = CG_BUF_INIT;
+    cg_json_write(&b, v, true);
+    cg_buf_putc(&b, '\n');
+    int rc = cli_write_bytes(out_path, b.data, b.len);
+    cg_buf_free(&b);
+    return rc;
+}
+
+cg_jv *cli_tool_json(cg_arena *a) {
+    cg_jv *o = cg_jv_obj(a);
+    cg_jv_obj_put(a, o, "package", cg_jv_str_nocopy(a, "candle-graph"));
+    cg_jv_obj_put(a, o, "version", cg_jv_str_nocopy(a, CG_VERSION));
+    return o;
+}

@@ -1,0 +1,34 @@
+/* cli_util.h — shared helpers for candle-graph subcommands: flag parsing,
+ * output writing (stdout or -o FILE, pretty JSON + newline), error printing.
+ * Commands return 0 on success, 1 on failure (message already printed), 2 on usage error. */
+#ifndef CG_CLI_UTIL_H
+#define CG_CLI_UTIL_H
+
+#include <stdbool.h>
+
+#include "base/error.h"
+#include "base/json.h"
+
+/* Flag parsing over argv[1..argc-1] (argv[0] is the command name).
+ * cli_take_value: if argv[*i] is `flag` (or `alt`, may be NULL) or `flag=VALUE`,
+ * stores the value, advances *i and returns 1; returns -1 (after printing) when
+ * the value is missing; 0 when argv[*i] is not this flag. */
+int cli_take_value(int argc, char **argv, int *i, const char *flag, const char *alt, const char **value);
+bool cli_is_flag(const char *arg, const char *flag, const char *alt);
+/* Collects values for a repeatable multi-value flag: `--x A B C` and `--x A --x B`.
+ * Consumes following arguments until the next one starting with "--". */
+int cli_take_multi(int argc, char **argv, int *i, const char *flag, const char ***vals, int *n);
+
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int cli_fail(const cg_error *err);            /* prints "candle-graph: <msg>" to stderr, returns 1 */
+int cli_failf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Writes pretty JSON + "\n" to stdout (out_path NULL or "-") or to out_path. */
+int cli_write_json(const char *out_path, const cg_jv *v);
+/* Writes raw bytes to stdout or out_path. */
+int cli_write_bytes(const char *out_path, const void *data, size_t len);
+
+/* {"package": "candle-graph", "version": CG_VERSION} */
+cg_jv *cli_tool_json(cg_arena *a);
+
+#endif

@@ -1,0 +1,49 @@
+#include "base/error.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int cg_err_vset(cg_error *err, cg_errcode code, const char *fmt, va_list ap) {
+    if (!err) return -1;
+    err->code = code;
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    return -1;
+}
+
+int cg_err_set(cg_error *err, cg_errcode code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    cg_err_vset(err, code, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+int cg_err_context(cg_error *err, const char *fmt, ...) {
+    if (!err) return -1;
+    char prefix[CG_ERROR_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    va_end(ap);
+    char old[CG_ERROR_MAX];
+    memcpy(old, err->msg, sizeof old);
+    size_t pl = strnlen(prefix, sizeof err->msg - 1);
+    memcpy(err->msg, prefix, pl);
+    size_t n = pl;
+    if (n + 2 < sizeof err->msg) {
+        err->msg[n++] = ':';
+        err->msg[n++] = ' ';
+    }
+    size_t ol = strnlen(old, sizeof old);
+    if (ol > sizeof err->msg - 1 - n) ol = sizeof err->msg - 1 - n;
+    memcpy(err->msg + n, old, ol);
+    err->msg[n + ol] = '\0';
+    return -1;
+}
+
+void cg_err_clear(cg_error *err) {
+    if (!err) return;
+    err->code = CG_OK;
+    err->line = 0;
+    err->msg[0] = '\0';
+}

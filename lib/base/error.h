@@ -1,0 +1,43 @@
+/* error.h — the one error type of libcandlegraph.
+ *
+ * Every fallible function takes a `cg_error *err` (may be NULL) and returns a
+ * status (0 / non-NULL on success). The message is human-readable text in the
+ * upstream crate's wording; context is prepended "context: cause" like anyhow's
+ * alternate display. Messages longer than CG_ERROR_MAX-1 bytes are truncated.
+ * The struct owns no heap memory. */
+#ifndef CG_BASE_ERROR_H
+#define CG_BASE_ERROR_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+#define CG_ERROR_MAX 4096
+
+typedef enum cg_errcode {
+    CG_OK = 0,
+    CG_EINVAL,   /* invalid argument or misuse of an API */
+    CG_EIO,      /* filesystem or OS error */
+    CG_EPARSE,   /* malformed input (JSON, trace rules, CSV) */
+    CG_ELIMIT,   /* a size, depth or count limit was exceeded */
+    CG_ENOMEM,   /* allocation failure */
+    CG_EVERIFY,  /* bundle / signature verification failure */
+    CG_ESTATE,   /* operation not allowed in the current state */
+    CG_EEXIST,   /* destination already exists */
+} cg_errcode;
+
+typedef struct cg_error {
+    cg_errcode code;
+    int line;               /* 1-based input line when relevant, else 0 */
+    char msg[CG_ERROR_MAX];
+} cg_error;
+
+/* Sets code and message (printf format). Returns 0 (or NULL-equivalent) for
+ * convenient `return cg_err_set(...)` in int-returning functions: it returns -1. */
+int cg_err_set(cg_error *err, cg_errcode code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int cg_err_vset(cg_error *err, cg_errcode code, const char *fmt, va_list ap);
+/* Prepends "context: " to the existing message; keeps the code. Returns -1. */
+int cg_err_context(cg_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cg_err_clear(cg_error *err);
+
+#endif

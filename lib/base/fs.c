@@ -1,0 +1,254 @@
+#include "base/fs.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+char *cg_read_file(const char *path, size_t max_bytes, size_t *len, cg_error *err) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        cg_err_set(err, CG_EIO, "open %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        cg_err_set(err, CG_EIO, "stat %s: %s", path, strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        cg_err_set(err, CG_EIO, "read %s: Is a directory", path);
+        close(fd);
+        return NULL;
+    }
+    size_t cap = st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
+    if (max_bytes && (uint64_t)st.st_size > max_bytes) {
+        cg_err_set(err, CG_ELIMIT, "%s is larger than the limit of %zu bytes", path, max_bytes);
+        close(fd);
+        return NULL;
+    }
+    char *buf = malloc(cap);
+    if (!buf) {
+        cg_err_set(err, CG_ENOMEM, "out of memory reading %s", path);
+        close(fd);
+        return NULL;
+    }
+    size_t n = 0;
+    for (;;) {
+        if (n + 1 >= cap) {
+            size_t ncap = cap * 2;
+            char *nb = realloc(buf, ncap);
+            if (!nb) {
+                free(buf);
+                close(fd);
+                cg_err_set(err, CG_ENOMEM, "out of memory reading %s", path);
+                return NULL;
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        ssize_t r = read(fd, buf + n, cap - n - 1);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            cg_err_set(err, CG_EIO, "read %s: %s", path, strerror(errno));
+            free(buf);
+            close(fd);
+            return NULL;
+        }
+        if (r == 0) break;
+        n += (size_t)r;
+        if (max_bytes && n > max_bytes) {
+            cg_err_set(err, CG_ELIMIT, "%s is larger than the limit of %zu bytes", path, max_bytes);
+            free(buf);
+            close(fd);
+            return NULL;
+        }
+    }
+    close(fd);
+    buf[n] = '\0';
+    if (len) *len = n;
+    return buf;
+}
+
+static int write_all(int fd, const void *data, size_t len) {
+    const char *p = data;
+    while (len) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+int cg_write_file(const char *path, const void *data, size_t len, bool do_fsync, cg_error *err) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return cg_err_set(err, CG_EIO, "create %s: %s", path, strerror(errno));
+    if (write_all(fd, data, len) != 0 || (do_fsync && fsync(fd) != 0)) {
+        int e = errno;
+        close(fd);
+        return cg_err_set(err, CG_EIO, "write %s: %s", path, strerror(e));
+    }
+    if (close(fd) != 0) return cg_err_set(err, CG_EIO, "close %s: %s", path, strerror(errno));
+    return 0;
+}
+
+int cg_fsync_path(const char *path, cg_error *err) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return cg_err_set(err, CG_EIO, "open %s for sync: %s", path, strerror(errno));
+    if (fsync(fd) != 0 && errno != EINVAL) {
+        int e = errno;
+        close(fd);
+        return cg_err_set(err, CG_EIO, "sync %s: %s", path, strerror(e));
+    }
+    close(fd);
+    return 0;
+}
+
+int cg_write_file_atomic(const char *path, const void *data, size_t len, cg_error *err) {
+    size_t n = strlen(path) + 32;
+    char *tmp = malloc(n);
+    if (!tmp) return cg_err_set(err, CG_ENOMEM, "out of memory");
+    snprintf(tmp, n, "%s.tmp-%ld", path, (long)getpid());
+    if (cg_write_file(tmp, data, len, true, err) != 0) {
+        unlink(tmp);
+        free(tmp);
+        return -1;
+    }
+    if (rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        free(tmp);
+        return cg_err_set(err, CG_EIO, "rename into %s: %s", path, strerror(e));
+    }
+    free(tmp);
+    char parent[4096];
+    cg_path_parent(path, parent, sizeof parent);
+    return cg_fsync_path(parent, err);
+}
+
+int cg_mkdir_p(const char *path, cg_error *err) {
+    char tmp[4096];
+    size_t n = strlen(path);
+    if (n == 0) return 0;
+    if (n >= sizeof tmp) return cg_err_set(err, CG_EINVAL, "path too long: %s", path);
+    memcpy(tmp, path, n + 1);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+                return cg_err_set(err, CG_EIO, "create directory %s: %s", tmp, strerror(errno));
+            *p = '/';
+        }
+    }
+    if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+        return cg_err_set(err, CG_EIO, "create directory %s: %s", tmp, strerror(errno));
+    return 0;
+}
+
+int cg_rm_rf(const char *path) {
+    struct stat st;
+    if (lstat(path, &st) != 0) return errno == ENOENT ? 0 : -1;
+    if (!S_ISDIR(st.st_mode)) return unlink(path);
+    DIR *d = opendir(path);
+    if (!d) return -1;
+    int rc = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+        char *child = cg_path_join(path, de->d_name);
+        if (!child || cg_rm_rf(child) != 0) rc = -1;
+        free(child);
+    }
+    closedir(d);
+    if (rmdir(path) != 0) rc = -1;
+    return rc;
+}
+
+bool cg_path_exists(const char *path) {
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+bool cg_is_dir(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool cg_is_regular_nofollow(const char *path) {
+    struct stat st;
+    return lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int cg_copy_file(const char *src, const char *dst, cg_error *err) {
+    int in = open(src, O_RDONLY | O_CLOEXEC);
+    if (in < 0) return cg_err_set(err, CG_EIO, "open %s: %s", src, strerror(errno));
+    int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (out < 0) {
+        int e = errno;
+        close(in);
+        return cg_err_set(err, CG_EIO, "create %s: %s", dst, strerror(e));
+    }
+    static _Thread_local char buf[1 << 16];
+    for (;;) {
+        ssize_t r = read(in, buf, sizeof buf);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            int e = errno;
+            close(in);
+            close(out);
+            return cg_err_set(err, CG_EIO, "read %s: %s", src, strerror(e));
+        }
+        if (r == 0) break;
+        if (write_all(out, buf, (size_t)r) != 0) {
+            int e = errno;
+            close(in);
+            close(out);
+            return cg_err_set(err, CG_EIO, "write %s: %s", dst, strerror(e));
+        }
+    }
+    close(in);
+    if (fsync(out) != 0) {
+        int e = errno;
+        close(out);
+        return cg_err_set(err, CG_EIO, "sync %s: %s", dst, strerror(e));
+    }
+    if (close(out) != 0) return cg_err_set(err, CG_EIO, "close %s: %s", dst, strerror(errno));
+    return 0;
+}
+
+void cg_path_parent(const char *path, char *out, size_t outsz) {
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/') n--;
+    while (n > 0 && path[n - 1] != '/') n--;
+    while (n > 1 && path[n - 1] == '/') n--;
+    if (n == 0) {
+        snprintf(out, outsz, ".");
+        return;
+    }
+    snprintf(out, outsz, "%.*s", (int)n, path);
+}
+
+const char *cg_path_base(const char *path) {
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+char *cg_path_join(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b);
+    char *p = malloc(la + lb + 2);
+    if (!p) return NULL;
+    memcpy(p, a, la);
+    size_t n = la;
+    if (n && p[n - 1] != '/') p[n++] = '/';
+    memcpy(p + n, b, lb + 1);
+    return p;
+}

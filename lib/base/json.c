@@ -1,0 +1,730 @@
+#include "base/json.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void cg_json_limits_default(cg_json_limits *l) {
+    l->max_depth = 64;
+    l->max_string = 16u << 20;
+    l->max_items = 10000000;
+}
+
+/* ------------------------------------------------------------------ parser */
+
+typedef struct jp {
+    cg_arena *a;
+    const char *p, *end, *start;
+    const cg_json_limits *lim;
+    cg_error *err;
+    unsigned depth;
+} jp;
+
+static int jp_fail(jp *s, cg_errcode code, const char *what) {
+    /* column/offset is useful for a person reading the message */
+    return cg_err_set(s->err, code, "%s at offset %zu", what, (size_t)(s->p - s->start));
+}
+
+static void jp_ws(jp *s) {
+    while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r')) s->p++;
+}
+
+static cg_jv *jv_new(cg_arena *a, cg_jtype t) {
+    cg_jv *v = cg_arena_alloc(a, sizeof *v);
+    memset(v, 0, sizeof *v);
+    v->type = t;
+    return v;
+}
+
+static int hexval(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+static int read_hex4(jp *s, unsigned *out) {
+    if (s->end - s->p < 4) return jp_fail(s, CG_EPARSE, "EOF while parsing a \\u escape");
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        int h = hexval(s->p[i]);
+        if (h < 0) return jp_fail(s, CG_EPARSE, "invalid escape");
+        v = (v << 4) | (unsigned)h;
+    }
+    s->p += 4;
+    *out = v;
+    return 0;
+}
+
+static size_t utf8_put(char *o, unsigned cp) {
+    if (cp < 0x80) { o[0] = (char)cp; return 1; }
+    if (cp < 0x800) { o[0] = (char)(0xC0 | (cp >> 6)); o[1] = (char)(0x80 | (cp & 0x3F)); return 2; }
+    if (cp < 0x10000) {
+        o[0] = (char)(0xE0 | (cp >> 12)); o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        o[2] = (char)(0x80 | (cp & 0x3F)); return 3;
+    }
+    o[0] = (char)(0xF0 | (cp >> 18)); o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    o[2] = (char)(0x80 | ((cp >> 6) & 0x3F)); o[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* Validates one UTF-8 sequence at p; returns its length or 0 if invalid. */
+static size_t utf8_len(const unsigned char *p, const unsigned char *end) {
+    unsigned c = p[0];
+    if (c < 0x80) return 1;
+    size_t n;
+    unsigned cp;
+    if ((c & 0xE0) == 0xC0) { n = 2; cp = c & 0x1F; }
+    else if ((c & 0xF0) == 0xE0) { n = 3; cp = c & 0x0F; }
+    else if ((c & 0xF8) == 0xF0) { n = 4; cp = c & 0x07; }
+    else return 0;
+    if ((size_t)(end - p) < n) return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xC0) != 0x80) return 0;
+        cp = (cp << 6) | (p[i] & 0x3F);
+    }
+    if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000)) return 0;
+    if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+    return n;
+}
+
+/* s->p points just after the opening quote. */
+static int jp_string(jp *s, const char **out, size_t *out_len) {
+    const char *q = s->p;
+    /* fast scan: plain ASCII without escapes */
+    while (q < s->end) {
+        unsigned char c = (unsigned char)*q;
+        if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80) break;
+        q++;
+    }
+    if (q < s->end && *q == '"') {
+        size_t n = (size_t)(q - s->p);
+        if (n > s->lim->max_string) return jp_fail(s, CG_ELIMIT, "string longer than the limit");
+        *out = cg_arena_strndup(s->a, s->p, n);
+        *out_len = n;
+        s->p = q + 1;
+        return 0;
+    }
+    /* slow path: decode into a buffer no longer than the remaining input */
+    size_t cap = 0;
+    const char *r = q;
+    while (r < s->end && *r != '"') {
+        if (*r == '\\' && r + 1 < s->end) r++;
+        r++;
+    }
+    cap = (size_t)(r - s->p) + 4;
+    char *buf = cg_arena_alloc(s->a, cap + 1);
+    size_t n = (size_t)(q - s->p);
+    memcpy(buf, s->p, n);
+    s->p = q;
+    for (;;) {
+        if (s->p >= s->end) return jp_fail(s, CG_EPARSE, "EOF while parsing a string");
+        unsigned char c = (unsigned char)*s->p;
+        if (c == '"') { s->p++; break; }
+        if (c < 0x20) return jp_fail(s, CG_EPARSE, "control character (\\u0000-\\u001F) found while parsing a string");
+        if (n > s->lim->max_string) return jp_fail(s, CG_ELIMIT, "string longer than the limit");
+        if (c == '\\') {
+            s->p++;
+            if (s->p >= s->end) return jp_fail(s, CG_EPARSE, "EOF while parsing a string");
+            char e = *s->p++;
+            switch (e) {
+            case '"': buf[n++] = '"'; break;
+            case '\\': buf[n++] = '\\'; break;
+            case '/': buf[n++] = '/'; break;
+            case 'b': buf[n++] = '\b'; break;
+            case 'f': buf[n++] = '\f'; break;
+            case 'n': buf[n++] = '\n'; break;
+            case 'r': buf[n++] = '\r'; break;
+            case 't': buf[n++] = '\t'; break;
+            case 'u': {
+                unsigned cp;
+                if (read_hex4(s, &cp)) return -1;
+                if (cp >= 0xDC00 && cp <= 0xDFFF) return jp_fail(s, CG_EPARSE, "lone trailing surrogate in hex escape");
+                if (cp >= 0xD800 && cp <= 0xDBFF) {
+                    unsigned lo;
+                    if (s->end - s->p < 2 || s->p[0] != '\\' || s->p[1] != 'u')
+                        return jp_fail(s, CG_EPARSE, "lone leading surrogate in hex escape");
+                    s->p += 2;
+                    if (read_hex4(s, &lo)) return -1;
+                    if (lo < 0xDC00 || lo > 0xDFFF) return jp_fail(s, CG_EPARSE, "lone leading surrogate in hex escape");
+                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                }
+                n += utf8_put(buf + n, cp);
+                break;
+            }
+            default: return jp_fail(s, CG_EPARSE, "invalid escape");
+            }
+        } else if (c >= 0x80) {
+            size_t l = utf8_len((const unsigned char *)s->p, (const unsigned char *)s->end);
+            if (!l) return jp_fail(s, CG_EPARSE, "invalid UTF-8 in string");
+            memcpy(buf + n, s->p, l);
+            n += l;
+            s->p += l;
+        } else {
+            buf[n++] = (char)c;
+            s->p++;
+        }
+    }
+    if (n > s->lim->max_string) return jp_fail(s, CG_ELIMIT, "string longer than the limit");
+    buf[n] = '\0';
+    *out = buf;
+    *out_len = n;
+    return 0;
+}
+
+static cg_jv *jp_number(jp *s) {
+    const char *b = s->p;
+    bool neg = false, real = false;
+    if (s->p < s->end && *s->p == '-') { neg = true; s->p++; }
+    if (s->p >= s->end) { jp_fail(s, CG_EPARSE, "EOF while parsing a number"); return NULL; }
+    if (*s->p == '0') {
+        s->p++;
+        if (s->p < s->end && *s->p >= '0' && *s->p <= '9') { jp_fail(s, CG_EPARSE, "invalid number"); return NULL; }
+    } else if (*s->p >= '1' && *s->p <= '9') {
+        while (s->p < s->end && *s->p >= '0' && *s->p <= '9') s->p++;
+    } else {
+        jp_fail(s, CG_EPARSE, "invalid number");
+        return NULL;
+    }
+    if (s->p < s->end && *s->p == '.') {
+        real = true;
+        s->p++;
+        if (s->p >= s->end || *s->p < '0' || *s->p > '9') { jp_fail(s, CG_EPARSE, "invalid number"); return NULL; }
+        while (s->p < s->end && *s->p >= '0' && *s->p <= '9') s->p++;
+    }
+    if (s->p < s->end && (*s->p == 'e' || *s->p == 'E')) {
+        real = true;
+        s->p++;
+        if (s->p < s->end && (*s->p == '+' || *s->p == '-')) s->p++;
+        if (s->p >= s->end || *s->p < '0' || *s->p > '9') { jp_fail(s, CG_EPARSE, "invalid number"); return NULL; }
+        while (s->p < s->end && *s->p >= '0' && *s->p <= '9') s->p++;
+    }
+    size_t len = (size_t)(s->p - b);
+    if (!real) {
+        const char *d = b + (neg ? 1 : 0);
+        uint64_t mag = 0;
+        bool overflow = false;
+        for (; d < s->p; d++) {
+            unsigned dig = (unsigned)(*d - '0');
+            if (mag > (UINT64_MAX - dig) / 10) { overflow = true; break; }
+            mag = mag * 10 + dig;
+        }
+        if (!overflow && (!neg || mag <= (uint64_t)INT64_MAX + 1u)) {
+            cg_jv *v = jv_new(s->a, CG_JINT);
+            v->u.i.mag = mag;
+            v->u.i.neg = neg && mag != 0;
+            return v;
+        }
+    }
+    char tmp[512];
+    char *heap = NULL;
+    char *nb = tmp;
+    if (len >= sizeof tmp) {
+        heap = malloc(len + 1);
+        if (!heap) { jp_fail(s, CG_ENOMEM, "out of memory"); return NULL; }
+        nb = heap;
+    }
+    memcpy(nb, b, len);
+    nb[len] = '\0';
+    errno = 0;
+    double d = strtod(nb, NULL);
+    free(heap);
+    if (!isfinite(d)) { jp_fail(s, CG_EPARSE, "number out of range"); return NULL; }
+    cg_jv *v = jv_new(s->a, CG_JREAL);
+    v->u.d = d;
+    return v;
+}
+
+static bool lit(jp *s, const char *w, size_t n) {
+    if ((size_t)(s->end - s->p) < n || memcmp(s->p, w, n) != 0) return false;
+    s->p += n;
+    return true;
+}
+
+static cg_jv *jp_value(jp *s);
+
+static cg_jv *jp_array(jp *s) {
+    cg_jv *v = jv_new(s->a, CG_JARR);
+    jp_ws(s);
+    if (s->p < s->end && *s->p == ']') { s->p++; return v; }
+    for (;;) {
+        cg_jv *item = jp_value(s);
+        if (!item) return NULL;
+        if (v->u.arr.n >= s->lim->max_items) { jp_fail(s, CG_ELIMIT, "array has more items than the limit"); return NULL; }
+        cg_jv_arr_push(s->a, v, item);
+        jp_ws(s);
+        if (s->p >= s->end) { jp_fail(s, CG_EPARSE, "EOF while parsing a list"); return NULL; }
+        if (*s->p == ',') { s->p++; continue; }
+        if (*s->p == ']') { s->p++; return v; }
+        jp_fail(s, CG_EPARSE, "expected `,` or `]`");
+        return NULL;
+    }
+}
+
+static cg_jv *jp_object(jp *s) {
+    cg_jv *v = jv_new(s->a, CG_JOBJ);
+    jp_ws(s);
+    if (s->p < s->end && *s->p == '}') { s->p++; return v; }
+    for (;;) {
+        jp_ws(s);
+        if (s->p >= s->end) { jp_fail(s, CG_EPARSE, "EOF while parsing an object"); return NULL; }
+        if (*s->p != '"') { jp_fail(s, CG_EPARSE, "key must be a string"); return NULL; }
+        s->p++;
+        const char *key;
+        size_t klen;
+        if (jp_string(s, &key, &klen)) return NULL;
+        jp_ws(s);
+        if (s->p >= s->end || *s->p != ':') { jp_fail(s, CG_EPARSE, "expected `:`"); return NULL; }
+        s->p++;
+        cg_jv *item = jp_value(s);
+        if (!item) return NULL;
+        if (v->u.obj.n >= s->lim->max_items) { jp_fail(s, CG_ELIMIT, "object has more members than the limit"); return NULL; }
+        cg_jv_obj_put(s->a, v, key, item);
+        v->u.obj.m[v->u.obj.n - 1].key_len = klen;
+        jp_ws(s);
+        if (s->p >= s->end) { jp_fail(s, CG_EPARSE, "EOF while parsing an object"); return NULL; }
+        if (*s->p == ',') { s->p++; continue; }
+        if (*s->p == '}') { s->p++; return v; }
+        jp_fail(s, CG_EPARSE, "expected `,` or `}`");
+        return NULL;
+    }
+}
+
+static cg_jv *jp_value(jp *s) {
+    jp_ws(s);
+    if (s->p >= s->end) { jp_fail(s, CG_EPARSE, "EOF while parsing a value"); return NULL; }
+    char c = *s->p;
+    switch (c) {
+    case '{':
+    case '[': {
+        if (++s->depth > s->lim->max_depth) {
+            jp_fail(s, CG_ELIMIT, "JSON nesting deeper than the limit");
+            return NULL;
+        }
+        s->p++;
+        cg_jv *v = c == '{' ? jp_object(s) : jp_array(s);
+        s->depth--;
+        return v;
+    }
+    case '"': {
+        s->p++;
+        const char *str;
+        size_t n;
+        if (jp_string(s, &str, &n)) return NULL;
+        cg_jv *v = jv_new(s->a, CG_JSTR);
+        v->u.str.s = str;
+        v->u.str.len = n;
+        return v;
+    }
+    case 't':
+        if (lit(s, "true", 4)) return cg_jv_bool(s->a, true);
+        break;
+    case 'f':
+        if (lit(s, "false", 5)) return cg_jv_bool(s->a, false);
+        break;
+    case 'n':
+        if (lit(s, "null", 4)) return jv_new(s->a, CG_JNULL);
+        break;
+    default:
+        if (c == '-' || (c >= '0' && c <= '9')) return jp_number(s);
+    }
+    jp_fail(s, CG_EPARSE, "expected value");
+    return NULL;
+}
+
+cg_jv *cg_json_parse(cg_arena *a, const char *text, size_t len, const cg_json_limits *lim,
+                     cg_error *err) {
+    cg_json_limits def;
+    if (!lim) {
+        cg_json_limits_default(&def);
+        lim = &def;
+    }
+    jp s = {a, text, text + len, text, lim, err, 0};
+    cg_jv *v = jp_value(&s);
+    if (!v) return NULL;
+    jp_ws(&s);
+    if (s.p != s.end) {
+        jp_fail(&s, CG_EPARSE, "trailing characters");
+        return NULL;
+    }
+    return v;
+}
+
+/* ------------------------------------------------------------ construction */
+
+cg_jv *cg_jv_null(cg_arena *a) { return jv_new(a, CG_JNULL); }
+cg_jv *cg_jv_bool(cg_arena *a, bool b) {
+    cg_jv *v = jv_new(a, CG_JBOOL);
+    v->u.b = b;
+    return v;
+}
+cg_jv *cg_jv_u64(cg_arena *a, uint64_t x) {
+    cg_jv *v = jv_new(a, CG_JINT);
+    v->u.i.mag = x;
+    return v;
+}
+cg_jv *cg_jv_i64(cg_arena *a, int64_t x) {
+    cg_jv *v = jv_new(a, CG_JINT);
+    if (x < 0) {
+        v->u.i.neg = true;
+        v->u.i.mag = (uint64_t)(-(x + 1)) + 1u;
+    } else {
+        v->u.i.mag = (uint64_t)x;
+    }
+    return v;
+}
+cg_jv *cg_jv_f64(cg_arena *a, double d) {
+    cg_jv *v = jv_new(a, CG_JREAL);
+    v->u.d = d;
+    return v;
+}
+cg_jv *cg_jv_strn(cg_arena *a, const char *s, size_t n) {
+    cg_jv *v = jv_new(a, CG_JSTR);
+    v->u.str.s = cg_arena_strndup(a, s, n);
+    v->u.str.len = n;
+    return v;
+}
+cg_jv *cg_jv_str(cg_arena *a, const char *s) { return cg_jv_strn(a, s, strlen(s)); }
+cg_jv *cg_jv_str_nocopy(cg_arena *a, const char *s) {
+    cg_jv *v = jv_new(a, CG_JSTR);
+    v->u.str.s = s;
+    v->u.str.len = strlen(s);
+    return v;
+}
+cg_jv *cg_jv_arr(cg_arena *a) { return jv_new(a, CG_JARR); }
+cg_jv *cg_jv_obj(cg_arena *a) { return jv_new(a, CG_JOBJ); }
+
+void cg_jv_arr_push(cg_arena *a, cg_jv *arr, cg_jv *v) {
+    if (arr->u.arr.n == arr->u.arr.cap) {
+        size_t cap = arr->u.arr.cap ? arr->u.arr.cap * 2 : 4;
+        cg_jv **items = cg_arena_alloc(a, cap * sizeof *items);
+        if (arr->u.arr.n) memcpy(items, arr->u.arr.items, arr->u.arr.n * sizeof *items);
+        arr->u.arr.items = items;
+        arr->u.arr.cap = cap;
+    }
+    arr->u.arr.items[arr->u.arr.n++] = v;
+}
+
+void cg_jv_obj_put(cg_arena *a, cg_jv *obj, const char *key, cg_jv *v) {
+    if (obj->u.obj.n == obj->u.obj.cap) {
+        size_t cap = obj->u.obj.cap ? obj->u.obj.cap * 2 : 8;
+        cg_jmember *m = cg_arena_alloc(a, cap * sizeof *m);
+        if (obj->u.obj.n) memcpy(m, obj->u.obj.m, obj->u.obj.n * sizeof *m);
+        obj->u.obj.m = m;
+        obj->u.obj.cap = cap;
+    }
+    cg_jmember *mm = &obj->u.obj.m[obj->u.obj.n++];
+    mm->key = key;
+    mm->key_len = strlen(key);
+    mm->val = v;
+}
+
+void cg_jv_obj_set(cg_arena *a, cg_jv *obj, const char *key, cg_jv *v) {
+    for (size_t i = 0; i < obj->u.obj.n; i++) {
+        if (strcmp(obj->u.obj.m[i].key, key) == 0) {
+            obj->u.obj.m[i].val = v;
+            return;
+        }
+    }
+    cg_jv_obj_put(a, obj, key, v);
+}
+
+cg_jv *cg_jv_clone(cg_arena *a, const cg_jv *v) {
+    if (!v) return NULL;
+    cg_jv *c = jv_new(a, v->type);
+    switch (v->type) {
+    case CG_JSTR:
+        c->u.str.s = cg_arena_strndup(a, v->u.str.s, v->u.str.len);
+        c->u.str.len = v->u.str.len;
+        break;
+    case CG_JARR:
+        for (size_t i = 0; i < v->u.arr.n; i++) cg_jv_arr_push(a, c, cg_jv_clone(a, v->u.arr.items[i]));
+        break;
+    case CG_JOBJ:
+        for (size_t i = 0; i < v->u.obj.n; i++) {
+            const cg_jmember *m = &v->u.obj.m[i];
+            char *k = cg_arena_strndup(a, m->key, m->key_len);
+            cg_jv_obj_put(a, c, k, cg_jv_clone(a, m->val));
+            c->u.obj.m[c->u.obj.n - 1].key_len = m->key_len;
+        }
+        break;
+    default:
+        c->u = v->u;
+    }
+    return c;
+}
+
+/* ------------------------------------------------------------------ access */
+
+cg_jv *cg_jv_get(const cg_jv *obj, const char *key) {
+    if (!obj || obj->type != CG_JOBJ) return NULL;
+    size_t kl = strlen(key);
+    for (size_t i = 0; i < obj->u.obj.n; i++) {
+        const cg_jmember *m = &obj->u.obj.m[i];
+        if (m->key_len == kl && memcmp(m->key, key, kl) == 0) return m->val;
+    }
+    return NULL;
+}
+
+bool cg_jv_obj_remove(cg_jv *obj, const char *key) {
+    if (!obj || obj->type != CG_JOBJ) return false;
+    for (size_t i = 0; i < obj->u.obj.n; i++) {
+        if (strcmp(obj->u.obj.m[i].key, key) == 0) {
+            memmove(&obj->u.obj.m[i], &obj->u.obj.m[i + 1], (obj->u.obj.n - i - 1) * sizeof(cg_jmember));
+            obj->u.obj.n--;
+            return true;
+        }
+    }
+    return false;
+}
+
+const char *cg_jv_obj_dup_key(const cg_jv *obj) {
+    if (!obj || obj->type != CG_JOBJ) return NULL;
+    size_t n = obj->u.obj.n;
+    for (size_t i = 1; i < n; i++) {
+        const cg_jmember *a = &obj->u.obj.m[i];
+        for (size_t j = 0; j < i; j++) {
+            const cg_jmember *b = &obj->u.obj.m[j];
+            if (a->key_len == b->key_len && memcmp(a->key, b->key, a->key_len) == 0) return a->key;
+        }
+    }
+    return NULL;
+}
+
+bool cg_jv_is_u64(const cg_jv *v) { return v && v->type == CG_JINT && !v->u.i.neg; }
+
+bool cg_jv_as_u64(const cg_jv *v, uint64_t *out) {
+    if (!cg_jv_is_u64(v)) return false;
+    *out = v->u.i.mag;
+    return true;
+}
+
+bool cg_jv_as_i64(const cg_jv *v, int64_t *out) {
+    if (!v || v->type != CG_JINT) return false;
+    if (v->u.i.neg) {
+        if (v->u.i.mag > (uint64_t)INT64_MAX + 1u) return false;
+        *out = v->u.i.mag == (uint64_t)INT64_MAX + 1u ? INT64_MIN : -(int64_t)v->u.i.mag;
+    } else {
+        if (v->u.i.mag > (uint64_t)INT64_MAX) return false;
+        *out = (int64_t)v->u.i.mag;
+    }
+    return true;
+}
+
+bool cg_jv_as_f64(const cg_jv *v, double *out) {
+    if (!v) return false;
+    if (v->type == CG_JREAL) {
+        *out = v->u.d;
+        return true;
+    }
+    if (v->type == CG_JINT) {
+        *out = v->u.i.neg ? -(double)v->u.i.mag : (double)v->u.i.mag;
+        return true;
+    }
+    return false;
+}
+
+const char *cg_jv_as_str(const cg_jv *v) { return v && v->type == CG_JSTR ? v->u.str.s : NULL; }
+
+bool cg_jv_equal(const cg_jv *a, const cg_jv *b) {
+    if (a == b) return true;
+    if (!a || !b || a->type != b->type) return false;
+    switch (a->type) {
+    case CG_JNULL: return true;
+    case CG_JBOOL: return a->u.b == b->u.b;
+    case CG_JINT: return a->u.i.mag == b->u.i.mag && a->u.i.neg == b->u.i.neg;
+    case CG_JREAL: return a->u.d == b->u.d;
+    case CG_JSTR: return a->u.str.len == b->u.str.len && memcmp(a->u.str.s, b->u.str.s, a->u.str.len) == 0;
+    case CG_JARR:
+        if (a->u.arr.n != b->u.arr.n) return false;
+        for (size_t i = 0; i < a->u.arr.n; i++)
+            if (!cg_jv_equal(a->u.arr.items[i], b->u.arr.items[i])) return false;
+        return true;
+    case CG_JOBJ:
+        if (a->u.obj.n != b->u.obj.n) return false;
+        for (size_t i = 0; i < a->u.obj.n; i++) {
+            const cg_jmember *m = &a->u.obj.m[i];
+            cg_jv *o = NULL;
+            for (size_t j = 0; j < b->u.obj.n; j++) {
+                const cg_jmember *k = &b->u.obj.m[(i + j) % b->u.obj.n];
+                if (k->key_len == m->key_len && memcmp(k->key, m->key, m->key_len) == 0) {
+                    o = k->val;
+                    break;
+                }
+            }
+            if (!o || !cg_jv_equal(m->val, o)) return false;
+        }
+        return true;
+    }
+    return false;
+}
+
+/* ------------------------------------------------------------------ output */
+
+void cg_json_write_u64(cg_buf *out, uint64_t v) {
+    char tmp[24];
+    int i = 23;
+    tmp[i] = '\0';
+    do {
+        tmp[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    cg_buf_append(out, tmp + i, (size_t)(23 - i));
+}
+
+void cg_json_write_f64(cg_buf *out, double d) {
+    if (!isfinite(d)) {
+        cg_buf_append(out, "null", 4);
+        return;
+    }
+    if (d == 0) {
+        cg_buf_puts(out, signbit(d) ? "-0.0" : "0.0");
+        return;
+    }
+    /* shortest round-trip digits via %.*e */
+    char tmp[40];
+    int prec;
+    for (prec = 1; prec <= 17; prec++) {
+        snprintf(tmp, sizeof tmp, "%.*e", prec - 1, d);
+        if (strtod(tmp, NULL) == d) break;
+    }
+    /* tmp = [-]D[.DDD]e[+-]XX */
+    const char *p = tmp;
+    bool neg = false;
+    if (*p == '-') {
+        neg = true;
+        p++;
+    }
+    char digits[24];
+    int nd = 0;
+    while (*p && *p != 'e') {
+        if (*p != '.') digits[nd++] = *p;
+        p++;
+    }
+    int e10 = (int)strtol(p + 1, NULL, 10);
+    while (nd > 1 && digits[nd - 1] == '0') nd--;
+    int kk = e10 + 1; /* position of the decimal point relative to the digit string */
+    int k = kk - nd;  /* exponent of the last digit */
+    char o[64];
+    int n = 0;
+    if (neg) o[n++] = '-';
+    if (k >= 0 && kk <= 16) {
+        memcpy(o + n, digits, (size_t)nd);
+        n += nd;
+        for (int i = 0; i < k; i++) o[n++] = '0';
+        o[n++] = '.';
+        o[n++] = '0';
+    } else if (kk > 0 && kk <= 16) {
+        memcpy(o + n, digits, (size_t)kk);
+        n += kk;
+        o[n++] = '.';
+        memcpy(o + n, digits + kk, (size_t)(nd - kk));
+        n += nd - kk;
+    } else if (kk > -5 && kk <= 0) {
+        o[n++] = '0';
+        o[n++] = '.';
+        for (int i = 0; i < -kk; i++) o[n++] = '0';
+        memcpy(o + n, digits, (size_t)nd);
+        n += nd;
+    } else {
+        o[n++] = digits[0];
+        if (nd > 1) {
+            o[n++] = '.';
+            memcpy(o + n, digits + 1, (size_t)(nd - 1));
+            n += nd - 1;
+        }
+        n += snprintf(o + n, sizeof o - (size_t)n, "e%d", kk - 1);
+    }
+    cg_buf_append(out, o, (size_t)n);
+}
+
+void cg_json_write_str(cg_buf *out, const char *s, size_t len) {
+    static const char hex[] = "0123456789abcdef";
+    cg_buf_reserve(out, len + 2);
+    cg_buf_putc(out, '"');
+    size_t run = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        if (i > run) cg_buf_append(out, s + run, i - run);
+        run = i + 1;
+        switch (c) {
+        case '"': cg_buf_append(out, "\\\"", 2); break;
+        case '\\': cg_buf_append(out, "\\\\", 2); break;
+        case '\b': cg_buf_append(out, "\\b", 2); break;
+        case '\f': cg_buf_append(out, "\\f", 2); break;
+        case '\n': cg_buf_append(out, "\\n", 2); break;
+        case '\r': cg_buf_append(out, "\\r", 2); break;
+        case '\t': cg_buf_append(out, "\\t", 2); break;
+        default: {
+            char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+            cg_buf_append(out, u, 6);
+        }
+        }
+    }
+    if (len > run) cg_buf_append(out, s + run, len - run);
+    cg_buf_putc(out, '"');
+}
+
+static void indent(cg_buf *out, int level) {
+    cg_buf_putc(out, '\n');
+    for (int i = 0; i < level; i++) cg_buf_append(out, "  ", 2);
+}
+
+static void write_value(cg_buf *out, const cg_jv *v, bool pretty, int level) {
+    switch (v->type) {
+    case CG_JNULL: cg_buf_append(out, "null", 4); break;
+    case CG_JBOOL: cg_buf_puts(out, v->u.b ? "true" : "false"); break;
+    case CG_JINT:
+        if (v->u.i.neg) cg_buf_putc(out, '-');
+        cg_json_write_u64(out, v->u.i.mag);
+        break;
+    case CG_JREAL: cg_json_write_f64(out, v->u.d); break;
+    case CG_JSTR: cg_json_write_str(out, v->u.str.s, v->u.str.len); break;
+    case CG_JARR:
+        cg_buf_putc(out, '[');
+        for (size_t i = 0; i < v->u.arr.n; i++) {
+            if (i) cg_buf_putc(out, ',');
+            if (pretty) indent(out, level + 1);
+            write_value(out, v->u.arr.items[i], pretty, level + 1);
+        }
+        if (pretty && v->u.arr.n) indent(out, level);
+        cg_buf_putc(out, ']');
+        break;
+    case CG_JOBJ:
+        cg_buf_putc(out, '{');
+        for (size_t i = 0; i < v->u.obj.n; i++) {
+            const cg_jmember *m = &v->u.obj.m[i];
+            if (i) cg_buf_putc(out, ',');
+            if (pretty) indent(out, level + 1);
+            cg_json_write_str(out, m->key, m->key_len);
+            if (pretty) cg_buf_append(out, ": ", 2);
+            else cg_buf_putc(out, ':');
+            write_value(out, m->val, pretty, level + 1);
+        }
+        if (pretty && v->u.obj.n) indent(out, level);
+        cg_buf_putc(out, '}');
+        break;
+    }
+}
+
+void cg_json_write(cg_buf *out, const cg_jv *v, bool pretty) { write_value(out, v, pretty, 0); }
+
+int cg_json_write_file(const char *path, const cg_jv *v, bool pretty, cg_error *err) {
+    cg_buf b = CG_BUF_INIT;
+    cg_json_write(&b, v, pretty);
+    cg_buf_putc(&b, '\n');
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        cg_buf_free(&b);
+        return cg_err_set(err, CG_EIO, "create %s: %s", path, strerror(errno));
+    }
+    size_t want = b.len;
+    size_t w = fwrite(b.data, 1, want, f);
+    int rc = fclose(f);
+    cg_buf_free(&b);
+    if (w != want || rc != 0) return cg_err_set(err, CG_EIO, "write %s: %s", path, strerror(errno));
+    return 0;
+}
