@@ -465,12 +465,13 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
         size_t nhv = 0;
         for (size_t i = 0; i < ns; i++) {
             const cg_graph_node *n = &nodes[i];
-            if (n->kind == CG_NODE_OP || ancestor[i]) continue;
+            if (ancestor[i]) continue;
+            bool op_kind = n->kind == CG_NODE_OP; /* span_kind op: no host / heaviest row */
             cg_interval iv = node_interval(n);
             uint64_t lo = iv.start_ns > mw.start_ns ? iv.start_ns : mw.start_ns;
             uint64_t hi = iv.end_ns < mw.end_ns ? iv.end_ns : mw.end_ns;
             uint64_t overlap = hi > lo ? hi - lo : 0;
-            if (overlap > 0) {
+            if (overlap > 0 && !op_kind) {
                 size_t m = 0;
                 for (size_t c = cfirst[i]; c < cfirst[i + 1]; c++) {
                     cg_interval ci = node_interval(&nodes[clist[c]]);
@@ -501,7 +502,7 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
                 dc[nd].seq = nd;
                 nd++;
             }
-            if (n->has_allocated_bytes) {
+            if (n->has_allocated_bytes && !op_kind) {
                 hv[nhv].c = (cg_heavy_span){n->id, n->name, n->allocated_bytes, n->has_peak_live_bytes,
                                             n->peak_live_bytes};
                 hv[nhv].seq = nhv;

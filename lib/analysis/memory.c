@@ -491,7 +491,7 @@ cg_span_memory *cg_memory_span_metrics(const cg_trace *t, const cg_memory_profil
     /* lifetimes by span (direct bytes for every resolvable span; reachable ones join the tree) */
     size_t nl = lm->n_lifetimes;
     slife *ls = xmalloc((nl ? nl : 1) * sizeof *ls);
-    uint64_t *xs = xmalloc((2 * nl ? 2 * nl : 1) * sizeof *xs);
+    uint64_t *xs = xmalloc((nl ? 2 * nl : 1) * sizeof *xs);
     size_t nls = 0, nx = 0;
     for (size_t k = 0; k < nl; k++) {
         const cg_lifetime *l = &lm->lifetimes[k];
