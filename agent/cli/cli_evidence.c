@@ -95,14 +95,14 @@ static int load_bundle(cg_arena *a, cli_loaded *l, cg_error *err) {
     cg_bundle_check chk;
     if (cg_bundle_verify(l->bundle_root, &l->receipt, &chk, err) != 0)
         return cg_err_context(err, "verify bundle %s", l->bundle_root);
-    snprintf(l->trace_path, sizeof l->trace_path, "%s/trace.jsonl", l->bundle_root);
+    snprintf(l->trace_path, sizeof l->trace_path, "%.4000s/trace.jsonl", l->bundle_root);
     l->trace = cg_trace_read_file(l->trace_path, NULL, err);
     if (!l->trace) return -1;
     if (strcmp(l->trace->run.run_id, l->receipt.run_id) != 0)
         return cg_err_set(err, CG_EVERIFY, "verified bundle manifest run ID %s does not match trace run ID %s",
                           l->receipt.run_id, l->trace->run.run_id);
     char ev_path[4200];
-    snprintf(ev_path, sizeof ev_path, "%s/evidence.json", l->bundle_root);
+    snprintf(ev_path, sizeof ev_path, "%.4000s/evidence.json", l->bundle_root);
     size_t len;
     char *data = cg_read_file(ev_path, 1u << 30, &len, err);
     if (!data) return cg_err_context(err, "read verified evidence packet");
@@ -126,7 +126,7 @@ int cli_load_evidence(cg_arena *a, const char *path, const char *nsight_dir, cli
     memset(l, 0, sizeof *l);
     struct stat st;
     if (stat(path, &st) != 0) return cg_err_set(err, CG_EIO, "input %s: %s", path, strerror(errno));
-    char dir[4096];
+    char dir[4000];
     if (S_ISDIR(st.st_mode)) snprintf(dir, sizeof dir, "%s", path);
     else cg_path_parent(path, dir, sizeof dir);
     bool bundle = has_file(dir, "bundle.json");
@@ -135,7 +135,7 @@ int cli_load_evidence(cg_arena *a, const char *path, const char *nsight_dir, cli
     if (bundle) {
         if (nsight_dir) return cg_err_set(err, CG_EINVAL, "--nsight-dir is rejected for bundles: the bundle's own nsight/ evidence is bound");
         l->is_bundle = true;
-        snprintf(l->bundle_root, sizeof l->bundle_root, "%s", dir);
+        snprintf(l->bundle_root, sizeof l->bundle_root, "%.4000s", dir);
         if (load_bundle(a, l, err) != 0) return -1;
     } else {
         if (has_file(dir, "evidence.json") || has_file(dir, "nsight"))
@@ -143,8 +143,8 @@ int cli_load_evidence(cg_arena *a, const char *path, const char *nsight_dir, cli
                               "%s holds evidence.json or nsight/ but no bundle.json; refusing to discard unverified GPU "
                               "evidence and rebuild as trace-only",
                               dir);
-        if (S_ISDIR(st.st_mode)) snprintf(l->trace_path, sizeof l->trace_path, "%s/trace.jsonl", path);
-        else snprintf(l->trace_path, sizeof l->trace_path, "%s", path);
+        if (S_ISDIR(st.st_mode)) snprintf(l->trace_path, sizeof l->trace_path, "%.4000s/trace.jsonl", path);
+        else snprintf(l->trace_path, sizeof l->trace_path, "%.4000s", path);
         l->trace = cg_trace_read_file(l->trace_path, NULL, err);
         if (!l->trace) return -1;
         l->evidence = cg_evidence_build(a, l->trace, nsight_dir, err);

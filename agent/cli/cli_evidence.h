@@ -23,7 +23,7 @@
 typedef struct cli_loaded {
     bool is_bundle;
     char bundle_root[4096];   /* when is_bundle */
-    char trace_path[4096];
+    char trace_path[4200];
     cg_trace *trace;          /* parsed trace (owned) */
     cg_evidence *evidence;    /* rebuilt evidence for raw inputs (owned), NULL for bundles */
     cg_jv *packet;            /* evidence/4 packet JSON (rebuilt or verified evidence.json) */

@@ -55,25 +55,26 @@ static const char *plural(uint64_t n, const char *one, const char *many) { retur
 static void observed(cg_arena *a, cg_cap_state *s, cg_coverage declared, uint64_t count, const char *what,
                      const char *source) {
     const char *decl = cg_coverage_name(declared);
+    const char *events = plural(count, "event", "events");
     switch (declared) {
     case CG_COV_COMPLETE:
         if (count == 0)
             set(s, CG_CAP_INVALID, source,
-                cg_arena_printf(a, "%s coverage is declared complete but no %s were observed", what, what));
+                cg_arena_printf(a, "%s coverage is declared complete but no %s events were observed", what, what));
         else
             set(s, CG_CAP_COMPLETE, source,
-                cg_arena_printf(a, "%s coverage is declared complete and %llu %s observed", what,
-                                (unsigned long long)count, plural(count, "event was", "events were")));
+                cg_arena_printf(a, "%s coverage is declared complete; %llu %s observed", what,
+                                (unsigned long long)count, events));
         break;
     case CG_COV_PARTIAL:
     case CG_COV_NONE:
         if (count == 0)
             set(s, CG_CAP_UNAVAILABLE, source,
-                cg_arena_printf(a, "no %s were observed (declared coverage: %s)", what, decl));
+                cg_arena_printf(a, "no %s events were observed (declared coverage: %s)", what, decl));
         else
             set(s, CG_CAP_PARTIAL, source,
-                cg_arena_printf(a, "%llu %s observed, but %s coverage is declared %s, not complete",
-                                (unsigned long long)count, plural(count, "event was", "events were"), what, decl));
+                cg_arena_printf(a, "%s coverage is declared %s: %llu %s observed, not claimed complete", what, decl,
+                                (unsigned long long)count, events));
         break;
     }
 }
