@@ -189,6 +189,7 @@ static void test_full_lifecycle_round_trip(void **st) {
     assert_int_equal(t->n_tensor_stats, 1);
     assert_int_equal(t->n_device_memory, 1);
     assert_false(t->device_memory[0].has_free);
+    cap_assert_healthy(t, true);
     cg_trace_free(t);
 }
 
@@ -398,6 +399,7 @@ static void test_finish_failed_keeps_open_spans(void **st) {
     assert_string_equal(t->terminal.reason, "out of memory in forward");
     assert_int_equal(t->n_spans, 3);
     for (size_t i = 0; i < t->n_spans; i++) assert_false(t->spans[i].closed);
+    cap_assert_healthy(t, false);
     cg_trace_free(t);
 }
 
@@ -436,6 +438,7 @@ static void test_inference_run_and_builders_in_meta(void **st) {
     assert_int_equal(t->run.phase, CG_PHASE_INFER);
     assert_non_null(t->run.identity);
     assert_int_equal(t->run.identity->physical_batch, 4);
+    cap_assert_healthy(t, true);
     cg_trace_free(t);
 }
 

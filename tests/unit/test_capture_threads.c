@@ -148,6 +148,7 @@ static void test_four_threads_nested_spans(void **st) {
         assert_true(sp->closed);
         assert_true(t->ops[i].timestamp_ns >= sp->start_ns);
     }
+    cap_assert_healthy(t, false); /* failed capture: open worker spans are warnings */
     cg_trace_free(t);
     cg_rm_rf(dir);
     free(path);
@@ -195,6 +196,7 @@ static void test_threads_then_finish_complete(void **st) {
     assert_int_equal(t->n_spans, 2 + THREADS * ROUNDS * 2);
     assert_int_equal(t->terminal.outcome, CG_OUTCOME_COMPLETE);
     for (size_t i = 0; i < t->n_spans; i++) assert_true(t->spans[i].closed);
+    cap_assert_healthy(t, true);
     cg_trace_free(t);
     cg_rm_rf(dir);
     free(path);
