@@ -71,8 +71,10 @@ cg_profile_run *cg_profile_run_inference(const char *entrypoint, uint64_t captur
                                          const char *device);
 void cg_profile_run_free(cg_profile_run *r);
 
-/* Builders. Each copies its arguments and returns 0, or -1 when an argument is
- * NULL (the run is then unchanged). */
+/* Builders. Each copies its arguments and returns 0, or -1 when an argument —
+ * or a string the copied struct requires (list items, gradient contract
+ * fields, the seven required identity strings) — is NULL; the run is then
+ * unchanged. Content is validated by cg_session_open, not here. */
 /* Sets tag key=value (descriptive only); an existing key is replaced. Tags are
  * written sorted by key. */
 int cg_profile_run_tag(cg_profile_run *r, const char *key, const char *value);
