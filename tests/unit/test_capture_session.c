@@ -38,6 +38,33 @@ static int teardown(void **st) {
 
 static bool starts_with(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
 
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The lines of text, sorted, as one '\n'-joined malloc'd string. */
+static char *sorted_lines(const char *text) {
+    size_t n = cap_count_lines(text);
+    char **lines = calloc(n ? n : 1, sizeof *lines);
+    size_t total = 1;
+    for (size_t i = 0; i < n; i++) {
+        lines[i] = cap_line(text, i);
+        total += strlen(lines[i]) + 1;
+    }
+    qsort(lines, n, sizeof *lines, cmp_str);
+    char *out = malloc(total), *p = out;
+    for (size_t i = 0; i < n; i++) {
+        size_t l = strlen(lines[i]);
+        memcpy(p, lines[i], l);
+        p[l] = '\n';
+        p += l + 1;
+        free(lines[i]);
+    }
+    *p = '\0';
+    free(lines);
+    return out;
+}
+
 /* Busy-waits until the session clock has advanced by at least ns. */
 static void spin(cg_session *s, uint64_t ns) {
     uint64_t t0 = cg_session_host_now_ns(s);
@@ -190,6 +217,16 @@ static void test_full_lifecycle_round_trip(void **st) {
     assert_int_equal(t->n_device_memory, 1);
     assert_false(t->device_memory[0].has_free);
     cap_assert_healthy(t, true);
+    /* the reader's writer reproduces every line (in to_events order) */
+    cg_buf again = CG_BUF_INIT;
+    cg_trace_write(&again, t);
+    char *orig = cap_slurp(f->path);
+    char *a = sorted_lines(orig), *b = sorted_lines(again.data);
+    assert_string_equal(a, b);
+    free(a);
+    free(b);
+    free(orig);
+    cg_buf_free(&again);
     cg_trace_free(t);
 }
 
