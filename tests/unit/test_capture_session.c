@@ -421,6 +421,53 @@ static void test_open_refuses_invalid_runs(void **st) {
     assert_null(cg_session_open("", NULL, &err));
 }
 
+static void test_clock_and_durations(void **st) {
+    fx *f = *st;
+    cg_error err;
+    struct timespec before;
+    clock_gettime(CLOCK_MONOTONIC, &before);
+    cg_session *s = cap_open_ok(f->path);
+    uint64_t ns = 1;
+    assert_int_equal(cg_session_host_timestamp_ns(s, &before, &ns, &err), -1);
+    assert_int_equal(err.code, CG_EINVAL);
+    assert_int_equal(ns, 1); /* untouched */
+    uint64_t t0 = cg_session_host_now_ns(s);
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    assert_int_equal(cg_session_host_timestamp_ns(s, &now, &ns, &err), 0);
+    assert_true(ns >= t0 && ns <= cg_session_host_now_ns(s));
+
+    cg_span_id a;
+    uint64_t d = 0;
+    assert_int_equal(cg_session_begin_span(s, "a", CG_SPAN_OP, &a, &err), 0);
+    assert_int_equal(cg_session_span_duration_ns(s, a, &d, &err), -1);
+    assert_int_equal(err.code, CG_ESTATE);
+    assert_int_equal(cg_session_span_duration_ns(s, 50, &d, &err), -1);
+    assert_int_equal(err.code, CG_EINVAL);
+    spin(s, 1000);
+    assert_int_equal(cg_session_end_span(s, a, &err), 0);
+    assert_int_equal(cg_session_span_duration_ns(s, a, &d, &err), 0);
+    assert_true(d >= 1000);
+    /* ops after a closed span's end are refused; the open root takes them */
+    cg_op_record op = {.op_name = "late", .dtype = "f32", .device = "cpu"};
+    spin(s, 10);
+    op.timestamp_ns = cg_session_host_now_ns(s) - 1; /* after a ended */
+    op.duration_ns = 1;
+    assert_int_equal(cg_session_record_op(s, a, &op, &err), -1);
+    assert_non_null(strstr(err.msg, "outside span"));
+    op.timestamp_ns = 0; /* now − 0 = now: also after a ended */
+    op.duration_ns = 0;
+    assert_int_equal(cg_session_record_op(s, a, &op, &err), -1);
+    assert_int_equal(cg_session_record_op(s, CG_SPAN_ROOT, &op, &err), 0);
+    assert_int_equal(cg_session_finish(s, &err), 0);
+    cg_session_free(s);
+    cg_trace *t = cap_parse_ok(f->path);
+    const cg_span *sa = cg_trace_find_span(t, "s2");
+    assert_int_equal(sa->duration_ns, d);
+    assert_int_equal(sa->kind, CG_SPAN_OP);
+    cg_trace_free(t);
+}
+
 static void test_finish_failed_keeps_open_spans(void **st) {
     fx *f = *st;
     cg_error err;
@@ -519,6 +566,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_full_lifecycle_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_misuse_is_refused_without_output, setup, teardown),
         cmocka_unit_test_setup_teardown(test_open_refuses_invalid_runs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_clock_and_durations, setup, teardown),
         cmocka_unit_test_setup_teardown(test_finish_failed_keeps_open_spans, setup, teardown),
         cmocka_unit_test_setup_teardown(test_inference_run_and_builders_in_meta, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_error_is_sticky, setup, teardown),
