@@ -582,6 +582,38 @@ static void test_long_chains(void **st) {
     cg_trace_free(t);
 }
 
+/* Many distinct data-edge endpoints and tensors (hash tables grow). */
+static void test_many_data_edges(void **st) {
+    (void)st;
+    enum { N = 5000 };
+    cg_trace *t = load_illustrative();
+    free(t->edges);
+    t->edges = calloc(N + 1, sizeof *t->edges);
+    assert_non_null(t->edges);
+    t->n_edges = N + 1;
+    free(t->tensors);
+    t->tensors = calloc(N, sizeof *t->tensors);
+    assert_non_null(t->tensors);
+    t->n_tensors = N;
+    for (size_t i = 0; i < N; i++)
+        t->tensors[i] = (cg_tensor){.span_id = "s3", .tensor_id = cg_arena_printf(&t->arena, "T%zu", i),
+                                    .dtype = "f32", .device = "cpu"};
+    for (size_t i = 0; i < N; i++)
+        t->edges[i] = (cg_edge){.is_data = true, .from = t->tensors[i].tensor_id,
+                                .to = i % 1000 == 999 ? cg_arena_printf(&t->arena, "U%zu", i)
+                                                      : t->tensors[(i + 1) % N].tensor_id};
+    t->edges[N] = (cg_edge){.is_data = false, .from = "s2", .to = "s3", .host_duration_ns = 500};
+    cg_health *h = cg_health_analyze(t);
+    assert_int_equal(count_code(h, "unknown_data_edge_tensor"), N / 1000);
+    assert_int_equal(h->n_issues, N / 1000);
+    assert_string_equal(h->issues[0].message,
+                        "data edge T999 -> U999: to_tensor U999 is not a recorded tensor, op input or op output");
+    assert_int_equal(h->coverage.data_edges, N);
+    assert_int_equal(h->coverage.call_edges, 1);
+    cg_health_free(h);
+    cg_trace_free(t);
+}
+
 /* ---- gradient contract checks on in-memory documents ---- */
 
 static void test_gradient_health_stops(void **st) {
@@ -637,6 +669,7 @@ int main(void) {
         cmocka_unit_test(test_memory_alias_walk),
         cmocka_unit_test(test_span_cycle_and_order),
         cmocka_unit_test(test_long_chains),
+        cmocka_unit_test(test_many_data_edges),
         cmocka_unit_test(test_gradient_health_stops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
