@@ -10,6 +10,7 @@
  *   "cannot build a graph from a failed capture"           (capture not complete)
  *   "trace is structurally invalid: <error messages joined by '; '>"
  *   "duplicate graph node ID"                              (two nodes share an id)
+ * Thread safety: reentrant (no global state); distinct arenas may be used concurrently.
  * Limits: O(n log n) in the number of records (O(n log^2 n) for the per-span
  * memory metrics); memory proportional to the input; no recursion over the
  * span tree (deep nesting is safe). */
