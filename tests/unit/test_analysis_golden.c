@@ -472,6 +472,150 @@ static void test_deep_chain(void **st) {
     unbuild(&b);
 }
 
+
+/* ---- randomized cross-checks against literal (quadratic) reference walks ---- */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint64_t rnd(uint64_t n) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return n ? rng_state % n : 0;
+}
+
+static void test_union_matches_bitmap(void **st) {
+    (void)st;
+    for (int round = 0; round < 300; round++) {
+        cg_interval iv[12];
+        bool cover[80] = {false};
+        size_t n = (size_t)rnd(12);
+        for (size_t i = 0; i < n; i++) {
+            uint64_t s = rnd(60), d = rnd(20);
+            iv[i] = cg_interval_of(s, d);
+            for (uint64_t x = s; x < s + d; x++) cover[x] = true;
+        }
+        uint64_t want = 0;
+        for (int x = 0; x < 80; x++) want += cover[x];
+        assert_int_equal(cg_union_length(iv, n), want);
+    }
+}
+
+typedef struct rspan {
+    int parent;
+    uint64_t start, dur;
+} rspan;
+
+typedef struct rev {
+    uint64_t ts;
+    int is_free;
+    uint64_t bytes;
+} rev;
+
+static int cmp_rev(const void *pa, const void *pb) {
+    const rev *a = pa, *b = pb;
+    if (a->ts != b->ts) return a->ts < b->ts ? -1 : 1;
+    return b->is_free - a->is_free; /* frees first */
+}
+
+static bool in_subtree(const rspan *sp, int s, int v) {
+    for (; s >= 0; s = sp[s].parent)
+        if (s == v) return true;
+    return false;
+}
+
+static void test_span_metrics_match_reference(void **st) {
+    (void)st;
+    enum { NSP = 40, NST = 60 };
+    for (int round = 0; round < 60; round++) {
+        rspan sp[NSP];
+        int alloc_span[NST];
+        uint64_t a_ts[NST], f_ts[NST], bytes[NST];
+        bool freed[NST];
+        cg_buf text = CG_BUF_INIT;
+        cg_buf_puts(&text, META);
+        for (int i = 0; i < NSP; i++) {
+            if (i == 0) {
+                sp[i] = (rspan){-1, 0, 10000};
+            } else {
+                int p = i == 1 ? 0 : (int)rnd((uint64_t)i);
+                uint64_t pend = sp[p].start + sp[p].dur;
+                uint64_t s0 = sp[p].start + rnd(sp[p].dur + 1) / 100 * 100;
+                if (s0 > pend) s0 = pend;
+                uint64_t d = rnd(pend - s0 + 1) / 100 * 100;
+                sp[i] = (rspan){p, s0, d};
+            }
+            if (sp[i].parent < 0)
+                cg_buf_printf(&text, "{\"kind\":\"span_start\",\"id\":\"s%d\",\"name\":\"n%d\",\"start_ns\":%llu,"
+                                     "\"span_kind\":\"function\"}\n", i, i, (unsigned long long)sp[i].start);
+            else
+                cg_buf_printf(&text, "{\"kind\":\"span_start\",\"id\":\"s%d\",\"parent_id\":\"s%d\",\"name\":\"n%d\","
+                                     "\"start_ns\":%llu,\"span_kind\":\"function\",\"measured\":%s}\n",
+                              i, sp[i].parent, i, (unsigned long long)sp[i].start, i == 1 ? "true" : "false");
+        }
+        for (int k = 0; k < NST; k++) {
+            alloc_span[k] = (int)rnd(NSP);
+            a_ts[k] = rnd(50) * 200;
+            freed[k] = rnd(3) != 0;
+            f_ts[k] = a_ts[k] + rnd(20) * 200;
+            if (f_ts[k] > 9999) f_ts[k] = 9999;
+            bytes[k] = 1 + rnd(1000);
+            const char *dev = rnd(2) ? "cuda:0" : "cuda:1";
+            cg_buf_printf(&text, "{\"kind\":\"memory\",\"timestamp_ns\":%llu,\"storage_id\":\"m%d\",\"tensor_id\":\"t%d\","
+                                 "\"span_id\":\"s%d\",\"device\":\"%s\",\"bytes\":%llu,\"action\":\"alloc\",\"dtype\":\"u8\"}\n",
+                          (unsigned long long)a_ts[k], k, k, alloc_span[k], dev, (unsigned long long)bytes[k]);
+            if (freed[k])
+                cg_buf_printf(&text, "{\"kind\":\"memory\",\"timestamp_ns\":%llu,\"storage_id\":\"m%d\",\"tensor_id\":\"t%d\","
+                                     "\"span_id\":\"s%d\",\"device\":\"%s\",\"bytes\":%llu,\"action\":\"free\",\"dtype\":\"u8\"}\n",
+                              (unsigned long long)f_ts[k], k, k, alloc_span[k], dev, (unsigned long long)bytes[k]);
+        }
+        for (int i = NSP - 1; i >= 0; i--)
+            cg_buf_printf(&text, "{\"kind\":\"span_end\",\"id\":\"s%d\",\"duration_ns\":%llu}\n", i,
+                          (unsigned long long)sp[i].dur);
+        cg_buf_puts(&text, "{\"kind\":\"terminal\",\"outcome\":\"complete\",\"timestamp_ns\":10000}\n");
+        built b;
+        build(&b, parse(text.data));
+        cg_buf_free(&text);
+        if (!b.g) fail_msg("round %d: %s", round, b.err.msg);
+        rev evs[2 * NST];
+        for (int v = 0; v < NSP; v++) {
+            char id[16];
+            snprintf(id, sizeof id, "s%d", v);
+            const cg_graph_node *n = node(b.g, id);
+            uint64_t ws = sp[v].start, we = sp[v].start + sp[v].dur, live = 0, direct = 0;
+            size_t ne = 0;
+            for (int k = 0; k < NST; k++) {
+                if (alloc_span[k] == v) direct += bytes[k];
+                if (!in_subtree(sp, alloc_span[k], v)) continue;
+                bool open_end = !freed[k];
+                if (a_ts[k] <= ws) {
+                    if (open_end || f_ts[k] > ws) live += bytes[k];
+                } else if (a_ts[k] < we) {
+                    evs[ne++] = (rev){a_ts[k], 0, bytes[k]};
+                }
+                if (!open_end && f_ts[k] > ws && f_ts[k] < we) evs[ne++] = (rev){f_ts[k], 1, bytes[k]};
+            }
+            qsort(evs, ne, sizeof *evs, cmp_rev);
+            /* signed: a storage allocated and freed at one instant dips below zero transiently
+             * (its free applies before its alloc), which never raises the peak */
+            int64_t run = (int64_t)live, peak_s = (int64_t)live;
+            for (size_t e = 0; e < ne; e++) {
+                run += evs[e].is_free ? -(int64_t)evs[e].bytes : (int64_t)evs[e].bytes;
+                if (run > peak_s) peak_s = run;
+            }
+            uint64_t peak = (uint64_t)peak_s;
+            live = (uint64_t)run;
+            assert_true(n->has_allocated_bytes && n->has_peak_live_bytes && n->has_residual_bytes);
+            if (n->allocated_bytes != direct || n->peak_live_bytes != peak || n->residual_bytes != live)
+                fail_msg("round %d span %s [%llu,%llu): got alloc %llu peak %llu resid %llu, want %llu %llu %llu",
+                         round, id, (unsigned long long)ws, (unsigned long long)we,
+                         (unsigned long long)n->allocated_bytes, (unsigned long long)n->peak_live_bytes,
+                         (unsigned long long)n->residual_bytes, (unsigned long long)direct,
+                         (unsigned long long)peak, (unsigned long long)live);
+        }
+        unbuild(&b);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_union_length),
@@ -486,6 +630,8 @@ int main(void) {
         cmocka_unit_test(test_edges_deduplicated_and_sorted),
         cmocka_unit_test(test_span_peak_and_residual_clipping),
         cmocka_unit_test(test_deep_chain),
+        cmocka_unit_test(test_union_matches_bitmap),
+        cmocka_unit_test(test_span_metrics_match_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
