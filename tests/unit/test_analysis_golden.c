@@ -616,6 +616,27 @@ static void test_span_metrics_match_reference(void **st) {
     }
 }
 
+
+static void test_device_coverage_never_lowered(void **st) {
+    (void)st;
+    char meta[sizeof META + 16];
+    const char *src = META;
+    const char *at = strstr(src, "\"device_timing\":\"none\"");
+    assert_non_null(at);
+    snprintf(meta, sizeof meta, "%.*s\"device_timing\":\"complete\"%s", (int)(at - src), src,
+             at + strlen("\"device_timing\":\"none\""));
+    cg_buf text = CG_BUF_INIT;
+    cg_buf_puts(&text, meta);
+    cg_buf_puts(&text, SPANS_0_100 TERMINAL_100);
+    cg_trace *t = parse(text.data);
+    cg_buf_free(&text);
+    cg_arena a;
+    cg_arena_init(&a, 0);
+    assert_int_equal(cg_timing_analyze(t, &a)->device_coverage, CG_COV_COMPLETE);
+    cg_arena_free(&a);
+    cg_trace_free(t);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_union_length),
@@ -631,6 +652,7 @@ int main(void) {
         cmocka_unit_test(test_span_peak_and_residual_clipping),
         cmocka_unit_test(test_deep_chain),
         cmocka_unit_test(test_union_matches_bitmap),
+        cmocka_unit_test(test_device_coverage_never_lowered),
         cmocka_unit_test(test_span_metrics_match_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
