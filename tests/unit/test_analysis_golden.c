@@ -619,7 +619,7 @@ static void test_span_metrics_match_reference(void **st) {
 
 static void test_device_coverage_never_lowered(void **st) {
     (void)st;
-    char meta[sizeof META + 16];
+    char meta[2 * sizeof META];
     const char *src = META;
     const char *at = strstr(src, "\"device_timing\":\"none\"");
     assert_non_null(at);
