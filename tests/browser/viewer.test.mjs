@@ -242,6 +242,40 @@ test('narrow window: no horizontal page overflow, tabs reachable', async () => {
   }
 });
 
+test('row limits via CG.app.mount (web-app path): 250 GPU rows, last 100 memory points, large graphs', async () => {
+  const { context, page, log, url } = await open(sampleHtml);
+  try {
+    await page.evaluate(() => {
+      const p = JSON.parse(document.getElementById('cg-payload').textContent);
+      const g = p.views.gpu;
+      g.kernels = Array.from({ length: 300 }, (_, i) => ({ name: `kernel_${i}`, total_ns: 1000 + i, count: 1, average_ns: 1000 + i, minimum_ns: 1000 + i, maximum_ns: 1000 + i }));
+      g.gpu_timeline = Array.from({ length: 260 }, (_, i) => ({ name: `k${i}`, kind: 'gpu_operation', start_ns: i * 10, duration_ns: 5 }));
+      const lg = p.views.memory.logical;
+      lg.timeline = Array.from({ length: 150 }, (_, i) => ({ timestamp_ns: 1000 * (i + 1), live_bytes: 64 * (i % 7), live_bytes_by_device: {}, live_bytes_by_category: {} }));
+      // a wide graph: 700 tensor nodes hanging off s3 (tensors hidden by default above 600 nodes)
+      for (let i = 0; i < 700; i++) p.views.trace.nodes.push({ id: `tensor/T${i}`, label: `t${i}`, short_label: `t${i}`, kind: 'tensor', parent_id: 's3', start_ns: 0, host_self_time_ns: 0, host_total_time_ns: 0, host_self_ratio: 0, device_timings: [] });
+      window.CG.app.mount(document.getElementById('cg-app'), p);
+    });
+    await page.click('[role="tab"][data-tab="gpu"]');
+    assert.equal(await page.$$eval('table[aria-label="CUDA kernels"] tbody tr', (r) => r.length), 250);
+    assert.equal(await page.$$eval('table[aria-label="GPU timeline"] tbody tr', (r) => r.length), 250);
+    const gpu = await panelText(page, 'gpu');
+    assert.match(gpu, /CUDA kernels \(300\)/);
+    assert.match(gpu, /Showing 250 of 300 rows/);
+    await page.click('[role="tab"][data-tab="memory"]');
+    assert.equal(await page.$$eval('table[aria-label="Logical memory timeline"] tbody tr', (r) => r.length), 100);
+    assert.equal(await page.$eval('table[aria-label="Logical memory timeline"] tbody tr td', (c) => c.textContent), '51,000');
+    assert.match(await panelText(page, 'memory'), /last 100 of 150 points/i);
+    await page.click('[role="tab"][data-tab="trace"]');
+    await page.waitForSelector('.cg-node');
+    assert.equal(await page.$$eval('.cg-node', (n) => n.length), 14); // 7 spans + 7 ops; tensors hidden
+    assert.match(await page.$eval('.cg-graph-notice', (e) => e.textContent), /Tensors are hidden by default/);
+    assertClean(log, url);
+  } finally {
+    await context.close();
+  }
+});
+
 test('failed payload: opens on Evidence, empty graph views, unknown memory, GPU unavailable', async () => {
   const { context, page, log, url } = await open(failedHtml);
   try {
