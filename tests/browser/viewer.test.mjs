@@ -276,6 +276,34 @@ test('row limits via CG.app.mount (web-app path): 250 GPU rows, last 100 memory 
   }
 });
 
+test('structurally invalid capture: invalid badge, Evidence first even when default_view names another tab', async () => {
+  const { context, page, log, url } = await open(sampleHtml);
+  try {
+    await page.evaluate(() => {
+      const p = JSON.parse(document.getElementById('cg-payload').textContent);
+      p.summary.structurally_valid = false;
+      p.summary.outer_wall_time_ns = null;
+      p.default_view = 'trace';
+      p.views.trace = { nodes: [], edges: [] };
+      p.views.span_costs = { items: [] };
+      p.span_tree = [];
+      p.views.evidence.health.structurally_valid = false;
+      p.views.evidence.health.issues = [{ severity: 'error', code: 'root_count', message: 'expected exactly one root span, found 2' }];
+      window.CG.app.mount(document.getElementById('cg-app'), p);
+    });
+    assert.equal(await selectedTab(page), 'evidence');
+    assert.equal(await page.$eval('.cg-header [data-health]', (e) => e.dataset.health), 'invalid');
+    const ev = await panelText(page, 'evidence');
+    assert.match(ev, /Structurally invalid/);
+    assert.match(ev, /root_count/);
+    await page.click('[role="tab"][data-tab="trace"]');
+    assert.match(await panelText(page, 'trace'), /No graph: the trace is structurally invalid/);
+    assertClean(log, url);
+  } finally {
+    await context.close();
+  }
+});
+
 test('failed payload: opens on Evidence, empty graph views, unknown memory, GPU unavailable', async () => {
   const { context, page, log, url } = await open(failedHtml);
   try {

@@ -86,10 +86,10 @@
     /* ---- span tree ---- */
     var treeButtons = new Map();
     function treeList(items, depth) {
-      var ul = h('ul', { role: depth === 0 ? 'tree' : 'group', class: 'cg-tree' });
+      var ul = h('ul', { class: 'cg-tree' });
       items.forEach(function (t) {
         var n = byId.get(t.id) || t;
-        var b = h('button', { type: 'button', class: 'cg-tree-item', role: 'treeitem', 'data-id': t.id,
+        var b = h('button', { type: 'button', class: 'cg-tree-item', 'data-id': t.id,
           style: 'padding-left:' + (6 + depth * 14) + 'px', onclick: function () { select(t.id, true); } },
           h('span', { class: 'cg-tree-dot', style: 'background:' + CG.graph.heatColor(n.host_self_ratio) }),
           h('span', { class: 'cg-tree-label' }, display.get(t.id) || U.displayName(t.label || t.id, null)),
@@ -276,7 +276,7 @@
       });
       treeButtons.forEach(function (b, id) {
         b.classList.toggle('cg-selected', id === st.selected);
-        b.setAttribute('aria-selected', id === st.selected ? 'true' : 'false');
+        if (id === st.selected) b.setAttribute('aria-current', 'true'); else b.removeAttribute('aria-current');
       });
     }
     function select(id, center) {
