@@ -1,6 +1,7 @@
 // Headless Chromium checks of the offline viewer (viewer/5) rendered from the fixture payloads.
 // Run through tests/integration/test_viewer_browser.sh, which renders the HTML files and sets:
-//   CG_VIEWER_SAMPLE_HTML, CG_VIEWER_FAILED_HTML  rendered documents (opened via file://)
+//   CG_VIEWER_SAMPLE_HTML, CG_VIEWER_FAILED_HTML  rendered fixture payloads (opened via file://)
+//   CG_VIEWER_REAL_HTML                            `candle-graph view` of the spec §15 illustrative trace
 //   CG_SCREENSHOT_DIR                              where viewer-*.png are written
 //   CG_CHROMIUM                                    browser binary (default /usr/bin/chromium)
 import { test, before, after } from 'node:test';
@@ -16,8 +17,9 @@ const { chromium } = require('playwright-core');
 
 const sampleHtml = process.env.CG_VIEWER_SAMPLE_HTML;
 const failedHtml = process.env.CG_VIEWER_FAILED_HTML;
+const realHtml = process.env.CG_VIEWER_REAL_HTML;
 const shotDir = process.env.CG_SCREENSHOT_DIR || join(root, 'build', 'screenshots');
-assert.ok(sampleHtml && failedHtml, 'CG_VIEWER_SAMPLE_HTML and CG_VIEWER_FAILED_HTML must be set');
+assert.ok(sampleHtml && failedHtml && realHtml, 'CG_VIEWER_SAMPLE_HTML, CG_VIEWER_FAILED_HTML and CG_VIEWER_REAL_HTML must be set');
 mkdirSync(shotDir, { recursive: true });
 
 let browser;
@@ -298,6 +300,29 @@ test('structurally invalid capture: invalid badge, Evidence first even when defa
     assert.match(ev, /root_count/);
     await page.click('[role="tab"][data-tab="trace"]');
     assert.match(await panelText(page, 'trace'), /No graph: the trace is structurally invalid/);
+    assertClean(log, url);
+  } finally {
+    await context.close();
+  }
+});
+
+test('real pipeline: candle-graph view of the illustrative trace renders every tab', async () => {
+  const { context, page, log, url } = await open(realHtml);
+  try {
+    assert.equal(await selectedTab(page), 'evidence');
+    assert.equal(await page.$eval('.cg-header [data-health]', (e) => e.dataset.health), 'complete');
+    assert.match(await panelText(page, 'evidence'), /950 ns/); // outer wall (spec §15)
+    await page.click('[role="tab"][data-tab="trace"]');
+    await page.waitForSelector('.cg-node');
+    const ids = await page.$$eval('.cg-node', (n) => n.map((g) => g.dataset.node).sort());
+    for (const id of ['s1', 's2', 's3', 's4', 's5', 's3/op/0', 'tensor/TensorId(1)', 'tensor/TensorId(2)', 'tensor/TensorId(3)'])
+      assert.ok(ids.includes(id), `graph node ${id}`);
+    await page.click('[role="tab"][data-tab="span_costs"]');
+    assert.match(await panelText(page, 'span_costs'), /Device busy cuda:0 · cuda-event-0/);
+    await page.click('[role="tab"][data-tab="memory"]');
+    assert.match(await panelText(page, 'memory'), /512 bytes at 210 ns/);
+    await page.click('[role="tab"][data-tab="gpu"]');
+    assert.match(await panelText(page, 'gpu'), /Nsight capture was not requested/);
     assertClean(log, url);
   } finally {
     await context.close();
