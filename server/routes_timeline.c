@@ -1,0 +1,590 @@
+/* routes_timeline.c — GET /bundles/{id}/timeline?clock=&start_ns=&end_ns=&px=
+ *
+ * Level-of-detail view of a bundle's trace for the web app's Timeline tab.
+ * Tracks: host spans (one lane per nesting depth) and host ops on the host
+ * clock; device intervals with one lane per (device, clock_id). Host and
+ * device clocks are separate domains and are never aligned: a request names
+ * one clock ("host", the default, or a device clock_id) and [start_ns, end_ns)
+ * is on that clock; only that clock's tracks are answered. Within a track the
+ * intervals overlapping the window are merged, in start order, whenever the
+ * next one starts within one pixel ((end-start)/px ns) of the current box's
+ * end, so a track carries at most about px+1 boxes whatever the trace size.
+ *
+ * Answer (candle-graph/timeline/1):
+ *   {schema, id, clock, start_ns, end_ns, px,
+ *    clocks: [{clock, kind: "host"|"device", devices: [..], min_ns, max_ns, records}],
+ *    tracks: [{id, kind: "span"|"op"|"device", label, device|null, depth|null,
+ *              records, window_records, boxes: [[start_ns, end_ns, count, name|null]…]}]}
+ * A box of count 1 carries the span/op name; a merged box carries null.
+ * start_ns/end_ns default to the clock's extent; px defaults to 1000 (1…10000).
+ *
+ * The index of a bundle (sorted intervals and a running maximum of their ends
+ * per track, names copied once) is built from trace.jsonl on first use and
+ * kept in an LRU cache of CACHE_SLOTS bundles (bundles are immutable, so
+ * entries never go stale); a request costs O(log n + k) per track for k
+ * intervals in the window, and never re-reads the trace. Errors: 400
+ * invalid_parameter, 404 not_found, 422 trace_invalid (trace cannot be read),
+ * 503 unavailable. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "srv_web.h"
+#include "trace/trace.h"
+
+#define CACHE_SLOTS 4
+#define PX_DEFAULT 1000
+#define PX_MAX 10000
+
+typedef struct tl_track {
+    char *id, *label, *device; /* device: NULL for host tracks */
+    const char *kind;          /* "span" | "op" | "device" (static) */
+    int depth;                 /* span lanes; -1 otherwise */
+    size_t n, cap;
+    uint64_t *start, *end, *maxend; /* maxend[i] = max(end[0..i]) */
+    const char **name;              /* interned in the index arena */
+} tl_track;
+
+typedef struct tl_clock {
+    char *clock;  /* "host" or a device clock_id */
+    bool host;
+    size_t first_track, n_tracks; /* tracks are grouped by clock */
+    uint64_t min_ns, max_ns;
+    size_t records;
+} tl_clock;
+
+typedef struct tl_index {
+    char id[65];
+    cg_arena arena; /* names and labels */
+    tl_track *tracks;
+    size_t n_tracks;
+    tl_clock *clocks;
+    size_t n_clocks;
+    unsigned refs;      /* guarded by cache_mu */
+    uint64_t last_use;  /* guarded by cache_mu */
+} tl_index;
+
+/* ---------------------------------------------------------------- building */
+
+typedef struct tl_builder {
+    tl_index *x;
+    size_t cap_tracks;
+    /* pointer-keyed intern of names (trace strings are mostly interned) */
+    const char **keys;
+    const char **vals;
+    size_t hcap, hn;
+} tl_builder;
+
+static void *xrealloc(void *p, size_t n) {
+    void *q = realloc(p, n ? n : 1);
+    if (!q) abort();
+    return q;
+}
+
+static const char *intern(tl_builder *b, const char *s) {
+    if (!s) return NULL;
+    if (b->hn * 2 >= b->hcap) {
+        size_t ncap = b->hcap ? b->hcap * 2 : 1024;
+        const char **nk = calloc(ncap, sizeof *nk), **nv = calloc(ncap, sizeof *nv);
+        if (!nk || !nv) abort();
+        for (size_t i = 0; i < b->hcap; i++) {
+            if (!b->keys[i]) continue;
+            size_t h = ((uintptr_t)b->keys[i] >> 3) * 11400714819323198485ull & (ncap - 1);
+            while (nk[h]) h = (h + 1) & (ncap - 1);
+            nk[h] = b->keys[i];
+            nv[h] = b->vals[i];
+        }
+        free(b->keys);
+        free(b->vals);
+        b->keys = nk;
+        b->vals = nv;
+        b->hcap = ncap;
+    }
+    size_t h = ((uintptr_t)s >> 3) * 11400714819323198485ull & (b->hcap - 1);
+    while (b->keys[h]) {
+        if (b->keys[h] == s) return b->vals[h];
+        h = (h + 1) & (b->hcap - 1);
+    }
+    b->keys[h] = s;
+    b->vals[h] = cg_arena_strdup(&b->x->arena, s);
+    b->hn++;
+    return b->vals[h];
+}
+
+static tl_track *add_track(tl_builder *b, const char *kind, const char *device, int depth, const char *label) {
+    tl_index *x = b->x;
+    if (x->n_tracks == b->cap_tracks) {
+        b->cap_tracks = b->cap_tracks ? b->cap_tracks * 2 : 8;
+        x->tracks = xrealloc(x->tracks, b->cap_tracks * sizeof *x->tracks);
+    }
+    tl_track *t = &x->tracks[x->n_tracks++];
+    memset(t, 0, sizeof *t);
+    t->kind = kind;
+    t->depth = depth;
+    t->device = device ? cg_arena_strdup(&x->arena, device) : NULL;
+    t->label = cg_arena_strdup(&x->arena, label);
+    t->id = cg_arena_printf(&x->arena, "t%zu", x->n_tracks - 1);
+    return t;
+}
+
+static void push(tl_track *t, uint64_t s, uint64_t e, const char *name) {
+    if (t->n == t->cap) {
+        t->cap = t->cap ? t->cap * 2 : 64;
+        t->start = xrealloc(t->start, t->cap * sizeof *t->start);
+        t->end = xrealloc(t->end, t->cap * sizeof *t->end);
+        t->name = xrealloc(t->name, t->cap * sizeof *t->name);
+    }
+    t->start[t->n] = s;
+    t->end[t->n] = e < s ? s : e;
+    t->name[t->n] = name;
+    t->n++;
+}
+
+static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
+/* Sorts a track by (start, end) and computes the running maximum of ends. */
+typedef struct tl_item { uint64_t s, e; const char *name; } tl_item;
+static int cmp_item(const void *pa, const void *pb) {
+    const tl_item *a = pa, *b = pb;
+    if (a->s != b->s) return a->s < b->s ? -1 : 1;
+    if (a->e != b->e) return a->e < b->e ? -1 : 1;
+    return 0;
+}
+static void finish_track(tl_track *t) {
+    tl_item *it = malloc((t->n ? t->n : 1) * sizeof *it);
+    if (!it) abort();
+    for (size_t i = 0; i < t->n; i++) it[i] = (tl_item){t->start[i], t->end[i], t->name[i]};
+    qsort(it, t->n, sizeof *it, cmp_item);
+    t->maxend = xrealloc(NULL, (t->n ? t->n : 1) * sizeof *t->maxend);
+    uint64_t m = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        t->start[i] = it[i].s;
+        t->end[i] = it[i].e;
+        t->name[i] = it[i].name;
+        if (it[i].e > m) m = it[i].e;
+        t->maxend[i] = m;
+    }
+    free(it);
+}
+
+/* Nesting depth of every span (index aligned with t->spans); cycles and
+ * missing parents end the walk. */
+static int *span_depths(const cg_trace *t) {
+    int *d = malloc((t->n_spans ? t->n_spans : 1) * sizeof *d);
+    if (!d) abort();
+    for (size_t i = 0; i < t->n_spans; i++) d[i] = -1;
+    for (size_t i = 0; i < t->n_spans; i++) {
+        int depth = 0;
+        const cg_span *s = &t->spans[i];
+        while (s->parent_id && depth < 4096) {
+            const cg_span *p = cg_trace_find_span(t, s->parent_id);
+            if (!p) break;
+            size_t pi = (size_t)(p - t->spans);
+            if (d[pi] >= 0) {
+                depth += d[pi] + 1;
+                break;
+            }
+            depth++;
+            s = p;
+        }
+        d[i] = depth;
+    }
+    return d;
+}
+
+static void index_free(tl_index *x) {
+    if (!x) return;
+    for (size_t i = 0; i < x->n_tracks; i++) {
+        free(x->tracks[i].start);
+        free(x->tracks[i].end);
+        free(x->tracks[i].maxend);
+        free(x->tracks[i].name);
+    }
+    free(x->tracks);
+    free(x->clocks);
+    cg_arena_free(&x->arena);
+    free(x);
+}
+
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static tl_index *index_build(const char *id, const cg_trace *t) {
+    tl_index *x = calloc(1, sizeof *x);
+    if (!x) abort();
+    snprintf(x->id, sizeof x->id, "%s", id);
+    cg_arena_init(&x->arena, 0);
+    tl_builder b = {.x = x};
+
+    /* host clock: span lanes by depth, then one op lane */
+    int *depth = span_depths(t);
+    int max_depth = -1;
+    for (size_t i = 0; i < t->n_spans; i++)
+        if (depth[i] > max_depth) max_depth = depth[i];
+    size_t first_span_track = x->n_tracks;
+    for (int d = 0; d <= max_depth; d++) {
+        char label[64];
+        snprintf(label, sizeof label, "host spans, depth %d", d);
+        add_track(&b, "span", NULL, d, label);
+    }
+    for (size_t i = 0; i < t->n_spans; i++) {
+        const cg_span *s = &t->spans[i];
+        uint64_t e = s->closed ? sat_add(s->start_ns, s->duration_ns) : s->start_ns;
+        push(&x->tracks[first_span_track + (size_t)depth[i]], s->start_ns, e, intern(&b, s->name));
+    }
+    free(depth);
+    if (t->n_ops) {
+        tl_track *ot = add_track(&b, "op", NULL, -1, "host ops");
+        for (size_t i = 0; i < t->n_ops; i++)
+            push(ot, t->ops[i].timestamp_ns, sat_add(t->ops[i].timestamp_ns, t->ops[i].duration_ns),
+                 intern(&b, t->ops[i].op_name));
+    }
+    size_t host_tracks = x->n_tracks;
+
+    /* device clocks: sorted distinct clock ids, then sorted devices per clock */
+    const char **clk = malloc((t->n_device_intervals ? t->n_device_intervals : 1) * sizeof *clk);
+    if (!clk) abort();
+    size_t nclk = 0;
+    for (size_t i = 0; i < t->n_device_intervals; i++) clk[nclk++] = t->device_intervals[i].clock_id;
+    qsort(clk, nclk, sizeof *clk, cmp_str);
+    size_t u = 0;
+    for (size_t i = 0; i < nclk; i++)
+        if (u == 0 || strcmp(clk[u - 1], clk[i]) != 0) clk[u++] = clk[i];
+    nclk = u;
+    x->clocks = calloc(1 + nclk, sizeof *x->clocks);
+    if (!x->clocks) abort();
+    x->n_clocks = 1 + nclk;
+    x->clocks[0] = (tl_clock){.clock = cg_arena_strdup(&x->arena, "host"), .host = true, .first_track = 0,
+                              .n_tracks = host_tracks};
+    const char **devs = malloc((t->n_device_intervals ? t->n_device_intervals : 1) * sizeof *devs);
+    if (!devs) abort();
+    for (size_t c = 0; c < nclk; c++) {
+        tl_clock *ck = &x->clocks[1 + c];
+        ck->clock = cg_arena_strdup(&x->arena, clk[c]);
+        ck->first_track = x->n_tracks;
+        size_t nd = 0;
+        for (size_t i = 0; i < t->n_device_intervals; i++)
+            if (!strcmp(t->device_intervals[i].clock_id, clk[c])) devs[nd++] = t->device_intervals[i].device;
+        qsort(devs, nd, sizeof *devs, cmp_str);
+        size_t ud = 0;
+        for (size_t i = 0; i < nd; i++)
+            if (ud == 0 || strcmp(devs[ud - 1], devs[i]) != 0) devs[ud++] = devs[i];
+        for (size_t k = 0; k < ud; k++) {
+            char *label = cg_arena_printf(&x->arena, "device %s, clock %s", devs[k], clk[c]);
+            add_track(&b, "device", devs[k], -1, label);
+        }
+        ck->n_tracks = x->n_tracks - ck->first_track;
+    }
+    for (size_t i = 0; i < t->n_device_intervals; i++) {
+        const cg_device_interval *di = &t->device_intervals[i];
+        for (size_t c = 1; c < x->n_clocks; c++) {
+            tl_clock *ck = &x->clocks[c];
+            if (strcmp(ck->clock, di->clock_id) != 0) continue;
+            for (size_t k = ck->first_track; k < ck->first_track + ck->n_tracks; k++) {
+                if (strcmp(x->tracks[k].device, di->device) != 0) continue;
+                const cg_span *sp = di->span_id ? cg_trace_find_span(t, di->span_id) : NULL;
+                push(&x->tracks[k], di->start_ns, sat_add(di->start_ns, di->duration_ns),
+                     intern(&b, sp ? sp->name : di->span_id));
+                break;
+            }
+            break;
+        }
+    }
+    free(devs);
+    free(clk);
+    free(b.keys);
+    free(b.vals);
+
+    for (size_t k = 0; k < x->n_tracks; k++) finish_track(&x->tracks[k]);
+    for (size_t c = 0; c < x->n_clocks; c++) {
+        tl_clock *ck = &x->clocks[c];
+        bool any = false;
+        for (size_t k = ck->first_track; k < ck->first_track + ck->n_tracks; k++) {
+            tl_track *tr = &x->tracks[k];
+            if (!tr->n) continue;
+            if (!any || tr->start[0] < ck->min_ns) ck->min_ns = tr->start[0];
+            if (!any || tr->maxend[tr->n - 1] > ck->max_ns) ck->max_ns = tr->maxend[tr->n - 1];
+            any = true;
+            ck->records += tr->n;
+        }
+    }
+    return x;
+}
+
+/* ---------------------------------------------------------------- cache */
+
+static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
+static tl_index *cache[CACHE_SLOTS];
+static uint64_t cache_clock;
+
+static tl_index *cache_get(const char *id) {
+    tl_index *hit = NULL;
+    pthread_mutex_lock(&cache_mu);
+    for (size_t i = 0; i < CACHE_SLOTS; i++)
+        if (cache[i] && !strcmp(cache[i]->id, id)) {
+            hit = cache[i];
+            hit->refs++;
+            hit->last_use = ++cache_clock;
+            break;
+        }
+    pthread_mutex_unlock(&cache_mu);
+    return hit;
+}
+
+/* Inserts x (a fresh index with refs 0) unless another request did first;
+ * returns the cached entry with one reference taken. */
+static tl_index *cache_put(tl_index *x) {
+    tl_index *drop = NULL, *out = x;
+    pthread_mutex_lock(&cache_mu);
+    for (size_t i = 0; i < CACHE_SLOTS; i++)
+        if (cache[i] && !strcmp(cache[i]->id, x->id)) out = cache[i];
+    if (out != x) {
+        drop = x;
+    } else {
+        size_t slot = CACHE_SLOTS;
+        for (size_t i = 0; i < CACHE_SLOTS && slot == CACHE_SLOTS; i++)
+            if (!cache[i]) slot = i;
+        if (slot == CACHE_SLOTS) { /* evict the least recently used entry nobody holds */
+            for (size_t i = 0; i < CACHE_SLOTS; i++)
+                if (cache[i]->refs == 0 && (slot == CACHE_SLOTS || cache[i]->last_use < cache[slot]->last_use))
+                    slot = i;
+            if (slot != CACHE_SLOTS) drop = cache[slot];
+        }
+        if (slot != CACHE_SLOTS) cache[slot] = x;
+        else x->refs = UINT32_MAX / 2; /* every slot busy: serve uncached, freed by release */
+    }
+    out->refs++;
+    out->last_use = ++cache_clock;
+    pthread_mutex_unlock(&cache_mu);
+    index_free(drop);
+    return out;
+}
+
+static void cache_release(tl_index *x) {
+    bool free_it = false;
+    pthread_mutex_lock(&cache_mu);
+    x->refs--;
+    if (x->refs == UINT32_MAX / 2) free_it = true; /* the uncached case above */
+    pthread_mutex_unlock(&cache_mu);
+    if (free_it) index_free(x);
+}
+
+void srv_timeline_cache_clear(void) {
+    pthread_mutex_lock(&cache_mu);
+    for (size_t i = 0; i < CACHE_SLOTS; i++)
+        if (cache[i] && cache[i]->refs == 0) {
+            index_free(cache[i]);
+            cache[i] = NULL;
+        }
+    pthread_mutex_unlock(&cache_mu);
+}
+
+/* ---------------------------------------------------------------- query */
+
+static size_t first_overlap(const tl_track *t, uint64_t qs) {
+    size_t lo = 0, hi = t->n; /* first i with maxend[i] >= qs */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->maxend[mid] >= qs) hi = mid;
+        else lo = mid + 1;
+    }
+    return lo;
+}
+
+static cg_jv *track_json(cg_arena *a, const tl_track *t, uint64_t qs, uint64_t qe, unsigned px) {
+    cg_jv *o = cg_jv_obj(a);
+    cg_jv_obj_put(a, o, "id", cg_jv_str(a, t->id));
+    cg_jv_obj_put(a, o, "kind", cg_jv_str(a, t->kind));
+    cg_jv_obj_put(a, o, "label", cg_jv_str(a, t->label));
+    cg_jv_obj_put(a, o, "device", t->device ? cg_jv_str(a, t->device) : cg_jv_null(a));
+    cg_jv_obj_put(a, o, "depth", t->depth >= 0 ? cg_jv_u64(a, (uint64_t)t->depth) : cg_jv_null(a));
+    cg_jv_obj_put(a, o, "records", cg_jv_u64(a, t->n));
+    cg_jv *boxes = cg_jv_arr(a);
+    uint64_t w = (qe - qs) / px;
+    if (w == 0) w = 1;
+    uint64_t in_window = 0, bs = 0, be = 0, bn = 0;
+    const char *bname = NULL;
+    for (size_t i = first_overlap(t, qs); i < t->n && t->start[i] < qe; i++) {
+        uint64_t s = t->start[i], e = t->end[i];
+        if (e < qs || (e == qs && s < qs)) continue;
+        in_window++;
+        if (bn && s <= sat_add(be, w)) {
+            if (e > be) be = e;
+            if (bname && bname != t->name[i]) bname = NULL;
+            bn++;
+            continue;
+        }
+        if (bn) {
+            cg_jv *bx = cg_jv_arr(a);
+            cg_jv_arr_push(a, bx, cg_jv_u64(a, bs));
+            cg_jv_arr_push(a, bx, cg_jv_u64(a, be));
+            cg_jv_arr_push(a, bx, cg_jv_u64(a, bn));
+            cg_jv_arr_push(a, bx, bname ? cg_jv_str_nocopy(a, bname) : cg_jv_null(a));
+            cg_jv_arr_push(a, boxes, bx);
+        }
+        bs = s;
+        be = e;
+        bn = 1;
+        bname = t->name[i];
+    }
+    if (bn) {
+        cg_jv *bx = cg_jv_arr(a);
+        cg_jv_arr_push(a, bx, cg_jv_u64(a, bs));
+        cg_jv_arr_push(a, bx, cg_jv_u64(a, be));
+        cg_jv_arr_push(a, bx, cg_jv_u64(a, bn));
+        cg_jv_arr_push(a, bx, bname ? cg_jv_str_nocopy(a, bname) : cg_jv_null(a));
+        cg_jv_arr_push(a, boxes, bx);
+    }
+    cg_jv_obj_put(a, o, "window_records", cg_jv_u64(a, in_window));
+    cg_jv_obj_put(a, o, "boxes", boxes);
+    return o;
+}
+
+static bool parse_u64(const char *s, uint64_t *out) {
+    if (!s || !*s || *s == '-' || *s == '+' || *s == ' ') return false;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || !end || *end) return false;
+    *out = (uint64_t)v;
+    return true;
+}
+
+/* Reads trace.jsonl of bundle id into a fresh index (pool connection released
+ * before parsing). Returns NULL with *res queued on failure. */
+static tl_index *load_index(srv_req *r, PGconn *c, const char *id, enum MHD_Result *res) {
+    cg_error err = {0};
+    const char *p[1] = {id};
+    PGresult *x = srv_q(c, "SELECT sha256 FROM bundle_files WHERE bundle_id = $1 AND path = 'trace.jsonl'", 1, p, NULL,
+                        NULL, &err);
+    if (!x) {
+        srv_pool_put(r->s->pool, c);
+        *res = srv_fail_unavailable(r, &err);
+        return NULL;
+    }
+    if (PQntuples(x) != 1) {
+        PQclear(x);
+        srv_pool_put(r->s->pool, c);
+        *res = srv_fail(r, "not_found", NULL, "bundle %s has no trace.jsonl", id);
+        return NULL;
+    }
+    char hex[65];
+    snprintf(hex, sizeof hex, "%s", PQgetvalue(x, 0, 0));
+    PQclear(x);
+    size_t len = 0;
+    char *data = srv_blob_read(&r->s->blobs, c, hex, (size_t)r->s->cfg.max_decoded_bytes, &len, &err);
+    srv_pool_put(r->s->pool, c);
+    if (!data) {
+        *res = srv_fail(r, "internal", NULL, "cannot read trace.jsonl of bundle %s: %s", id, err.msg);
+        return NULL;
+    }
+    cg_trace *t = cg_trace_read_mem(data, len, "trace.jsonl", NULL, &err);
+    free(data);
+    if (!t) {
+        *res = srv_fail(r, "trace_invalid", NULL, "%s", err.msg);
+        return NULL;
+    }
+    tl_index *ix = index_build(id, t);
+    cg_trace_free(t);
+    return ix;
+}
+
+enum MHD_Result srv_h_bundle_timeline(srv_req *r) {
+    cg_arena *a = &r->arena;
+    uint64_t qs = 0, qe = 0, pxv = PX_DEFAULT;
+    const char *s_start = srv_query(r, "start_ns"), *s_end = srv_query(r, "end_ns"), *s_px = srv_query(r, "px");
+    const char *clock = srv_query(r, "clock");
+    if (!clock || !*clock) clock = "host";
+    if (s_start && *s_start && !parse_u64(s_start, &qs))
+        return srv_fail(r, "invalid_parameter", NULL, "start_ns must be a non-negative integer");
+    if (s_end && *s_end && !parse_u64(s_end, &qe))
+        return srv_fail(r, "invalid_parameter", NULL, "end_ns must be a non-negative integer");
+    if (s_px && *s_px && (!parse_u64(s_px, &pxv) || pxv < 1 || pxv > PX_MAX))
+        return srv_fail(r, "invalid_parameter", NULL, "px must be an integer from 1 to %d", PX_MAX);
+
+    cg_error err = {0};
+    PGconn *c = srv_pool_get(r->s->pool, &err);
+    if (!c) return srv_fail_unavailable(r, &err);
+    /* resolve the id (full or unique prefix of >= 12 hex) */
+    const char *pid = r->params[0];
+    size_t n = strlen(pid);
+    bool hex = n >= 12 && n <= 64;
+    for (size_t i = 0; hex && i < n; i++) hex = (pid[i] >= '0' && pid[i] <= '9') || (pid[i] >= 'a' && pid[i] <= 'f');
+    if (!hex) {
+        srv_pool_put(r->s->pool, c);
+        return srv_fail(r, "invalid_parameter", NULL, "a bundle id is 12 to 64 lowercase hex characters");
+    }
+    const char *q[1] = {cg_arena_printf(a, "%s%%", pid)};
+    PGresult *x = srv_q(c, "SELECT id FROM bundles WHERE id LIKE $1 ORDER BY id LIMIT 2", 1, q, NULL, NULL, &err);
+    if (!x) {
+        srv_pool_put(r->s->pool, c);
+        return srv_fail_unavailable(r, &err);
+    }
+    int rows = PQntuples(x);
+    char id[65] = "";
+    if (rows == 1) snprintf(id, sizeof id, "%s", PQgetvalue(x, 0, 0));
+    PQclear(x);
+    if (rows != 1) {
+        srv_pool_put(r->s->pool, c);
+        return rows == 0 ? srv_fail(r, "not_found", NULL, "no bundle with id %s", pid)
+                         : srv_fail(r, "invalid_parameter", NULL, "bundle id prefix %s is ambiguous", pid);
+    }
+
+    tl_index *ix = cache_get(id);
+    if (ix) {
+        srv_pool_put(r->s->pool, c);
+    } else {
+        enum MHD_Result res;
+        tl_index *fresh = load_index(r, c, id, &res);
+        if (!fresh) return res;
+        ix = cache_put(fresh);
+    }
+
+    const tl_clock *ck = NULL;
+    for (size_t i = 0; i < ix->n_clocks && !ck; i++)
+        if (!strcmp(ix->clocks[i].clock, clock)) ck = &ix->clocks[i];
+    if (!ck) {
+        cache_release(ix);
+        return srv_fail(r, "invalid_parameter", NULL, "this trace has no clock %s", clock);
+    }
+    if (!s_start || !*s_start) qs = ck->min_ns;
+    if (!s_end || !*s_end) qe = ck->max_ns > ck->min_ns ? ck->max_ns + 1 : ck->min_ns + 1;
+    if (qe <= qs) {
+        cache_release(ix);
+        return srv_fail(r, "invalid_parameter", NULL, "end_ns must be greater than start_ns");
+    }
+
+    cg_jv *o = cg_jv_obj(a);
+    cg_jv_obj_put(a, o, "schema", cg_jv_str(a, "candle-graph/timeline/1"));
+    cg_jv_obj_put(a, o, "id", cg_jv_str(a, id));
+    cg_jv_obj_put(a, o, "clock", cg_jv_str(a, ck->clock));
+    cg_jv_obj_put(a, o, "start_ns", cg_jv_u64(a, qs));
+    cg_jv_obj_put(a, o, "end_ns", cg_jv_u64(a, qe));
+    cg_jv_obj_put(a, o, "px", cg_jv_u64(a, pxv));
+    cg_jv *clocks = cg_jv_arr(a);
+    for (size_t i = 0; i < ix->n_clocks; i++) {
+        const tl_clock *k = &ix->clocks[i];
+        cg_jv *co = cg_jv_obj(a);
+        cg_jv_obj_put(a, co, "clock", cg_jv_str(a, k->clock));
+        cg_jv_obj_put(a, co, "kind", cg_jv_str(a, k->host ? "host" : "device"));
+        cg_jv *devs = cg_jv_arr(a);
+        for (size_t t = k->first_track; !k->host && t < k->first_track + k->n_tracks; t++)
+            cg_jv_arr_push(a, devs, cg_jv_str(a, ix->tracks[t].device));
+        cg_jv_obj_put(a, co, "devices", devs);
+        cg_jv_obj_put(a, co, "min_ns", cg_jv_u64(a, k->min_ns));
+        cg_jv_obj_put(a, co, "max_ns", cg_jv_u64(a, k->max_ns));
+        cg_jv_obj_put(a, co, "records", cg_jv_u64(a, k->records));
+        cg_jv_arr_push(a, clocks, co);
+    }
+    cg_jv_obj_put(a, o, "clocks", clocks);
+    cg_jv *tracks = cg_jv_arr(a);
+    for (size_t t = ck->first_track; t < ck->first_track + ck->n_tracks; t++)
+        cg_jv_arr_push(a, tracks, track_json(a, &ix->tracks[t], qs, qe, (unsigned)pxv));
+    cg_jv_obj_put(a, o, "tracks", tracks);
+    /* the names in o point into the index: write the answer before releasing it */
+    enum MHD_Result res = srv_reply_json(r, 200, o);
+    cache_release(ix);
+    return res;
+}
