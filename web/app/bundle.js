@@ -93,8 +93,9 @@ export async function renderBundle(host, id, ctx) {
   const inst = window.CG.app.mount(mountEl, payload);
   const tab = ctx.params.get('tab');
   if (tab) inst.activate(tab);
-  // keep the active section in the URL so it can be shared
-  inst.tabs.forEach((t) => t.addEventListener('click', () => {
-    history.replaceState(null, '', '#/bundle/' + fullId + '?tab=' + t.dataset.tab);
-  }));
+  // keep the active section (mouse or keyboard) in the URL so it can be shared
+  new MutationObserver(() => {
+    const t = mountEl.getAttribute('data-active-tab');
+    if (t && ctx.isCurrent()) history.replaceState(null, '', '#/bundle/' + fullId + '?tab=' + t);
+  }).observe(mountEl, { attributes: true, attributeFilter: ['data-active-tab'] });
 }
