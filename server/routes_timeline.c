@@ -29,6 +29,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "srv_web.h"
 #include "trace/trace.h"
@@ -452,43 +453,127 @@ static bool parse_u64(const char *s, uint64_t *out) {
     return true;
 }
 
-/* Reads trace.jsonl of bundle id into a fresh index (pool connection released
- * before parsing). Returns NULL with *res queued on failure. */
-static tl_index *load_index(srv_req *r, PGconn *c, const char *id, enum MHD_Result *res) {
-    cg_error err = {0};
+static double ms_since(const struct timespec *t0) {
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+typedef enum { LOAD_OK = 0, LOAD_UNAVAILABLE, LOAD_NO_TRACE, LOAD_STORE, LOAD_INVALID } load_status;
+
+/* Reads trace.jsonl of bundle id into a fresh index. Always returns c to the
+ * pool (before parsing). On failure returns NULL with *st and err set. */
+static tl_index *load_index(srv_server *s, PGconn *c, const char *id, load_status *st, cg_error *err) {
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     const char *p[1] = {id};
     PGresult *x = srv_q(c, "SELECT sha256 FROM bundle_files WHERE bundle_id = $1 AND path = 'trace.jsonl'", 1, p, NULL,
-                        NULL, &err);
+                        NULL, err);
     if (!x) {
-        srv_pool_put(r->s->pool, c);
-        *res = srv_fail_unavailable(r, &err);
+        srv_pool_put(s->pool, c);
+        *st = LOAD_UNAVAILABLE;
         return NULL;
     }
     if (PQntuples(x) != 1) {
         PQclear(x);
-        srv_pool_put(r->s->pool, c);
-        *res = srv_fail(r, "not_found", NULL, "bundle %s has no trace.jsonl", id);
+        srv_pool_put(s->pool, c);
+        cg_err_set(err, CG_EIO, "bundle %s has no trace.jsonl", id);
+        *st = LOAD_NO_TRACE;
         return NULL;
     }
     char hex[65];
     snprintf(hex, sizeof hex, "%s", PQgetvalue(x, 0, 0));
     PQclear(x);
     size_t len = 0;
-    char *data = srv_blob_read(&r->s->blobs, c, hex, (size_t)r->s->cfg.max_decoded_bytes, &len, &err);
-    srv_pool_put(r->s->pool, c);
+    char *data = srv_blob_read(&s->blobs, c, hex, (size_t)s->cfg.max_decoded_bytes, &len, err);
+    srv_pool_put(s->pool, c);
     if (!data) {
-        *res = srv_fail(r, "internal", NULL, "cannot read trace.jsonl of bundle %s: %s", id, err.msg);
+        *st = LOAD_STORE;
         return NULL;
     }
-    cg_trace *t = cg_trace_read_mem(data, len, "trace.jsonl", NULL, &err);
+    double read_ms = ms_since(&t0);
+    cg_trace *t = cg_trace_read_mem(data, len, "trace.jsonl", NULL, err);
     free(data);
     if (!t) {
-        *res = srv_fail(r, "trace_invalid", NULL, "%s", err.msg);
+        *st = LOAD_INVALID;
         return NULL;
     }
+    double parse_ms = ms_since(&t0) - read_ms;
     tl_index *ix = index_build(id, t);
     cg_trace_free(t);
+    size_t records = 0;
+    for (size_t k = 0; k < ix->n_tracks; k++) records += ix->tracks[k].n;
+    char rec[32], r_ms[32], p_ms[32], b_ms[32];
+    snprintf(rec, sizeof rec, "%zu", records);
+    snprintf(r_ms, sizeof r_ms, "%.1f", read_ms);
+    snprintf(p_ms, sizeof p_ms, "%.1f", parse_ms);
+    snprintf(b_ms, sizeof b_ms, "%.1f", ms_since(&t0) - read_ms - parse_ms);
+    srv_log("info", "timeline index built", "id", id, "intervals", rec, "read_ms", r_ms, "parse_ms", p_ms, "build_ms", b_ms,
+            NULL);
+    *st = LOAD_OK;
     return ix;
+}
+
+/* ---------------------------------------------------------------- warming after upload */
+
+#define WARM_QUEUE 16
+static pthread_mutex_t warm_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t warm_cv = PTHREAD_COND_INITIALIZER;
+static char warm_ids[WARM_QUEUE][65];
+static size_t warm_n;
+static bool warm_started, warm_stopping;
+static pthread_t warm_thread;
+static srv_server *warm_server;
+
+static void *warm_main(void *arg) {
+    (void)arg;
+    for (;;) {
+        char id[65];
+        pthread_mutex_lock(&warm_mu);
+        while (!warm_n && !warm_stopping) pthread_cond_wait(&warm_cv, &warm_mu);
+        if (warm_stopping) {
+            pthread_mutex_unlock(&warm_mu);
+            return NULL;
+        }
+        memcpy(id, warm_ids[0], sizeof id);
+        memmove(warm_ids[0], warm_ids[1], (warm_n - 1) * sizeof warm_ids[0]);
+        warm_n--;
+        pthread_mutex_unlock(&warm_mu);
+        tl_index *hit = cache_get(id);
+        if (hit) {
+            cache_release(hit);
+            continue;
+        }
+        cg_error err = {0};
+        PGconn *c = srv_pool_get(warm_server->pool, &err);
+        if (!c) continue;
+        load_status st;
+        tl_index *ix = load_index(warm_server, c, id, &st, &err);
+        if (ix) cache_release(cache_put(ix));
+    }
+}
+
+void srv_timeline_warm(srv_server *s, const char *id) {
+    pthread_mutex_lock(&warm_mu);
+    if (!warm_started && !warm_stopping) {
+        warm_server = s;
+        warm_started = pthread_create(&warm_thread, NULL, warm_main, NULL) == 0;
+    }
+    if (warm_started && !warm_stopping && warm_n < WARM_QUEUE && strlen(id) == 64) {
+        memcpy(warm_ids[warm_n++], id, 65);
+        pthread_cond_signal(&warm_cv);
+    }
+    pthread_mutex_unlock(&warm_mu);
+}
+
+void srv_timeline_stop(void) {
+    pthread_mutex_lock(&warm_mu);
+    warm_stopping = true;
+    bool join = warm_started;
+    pthread_cond_broadcast(&warm_cv);
+    pthread_mutex_unlock(&warm_mu);
+    if (join) pthread_join(warm_thread, NULL);
+    srv_timeline_cache_clear();
 }
 
 enum MHD_Result srv_h_bundle_timeline(srv_req *r) {
@@ -536,9 +621,14 @@ enum MHD_Result srv_h_bundle_timeline(srv_req *r) {
     if (ix) {
         srv_pool_put(r->s->pool, c);
     } else {
-        enum MHD_Result res;
-        tl_index *fresh = load_index(r, c, id, &res);
-        if (!fresh) return res;
+        load_status st;
+        tl_index *fresh = load_index(r->s, c, id, &st, &err);
+        if (!fresh) {
+            if (st == LOAD_UNAVAILABLE) return srv_fail_unavailable(r, &err);
+            if (st == LOAD_NO_TRACE) return srv_fail(r, "not_found", NULL, "%s", err.msg);
+            if (st == LOAD_INVALID) return srv_fail(r, "trace_invalid", NULL, "%s", err.msg);
+            return srv_fail(r, "internal", NULL, "cannot read trace.jsonl of bundle %s: %s", id, err.msg);
+        }
         ix = cache_put(fresh);
     }
 

@@ -25,7 +25,15 @@ bool srv_static_try(srv_req *r, const char *method, const char *path, enum MHD_R
 
 enum MHD_Result srv_h_bundle_timeline(srv_req *r);
 
-/* Drops every cached timeline index (shutdown; leak checkers). */
+/* Drops every cached timeline index nobody is using. */
 void srv_timeline_cache_clear(void);
+/* Queues a freshly published bundle (full 64-hex id) so its timeline index is
+ * built in the background (one worker thread, started on first use; at most 16
+ * queued, further ids are dropped and built on first request instead). Call
+ * after the publishing transaction committed. */
+void srv_timeline_warm(srv_server *s, const char *id);
+/* Stops the worker (waits for the index it is building) and clears the cache.
+ * Call once at shutdown, before the pool is freed. */
+void srv_timeline_stop(void);
 
 #endif

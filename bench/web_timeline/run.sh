@@ -21,3 +21,4 @@ for n in ${CG_BENCH_SIZES:-10000 1000000}; do
   IDS="$IDS $n=$(jq -r .id "$T/body")"
 done
 CG_WEB_URL=$URL CG_WEB_TOKEN=$ADMIN CG_BENCH_IDS="$IDS" CG_CHROMIUM=${CG_CHROMIUM:-/usr/bin/chromium} node "$SRC/bench/web_timeline/bench.mjs"
+grep '"timeline index built"' "$SRV_LOG" >&2

@@ -134,9 +134,14 @@ test('bundle view: viewer sections and Files; tabs work by keyboard', async () =
   assert.ok(await page.locator('[data-panel=files]', { hasText: 'trace.jsonl' }).count());
   await page.keyboard.press('Home');
   assert.equal(await page.getAttribute('[role=tab][data-tab=evidence]', 'aria-selected'), 'true');
+  await page.click('[role=tab][data-tab=trace]');
+  await page.waitForSelector('[data-panel=trace] svg g');
   for (const t of ['span_costs', 'memory', 'gpu']) {
     await page.click(`[role=tab][data-tab=${t}]`);
     assert.equal(await page.isVisible(`[data-panel=${t}]`), true);
+    await page.waitForFunction((x) => document.querySelector(`[data-panel=${x}]`).children.length > 0 && !document.querySelector(`[data-panel=${x}] .wa-loading`), t);
+    assert.match(await page.url(), new RegExp('tab=' + t + '$'), 'open section kept in the URL');
+    if (t === 'span_costs') await page.waitForSelector('[data-panel=span_costs] table');
   }
   await page.click('[role=tab][data-tab=memory]');
   await shot(page, 'app-bundle-memory.png');

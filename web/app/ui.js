@@ -116,14 +116,14 @@ export function table(cols, rows, { caption, sortKey, desc = true, rowAttrs } = 
 
 /* ARIA tablist with arrow/Home/End keys; tabs [{id, label, render(panel)}]. */
 let tabSeq = 0;
-export function tabs(label, defs, { initial, onChange } = {}) {
+export function tabs(label, defs, { initial, onChange, viewerStyle } = {}) {
   const uid = 'wt' + (++tabSeq);
-  const list = h('div', { role: 'tablist', 'aria-label': label, class: 'wa-tabs' });
-  const panels = h('div', { class: 'wa-panels' });
+  const list = h('div', { role: 'tablist', 'aria-label': label, class: viewerStyle ? 'cg-tabs' : 'wa-tabs' });
+  const panels = h(viewerStyle ? 'main' : 'div', { class: viewerStyle ? 'cg-panels' : 'wa-panels' });
   const btns = [], panes = [];
   defs.forEach((d, i) => {
-    const b = h('button', { type: 'button', role: 'tab', id: uid + '-t-' + d.id, 'aria-controls': uid + '-p-' + d.id, 'aria-selected': 'false', tabindex: '-1', class: 'wa-tab', 'data-tab': d.id }, d.label);
-    const p = h('section', { role: 'tabpanel', id: uid + '-p-' + d.id, 'aria-labelledby': b.id, tabindex: '0', hidden: true, class: 'wa-panel', 'data-panel': d.id });
+    const b = h('button', { type: 'button', role: 'tab', id: uid + '-t-' + d.id, 'aria-controls': uid + '-p-' + d.id, 'aria-selected': 'false', tabindex: '-1', class: viewerStyle ? 'cg-tab' : 'wa-tab', 'data-tab': d.id }, d.label);
+    const p = h('section', { role: 'tabpanel', id: uid + '-p-' + d.id, 'aria-labelledby': b.id, tabindex: '0', hidden: true, class: viewerStyle ? 'cg-panel' : 'wa-panel', 'data-panel': d.id });
     b.addEventListener('click', () => activate(i, false));
     b.addEventListener('keydown', (e) => {
       const n = defs.length; let to = null;
@@ -136,12 +136,17 @@ export function tabs(label, defs, { initial, onChange } = {}) {
   });
   function activate(i, focus) {
     btns.forEach((b, k) => { b.setAttribute('aria-selected', k === i ? 'true' : 'false'); b.tabIndex = k === i ? 0 : -1; panes[k].hidden = k !== i; });
-    if (!panes[i].rendered) { panes[i].rendered = true; defs[i].render(panes[i]); }
+    if (!panes[i].rendered) {
+      panes[i].rendered = true;
+      Promise.resolve().then(() => defs[i].render(panes[i])).catch((err) => {
+        panes[i].append(h('p', { class: 'wa-error', role: 'alert' }, 'This section could not be displayed: ' + (err && err.message ? err.message : err)));
+      });
+    } else if (panes[i].cgOnShow) panes[i].cgOnShow();
     if (focus) btns[i].focus();
     if (onChange) onChange(defs[i].id);
   }
   const start = Math.max(0, defs.findIndex((d) => d.id === initial));
-  const root = h('div', { class: 'wa-tabset' }, list, panels);
+  const root = h('div', { class: 'wa-tabset' }, viewerStyle ? h('nav', { class: 'cg-tabbar' }, list) : list, panels);
   activate(start, false);
   return { root, activate: (id) => activate(Math.max(0, defs.findIndex((d) => d.id === id)), false) };
 }
