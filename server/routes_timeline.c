@@ -22,7 +22,9 @@
  * per track, names copied once) is built from trace.jsonl on first use and
  * kept in an LRU cache of CACHE_SLOTS bundles (bundles are immutable, so
  * entries never go stale); a request costs O(log n + k) per track for k
- * intervals in the window, and never re-reads the trace. Errors: 400
+ * intervals in the window, and never re-reads the trace. Uploads queue their
+ * bundle for a background build (srv_timeline_warm), and a request for an
+ * index being built waits for that build rather than starting another. Errors: 400
  * invalid_parameter, 404 not_found, 422 trace_invalid (trace cannot be read),
  * 503 unavailable. */
 #include <errno.h>
@@ -514,6 +516,56 @@ static tl_index *load_index(srv_server *s, PGconn *c, const char *id, load_statu
     return ix;
 }
 
+/* One build per bundle at a time: a request for an index that another thread
+ * is building waits for it instead of parsing the trace again. */
+#define BUILDING_SLOTS 8
+static pthread_cond_t build_cv = PTHREAD_COND_INITIALIZER;
+static char building[BUILDING_SLOTS][65]; /* "" = free; guarded by cache_mu */
+
+static tl_index *find_locked(const char *id) {
+    for (size_t i = 0; i < CACHE_SLOTS; i++)
+        if (cache[i] && !strcmp(cache[i]->id, id)) return cache[i];
+    return NULL;
+}
+
+/* The cached index of id with a reference taken (cache_release it), building it
+ * from the store when needed. Always returns c to the pool. NULL with *st/err. */
+static tl_index *acquire(srv_server *s, PGconn *c, const char *id, load_status *st, cg_error *err) {
+    int slot = -1;
+    pthread_mutex_lock(&cache_mu);
+    for (;;) {
+        tl_index *hit = find_locked(id);
+        if (hit) {
+            hit->refs++;
+            hit->last_use = ++cache_clock;
+            pthread_mutex_unlock(&cache_mu);
+            srv_pool_put(s->pool, c);
+            *st = LOAD_OK;
+            return hit;
+        }
+        bool busy = false;
+        for (size_t i = 0; i < BUILDING_SLOTS; i++)
+            if (!strcmp(building[i], id)) busy = true;
+        if (!busy) break;
+        pthread_cond_wait(&build_cv, &cache_mu);
+    }
+    for (size_t i = 0; i < BUILDING_SLOTS && slot < 0; i++)
+        if (!building[i][0]) {
+            slot = (int)i;
+            snprintf(building[i], sizeof building[i], "%s", id);
+        }
+    pthread_mutex_unlock(&cache_mu);
+    tl_index *x = load_index(s, c, id, st, err);
+    tl_index *out = x ? cache_put(x) : NULL;
+    if (slot >= 0) {
+        pthread_mutex_lock(&cache_mu);
+        building[slot][0] = 0;
+        pthread_cond_broadcast(&build_cv);
+        pthread_mutex_unlock(&cache_mu);
+    }
+    return out;
+}
+
 /* ---------------------------------------------------------------- warming after upload */
 
 #define WARM_QUEUE 16
@@ -548,8 +600,8 @@ static void *warm_main(void *arg) {
         PGconn *c = srv_pool_get(warm_server->pool, &err);
         if (!c) continue;
         load_status st;
-        tl_index *ix = load_index(warm_server, c, id, &st, &err);
-        if (ix) cache_release(cache_put(ix));
+        tl_index *ix = acquire(warm_server, c, id, &st, &err);
+        if (ix) cache_release(ix);
     }
 }
 
@@ -617,19 +669,13 @@ enum MHD_Result srv_h_bundle_timeline(srv_req *r) {
                          : srv_fail(r, "invalid_parameter", NULL, "bundle id prefix %s is ambiguous", pid);
     }
 
-    tl_index *ix = cache_get(id);
-    if (ix) {
-        srv_pool_put(r->s->pool, c);
-    } else {
-        load_status st;
-        tl_index *fresh = load_index(r->s, c, id, &st, &err);
-        if (!fresh) {
-            if (st == LOAD_UNAVAILABLE) return srv_fail_unavailable(r, &err);
-            if (st == LOAD_NO_TRACE) return srv_fail(r, "not_found", NULL, "%s", err.msg);
-            if (st == LOAD_INVALID) return srv_fail(r, "trace_invalid", NULL, "%s", err.msg);
-            return srv_fail(r, "internal", NULL, "cannot read trace.jsonl of bundle %s: %s", id, err.msg);
-        }
-        ix = cache_put(fresh);
+    load_status st;
+    tl_index *ix = acquire(r->s, c, id, &st, &err);
+    if (!ix) {
+        if (st == LOAD_UNAVAILABLE) return srv_fail_unavailable(r, &err);
+        if (st == LOAD_NO_TRACE) return srv_fail(r, "not_found", NULL, "%s", err.msg);
+        if (st == LOAD_INVALID) return srv_fail(r, "trace_invalid", NULL, "%s", err.msg);
+        return srv_fail(r, "internal", NULL, "cannot read trace.jsonl of bundle %s: %s", id, err.msg);
     }
 
     const tl_clock *ck = NULL;

@@ -5,6 +5,8 @@
 //                        bundle summary and the viewer payload the section tabs need)
 //   frame_ms             draw time per frame while zooming in 40 wheel steps and out again
 //                        (p50/p95/max), and the rAF interval p95 over the same period
+// CG_BENCH_MODE=restart: one open per bundle only (run.sh uses it after restarting the
+// server, when no timeline index is cached)
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,6 +28,16 @@ async function openTimeline(id) {
   return { ctx, page, firstPaint: await page.evaluate(() => window.CG_TIMELINE_STATS.firstPaintMs), sinceNav: await page.evaluate(() => window.CG_TIMELINE_STATS.firstPaintSinceNavigationMs) };
 }
 const report = { bench: 'web_timeline', viewport: '1280x720', sizes: [] };
+if (process.env.CG_BENCH_MODE === 'restart') {
+  for (const [n, id] of ids) {
+    const o = await openTimeline(id);
+    report.sizes.push({ records: Number(n), first_paint_ms: r1(o.firstPaint), page_load_to_first_paint_ms: r1(o.sinceNav) });
+    await o.ctx.close();
+  }
+  await browser.close();
+  console.log(JSON.stringify(report, null, 2));
+  process.exit(0);
+}
 for (const [n, id] of ids) {
   const cold = await openTimeline(id);
   await cold.ctx.close();

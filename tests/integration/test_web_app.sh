@@ -68,4 +68,5 @@ fi
 export CG_WEB_URL="$URL" CG_WEB_TOKEN="$ADMIN" CG_WEB_A="$A_IDS" CG_WEB_B="$B_IDS" CG_WEB_X="$X_IDS" CG_WEB_TL="$TL_ID" CG_WEB_CAMPAIGN="$CAMPAIGN"
 export CG_SCREENSHOT_DIR="${CG_SCREENSHOT_DIR:-$BIN/screenshots}" CG_CHROMIUM="$CHROMIUM"
 (cd "$SRC" && node --test --test-reporter=spec tests/browser/app.test.mjs) || fail "browser tests"
+srv_stop # graceful: the server stops its timeline worker and frees its cache (sanitizer builds check leaks here)
 [ $FAILS -eq 0 ] || exit 1
