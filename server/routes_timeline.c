@@ -24,7 +24,9 @@
  * entries never go stale); a request costs O(log n + k) per track for k
  * intervals in the window, and never re-reads the trace. Uploads queue their
  * bundle for a background build (srv_timeline_warm), and a request for an
- * index being built waits for that build rather than starting another. Errors: 400
+ * index being built waits for that build rather than starting another. A built
+ * index is also written to <data_dir>/timeline/<id>.idx and read back after a
+ * restart instead of parsing the trace again. Errors: 400
  * invalid_parameter, 404 not_found, 422 trace_invalid (trace cannot be read),
  * 503 unavailable. */
 #include <errno.h>
@@ -33,6 +35,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/fs.h"
 #include "srv_web.h"
 #include "trace/trace.h"
 
@@ -316,6 +319,232 @@ static tl_index *index_build(const char *id, const cg_trace *t) {
     return x;
 }
 
+/* ---------------------------------------------------------------- on-disk copy
+ *
+ * <data_dir>/timeline/<id>.idx keeps a built index across restarts (a cache:
+ * native byte order, rebuilt from the trace whenever it is missing or does not
+ * read back exactly). Layout: "CGTLIDX1"; u32 n_names, names (u32 len, bytes);
+ * u32 n_clocks, clocks (str clock, u32 host, u64 first_track, n_tracks, min_ns,
+ * max_ns, records); u32 n_tracks, tracks (str id, kind, label, device (len
+ * UINT32_MAX = none), i32 depth, u64 n, u64 start[n], end[n], maxend[n],
+ * u32 name[n] (UINT32_MAX = none)). */
+
+#define IDX_MAGIC "CGTLIDX1"
+#define NO_NAME UINT32_MAX
+
+static void put_u32(cg_buf *b, uint32_t v) { cg_buf_append(b, &v, sizeof v); }
+static void put_u64(cg_buf *b, uint64_t v) { cg_buf_append(b, &v, sizeof v); }
+static void put_str(cg_buf *b, const char *s) {
+    if (!s) {
+        put_u32(b, UINT32_MAX);
+        return;
+    }
+    size_t n = strlen(s);
+    put_u32(b, (uint32_t)n);
+    cg_buf_append(b, s, n);
+}
+
+/* pointer → name number (names are interned, so equal pointers = equal names) */
+typedef struct ptrmap { const char **k; uint32_t *v; size_t cap, n; } ptrmap;
+static uint32_t ptrmap_get(ptrmap *m, const char *p, const char ***order) {
+    if (m->n * 2 >= m->cap) {
+        size_t ncap = m->cap ? m->cap * 2 : 1024;
+        const char **nk = calloc(ncap, sizeof *nk);
+        uint32_t *nv = calloc(ncap, sizeof *nv);
+        if (!nk || !nv) abort();
+        for (size_t i = 0; i < m->cap; i++) {
+            if (!m->k[i]) continue;
+            size_t h = ((uintptr_t)m->k[i] >> 3) * 11400714819323198485ull & (ncap - 1);
+            while (nk[h]) h = (h + 1) & (ncap - 1);
+            nk[h] = m->k[i];
+            nv[h] = m->v[i];
+        }
+        free(m->k);
+        free(m->v);
+        m->k = nk;
+        m->v = nv;
+        m->cap = ncap;
+    }
+    size_t h = ((uintptr_t)p >> 3) * 11400714819323198485ull & (m->cap - 1);
+    while (m->k[h]) {
+        if (m->k[h] == p) return m->v[h];
+        h = (h + 1) & (m->cap - 1);
+    }
+    m->k[h] = p;
+    m->v[h] = (uint32_t)m->n;
+    *order = xrealloc(*order, (m->n + 1) * sizeof **order);
+    (*order)[m->n] = p;
+    return (uint32_t)m->n++;
+}
+
+static int index_save(const tl_index *x, const char *path, cg_error *err) {
+    ptrmap m = {0};
+    const char **order = NULL;
+    uint32_t **ix = calloc(x->n_tracks ? x->n_tracks : 1, sizeof *ix);
+    if (!ix) abort();
+    for (size_t k = 0; k < x->n_tracks; k++) {
+        const tl_track *t = &x->tracks[k];
+        ix[k] = xrealloc(NULL, (t->n ? t->n : 1) * sizeof **ix);
+        for (size_t i = 0; i < t->n; i++) ix[k][i] = t->name[i] ? ptrmap_get(&m, t->name[i], &order) : NO_NAME;
+    }
+    cg_buf b = CG_BUF_INIT;
+    cg_buf_append(&b, IDX_MAGIC, 8);
+    put_u32(&b, (uint32_t)m.n);
+    for (size_t i = 0; i < m.n; i++) put_str(&b, order[i]);
+    put_u32(&b, (uint32_t)x->n_clocks);
+    for (size_t c = 0; c < x->n_clocks; c++) {
+        const tl_clock *ck = &x->clocks[c];
+        put_str(&b, ck->clock);
+        put_u32(&b, ck->host ? 1 : 0);
+        put_u64(&b, ck->first_track);
+        put_u64(&b, ck->n_tracks);
+        put_u64(&b, ck->min_ns);
+        put_u64(&b, ck->max_ns);
+        put_u64(&b, ck->records);
+    }
+    put_u32(&b, (uint32_t)x->n_tracks);
+    for (size_t k = 0; k < x->n_tracks; k++) {
+        const tl_track *t = &x->tracks[k];
+        put_str(&b, t->id);
+        put_str(&b, t->kind);
+        put_str(&b, t->label);
+        put_str(&b, t->device);
+        put_u32(&b, (uint32_t)(int32_t)t->depth);
+        put_u64(&b, t->n);
+        cg_buf_append(&b, t->start, t->n * sizeof *t->start);
+        cg_buf_append(&b, t->end, t->n * sizeof *t->end);
+        cg_buf_append(&b, t->maxend, t->n * sizeof *t->maxend);
+        cg_buf_append(&b, ix[k], t->n * sizeof **ix);
+        free(ix[k]);
+    }
+    free(ix);
+    free(m.k);
+    free(m.v);
+    free(order);
+    int rc = cg_write_file_atomic(path, b.data, b.len, err);
+    cg_buf_free(&b);
+    return rc;
+}
+
+typedef struct rd { const unsigned char *p, *end; bool ok; } rd;
+static bool rd_take(rd *r, void *out, size_t n) {
+    if (!r->ok || (size_t)(r->end - r->p) < n) return r->ok = false;
+    memcpy(out, r->p, n);
+    r->p += n;
+    return true;
+}
+static uint32_t rd_u32(rd *r) { uint32_t v = 0; rd_take(r, &v, sizeof v); return v; }
+static uint64_t rd_u64(rd *r) { uint64_t v = 0; rd_take(r, &v, sizeof v); return v; }
+static char *rd_str(rd *r, cg_arena *a, bool *none) {
+    uint32_t n = rd_u32(r);
+    *none = r->ok && n == UINT32_MAX;
+    if (!r->ok || *none) return NULL;
+    if ((size_t)(r->end - r->p) < n) {
+        r->ok = false;
+        return NULL;
+    }
+    char *s = cg_arena_alloc(a, (size_t)n + 1);
+    memcpy(s, r->p, n);
+    s[n] = 0;
+    r->p += n;
+    return s;
+}
+
+/* NULL when the file is absent or does not read back as a whole, consistent index. */
+static tl_index *index_load(const char *id, const char *path) {
+    if (!cg_path_exists(path)) return NULL;
+    cg_error err = {0};
+    size_t len = 0;
+    char *data = cg_read_file(path, 0, &len, &err);
+    if (!data) return NULL;
+    rd r = {(const unsigned char *)data, (const unsigned char *)data + len, true};
+    char magic[8];
+    tl_index *x = calloc(1, sizeof *x);
+    if (!x) abort();
+    snprintf(x->id, sizeof x->id, "%s", id);
+    cg_arena_init(&x->arena, 0);
+    const char **names = NULL;
+    bool none = false;
+    if (!rd_take(&r, magic, 8) || memcmp(magic, IDX_MAGIC, 8) != 0) r.ok = false;
+    uint32_t n_names = rd_u32(&r);
+    if (r.ok && n_names > (size_t)(r.end - r.p) / 4) r.ok = false;
+    if (r.ok) names = xrealloc(NULL, (n_names ? n_names : 1) * sizeof *names);
+    for (uint32_t i = 0; r.ok && i < n_names; i++) {
+        names[i] = rd_str(&r, &x->arena, &none);
+        if (none) r.ok = false;
+    }
+    uint32_t n_clocks = rd_u32(&r);
+    if (r.ok && (n_clocks == 0 || n_clocks > (size_t)(r.end - r.p) / 48)) r.ok = false;
+    if (r.ok) {
+        x->clocks = calloc(n_clocks, sizeof *x->clocks);
+        if (!x->clocks) abort();
+        x->n_clocks = n_clocks;
+    }
+    for (uint32_t c = 0; r.ok && c < n_clocks; c++) {
+        tl_clock *ck = &x->clocks[c];
+        ck->clock = rd_str(&r, &x->arena, &none);
+        if (none) r.ok = false;
+        ck->host = rd_u32(&r) != 0;
+        ck->first_track = (size_t)rd_u64(&r);
+        ck->n_tracks = (size_t)rd_u64(&r);
+        ck->min_ns = rd_u64(&r);
+        ck->max_ns = rd_u64(&r);
+        ck->records = (size_t)rd_u64(&r);
+    }
+    uint32_t n_tracks = rd_u32(&r);
+    if (r.ok && n_tracks > (size_t)(r.end - r.p) / 28) r.ok = false;
+    if (r.ok) {
+        x->tracks = calloc(n_tracks ? n_tracks : 1, sizeof *x->tracks);
+        if (!x->tracks) abort();
+    }
+    for (uint32_t k = 0; r.ok && k < n_tracks; k++) {
+        tl_track *t = &x->tracks[k];
+        x->n_tracks = (size_t)k + 1; /* so index_free releases what was read */
+        t->id = rd_str(&r, &x->arena, &none);
+        r.ok = r.ok && !none;
+        char *kind = rd_str(&r, &x->arena, &none);
+        r.ok = r.ok && !none;
+        t->kind = !kind ? NULL : !strcmp(kind, "span") ? "span" : !strcmp(kind, "op") ? "op" : !strcmp(kind, "device") ? "device" : NULL;
+        if (!t->kind) r.ok = false;
+        t->label = rd_str(&r, &x->arena, &none);
+        r.ok = r.ok && !none;
+        t->device = rd_str(&r, &x->arena, &none);
+        t->depth = (int)(int32_t)rd_u32(&r);
+        uint64_t n = rd_u64(&r);
+        if (!r.ok || n > (uint64_t)(r.end - r.p) / 28) {
+            r.ok = false;
+            break;
+        }
+        t->n = t->cap = (size_t)n;
+        t->start = xrealloc(NULL, (n ? n : 1) * sizeof *t->start);
+        t->end = xrealloc(NULL, (n ? n : 1) * sizeof *t->end);
+        t->maxend = xrealloc(NULL, (n ? n : 1) * sizeof *t->maxend);
+        t->name = xrealloc(NULL, (n ? n : 1) * sizeof *t->name);
+        rd_take(&r, t->start, n * sizeof *t->start);
+        rd_take(&r, t->end, n * sizeof *t->end);
+        rd_take(&r, t->maxend, n * sizeof *t->maxend);
+        for (size_t i = 0; r.ok && i < n; i++) {
+            uint32_t v = rd_u32(&r);
+            if (v != NO_NAME && v >= n_names) r.ok = false;
+            t->name[i] = v == NO_NAME ? NULL : names[v];
+        }
+        for (size_t i = 0; r.ok && i < n; i++)
+            if (t->end[i] < t->start[i] || (i && (t->start[i] < t->start[i - 1] || t->maxend[i] < t->maxend[i - 1])))
+                r.ok = false;
+    }
+    for (uint32_t c = 0; r.ok && c < n_clocks; c++)
+        if (x->clocks[c].first_track > n_tracks || x->clocks[c].n_tracks > n_tracks - x->clocks[c].first_track)
+            r.ok = false;
+    if (r.ok && r.p != r.end) r.ok = false;
+    free(names);
+    free(data);
+    if (!r.ok) {
+        index_free(x);
+        return NULL;
+    }
+    return x;
+}
+
 /* ---------------------------------------------------------------- cache */
 
 static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -468,6 +697,18 @@ typedef enum { LOAD_OK = 0, LOAD_UNAVAILABLE, LOAD_NO_TRACE, LOAD_STORE, LOAD_IN
 static tl_index *load_index(srv_server *s, PGconn *c, const char *id, load_status *st, cg_error *err) {
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    char dir[PATH_MAX + 16], path[PATH_MAX + 96];
+    snprintf(dir, sizeof dir, "%s/timeline", s->cfg.data_dir);
+    snprintf(path, sizeof path, "%s/%s.idx", dir, id);
+    tl_index *saved = index_load(id, path);
+    if (saved) {
+        srv_pool_put(s->pool, c);
+        char l_ms[32];
+        snprintf(l_ms, sizeof l_ms, "%.1f", ms_since(&t0));
+        srv_log("info", "timeline index loaded", "id", id, "load_ms", l_ms, NULL);
+        *st = LOAD_OK;
+        return saved;
+    }
     const char *p[1] = {id};
     PGresult *x = srv_q(c, "SELECT sha256 FROM bundle_files WHERE bundle_id = $1 AND path = 'trace.jsonl'", 1, p, NULL,
                         NULL, err);
@@ -512,6 +753,9 @@ static tl_index *load_index(srv_server *s, PGconn *c, const char *id, load_statu
     snprintf(b_ms, sizeof b_ms, "%.1f", ms_since(&t0) - read_ms - parse_ms);
     srv_log("info", "timeline index built", "id", id, "intervals", rec, "read_ms", r_ms, "parse_ms", p_ms, "build_ms", b_ms,
             NULL);
+    cg_error serr = {0};
+    if (cg_mkdir_p(dir, &serr) < 0 || index_save(ix, path, &serr) < 0)
+        srv_log("warning", "timeline index not saved", "id", id, "error", serr.msg, NULL);
     *st = LOAD_OK;
     return ix;
 }

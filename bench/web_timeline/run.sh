@@ -24,7 +24,8 @@ export CG_WEB_TOKEN=$ADMIN CG_BENCH_IDS="$IDS" CG_CHROMIUM=${CG_CHROMIUM:-/usr/b
 CG_WEB_URL=$URL node "$SRC/bench/web_timeline/bench.mjs" >"$T/report.json" || die "bench failed"
 # Cold: a restarted server has no timeline index cached; the first open builds it.
 srv_stop
+mv "$SRV_LOG" "$SRV_LOG.1" # srv_start reads the port from a fresh log
 srv_start bench --require-signature no --max-body-bytes 2000000000 --max-decoded-bytes 4000000000 --request-timeout 600
 CG_WEB_URL=$URL CG_BENCH_MODE=restart node "$SRC/bench/web_timeline/bench.mjs" >"$T/restart.json" || die "bench (restart) failed"
 jq -s '.[0] + {after_restart: .[1].sizes}' "$T/report.json" "$T/restart.json"
-grep '"timeline index built"' "$SRV_LOG" >&2
+grep -h '"timeline index built"' "$SRV_LOG.1" "$SRV_LOG" >&2

@@ -68,5 +68,45 @@ fi
 export CG_WEB_URL="$URL" CG_WEB_TOKEN="$ADMIN" CG_WEB_A="$A_IDS" CG_WEB_B="$B_IDS" CG_WEB_X="$X_IDS" CG_WEB_TL="$TL_ID" CG_WEB_CAMPAIGN="$CAMPAIGN"
 export CG_SCREENSHOT_DIR="${CG_SCREENSHOT_DIR:-$BIN/screenshots}" CG_CHROMIUM="$CHROMIUM"
 (cd "$SRC" && node --test --test-reporter=spec tests/browser/app.test.mjs) || fail "browser tests"
+
+# ---------------------------------------------------------------- GET /bundles/{id}/timeline (LOD contract)
+tl() { http GET "/bundles/$TL_ID/timeline$1" -H "$(auth "$ADMIN")"; }
+tl "?px=300"; expect 200 "" "timeline, host clock, full range"
+jq -e '.schema == "candle-graph/timeline/1" and .clock == "host" and ([.clocks[].clock] == ["host", "cuda-event-0"])' "$T/body" >/dev/null \
+  && pass "timeline names both clocks" || fail "timeline clocks: $(jq -c .clocks "$T/body")"
+jq -e '[.tracks[] | (.boxes | length) <= 301] | all' "$T/body" >/dev/null && pass "at most px+1 boxes per track" || fail "too many boxes"
+jq -e '[.tracks[] | .window_records == .records and ([.boxes[][2]] | add) == .records] | all' "$T/body" >/dev/null \
+  && pass "box counts add up to the records of each track" || fail "box counts: $(jq -c '[.tracks[] | {records, window_records}]' "$T/body")"
+jq -e '[.tracks[].label] == ["host spans, depth 0", "host spans, depth 1", "host spans, depth 2", "host ops"]' "$T/body" >/dev/null \
+  && pass "host tracks: spans by depth, then ops" || fail "host tracks: $(jq -c '[.tracks[].label]' "$T/body")"
+cp "$T/body" "$T/tl_full.json"
+tl "?clock=cuda-event-0&px=200"; expect 200 "" "timeline, device clock"
+jq -e '[.tracks[].device] == ["cuda:0", "cuda:1"] and .start_ns == 5000 and ([.tracks[].records] | add) == ([.clocks[] | select(.clock == "cuda-event-0") | .records] | add)' "$T/body" >/dev/null \
+  && pass "device clock: one track per device on its own axis" || fail "device tracks: $(head -c 400 "$T/body")"
+tl "?start_ns=100000&end_ns=110000&px=1000"; expect 200 "" "timeline, zoomed window"
+jq -e '[.tracks[] | select(.label == "host spans, depth 2") | .boxes[] | select(.[2] == 1 and .[3] != null)] | length >= 9' "$T/body" >/dev/null \
+  && pass "zoomed window shows single named boxes" || fail "zoomed boxes: $(jq -c '.tracks[2].boxes[:3]' "$T/body")"
+tl "?px=0"; expect 400 invalid_parameter "px=0 → invalid_parameter"
+tl "?start_ns=10&end_ns=5"; expect 400 invalid_parameter "end before start → invalid_parameter"
+tl "?start_ns=-1"; expect 400 invalid_parameter "negative start → invalid_parameter"
+tl "?clock=nope"; expect 400 invalid_parameter "unknown clock → invalid_parameter"
+http GET /bundles/000000000000/timeline -H "$(auth "$ADMIN")"; expect 404 not_found "unknown bundle → not_found"
+http GET "/bundles/$TL_ID/timeline"; expect 401 unauthorized "timeline needs a read token"
+
+# The index survives a restart (read back from the data dir, not rebuilt) and a
+# damaged copy is rebuilt from the trace with the same answer.
+restart() { srv_stop; mv "$SRV_LOG" "$SRV_LOG.$1"; srv_start web --require-signature no; }
+restart 1
+tl "?px=300"; expect 200 "" "timeline after restart"
+cmp -s "$T/body" "$T/tl_full.json" && pass "same answer after restart" || fail "answer changed after restart"
+grep -q '"msg":"timeline index loaded".*'"$TL_ID" "$SRV_LOG" && pass "index read back from disk" || fail "index was not read back"
+IDX=$SRV_DATA/timeline/$TL_ID.idx
+[ -f "$IDX" ] || fail "no $IDX"
+head -c 1000 "$IDX" >"$IDX.cut" && mv "$IDX.cut" "$IDX"
+restart 2
+tl "?px=300"; expect 200 "" "timeline with a damaged index file"
+cmp -s "$T/body" "$T/tl_full.json" && pass "damaged index rebuilt to the same answer" || fail "answer changed after rebuild"
+grep -q '"msg":"timeline index built".*'"$TL_ID" "$SRV_LOG" && pass "damaged index rebuilt from the trace" || fail "damaged index not rebuilt"
+
 srv_stop # graceful: the server stops its timeline worker and frees its cache (sanitizer builds check leaks here)
 [ $FAILS -eq 0 ] || exit 1
