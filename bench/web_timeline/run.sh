@@ -28,4 +28,4 @@ mv "$SRV_LOG" "$SRV_LOG.1" # srv_start reads the port from a fresh log
 srv_start bench --require-signature no --max-body-bytes 2000000000 --max-decoded-bytes 4000000000 --request-timeout 600
 CG_WEB_URL=$URL CG_BENCH_MODE=restart node "$SRC/bench/web_timeline/bench.mjs" >"$T/restart.json" || die "bench (restart) failed"
 jq -s '.[0] + {after_restart: .[1].sizes}' "$T/report.json" "$T/restart.json"
-grep -h '"timeline index built"' "$SRV_LOG.1" "$SRV_LOG" >&2
+grep -hE '"timeline index (built|loaded)"' "$SRV_LOG.1" "$SRV_LOG" >&2
