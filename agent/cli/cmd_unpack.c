@@ -3,12 +3,14 @@
 #include <string.h>
 
 #include "bundle/archive.h"
+#include "bundle/publication.h"
 #include "cli_util.h"
 
 const char cg_cmd_unpack_help[] =
     "usage: candle-graph unpack FILE --into DIR\n"
     "Unpack a bundle transport archive (tar or tar.zst) into DIR, which must not exist.\n"
-    "  --into DIR   destination directory; on any refusal nothing is left behind\n"
+    "  --into DIR   destination directory (not inside an existing bundle); on any refusal\n"
+    "               nothing is left behind\n"
     "Only regular files and directories are accepted. Refusals print their class\n"
     "(unsafe_path, special_file, payload_too_large, malformed_archive) and exit 1.\n"
     "Prints {\"into\": DIR, \"status\": \"unpacked\"} as JSON.\n";
@@ -26,6 +28,8 @@ int cg_cmd_unpack(int argc, char **argv) {
     if (!file || !into) return cli_usage_error("unpack", "FILE and --into DIR are required");
     cg_error err;
     cg_err_clear(&err);
+    /* unpacking below an existing bundle would plant undeclared files in it */
+    if (cg_publication_check_not_nested(into, &err) != 0) return cli_fail(&err);
     cg_archive_error kind;
     if (cg_archive_unpack(file, into, NULL, &kind, &err) != 0)
         return cli_failf("%s: %s", cg_archive_error_name(kind), err.msg);

@@ -211,9 +211,18 @@ int cg_capture_run_begin(const char *destination, const cg_profile_run *run, cg_
         out->kind = CG_CAPTURE_ALREADY_PUBLISHED;
         return 0;
     }
+    char stripped[PATH_MAX];
+    size_t dl = strlen(destination);
+    while (dl > 1 && destination[dl - 1] == '/') dl--; /* "dir/" names "dir" */
+    if (dl >= sizeof stripped) {
+        plan_free(&p);
+        return cg_err_set(err, CG_EINVAL, "bundle destination path is too long: %s", destination);
+    }
+    memcpy(stripped, destination, dl);
+    stripped[dl] = '\0';
     char parent[PATH_MAX];
-    cg_path_parent(destination, parent, sizeof parent);
-    const char *name = cg_path_base(destination);
+    cg_path_parent(stripped, parent, sizeof parent);
+    const char *name = cg_path_base(stripped);
     if (!*name || !strcmp(name, ".") || !strcmp(name, "..")) {
         plan_free(&p);
         return cg_err_set(err, CG_EINVAL, "bundle destination needs a file name");

@@ -98,6 +98,9 @@ if tar --help 2>/dev/null | grep -q -- --zstd; then
   tar --zstd -C b -cf gnu.tar.zst . && "$CG" unpack gnu.tar.zst --into u4 >/dev/null && "$CG" verify u4 >/dev/null || fail "GNU tar --zstd archive"
 fi
 if "$CG" unpack b.tar --into u2 2>err.txt; then fail "unpack over an existing dir"; fi
+if "$CG" unpack b.tar --into b/nested 2>err.txt; then fail "unpack inside a bundle"; fi
+grep -q "inside existing bundle" err.txt || fail "unpack nested message: $(cat err.txt)"
+"$CG" verify b >/dev/null || fail "bundle changed by a refused unpack"
 
 # --- hostile archives made by GNU tar ---
 mkdir h && cp b/bundle.json h/ && ln -s /etc/passwd h/trace.jsonl

@@ -132,6 +132,12 @@ static void test_capture_publish_and_reconcile(void **st) {
     assert_non_null(strstr(err.msg, "(conflicting correlation_id, phase)"));
     cg_profile_run_free(q);
 
+    /* "dir/" is the same destination */
+    char *slashed = tb_join(dest, "");
+    assert_int_equal(cg_capture_run_begin(slashed, p, &again, &err), 0);
+    assert_int_equal(again.kind, CG_CAPTURE_ALREADY_PUBLISHED);
+    free(slashed);
+
     /* a nonexistent destination reconciles to nothing */
     char *none = tb_join(tmp, "runs/none");
     assert_int_equal(cg_reconcile_published_bundle(none, p, &found, &rr, &err), 0);
@@ -165,7 +171,9 @@ static void test_failed_capture_and_run_id_binding(void **st) {
     cg_profile_run *p = plan("toy/train", 1, "cpu");
     cg_capture_begin cb;
     cg_error err;
-    assert_int_equal(cg_capture_run_begin(dest, p, &cb, &err), 0);
+    char *slashed = tb_join(dest, "");
+    assert_int_equal(cg_capture_run_begin(slashed, p, &cb, &err), 0); /* "b/" publishes b */
+    free(slashed);
     cg_span_id m;
     assert_int_equal(cg_session_begin_measurement(cg_capture_run_session(cb.run), "update", &m, &err), 0);
     cg_publication_receipt rec;
