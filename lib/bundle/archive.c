@@ -121,6 +121,10 @@ static la_ssize_t pack_write_cb(struct archive *a, void *ctx, const void *buf, s
 static struct archive_entry *file_entry(const char *path, uint64_t size) {
     struct archive_entry *e = archive_entry_new();
     if (!e) return NULL;
+    /* raw bytes (manifest paths are UTF-8 from JSON); for non-ASCII paths the
+     * pax writer runs with hdrcharset=BINARY and stores them unconverted,
+     * independent of the process locale (libarchive 3.6 crashes converting a
+     * UTF-8-only name under the C locale) */
     archive_entry_set_pathname(e, path);
     archive_entry_set_filetype(e, AE_IFREG);
     archive_entry_set_perm(e, 0644);
@@ -190,6 +194,13 @@ static int pack_file(struct archive *a, pack_out *o, const char *root, const cg_
     return 0;
 }
 
+static bool non_ascii_paths(const cg_bundle_manifest *m) {
+    for (size_t i = 0; i < m->n_files; i++)
+        for (const unsigned char *p = (const unsigned char *)m->files[i].path; *p; p++)
+            if (*p >= 0x80) return true;
+    return false;
+}
+
 int cg_archive_pack(const char *bundle, const char *out_path, bool zstd, cg_error *err) {
     cg_bundle_receipt r;
     if (cg_bundle_verify(bundle, &r, NULL, err) != 0) return cg_err_context(err, "refusing to pack %s", bundle);
@@ -239,6 +250,7 @@ int cg_archive_pack(const char *bundle, const char *out_path, bool zstd, cg_erro
     }
     a = archive_write_new();
     if (!a || archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
+        (non_ascii_paths(&m) && archive_write_set_format_option(a, "pax", "hdrcharset", "BINARY") != ARCHIVE_OK) ||
         archive_write_open(a, &o, NULL, pack_write_cb, NULL) != ARCHIVE_OK) {
         pack_fail(a, &o, err, "open archive writer");
         goto out;
@@ -584,13 +596,17 @@ static int unpack_entries(unpack_state *s, unpack_in *u) {
         struct archive_entry *e;
         int r = archive_read_next_header(a, &e);
         if (r == ARCHIVE_EOF) break;
-        if (r != ARCHIVE_OK) goto reader_error;
+        /* ARCHIVE_WARN: e.g. a UTF-8 pax name that the process locale cannot
+         * represent; the entry is complete and the UTF-8 name is used below */
+        if (r != ARCHIVE_OK && r != ARCHIVE_WARN) goto reader_error;
         if (++s->entries > s->lim->max_entries) {
             st_fail(s, CG_ARCHIVE_TOO_LARGE, CG_ELIMIT, "archive has more than %llu entries",
                     (unsigned long long)s->lim->max_entries);
             goto out;
         }
-        const char *name = archive_entry_pathname(e);
+        /* UTF-8 (pax) name when libarchive can provide it, else the raw header bytes */
+        const char *name = archive_entry_pathname_utf8(e);
+        if (!name) name = archive_entry_pathname(e);
         if (!name) {
             st_fail(s, CG_ARCHIVE_MALFORMED, CG_EPARSE, "archive entry without a path");
             goto out;
@@ -603,11 +619,13 @@ static int unpack_entries(unpack_state *s, unpack_in *u) {
             st_fail(s, CG_ARCHIVE_UNSAFE_PATH, CG_EVERIFY, "unsafe path in archive: %s", name);
             goto out;
         }
-        if (archive_entry_hardlink(e)) {
+        /* the *_utf8/_w getters too: the plain getter returns NULL when the
+         * target name cannot be converted to the current locale */
+        if (archive_entry_hardlink(e) || archive_entry_hardlink_utf8(e) || archive_entry_hardlink_w(e)) {
             st_fail(s, CG_ARCHIVE_SPECIAL_FILE, CG_EVERIFY, "hard links are not allowed in archives: %s", name);
             goto out;
         }
-        if (type == AE_IFLNK || archive_entry_symlink(e)) {
+        if (type == AE_IFLNK || archive_entry_symlink(e) || archive_entry_symlink_utf8(e) || archive_entry_symlink_w(e)) {
             st_fail(s, CG_ARCHIVE_SPECIAL_FILE, CG_EVERIFY, "symbolic links are not allowed in archives: %s", name);
             goto out;
         }

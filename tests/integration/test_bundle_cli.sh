@@ -102,6 +102,16 @@ if "$CG" unpack b.tar --into b/nested 2>err.txt; then fail "unpack inside a bund
 grep -q "inside existing bundle" err.txt || fail "unpack nested message: $(cat err.txt)"
 "$CG" verify b >/dev/null || fail "bundle changed by a refused unpack"
 
+# --- non-ASCII and long (>100 byte) names survive pack/unpack and GNU tar (pax) ---
+mkdir nsu && printf 'x\n' >"nsu/ké_données.csv" && printf 'y\n' >"nsu/$(printf 'n%.0s' $(seq 150)).csv"
+"$CG" report "$TRACE" --bundle bu --nsight-dir nsu >/dev/null
+"$CG" pack bu -o bu.tar.zst >/dev/null && "$CG" unpack bu.tar.zst --into uu1 >/dev/null && "$CG" verify uu1 >/dev/null \
+  || fail "non-ASCII pack/unpack"
+"$CG" pack bu -o bu.tar >/dev/null && mkdir gu && tar -C gu -xf bu.tar 2>/dev/null && "$CG" verify gu >/dev/null \
+  || fail "GNU tar extraction of non-ASCII names"
+tar --format=pax -C bu -cf gnupax.tar . && "$CG" unpack gnupax.tar --into uu2 >/dev/null && "$CG" verify uu2 >/dev/null \
+  || fail "GNU tar pax archive with UTF-8 names"
+
 # --- hostile archives made by GNU tar ---
 mkdir h && cp b/bundle.json h/ && ln -s /etc/passwd h/trace.jsonl
 tar -C h -cf sym.tar . 
