@@ -194,6 +194,80 @@ static int pack_file(struct archive *a, pack_out *o, const char *root, const cg_
     return 0;
 }
 
+static int file_path_cmp(const void *key, const void *elem) {
+    return strcmp((const char *)key, ((const cg_bundle_file *)elem)->path);
+}
+
+static int dirent_name_cmp(const void *x, const void *y) { return strcmp(*(char *const *)x, *(char *const *)y); }
+
+/* Walks the verified bundle (names sorted) and archives every directory (so
+ * empty ones such as an empty nsight/ survive transport) and every declared
+ * file; anything else means the bundle changed after verification. */
+static int pack_tree(struct archive *a, pack_out *o, const char *root, const char *rel, const cg_bundle_manifest *m,
+                     unsigned char *chunk, size_t *packed, cg_error *err) {
+    char *dir = rel ? cg_path_join(root, rel) : strdup(root);
+    if (!dir) return cg_err_set(err, CG_ENOMEM, "out of memory");
+    DIR *d = opendir(dir);
+    if (!d) {
+        int rc = cg_err_set(err, CG_EIO, "read bundle directory %s: %s", dir, strerror(errno));
+        free(dir);
+        return rc;
+    }
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0;
+    struct dirent *de;
+    while (rc == 0 && (de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            char **nn = realloc(names, cap * sizeof *nn);
+            if (!nn) { rc = cg_err_set(err, CG_ENOMEM, "out of memory"); break; }
+            names = nn;
+        }
+        if (!(names[n] = strdup(de->d_name))) { rc = cg_err_set(err, CG_ENOMEM, "out of memory"); break; }
+        n++;
+    }
+    closedir(d);
+    if (rc == 0 && n > 1) qsort(names, n, sizeof *names, dirent_name_cmp);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (!rel && !strcmp(names[i], CG_BUNDLE_MANIFEST_NAME)) continue; /* written first */
+        char *crel = rel ? cg_path_join(rel, names[i]) : strdup(names[i]);
+        char *full = crel ? cg_path_join(root, crel) : NULL;
+        struct stat st;
+        if (!full) {
+            rc = cg_err_set(err, CG_ENOMEM, "out of memory");
+        } else if (lstat(full, &st) != 0) {
+            rc = cg_err_set(err, CG_EIO, "inspect %s: %s", full, strerror(errno));
+        } else if (S_ISDIR(st.st_mode)) {
+            struct archive_entry *e = archive_entry_new();
+            if (!e) {
+                rc = cg_err_set(err, CG_ENOMEM, "out of memory");
+            } else {
+                archive_entry_set_pathname(e, crel);
+                archive_entry_set_filetype(e, AE_IFDIR);
+                archive_entry_set_perm(e, 0755);
+                archive_entry_set_size(e, 0);
+                archive_entry_set_mtime(e, 0, 0);
+                if (archive_write_header(a, e) != ARCHIVE_OK) rc = pack_fail(a, o, err, "write archive header");
+                archive_entry_free(e);
+            }
+            if (rc == 0) rc = pack_tree(a, o, root, crel, m, chunk, packed, err);
+        } else {
+            const cg_bundle_file *f =
+                S_ISREG(st.st_mode) ? bsearch(crel, m->files, m->n_files, sizeof *m->files, file_path_cmp) : NULL;
+            if (!f) rc = cg_err_set(err, CG_EVERIFY, "bundle entry %s changed after verification", crel);
+            else if ((rc = pack_file(a, o, root, f, chunk, err)) == 0) (*packed)++;
+        }
+        free(full);
+        free(crel);
+    }
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+    free(dir);
+    return rc;
+}
+
 static bool non_ascii_paths(const cg_bundle_manifest *m) {
     for (size_t i = 0; i < m->n_files; i++)
         for (const unsigned char *p = (const unsigned char *)m->files[i].path; *p; p++)
@@ -262,8 +336,12 @@ int cg_archive_pack(const char *bundle, const char *out_path, bool zstd, cg_erro
         goto out;
     }
     archive_entry_free(e);
-    for (size_t i = 0; i < m.n_files; i++)
-        if (pack_file(a, &o, bundle, &m.files[i], chunk, err) != 0) goto out;
+    size_t packed = 0;
+    if (pack_tree(a, &o, bundle, NULL, &m, chunk, &packed, err) != 0) goto out;
+    if (packed != m.n_files) {
+        cg_err_set(err, CG_EVERIFY, "bundle %s changed after verification (files missing)", bundle);
+        goto out;
+    }
     if (archive_write_close(a) != ARCHIVE_OK) {
         pack_fail(a, &o, err, "finish archive");
         goto out;

@@ -2,8 +2,10 @@
  * archive"; CLI.md pack/unpack and hostile-archive error classes).
  *
  * Pack: a POSIX tar (pax, ustar-compatible headers where possible) of the
- * bundle's verified files — bundle.json first at the archive root, then every
- * declared file in path order — with normalized headers (mode 0644, uid/gid 0,
+ * verified bundle — bundle.json first at the archive root, then a walk of the
+ * directory (names sorted) with every directory (empty ones included: an empty
+ * nsight/ changes the rederived evidence) and every declared file — with
+ * normalized headers (mode 0644, uid/gid 0,
  * mtime 0, no owner names), optionally zstd-compressed (libzstd streaming,
  * level 3, frame checksum). The bundle is verified first and every file is
  * re-hashed while it is archived; a file that changed fails the pack. The

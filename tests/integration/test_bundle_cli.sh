@@ -102,6 +102,12 @@ if "$CG" unpack b.tar --into b/nested 2>err.txt; then fail "unpack inside a bund
 grep -q "inside existing bundle" err.txt || fail "unpack nested message: $(cat err.txt)"
 "$CG" verify b >/dev/null || fail "bundle changed by a refused unpack"
 
+# --- an empty Nsight dir (nsight/ exists, no files) survives transport: semantic still matches ---
+mkdir emptyns && "$CG" report "$TRACE" --bundle be --nsight-dir emptyns >/dev/null
+"$CG" pack be -o be.tar.zst >/dev/null && "$CG" unpack be.tar.zst --into ue >/dev/null
+[ -d ue/nsight ] || fail "empty nsight/ lost in transport"
+"$CG" verify ue --semantic >/dev/null || fail "semantic verification after transport"
+
 # --- non-ASCII and long (>100 byte) names survive pack/unpack and GNU tar (pax) ---
 mkdir nsu && printf 'x\n' >"nsu/ké_données.csv" && printf 'y\n' >"nsu/$(printf 'n%.0s' $(seq 150)).csv"
 "$CG" report "$TRACE" --bundle bu --nsight-dir nsu >/dev/null

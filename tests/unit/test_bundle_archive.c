@@ -248,6 +248,9 @@ static void test_pack_unpack_roundtrip(void **st) {
     tb_write_manifest(root, "run-arch", paths, 4);
     cg_bundle_receipt r0, r1, r2;
     cg_error err;
+    char *empty = tb_join(root, "empty/inner"); /* empty directories travel too */
+    assert_int_equal(cg_mkdir_p(empty, &err), 0);
+    free(empty);
     assert_int_equal(cg_bundle_verify(root, &r0, NULL, &err), 0);
     for (int z = 0; z < 2; z++) {
         char *arch = tb_join(tmp, z ? "b.tar.zst" : "b.tar");
@@ -261,6 +264,9 @@ static void test_pack_unpack_roundtrip(void **st) {
         cg_archive_error kind;
         assert_int_equal(cg_archive_unpack(arch, out, NULL, &kind, &err), 0);
         assert_int_equal(cg_bundle_verify(out, z ? &r2 : &r1, NULL, &err), 0);
+        char *inner = tb_join(out, "empty/inner");
+        assert_true(cg_is_dir(inner));
+        free(inner);
         /* unpacking again into the same destination is refused and changes nothing */
         assert_int_equal(cg_archive_unpack(arch, out, NULL, &kind, &err), -1);
         assert_int_equal(kind, CG_ARCHIVE_LOCAL);
