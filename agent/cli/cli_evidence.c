@@ -44,7 +44,15 @@ static void resolve_path(const char *path, char *out, size_t outsz) {
         char rp[PATH_MAX];
         if (realpath(cur, rp)) {
             char full[PATH_MAX + 8];
-            snprintf(full, sizeof full, "%s%s%s", rp, rest[0] ? "/" : "", rest);
+            size_t rl = strlen(rp), sl = strlen(rest);
+            if (rl + 1 + sl >= PATH_MAX) break; /* too long to resolve: fall back to the literal path */
+            memcpy(full, rp, rl);
+            if (sl) {
+                full[rl] = '/';
+                memcpy(full + rl + 1, rest, sl + 1);
+            } else {
+                full[rl] = '\0';
+            }
             normalize(full);
             snprintf(out, outsz, "%s", full);
             return;
