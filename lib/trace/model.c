@@ -407,28 +407,3 @@ const cg_span *cg_trace_find_span(const cg_trace *t, const char *id) {
     }
     return NULL;
 }
-
-/* ---------------------------------------------------------------- blank */
-
-/* Rust's str::trim() whitespace: ASCII whitespace plus the Unicode White_Space set. */
-static size_t ws_len(const unsigned char *p) {
-    if (*p == ' ' || (*p >= 0x09 && *p <= 0x0d)) return 1;
-    if (p[0] == 0xc2 && (p[1] == 0x85 || p[1] == 0xa0)) return 2;
-    if (p[0] == 0xe1 && p[1] == 0x9a && p[2] == 0x80) return 3;                  /* U+1680 */
-    if (p[0] == 0xe2 && p[1] == 0x80 && ((p[2] >= 0x80 && p[2] <= 0x8a) || p[2] == 0xa8 || p[2] == 0xa9 || p[2] == 0xaf))
-        return 3;                                                                 /* U+2000–200A, 2028, 2029, 202F */
-    if (p[0] == 0xe2 && p[1] == 0x81 && p[2] == 0x9f) return 3;                  /* U+205F */
-    if (p[0] == 0xe3 && p[1] == 0x80 && p[2] == 0x80) return 3;                  /* U+3000 */
-    return 0;
-}
-
-bool cg_str_blank(const char *s) {
-    if (!s) return true;
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        size_t n = ws_len(p);
-        if (!n) return false;
-        p += n;
-    }
-    return true;
-}
