@@ -9,8 +9,16 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/fs.h"
+#include "base/sha256.h"
+#include "bundle/manifest.h"
 #include "comparison/cohort.h"
 #include "trace/trace.h"
+
+typedef struct ts_grad {
+    const char *root, *key, *state;
+    double norm; /* written when state is present or zero */
+} ts_grad;
 
 typedef struct ts_event {
     const char *label;
@@ -34,6 +42,9 @@ typedef struct ts_run {
     uint64_t duration_ns;  /* of each measured span */
     ts_event ts[8];
     size_t n_ts;
+    ts_grad grads[4];
+    size_t n_grads;
+    const char *failed_reason; /* non-NULL: terminal outcome failed */
 } ts_run;
 
 static inline void ts_run_default(ts_run *r, const char *run_id, const char *impl, uint64_t duration) {
@@ -124,9 +135,61 @@ static inline void ts_run_text(cg_buf *b, const ts_run *r) {
         cg_json_write_f64(b, r->ts[i].abs_max);
         cg_buf_puts(b, ",\"mean\":0.0}\n");
     }
+    for (size_t i = 0; i < r->n_grads; i++) {
+        const ts_grad *g = &r->grads[i];
+        cg_buf_printf(b, "{\"kind\":\"gradient\",\"event_id\":\"gradient-%zu\",\"root\":\"%s\",\"key\":\"%s\","
+                         "\"state\":\"%s\"",
+                      i + 1, g->root, g->key, g->state);
+        if (!strcmp(g->state, "present") || !strcmp(g->state, "zero")) {
+            cg_buf_puts(b, ",\"norm\":");
+            cg_json_write_f64(b, g->norm);
+        }
+        cg_buf_puts(b, "}\n");
+    }
     cg_buf_printf(b, "{\"kind\":\"span_end\",\"id\":\"s1\",\"duration_ns\":%llu}\n", (unsigned long long)(t + 5));
-    cg_buf_printf(b, "{\"kind\":\"terminal\",\"outcome\":\"complete\",\"timestamp_ns\":%llu}\n",
-                  (unsigned long long)(t + 10));
+    if (r->failed_reason) {
+        cg_buf_printf(b, "{\"kind\":\"terminal\",\"outcome\":\"failed\",\"timestamp_ns\":%llu,\"reason\":",
+                      (unsigned long long)(t + 10));
+        ts_json_str(b, r->failed_reason);
+        cg_buf_puts(b, "}\n");
+    } else {
+        cg_buf_printf(b, "{\"kind\":\"terminal\",\"outcome\":\"complete\",\"timestamp_ns\":%llu}\n",
+                      (unsigned long long)(t + 10));
+    }
+}
+
+/* Writes a bundle/1 directory at `dir` holding `trace` as trace.jsonl and a
+ * placeholder evidence.json, with a correct bundle.json (run_id as given).
+ * Test helper only: real bundles come from publication. Returns 0 or -1. */
+static inline int ts_write_bundle(const char *dir, const char *trace, size_t len, const char *run_id) {
+    cg_error err;
+    if (cg_mkdir_p(dir, &err) != 0) return -1;
+    static const char evidence[] = "{}\n";
+    char p1[4096], p2[4096], p3[4096], h1[65], h2[65];
+    snprintf(p1, sizeof p1, "%s/evidence.json", dir);
+    snprintf(p2, sizeof p2, "%s/trace.jsonl", dir);
+    snprintf(p3, sizeof p3, "%s/bundle.json", dir);
+    if (cg_write_file(p1, evidence, sizeof evidence - 1, false, &err) != 0 ||
+        cg_write_file(p2, trace, len, false, &err) != 0)
+        return -1;
+    cg_sha256_hex(evidence, sizeof evidence - 1, h1);
+    cg_sha256_hex(trace, len, h2);
+    cg_bundle_file files[2] = {{"evidence.json", 13, sizeof evidence - 1, h1}, {"trace.jsonl", 11, len, h2}};
+    cg_bundle_manifest m = {"candle-graph/bundle/1", run_id, strlen(run_id), files, 2};
+    cg_buf b = CG_BUF_INIT;
+    cg_bundle_manifest_write(&b, &m);
+    int rc = cg_write_file(p3, b.data, b.len, false, &err);
+    cg_buf_free(&b);
+    return rc;
+}
+
+/* ts_run → bundle directory. */
+static inline int ts_write_run_bundle(const char *dir, const ts_run *r) {
+    cg_buf b = CG_BUF_INIT;
+    ts_run_text(&b, r);
+    int rc = ts_write_bundle(dir, b.data, b.len, r->run_id);
+    cg_buf_free(&b);
+    return rc;
 }
 
 #endif
