@@ -143,6 +143,8 @@ int cli_load_evidence(cg_arena *a, const char *path, const char *nsight_dir, cli
                               "%s holds evidence.json or nsight/ but no bundle.json; refusing to discard unverified GPU "
                               "evidence and rebuild as trace-only",
                               dir);
+        if (S_ISDIR(st.st_mode) && !has_file(path, "trace.jsonl"))
+            return cg_err_set(err, CG_EINVAL, "input directory %s holds no trace.jsonl", path);
         if (S_ISDIR(st.st_mode)) snprintf(l->trace_path, sizeof l->trace_path, "%.4000s/trace.jsonl", path);
         else snprintf(l->trace_path, sizeof l->trace_path, "%.4000s", path);
         l->trace = cg_trace_read_file(l->trace_path, NULL, err);

@@ -435,9 +435,11 @@ static void check_edges(hctx *c) {
         const cg_edge *e = &t->edges[i];
         if (!e->is_data) continue;
         const char *pts[2] = {e->from, e->to};
-        for (int k = 0; k < 2; k++)
-            if (pts[k] && *pts[k] && hmap_get_or_put(&endmap, key1(pts[k]), (uint32_t)ends.n) == HNONE)
-                strvec_push(&ends, pts[k]);
+        for (int k = 0; k < 2; k++) {
+            if (!pts[k] || !*pts[k]) continue;
+            strvec_push(&ends, pts[k]); /* the key must be readable if the insert grows the table */
+            if (hmap_get_or_put(&endmap, key1(pts[k]), (uint32_t)(ends.n - 1)) != HNONE) ends.n--;
+        }
     }
     unsigned char *known = ends.n ? known_endpoints(t, &endmap, ends.n) : NULL;
 
