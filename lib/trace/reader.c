@@ -265,8 +265,15 @@ static int f_shape(rd *r, const cg_jv *o, const char *k, bool required, cg_shape
 
 /* ---- meta ---- */
 
+/* serde refuses a repeated field of a struct at any depth (maps such as tags excepted). */
+static int no_dup_field(rd *r, const cg_jv *o) {
+    const char *dup = o->u.obj.n <= 64 ? cg_jv_obj_dup_key(o) : NULL;
+    return dup ? json_fail(r, "duplicate field `%s`", dup) : 0;
+}
+
 static int parse_gradient_contract(rd *r, const cg_jv *v, cg_gradient_contract **out) {
     if (v->type != CG_JOBJ) return bad_type(r, "gradient_contract", v, "struct GradientContract");
+    if (no_dup_field(r, v)) return -1;
     cg_gradient_contract *g = cg_arena_zalloc(&r->t->arena, sizeof *g);
     if (f_str(r, v, "manifest_sha256", &g->manifest_sha256)) return -1;
     cg_jv *exp = cg_jv_get(v, "expected");
@@ -277,6 +284,7 @@ static int parse_gradient_contract(rd *r, const cg_jv *v, cg_gradient_contract *
     for (size_t i = 0; i < g->n_expected; i++) {
         const cg_jv *e = exp->u.arr.items[i];
         if (e->type != CG_JOBJ) return bad_type(r, "expected", e, "struct ExpectedGradient");
+        if (no_dup_field(r, e)) return -1;
         if (f_str(r, e, "root", &g->expected[i].root) || f_str(r, e, "key", &g->expected[i].key) ||
             f_str(r, e, "family", &g->expected[i].family))
             return -1;
@@ -289,6 +297,7 @@ static int parse_gradient_contract(rd *r, const cg_jv *v, cg_gradient_contract *
     for (size_t i = 0; i < g->n_families; i++) {
         const cg_jv *f = fam->u.arr.items[i];
         if (f->type != CG_JOBJ) return bad_type(r, "families", f, "struct GradientFamilyContract");
+        if (no_dup_field(r, f)) return -1;
         int x;
         if (f_str(r, f, "family", &g->families[i].family) ||
             f_enum(r, f, "expectation", cg_family_expectation_parse, "`active`, `inactive`, `data_conditional`", &x) ||
@@ -302,6 +311,7 @@ static int parse_gradient_contract(rd *r, const cg_jv *v, cg_gradient_contract *
 
 static int parse_contract(rd *r, const cg_jv *v, cg_capture_contract *c) {
     if (v->type != CG_JOBJ) return bad_type(r, "capture_contract", v, "struct CaptureContract");
+    if (no_dup_field(r, v)) return -1;
     int x;
     if (f_enum(r, v, "measurement_scope", cg_scope_parse, "`unknown`, `profiled_work`, `production_equivalent`", &x))
         return -1;
@@ -330,6 +340,7 @@ static int parse_contract(rd *r, const cg_jv *v, cg_capture_contract *c) {
 
 static int parse_identity(rd *r, const cg_jv *v, cg_comparison_identity **out) {
     if (v->type != CG_JOBJ) return bad_type(r, "comparison_identity", v, "struct ComparisonIdentity");
+    if (no_dup_field(r, v)) return -1;
     cg_comparison_identity *id = cg_arena_zalloc(&r->t->arena, sizeof *id);
     if (f_ostr(r, v, "implementation_id", &id->implementation_id) || f_str(r, v, "workload_id", &id->workload_id) ||
         f_str(r, v, "model_id", &id->model_id) || f_str(r, v, "config_id", &id->config_id) ||
