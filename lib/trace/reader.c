@@ -664,6 +664,10 @@ static int handle_line(rd *r, const char *p, size_t n) {
     cg_error jerr;
     cg_err_clear(&jerr);
     cg_arena_reset(&r->la);
+    /* Rust's str::trim is Unicode-aware: a line of U+00A0, U+3000, … is blank too */
+    if ((unsigned char)p[k] >= 0x80 && !memchr(p + k, '\0', n - k) &&
+        cg_str_blank(cg_arena_strndup(&r->la, p + k, n - k)))
+        return 0;
     cg_jv *o = cg_json_parse(&r->la, p, n, &r->lim->json, &jerr);
     if (!o) {
         if (jerr.code == CG_ELIMIT) {
