@@ -1,0 +1,530 @@
+/* verify.c — bundle/1 deep verification (§1.5) and the post-read re-check (§1.6).
+ *
+ * Conservative choices (documented in docs/compatibility.md by the lead):
+ *  - a declared path is safe only when every '/'-separated component is a
+ *    non-empty normal name (not "." or ".."), it has no backslash and no NUL;
+ *    upstream's Path::components silently drops empty and inner "." components,
+ *    which we refuse instead (such paths could never match an observed file).
+ *  - files are opened with O_NOFOLLOW|O_NONBLOCK and re-checked with fstat, so a
+ *    file swapped for a FIFO or link between the walk and hashing is refused. */
+#include "bundle/verify.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/fs.h"
+#include "base/sha256.h"
+#include "bundle/manifest.h"
+
+#define HASH_CHUNK ((size_t)1 << 20)
+
+static int fail(cg_bundle_check *check, cg_bundle_check which, cg_error *err, cg_errcode code, const char *fmt,
+                ...) __attribute__((format(printf, 5, 6)));
+static int fail(cg_bundle_check *check, cg_bundle_check which, cg_error *err, cg_errcode code, const char *fmt,
+                ...) {
+    if (check) *check = which;
+    va_list ap;
+    va_start(ap, fmt);
+    cg_err_vset(err, code, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+bool cg_bundle_path_is_safe(const char *path) {
+    if (!path || !*path) return false;
+    if (path[0] == '/') return false;
+    if (strchr(path, '\\')) return false;
+    const char *p = path;
+    for (;;) {
+        const char *slash = strchr(p, '/');
+        size_t n = slash ? (size_t)(slash - p) : strlen(p);
+        if (n == 0) return false;
+        if (n == 1 && p[0] == '.') return false;
+        if (n == 2 && p[0] == '.' && p[1] == '.') return false;
+        if (!slash) return true;
+        p = slash + 1;
+    }
+}
+
+/* Safe per check 5 and not the reserved manifest name; rejects embedded NULs. */
+static bool declared_path_ok(const cg_bundle_file *f) {
+    if (strlen(f->path) != f->path_len) return false;
+    if (!strcmp(f->path, CG_BUNDLE_MANIFEST_NAME)) return false;
+    return cg_bundle_path_is_safe(f->path);
+}
+
+/* ---- recursive walk (check 8) ---- */
+typedef struct walk {
+    char **files; /* relative paths, walk order */
+    size_t n, cap;
+} walk;
+
+static void walk_free(walk *w) {
+    for (size_t i = 0; i < w->n; i++) free(w->files[i]);
+    free(w->files);
+}
+
+static int name_cmp(const void *x, const void *y) { return strcmp(*(char *const *)x, *(char *const *)y); }
+
+static int walk_dir(const char *root, const char *rel, walk *w, cg_bundle_check *check, cg_error *err) {
+    char *dir = rel ? cg_path_join(root, rel) : strdup(root);
+    if (!dir) return fail(check, CG_BCHK_IO, err, CG_ENOMEM, "out of memory");
+    DIR *d = opendir(dir);
+    if (!d) {
+        int e = errno;
+        int rc = fail(check, CG_BCHK_IO, err, CG_EIO, "read bundle directory %s: %s", dir, strerror(e));
+        free(dir);
+        return rc;
+    }
+    char **names = NULL;
+    size_t nn = 0, ncap = 0;
+    struct dirent *de;
+    int rc = 0;
+    errno = 0;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+        if (nn == ncap) {
+            ncap = ncap ? ncap * 2 : 16;
+            char **nv = realloc(names, ncap * sizeof *names);
+            if (!nv) { rc = fail(check, CG_BCHK_IO, err, CG_ENOMEM, "out of memory"); break; }
+            names = nv;
+        }
+        names[nn] = strdup(de->d_name);
+        if (!names[nn]) { rc = fail(check, CG_BCHK_IO, err, CG_ENOMEM, "out of memory"); break; }
+        nn++;
+        errno = 0;
+    }
+    if (rc == 0 && errno != 0)
+        rc = fail(check, CG_BCHK_IO, err, CG_EIO, "read bundle directory %s: %s", dir, strerror(errno));
+    closedir(d);
+    if (rc == 0 && nn > 1) qsort(names, nn, sizeof *names, name_cmp);
+    for (size_t i = 0; rc == 0 && i < nn; i++) {
+        char *child_rel = rel ? cg_path_join(rel, names[i]) : strdup(names[i]);
+        char *child = child_rel ? cg_path_join(root, child_rel) : NULL;
+        struct stat st;
+        if (!child) {
+            rc = fail(check, CG_BCHK_IO, err, CG_ENOMEM, "out of memory");
+        } else if (lstat(child, &st) != 0) {
+            rc = fail(check, CG_BCHK_IO, err, CG_EIO, "inspect bundle entry %s: %s", child, strerror(errno));
+        } else if (S_ISLNK(st.st_mode)) {
+            rc = fail(check, CG_BCHK_SPECIAL_FILE, err, CG_EVERIFY, "symbolic links are not allowed in bundles: %s",
+                      child);
+        } else if (S_ISDIR(st.st_mode)) {
+            rc = walk_dir(root, child_rel, w, check, err);
+        } else if (!S_ISREG(st.st_mode)) {
+            rc = fail(check, CG_BCHK_SPECIAL_FILE, err, CG_EVERIFY, "special files are not allowed in bundles: %s",
+                      child);
+        } else {
+            if (w->n == w->cap) {
+                size_t c = w->cap ? w->cap * 2 : 16;
+                char **nv = realloc(w->files, c * sizeof *nv);
+                if (!nv) {
+                    rc = fail(check, CG_BCHK_IO, err, CG_ENOMEM, "out of memory");
+                } else {
+                    w->files = nv;
+                    w->cap = c;
+                }
+            }
+            if (rc == 0) {
+                w->files[w->n++] = child_rel;
+                child_rel = NULL;
+            }
+        }
+        free(child_rel);
+        free(child);
+    }
+    for (size_t i = 0; i < nn; i++) free(names[i]);
+    free(names);
+    free(dir);
+    return rc;
+}
+
+/* ---- hashing of one declared file (checks 11–13) ---- */
+typedef enum { HF_OK, HF_NOT_REGULAR, HF_IO } hf_result;
+
+static hf_result hash_regular(const char *path, unsigned char *chunk, char hex[65], uint64_t *stat_size,
+                              uint64_t *hashed, int *errnum) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) {
+        *errnum = errno;
+        return errno == ELOOP ? HF_NOT_REGULAR : HF_IO;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        *errnum = errno;
+        close(fd);
+        return HF_NOT_REGULAR;
+    }
+    *stat_size = (uint64_t)st.st_size;
+#ifdef POSIX_FADV_SEQUENTIAL
+    (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+#endif
+    cg_sha256 h;
+    cg_sha256_init(&h);
+    uint64_t total = 0;
+    for (;;) {
+        ssize_t r = read(fd, chunk, HASH_CHUNK);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            *errnum = errno;
+            close(fd);
+            return HF_IO;
+        }
+        if (r == 0) break;
+        cg_sha256_update(&h, chunk, (size_t)r);
+        total += (uint64_t)r;
+    }
+    close(fd);
+    unsigned char d[32];
+    cg_sha256_final(&h, d);
+    cg_hex(d, 32, hex);
+    *hashed = total;
+    return HF_OK;
+}
+
+static bool hex_equal_ci(const char *a, const char *b) {
+    for (size_t i = 0; i < 64; i++) {
+        char x = a[i], y = b[i];
+        if (x >= 'A' && x <= 'F') x = (char)(x - 'A' + 'a');
+        if (y >= 'A' && y <= 'F') y = (char)(y - 'A' + 'a');
+        if (x != y) return false;
+    }
+    return true;
+}
+
+/* by path, then by manifest position (pointers into one array) */
+static int decl_cmp(const void *x, const void *y) {
+    const cg_bundle_file *a = *(const cg_bundle_file *const *)x, *b = *(const cg_bundle_file *const *)y;
+    int c = strcmp(a->path, b->path);
+    return c ? c : (a < b ? -1 : a > b);
+}
+
+static const cg_bundle_file *find_declared(const cg_bundle_file *const *sorted, size_t n, const char *path) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(sorted[mid]->path, path);
+        if (c == 0) return sorted[mid];
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return NULL;
+}
+
+/* Reads bundle.json without following a link; checks 2. Returns malloc'd bytes. */
+static void not_regular(cg_bundle_check *check, cg_error *err, bool recheck, const char *mpath) {
+    if (recheck)
+        fail(check, CG_BCHK_MANIFEST_UNREADABLE, err, CG_EVERIFY,
+             "bundle manifest changed to a non-regular file after initial verification: %s", mpath);
+    else
+        fail(check, CG_BCHK_MANIFEST_UNREADABLE, err, CG_EVERIFY, "bundle manifest is not a regular file: %s", mpath);
+}
+
+static char *read_manifest(const char *mpath, size_t *len, cg_bundle_check *check, cg_error *err, bool recheck) {
+    struct stat st;
+    if (lstat(mpath, &st) != 0) {
+        fail(check, CG_BCHK_MANIFEST_UNREADABLE, err, CG_EIO, "read bundle manifest %s: %s", mpath, strerror(errno));
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        not_regular(check, err, recheck, mpath);
+        return NULL;
+    }
+    int fd = open(mpath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    struct stat fst;
+    if (fd < 0 || fstat(fd, &fst) != 0 || !S_ISREG(fst.st_mode)) {
+        int e = errno;
+        if (fd >= 0) close(fd);
+        if (fd >= 0 || e == ELOOP)
+            not_regular(check, err, recheck, mpath);
+        else
+            fail(check, CG_BCHK_MANIFEST_UNREADABLE, err, CG_EIO, "read bundle manifest %s: %s", mpath, strerror(e));
+        return NULL;
+    }
+    close(fd);
+    cg_error rerr;
+    cg_err_clear(&rerr);
+    char *data = cg_read_file(mpath, CG_BUNDLE_MANIFEST_MAX, len, &rerr);
+    if (!data) {
+        fail(check, CG_BCHK_MANIFEST_UNREADABLE, err, rerr.code == CG_ELIMIT ? CG_ELIMIT : CG_EIO,
+             "read bundle manifest %s: %s", mpath, rerr.msg);
+        return NULL;
+    }
+    return data;
+}
+
+int cg_bundle_verify(const char *root, cg_bundle_receipt *out, cg_bundle_check *check, cg_error *err) {
+    if (check) *check = CG_BCHK_NONE;
+    memset(out, 0, sizeof *out);
+    /* 1 */
+    struct stat st;
+    if (stat(root, &st) != 0 || !S_ISDIR(st.st_mode))
+        return fail(check, CG_BCHK_NOT_DIRECTORY, err, CG_EVERIFY, "bundle directory does not exist: %s", root);
+    /* 2 */
+    char *mpath = cg_path_join(root, CG_BUNDLE_MANIFEST_NAME);
+    if (!mpath) return fail(check, CG_BCHK_IO, err, CG_ENOMEM, "out of memory");
+    size_t mlen = 0;
+    char *mdata = read_manifest(mpath, &mlen, check, err, false);
+    if (!mdata) {
+        free(mpath);
+        return -1;
+    }
+    int rc = -1;
+    cg_arena a;
+    cg_arena_init(&a, 0);
+    walk w = {0};
+    unsigned char *chunk = NULL;
+    cg_bundle_manifest m;
+    const cg_bundle_file **sorted = NULL;
+    /* 3 */
+    cg_error perr;
+    cg_err_clear(&perr);
+    if (cg_bundle_manifest_parse(&a, mdata, mlen, &m, &perr) != 0) {
+        fail(check, CG_BCHK_MANIFEST_PARSE, err, CG_EPARSE, "parse bundle manifest %s: %s", mpath, perr.msg);
+        goto out;
+    }
+    if (m.run_id_len >= sizeof out->run_id || strlen(m.run_id) != m.run_id_len) {
+        fail(check, CG_BCHK_MANIFEST_PARSE, err, CG_ELIMIT,
+             "parse bundle manifest %s: run_id is longer than %zu bytes or contains NUL", mpath,
+             sizeof out->run_id - 1);
+        goto out;
+    }
+    /* 4 */
+    if (strcmp(m.schema, CG_BUNDLE_SCHEMA) != 0 || strlen(m.schema) != strlen(CG_BUNDLE_SCHEMA)) {
+        fail(check, CG_BCHK_SCHEMA, err, CG_EVERIFY, "unsupported bundle schema %s; expected %s", m.schema,
+             CG_BUNDLE_SCHEMA);
+        goto out;
+    }
+    /* 5 */
+    for (size_t i = 0; i < m.n_files; i++) {
+        if (!declared_path_ok(&m.files[i])) {
+            fail(check, CG_BCHK_UNSAFE_PATH, err, CG_EVERIFY, "unsafe or reserved bundle path %s", m.files[i].path);
+            goto out;
+        }
+    }
+    /* 6: sorted view; duplicates are adjacent */
+    sorted = m.n_files ? malloc(m.n_files * sizeof *sorted) : NULL;
+    if (m.n_files && !sorted) {
+        fail(check, CG_BCHK_IO, err, CG_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < m.n_files; i++) sorted[i] = &m.files[i];
+    if (m.n_files > 1) qsort(sorted, m.n_files, sizeof *sorted, decl_cmp);
+    {
+        /* like inserting into a set in manifest order: the reported path is the
+         * one whose second occurrence comes first */
+        const cg_bundle_file *dup = NULL;
+        for (size_t i = 1; i < m.n_files; i++) {
+            if (strcmp(sorted[i - 1]->path, sorted[i]->path) != 0) continue;
+            if (i >= 2 && !strcmp(sorted[i - 2]->path, sorted[i]->path)) continue; /* third+ occurrence */
+            if (!dup || sorted[i] < dup) dup = sorted[i];
+        }
+        if (dup) {
+            fail(check, CG_BCHK_DUPLICATE_PATH, err, CG_EVERIFY, "bundle manifest declares %s more than once", dup->path);
+            goto out;
+        }
+    }
+    /* 7 */
+    for (size_t i = 0; i < m.n_files; i++) {
+        if (!cg_is_sha256_hex(m.files[i].sha256)) {
+            fail(check, CG_BCHK_INVALID_DIGEST, err, CG_EVERIFY, "bundle manifest has an invalid SHA-256 for %s",
+                 m.files[i].path);
+            goto out;
+        }
+    }
+    /* 8 */
+    if (walk_dir(root, NULL, &w, check, err) != 0) goto out;
+    /* 9 */
+    size_t observed = 0;
+    for (size_t i = 0; i < w.n; i++) {
+        if (!strcmp(w.files[i], CG_BUNDLE_MANIFEST_NAME)) continue;
+        observed++;
+        if (!find_declared(sorted, m.n_files, w.files[i])) {
+            fail(check, CG_BCHK_UNDECLARED_FILE, err, CG_EVERIFY, "undeclared regular file in bundle: %s", w.files[i]);
+            goto out;
+        }
+    }
+    /* 10 */
+    if (observed != m.n_files) {
+        const char *missing = NULL;
+        for (size_t i = 0; i < m.n_files && !missing; i++) {
+            bool seen = false;
+            for (size_t j = 0; j < w.n && !seen; j++) seen = !strcmp(w.files[j], sorted[i]->path);
+            if (!seen) missing = sorted[i]->path;
+        }
+        fail(check, CG_BCHK_MISSING_FILE, err, CG_EVERIFY, "declared bundle file is missing: %s",
+             missing ? missing : "?");
+        goto out;
+    }
+    /* 11–14, in path order */
+    chunk = malloc(HASH_CHUNK);
+    if (!chunk) {
+        fail(check, CG_BCHK_IO, err, CG_ENOMEM, "out of memory");
+        goto out;
+    }
+    uint64_t total = 0;
+    for (size_t i = 0; i < m.n_files; i++) {
+        const cg_bundle_file *f = sorted[i];
+        char *full = cg_path_join(root, f->path);
+        if (!full) {
+            fail(check, CG_BCHK_IO, err, CG_ENOMEM, "out of memory");
+            goto out;
+        }
+        struct stat fst;
+        if (lstat(full, &fst) != 0 || !S_ISREG(fst.st_mode)) {
+            fail(check, CG_BCHK_NOT_REGULAR, err, CG_EVERIFY, "declared bundle path is not a regular file: %s", full);
+            free(full);
+            goto out;
+        }
+        if ((uint64_t)fst.st_size != f->bytes) {
+            fail(check, CG_BCHK_SIZE_MISMATCH, err, CG_EVERIFY, "bundle file %s size mismatch: expected %llu, observed %llu",
+                 f->path, (unsigned long long)f->bytes, (unsigned long long)fst.st_size);
+            free(full);
+            goto out;
+        }
+        char hex[65];
+        uint64_t ssize = 0, hashed = 0;
+        int en = 0;
+        hf_result hr = hash_regular(full, chunk, hex, &ssize, &hashed, &en);
+        if (hr == HF_NOT_REGULAR) {
+            fail(check, CG_BCHK_NOT_REGULAR, err, CG_EVERIFY, "declared bundle path is not a regular file: %s", full);
+            free(full);
+            goto out;
+        }
+        if (hr == HF_IO) {
+            fail(check, CG_BCHK_IO, err, CG_EIO, "hash bundle file %s: %s", full, strerror(en));
+            free(full);
+            goto out;
+        }
+        free(full);
+        if (hashed != f->bytes) {
+            fail(check, CG_BCHK_SIZE_MISMATCH, err, CG_EVERIFY, "bundle file %s size mismatch: expected %llu, observed %llu",
+                 f->path, (unsigned long long)f->bytes, (unsigned long long)hashed);
+            goto out;
+        }
+        if (!hex_equal_ci(hex, f->sha256)) {
+            fail(check, CG_BCHK_DIGEST_MISMATCH, err, CG_EVERIFY, "bundle file %s SHA-256 mismatch", f->path);
+            goto out;
+        }
+        if (total > UINT64_MAX - f->bytes) {
+            fail(check, CG_BCHK_OVERFLOW, err, CG_EVERIFY, "verified bundle byte count overflowed u64");
+            goto out;
+        }
+        total += f->bytes;
+    }
+    memcpy(out->run_id, m.run_id, m.run_id_len + 1);
+    cg_sha256_hex(mdata, mlen, out->manifest_sha256);
+    out->files_verified = m.n_files;
+    out->bytes_verified = total;
+    rc = 0;
+out:
+    free(chunk);
+    free(sorted);
+    walk_free(&w);
+    cg_arena_free(&a);
+    free(mdata);
+    free(mpath);
+    return rc;
+}
+
+cg_jv *cg_bundle_receipt_to_json(cg_arena *a, const cg_bundle_receipt *r) {
+    cg_jv *o = cg_jv_obj(a);
+    cg_jv_obj_put(a, o, "schema", cg_jv_str_nocopy(a, CG_BUNDLE_VERIFICATION_SCHEMA));
+    cg_jv_obj_put(a, o, "bundle_schema", cg_jv_str_nocopy(a, CG_BUNDLE_SCHEMA));
+    cg_jv_obj_put(a, o, "run_id", cg_jv_str(a, r->run_id));
+    cg_jv_obj_put(a, o, "manifest_path", cg_jv_str_nocopy(a, CG_BUNDLE_MANIFEST_NAME));
+    cg_jv_obj_put(a, o, "manifest_sha256", cg_jv_str(a, r->manifest_sha256));
+    cg_jv_obj_put(a, o, "files_verified", cg_jv_u64(a, r->files_verified));
+    cg_jv_obj_put(a, o, "bytes_verified", cg_jv_u64(a, r->bytes_verified));
+    return o;
+}
+
+int cg_bundle_verify_consumed(const char *root, const cg_bundle_receipt *initial, const char *const *consumed,
+                              size_t n_consumed, cg_error *err) {
+    /* 1: the C receipt type always carries the bundle-verification/1 and bundle/1
+     * schemas (they are constants of the struct), so only its digest is checked. */
+    if (!cg_is_sha256_hex(initial->manifest_sha256))
+        return cg_err_set(err, CG_EVERIFY, "unsupported initial bundle verification receipt %s",
+                          initial->manifest_sha256);
+    char *mpath = cg_path_join(root, CG_BUNDLE_MANIFEST_NAME);
+    if (!mpath) return cg_err_set(err, CG_ENOMEM, "out of memory");
+    size_t mlen = 0;
+    char *mdata = read_manifest(mpath, &mlen, NULL, err, true);
+    if (!mdata) {
+        free(mpath);
+        return -1;
+    }
+    int rc = -1;
+    cg_arena a;
+    cg_arena_init(&a, 0);
+    unsigned char *chunk = NULL;
+    char hex[65];
+    cg_sha256_hex(mdata, mlen, hex);
+    if (strcmp(hex, initial->manifest_sha256) != 0) {
+        cg_err_set(err, CG_EVERIFY, "bundle manifest changed after initial verification");
+        goto out;
+    }
+    cg_bundle_manifest m;
+    cg_error perr;
+    if (cg_bundle_manifest_parse(&a, mdata, mlen, &m, &perr) != 0 || strcmp(m.schema, CG_BUNDLE_SCHEMA) != 0 ||
+        strlen(m.run_id) != m.run_id_len || strcmp(m.run_id, initial->run_id) != 0) {
+        cg_err_set(err, CG_EVERIFY, "bundle manifest identity changed after initial verification");
+        goto out;
+    }
+    chunk = malloc(HASH_CHUNK);
+    if (!chunk) {
+        cg_err_set(err, CG_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n_consumed; i++) {
+        const char *p = consumed[i];
+        if (!cg_bundle_path_is_safe(p) || !strcmp(p, CG_BUNDLE_MANIFEST_NAME)) {
+            cg_err_set(err, CG_EVERIFY, "unsafe or reserved consumed bundle path %s", p);
+            goto out;
+        }
+        const cg_bundle_file *decl = NULL;
+        for (size_t j = 0; j < m.n_files && !decl; j++)
+            if (m.files[j].path_len == strlen(p) && !strcmp(m.files[j].path, p)) decl = &m.files[j];
+        if (!decl) {
+            cg_err_set(err, CG_EVERIFY, "consumed bundle file is not declared: %s", p);
+            goto out;
+        }
+        char *full = cg_path_join(root, p);
+        if (!full) {
+            cg_err_set(err, CG_ENOMEM, "out of memory");
+            goto out;
+        }
+        uint64_t ssize = 0, hashed = 0;
+        int en = 0;
+        char fhex[65];
+        hf_result hr = cg_is_regular_nofollow(full) ? hash_regular(full, chunk, fhex, &ssize, &hashed, &en)
+                                                    : HF_NOT_REGULAR;
+        if (hr != HF_OK) {
+            if (hr == HF_NOT_REGULAR)
+                cg_err_set(err, CG_EVERIFY, "consumed bundle path is no longer a regular file: %s", full);
+            else
+                cg_err_set(err, CG_EIO, "hash bundle file %s: %s", full, strerror(en));
+            free(full);
+            goto out;
+        }
+        free(full);
+        if (ssize != decl->bytes || hashed != decl->bytes || !cg_is_sha256_hex(decl->sha256) ||
+            !hex_equal_ci(fhex, decl->sha256)) {
+            cg_err_set(err, CG_EVERIFY, "consumed bundle file %s changed after initial verification", p);
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    free(chunk);
+    cg_arena_free(&a);
+    free(mdata);
+    free(mpath);
+    return rc;
+}

@@ -1,0 +1,134 @@
+/* summary.c — TraceSummary (§3): counts, measured total, depth and logical peak. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/strmap.h"
+#include "trace/trace.h"
+
+typedef struct mem_ev {
+    uint64_t ts;
+    size_t idx;
+} mem_ev;
+
+static int cmp_mem_ev(const void *x, const void *y) {
+    const mem_ev *a = x, *b = y;
+    if (a->ts != b->ts) return a->ts < b->ts ? -1 : 1;
+    return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+/* Simultaneous logical peak (§8): groups of equal timestamp, key (device, storage_id). */
+static bool logical_peak(const cg_trace *t, uint64_t *peak_out) {
+    if (!t->n_memory) return false;
+    mem_ev *ev = malloc(t->n_memory * sizeof *ev);
+    if (!ev) abort();
+    for (size_t i = 0; i < t->n_memory; i++) {
+        ev[i].ts = t->memory[i].timestamp_ns;
+        ev[i].idx = i;
+    }
+    qsort(ev, t->n_memory, sizeof *ev, cmp_mem_ev);
+    cg_strmap live;
+    cg_strmap_init(&live);
+    cg_arena keys;
+    cg_arena_init(&keys, 0);
+    uint64_t cur = 0, peak = 0;
+    bool have_peak = false;
+    size_t i = 0;
+    while (i < t->n_memory) {
+        size_t j = i;
+        while (j < t->n_memory && ev[j].ts == ev[i].ts) {
+            const cg_memory *m = &t->memory[ev[j].idx];
+            char *key = cg_arena_printf(&keys, "%s%c%s", m->device, 0x1f, m->storage_id);
+            size_t *v = cg_strmap_get(&live, key);
+            if (!m->is_free) {
+                if (!v || *v == SIZE_MAX) {
+                    if (v) *v = (size_t)m->bytes;
+                    else cg_strmap_put(&live, key, (size_t)m->bytes, NULL);
+                    cur += m->bytes;
+                }
+            } else if (v && *v != SIZE_MAX) {
+                cur -= *v;
+                *v = SIZE_MAX; /* tombstone: not live */
+            }
+            j++;
+        }
+        if (!have_peak || cur > peak) {
+            peak = cur;
+            have_peak = true;
+        }
+        i = j;
+    }
+    cg_strmap_free(&live);
+    cg_arena_free(&keys);
+    free(ev);
+    *peak_out = peak;
+    return true;
+}
+
+void cg_trace_summary_build(const cg_trace *t, cg_trace_summary *s) {
+    memset(s, 0, sizeof *s);
+    s->op_count = t->n_ops;
+    s->span_count = t->n_spans;
+    for (size_t i = 0; i < t->n_spans; i++) {
+        const cg_span *sp = &t->spans[i];
+        if (!sp->parent_id) s->root_span_count++;
+        if (sp->measured) s->total_ns += sp->duration_ns;
+    }
+    /* depth: memoized walk of parent links, cycle-safe */
+    size_t n = t->n_spans;
+    uint64_t *depth = calloc(n ? n : 1, sizeof *depth);
+    size_t *stack = malloc((n ? n : 1) * sizeof *stack);
+    unsigned char *state = calloc(n ? n : 1, 1); /* 0 new, 1 on stack, 2 done */
+    if (!depth || !stack || !state) abort();
+    for (size_t i = 0; i < n; i++) {
+        if (state[i] == 2) continue;
+        size_t sp = 0, cur = i;
+        uint64_t base = 0;
+        for (;;) {
+            if (state[cur] == 2) {
+                base = depth[cur];
+                break;
+            }
+            if (state[cur] == 1) { /* cycle: count the chain up to the repeat */
+                base = 0;
+                break;
+            }
+            state[cur] = 1;
+            stack[sp++] = cur;
+            const char *pid = t->spans[cur].parent_id;
+            const cg_span *p = pid ? cg_trace_find_span(t, pid) : NULL;
+            if (!p) {
+                base = 0;
+                break;
+            }
+            cur = (size_t)(p - t->spans);
+        }
+        while (sp) {
+            size_t k = stack[--sp];
+            depth[k] = ++base;
+            state[k] = 2;
+            if (depth[k] > s->max_depth) s->max_depth = depth[k];
+        }
+    }
+    free(depth);
+    free(stack);
+    free(state);
+    for (size_t i = 0; i < t->n_memory; i++) {
+        if (t->memory[i].is_free) s->free_count++;
+        else s->alloc_count++;
+    }
+    s->has_logical_peak = logical_peak(t, &s->logical_peak_bytes);
+}
+
+cg_jv *cg_trace_summary_to_json(cg_arena *a, const cg_trace_summary *s) {
+    cg_jv *o = cg_jv_obj(a);
+    cg_jv_obj_put(a, o, "op_count", cg_jv_u64(a, s->op_count));
+    cg_jv_obj_put(a, o, "total_ns", cg_jv_u64(a, s->total_ns));
+    cg_jv_obj_put(a, o, "span_count", cg_jv_u64(a, s->span_count));
+    cg_jv_obj_put(a, o, "root_span_count", cg_jv_u64(a, s->root_span_count));
+    cg_jv_obj_put(a, o, "max_depth", cg_jv_u64(a, s->max_depth));
+    cg_jv_obj_put(a, o, "alloc_count", cg_jv_u64(a, s->alloc_count));
+    cg_jv_obj_put(a, o, "free_count", cg_jv_u64(a, s->free_count));
+    cg_jv_obj_put(a, o, "logical_peak_bytes",
+                  s->has_logical_peak ? cg_jv_u64(a, s->logical_peak_bytes) : cg_jv_null(a));
+    return o;
+}
