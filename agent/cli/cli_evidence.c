@@ -1,0 +1,163 @@
+#include "cli_evidence.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/fs.h"
+
+static bool has_file(const char *dir, const char *name) {
+    char p[4200];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return cg_path_exists(p);
+}
+
+/* Lexically removes "." and "x/.." components of an absolute path, in place. */
+static void normalize(char *p) {
+    char *segs[PATH_MAX / 2];
+    size_t n = 0;
+    char buf[PATH_MAX + 8];
+    snprintf(buf, sizeof buf, "%s", p);
+    for (char *save = NULL, *s = strtok_r(buf, "/", &save); s; s = strtok_r(NULL, "/", &save)) {
+        if (!strcmp(s, ".")) continue;
+        if (!strcmp(s, "..")) {
+            if (n) n--;
+            continue;
+        }
+        segs[n++] = s;
+    }
+    size_t w = 0;
+    for (size_t i = 0; i < n; i++) w += (size_t)snprintf(p + w, PATH_MAX - w, "/%s", segs[i]);
+    if (!n) snprintf(p, 2, "/");
+}
+
+/* Symlink-resolving path: realpath of the deepest existing ancestor of `path`
+ * plus the remaining components, then lexical normalization. */
+static void resolve_path(const char *path, char *out, size_t outsz) {
+    char cur[PATH_MAX];
+    snprintf(cur, sizeof cur, "%s", path);
+    char rest[PATH_MAX] = "";
+    for (int guard = 0; guard < 4096; guard++) {
+        char rp[PATH_MAX];
+        if (realpath(cur, rp)) {
+            char full[PATH_MAX + 8];
+            snprintf(full, sizeof full, "%s%s%s", rp, rest[0] ? "/" : "", rest);
+            normalize(full);
+            snprintf(out, outsz, "%s", full);
+            return;
+        }
+        char *slash = strrchr(cur, '/');
+        const char *base = slash ? slash + 1 : cur;
+        char nrest[PATH_MAX];
+        snprintf(nrest, sizeof nrest, "%.2000s%s%.2000s", base, rest[0] ? "/" : "", rest);
+        snprintf(rest, sizeof rest, "%s", nrest);
+        if (!slash) snprintf(cur, sizeof cur, ".");
+        else if (slash == cur) snprintf(cur, sizeof cur, "/");
+        else *slash = '\0';
+    }
+    snprintf(out, outsz, "%s", path);
+}
+
+int cli_check_output_outside(const char *out_path, const char *bundle_root, cg_error *err) {
+    if (!out_path || !strcmp(out_path, "-") || !bundle_root) return 0;
+    char o[PATH_MAX + 8], b[PATH_MAX + 8];
+    resolve_path(out_path, o, sizeof o);
+    resolve_path(bundle_root, b, sizeof b);
+    size_t bl = strlen(b);
+    if (!strncmp(o, b, bl) && (o[bl] == '\0' || o[bl] == '/'))
+        return cg_err_set(err, CG_EINVAL, "refusing to write command output %s inside verified bundle %s", out_path,
+                          bundle_root);
+    return 0;
+}
+
+static cg_jv *input_json(cg_arena *a, const char *requested, const cli_loaded *l) {
+    cg_jv *o = cg_jv_obj(a);
+    cg_jv_obj_put(a, o, "kind", cg_jv_str_nocopy(a, l->is_bundle ? "verified_bundle" : "raw_trace"));
+    cg_jv_obj_put(a, o, "requested_path", cg_jv_str(a, requested));
+    cg_jv_obj_put(a, o, "trace_path", cg_jv_str(a, l->trace_path));
+    if (l->is_bundle) cg_jv_obj_put(a, o, "bundle_root", cg_jv_str(a, l->bundle_root));
+    cg_jv_obj_put(a, o, "evidence_source",
+                  cg_jv_str_nocopy(a, l->is_bundle ? "verified_evidence_json" : "trace_reconstruction"));
+    bool bound = false;
+    if (l->packet) {
+        const char *b = cg_jv_as_str(cg_jv_get(cg_jv_get(cg_jv_get(l->packet, "gpu"), "provenance"), "binding"));
+        bound = b && !strcmp(b, "bound");
+    }
+    cg_jv_obj_put(a, o, "gpu_identity_bound", cg_jv_bool(a, bound));
+    if (l->is_bundle) cg_jv_obj_put(a, o, "verification", cg_bundle_receipt_to_json(a, &l->receipt));
+    return o;
+}
+
+static int load_bundle(cg_arena *a, cli_loaded *l, cg_error *err) {
+    cg_bundle_check chk;
+    if (cg_bundle_verify(l->bundle_root, &l->receipt, &chk, err) != 0)
+        return cg_err_context(err, "verify bundle %s", l->bundle_root);
+    snprintf(l->trace_path, sizeof l->trace_path, "%.4000s/trace.jsonl", l->bundle_root);
+    l->trace = cg_trace_read_file(l->trace_path, NULL, err);
+    if (!l->trace) return -1;
+    if (strcmp(l->trace->run.run_id, l->receipt.run_id) != 0)
+        return cg_err_set(err, CG_EVERIFY, "verified bundle manifest run ID %s does not match trace run ID %s",
+                          l->receipt.run_id, l->trace->run.run_id);
+    char ev_path[4200];
+    snprintf(ev_path, sizeof ev_path, "%.4000s/evidence.json", l->bundle_root);
+    size_t len;
+    char *data = cg_read_file(ev_path, 1u << 30, &len, err);
+    if (!data) return cg_err_context(err, "read verified evidence packet");
+    cg_json_limits lim;
+    cg_json_limits_default(&lim);
+    lim.max_depth = 128;
+    l->packet = cg_json_parse(a, data, len, &lim, err);
+    free(data);
+    if (!l->packet) return cg_err_context(err, "parse verified evidence packet %s", ev_path);
+    if (cg_evidence_validate_schema(l->packet, err) != 0) return cg_err_context(err, "verified evidence packet");
+    cg_jv *prov = cg_run_meta_to_json(a, &l->trace->run);
+    if (!cg_jv_equal(prov, cg_jv_get(l->packet, "provenance")))
+        return cg_err_set(err, CG_EVERIFY, "verified evidence packet provenance does not match its trace metadata");
+    const char *consumed[] = {"trace.jsonl", "evidence.json"};
+    if (cg_bundle_verify_consumed(l->bundle_root, &l->receipt, consumed, 2, err) != 0)
+        return cg_err_context(err, "post-read verify bundle %s", l->bundle_root);
+    return 0;
+}
+
+int cli_load_evidence(cg_arena *a, const char *path, const char *nsight_dir, cli_loaded *l, cg_error *err) {
+    memset(l, 0, sizeof *l);
+    struct stat st;
+    if (stat(path, &st) != 0) return cg_err_set(err, CG_EIO, "input %s: %s", path, strerror(errno));
+    char dir[4000];
+    if (S_ISDIR(st.st_mode)) snprintf(dir, sizeof dir, "%s", path);
+    else cg_path_parent(path, dir, sizeof dir);
+    bool bundle = has_file(dir, "bundle.json");
+    if (bundle && !S_ISDIR(st.st_mode) && strcmp(cg_path_base(path), "trace.jsonl") != 0)
+        bundle = false; /* some other file beside a bundle manifest: treat as raw */
+    if (bundle) {
+        if (nsight_dir) return cg_err_set(err, CG_EINVAL, "--nsight-dir is rejected for bundles: the bundle's own nsight/ evidence is bound");
+        l->is_bundle = true;
+        snprintf(l->bundle_root, sizeof l->bundle_root, "%.4000s", dir);
+        if (load_bundle(a, l, err) != 0) return -1;
+    } else {
+        if (has_file(dir, "evidence.json") || has_file(dir, "nsight"))
+            return cg_err_set(err, CG_EINVAL,
+                              "%s holds evidence.json or nsight/ but no bundle.json; refusing to discard unverified GPU "
+                              "evidence and rebuild as trace-only",
+                              dir);
+        if (S_ISDIR(st.st_mode)) snprintf(l->trace_path, sizeof l->trace_path, "%.4000s/trace.jsonl", path);
+        else snprintf(l->trace_path, sizeof l->trace_path, "%.4000s", path);
+        l->trace = cg_trace_read_file(l->trace_path, NULL, err);
+        if (!l->trace) return -1;
+        l->evidence = cg_evidence_build(a, l->trace, nsight_dir, err);
+        if (!l->evidence) return -1;
+        l->packet = cg_evidence_to_json(a, l->evidence);
+    }
+    l->input = input_json(a, path, l);
+    return 0;
+}
+
+void cli_loaded_free(cli_loaded *l) {
+    if (l->evidence) cg_evidence_free(l->evidence);
+    cg_trace_free(l->trace);
+    l->evidence = NULL;
+    l->trace = NULL;
+}
