@@ -47,7 +47,7 @@ CREATE TABLE bundles (
     uploaded_at       timestamptz NOT NULL DEFAULT now(),
     uploader_token_id text,
     -- signature (candle-graph/signature/1), null when unsigned
-    signature         jsonb,
+    signature         json,
     signer_key_id     text REFERENCES signer_keys,
     -- semantic verification
     semantic_status   text NOT NULL CHECK (semantic_status IN ('rederived_match','not_rederivable')),
@@ -64,10 +64,10 @@ CREATE TABLE bundles (
     measured_region_device_synchronized boolean NOT NULL,
     timing_mode       text NOT NULL,
     candle_version    text,
-    provenance        jsonb NOT NULL,         -- the full TraceRunMeta object
+    provenance        json NOT NULL,          -- the full TraceRunMeta object
     -- capture semantics
     measurement_scope text NOT NULL,
-    capture_contract  jsonb NOT NULL,
+    capture_contract  json NOT NULL,
     -- comparison identity (null columns when the trace has none)
     implementation_id text,
     workload_id       text,
@@ -80,12 +80,12 @@ CREATE TABLE bundles (
     "precision"       text,
     device_state      text,
     pair_id           text,
-    identity          jsonb,
+    identity          json,
     -- health
     structurally_valid boolean NOT NULL,
     capture_complete   boolean NOT NULL,
     outcome            text NOT NULL,          -- terminal outcome (complete/failed/…)
-    health             jsonb NOT NULL,         -- {structurally_valid, capture_complete, issues, coverage}
+    health             json NOT NULL,          -- {structurally_valid, capture_complete, issues, coverage}
     -- measured sample: duration of the single closed measured span, else null + count
     measured_ns          bigint,
     measured_span_count  integer NOT NULL,

@@ -162,6 +162,7 @@ enum MHD_Result srv_reply_fd(srv_req *r, int fd, uint64_t size, const char *ctyp
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
+    if (strncmp(ctype, "text/html", 9) == 0) MHD_add_response_header(resp, "Content-Security-Policy", SRV_HTML_CSP);
     if (etag[0]) MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, etag);
     if (immutable)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "public, max-age=31536000, immutable");

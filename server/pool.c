@@ -182,8 +182,8 @@ void srv_pool_stats(srv_pool *p, unsigned *size, unsigned *in_use, unsigned *ope
 
 PGresult *srv_q(PGconn *c, const char *sql, int n, const char *const *params, const int *bin_lens,
                 char sqlstate[6], cg_error *err) {
-    int lens[32], fmts[32];
-    if (n > 32) {
+    int lens[48], fmts[48];
+    if (n > 48) {
         cg_err_set(err, CG_EINVAL, "too many query parameters");
         return NULL;
     }

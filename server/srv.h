@@ -260,6 +260,10 @@ enum MHD_Result srv_fail_unavailable(srv_req *r, const cg_error *err);
 const char *srv_query(srv_req *r, const char *name); /* decoded query argument or NULL */
 const char *srv_header(srv_req *r, const char *name);
 
+/* Offline viewer pages may run inline script but reach no network address. */
+#define SRV_HTML_CSP \
+    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; connect-src 'none'"
+
 /* ------------------------------------------------------------ errors.c */
 
 unsigned srv_error_status(const char *code); /* 500 for an unknown code */
