@@ -99,7 +99,7 @@ static int list(PGconn *c, const char *sql, const char *const *keys, int nkeys) 
     return rc;
 }
 
-static int revoke(PGconn *c, const char *sql, const char *id, const char *idkey) {
+static int revoke_row(PGconn *c, const char *sql, const char *id, const char *idkey) {
     cg_error err = {0};
     const char *p[1] = {id};
     PGresult *r = srv_q(c, sql, 1, p, NULL, NULL, &err);
@@ -223,7 +223,7 @@ int srv_cmd_admin(int argc, char **argv) {
                   tkeys, 5);
         break;
     case TREVOKE:
-        rc = revoke(c, "UPDATE api_tokens SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING id",
+        rc = revoke_row(c, "UPDATE api_tokens SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING id",
                     pos[2], "id");
         break;
     case KADD: rc = add_key(c, name, pubkey); break;
@@ -236,7 +236,7 @@ int srv_cmd_admin(int argc, char **argv) {
         break;
     case KREVOKE:
     default:
-        rc = revoke(c, "UPDATE signer_keys SET revoked_at = coalesce(revoked_at, now()) WHERE key_id = $1 RETURNING key_id",
+        rc = revoke_row(c, "UPDATE signer_keys SET revoked_at = coalesce(revoked_at, now()) WHERE key_id = $1 RETURNING key_id",
                     pos[2], "key_id");
         break;
     }

@@ -341,8 +341,10 @@ static bool precheck(srv_req *r, enum MHD_Result *res) {
         *res = srv_fail(r, "too_many_requests", NULL, "too many uploads in progress; retry later");
         return true;
     }
-    snprintf(r->body_path, sizeof r->body_path, "%s/tmp/upload-XXXXXX", r->s->cfg.data_dir);
-    r->body_fd = mkstemp(r->body_path);
+    if (snprintf(r->body_path, sizeof r->body_path, "%s/tmp/upload-XXXXXX", r->s->cfg.data_dir) >= (int)sizeof r->body_path)
+        r->body_fd = -1;
+    else
+        r->body_fd = mkstemp(r->body_path);
     if (r->body_fd < 0) {
         r->body_path[0] = 0;
         bool full = errno == ENOSPC || errno == EDQUOT;

@@ -88,7 +88,27 @@ static void record_failed_attempt(ingest *g, const char *code, const char *messa
     srv_pool_put(g->r->s->pool, c);
 }
 
+/* Upstream messages name paths as given to the verifier; show them relative to
+ * the bundle root so no server path leaks into answers. */
+static const char *relative_msg(ingest *g, const char *msg) {
+    size_t rl = strlen(g->root);
+    if (rl == 0 || !strstr(msg, g->root)) return msg;
+    cg_buf b = CG_BUF_INIT;
+    const char *p = msg, *hit;
+    while ((hit = strstr(p, g->root))) {
+        cg_buf_append(&b, p, (size_t)(hit - p));
+        p = hit + rl;
+        if (*p == '/') p++;
+        else cg_buf_putc(&b, '.');
+    }
+    cg_buf_puts(&b, p);
+    const char *out = cg_arena_strdup(&g->r->arena, b.data);
+    cg_buf_free(&b);
+    return out;
+}
+
 static enum MHD_Result reject(ingest *g, const char *code, cg_jv *detail, const char *msg) {
+    msg = relative_msg(g, msg);
     srv_metrics_ingest(code, g->r->body_len, now_s() - g->t0);
     record_failed_attempt(g, code, msg);
     srv_log("info", "upload rejected", "request_id", g->r->id, "code", code, "reason", msg, NULL);
@@ -239,8 +259,11 @@ static enum MHD_Result run(ingest *g) {
     if (answered) return res;
 
     /* 3. unpack */
-    snprintf(g->stage, sizeof g->stage, "%s/staging/%s", s->cfg.data_dir, r->id);
-    snprintf(g->root, sizeof g->root, "%s/bundle", g->stage);
+    if (snprintf(g->stage, sizeof g->stage, "%s/staging/%s", s->cfg.data_dir, r->id) >= (int)sizeof g->stage ||
+        snprintf(g->root, sizeof g->root, "%s/bundle", g->stage) >= (int)sizeof g->root) {
+        g->stage[0] = 0;
+        return srv_fail(r, "unavailable", NULL, "data dir path too long");
+    }
     if (mkdir(g->stage, 0700) != 0) {
         bool full = errno == ENOSPC;
         g->stage[0] = 0;

@@ -30,7 +30,7 @@ static void sweep_dir(const char *dir, unsigned grace_s, bool recursive) {
     while ((e = readdir(d))) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
         char p[PATH_MAX + 300];
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) >= (int)sizeof p) continue;
         struct stat st;
         if (lstat(p, &st) != 0 || !older_than(&st, grace_s)) continue;
         if (S_ISDIR(st.st_mode)) {
@@ -59,7 +59,7 @@ static void sweep_blobs(srv_server *s, PGconn *c) {
         while ((f = readdir(d2))) {
             if (!cg_is_sha256_hex(f->d_name)) continue;
             char p[PATH_MAX + 128];
-            snprintf(p, sizeof p, "%s/%s", sub, f->d_name);
+            if (snprintf(p, sizeof p, "%s/%s", sub, f->d_name) >= (int)sizeof p) continue;
             struct stat st;
             if (lstat(p, &st) != 0 || !older_than(&st, s->cfg.janitor_grace_s)) continue;
             cg_error err = {0};

@@ -89,7 +89,7 @@ enum MHD_Result srv_h_tokens_list(srv_req *r) {
     return srv_reply_json(r, 200, out);
 }
 
-static enum MHD_Result revoke(srv_req *r, const char *sql, const char *what) {
+static enum MHD_Result revoke_row(srv_req *r, const char *sql, const char *what) {
     WITH_DB(r, c);
     const char *p[1] = {r->params[0]};
     PGresult *q = srv_q(c, sql, 1, p, NULL, NULL, &err);
@@ -106,7 +106,7 @@ static enum MHD_Result revoke(srv_req *r, const char *sql, const char *what) {
 }
 
 enum MHD_Result srv_h_tokens_delete(srv_req *r) {
-    return revoke(r, "UPDATE api_tokens SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING id",
+    return revoke_row(r, "UPDATE api_tokens SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING id",
                   "token");
 }
 
@@ -167,6 +167,6 @@ enum MHD_Result srv_h_keys_list(srv_req *r) {
 }
 
 enum MHD_Result srv_h_keys_delete(srv_req *r) {
-    return revoke(r, "UPDATE signer_keys SET revoked_at = coalesce(revoked_at, now()) WHERE key_id = $1 RETURNING key_id",
+    return revoke_row(r, "UPDATE signer_keys SET revoked_at = coalesce(revoked_at, now()) WHERE key_id = $1 RETURNING key_id",
                   "key");
 }

@@ -117,24 +117,25 @@ static int materialize(srv_req *r, PGconn *c, const char *id, const char *dir, c
 }
 
 static void tmpdir_for(srv_req *r, const char *what, char *out, size_t outsz) {
-    snprintf(out, outsz, "%s/staging/%s-%s", r->s->cfg.data_dir, what, r->id);
+    if (snprintf(out, outsz, "%s/staging/%s-%s", r->s->cfg.data_dir, what, r->id) >= (int)outsz) out[0] = 0;
 }
 
 /* ------------------------------------------------------------ list */
 
-struct filter { const char *param; const char *sql; };
+/* Each filter is a fixed SQL fragment "<lhs> $n<cast>"; values are parameters. */
+struct filter { const char *param; const char *lhs; const char *cast; };
 static const struct filter filters[] = {
-    {"entrypoint", "b.entrypoint = $%d"},
-    {"phase", "b.phase = $%d"},
-    {"device", "b.device = $%d"},
-    {"implementation_id", "b.implementation_id = $%d"},
-    {"workload_id", "b.workload_id = $%d"},
-    {"campaign", "b.campaign_id = $%d"},
-    {"capture_step", "b.capture_step = $%d::bigint"},
-    {"outcome", "b.outcome = $%d"},
-    {"signer", "b.signer_key_id = $%d"},
-    {"since", "b.uploaded_at >= $%d::timestamptz"},
-    {"until", "b.uploaded_at < $%d::timestamptz"},
+    {"entrypoint", "b.entrypoint =", ""},
+    {"phase", "b.phase =", ""},
+    {"device", "b.device =", ""},
+    {"implementation_id", "b.implementation_id =", ""},
+    {"workload_id", "b.workload_id =", ""},
+    {"campaign", "b.campaign_id =", ""},
+    {"capture_step", "b.capture_step =", "::bigint"},
+    {"outcome", "b.outcome =", ""},
+    {"signer", "b.signer_key_id =", ""},
+    {"since", "b.uploaded_at >=", "::timestamptz"},
+    {"until", "b.uploaded_at <", "::timestamptz"},
 };
 
 static bool is_uint(const char *s) {
@@ -206,7 +207,7 @@ enum MHD_Result srv_h_bundles_list(srv_req *r) {
         }
         params[np++] = v;
         cg_buf_puts(&where, " AND ");
-        cg_buf_printf(&where, filters[k].sql, np);
+        cg_buf_printf(&where, "%s $%d%s", filters[k].lhs, np, filters[k].cast);
     }
     const char *tag = srv_query(r, "tag");
     if (tag) {
@@ -443,8 +444,9 @@ static int stage_bundle(srv_req *r, PGconn *c, const char *id, const char *what,
     tmpdir_for(r, what, base, sizeof base);
     snprintf(dir, dirsz, "%s", base);
     if (materialize(r, c, id, base, err) < 0) return -1;
-    snprintf(trace, PATH_MAX, "%s/trace.jsonl", base);
-    snprintf(nsight, PATH_MAX, "%s/nsight", base);
+    if (snprintf(trace, PATH_MAX, "%s/trace.jsonl", base) >= PATH_MAX ||
+        snprintf(nsight, PATH_MAX, "%s/nsight", base) >= PATH_MAX)
+        return cg_err_set(err, CG_EINVAL, "path too long");
     if (!cg_is_dir(nsight)) nsight[0] = 0;
     return 0;
 }
