@@ -38,11 +38,12 @@ for i in $(seq 1 $N); do
 done
 PIDS=""
 for i in $(seq 1 $N); do
-  curl -s -o "$T/k$i.out" -w '%{http_code}' -X POST -H "$(auth "$TOK")" -H 'Content-Type: application/x-tar' \
+  rate=""; [ $((i % 2)) = 0 ] && rate="--limit-rate 2M"   # half of them are still sending at the kill
+  curl -s $rate -o "$T/k$i.out" -w '%{http_code}' -X POST -H "$(auth "$TOK")" -H 'Content-Type: application/x-tar' \
     --data-binary @"$T/k$i.tar" "$URL/bundles" >"$T/k$i.code" 2>/dev/null &
   PIDS="$PIDS $!"
 done
-sleep 0.3
+sleep 0.5
 srv_kill9
 wait $PIDS 2>/dev/null
 acked=""
