@@ -62,13 +62,11 @@ void cg_nsi_diag(cg_arena *a, cg_nsight_evidence *ev, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    /* diagnostics grow one at a time; a fresh array each time keeps the
-     * cg_strlist shape (few diagnostics per load) */
-    const char **items = cg_arena_alloc(a, (ev->diagnostics.n + 1) * sizeof(char *));
-    if (ev->diagnostics.n) memcpy(items, ev->diagnostics.items, ev->diagnostics.n * sizeof(char *));
-    items[ev->diagnostics.n] = cg_arena_strdup(a, msg);
+    const char **items = (const char **)ev->diagnostics.items;
+    size_t n = ev->diagnostics.n;
+    CG_NSI_PUSH(a, items, n, ev->diag_cap, cg_arena_strdup(a, msg));
     ev->diagnostics.items = items;
-    ev->diagnostics.n++;
+    ev->diagnostics.n = n;
 }
 
 static int cmp_str_ptr(const void *x, const void *y) {
@@ -378,7 +376,7 @@ cg_nsight_evidence *cg_nsight_load_ex(cg_arena *a, const char *dir, const cg_str
     if (L.load_error) {
         n_entries = 0;
     }
-    qsort(entries, n_entries, sizeof *entries, cmp_entry);
+    if (n_entries) qsort(entries, n_entries, sizeof *entries, cmp_entry);
 
     report_file *rfiles = cg_arena_zalloc(a, (n_entries ? n_entries : 1) * sizeof *rfiles);
     size_t n_rfiles = 0;

@@ -198,6 +198,7 @@ typedef struct cg_nsight_evidence {
     cg_nsight_phase_attribution *phase_attribution;
     size_t n_phase_attribution;
     cg_arena *arena; /* the arena everything lives in (not owned) */
+    size_t diag_cap; /* private: capacity of diagnostics.items */
 } cg_nsight_evidence;
 
 /* Loads the directory `dir` (NULL = Nsight capture was not requested ⇒ status

@@ -83,6 +83,10 @@ static int str_array(cg_arena *a, const cg_jv *obj, const char *key, bool option
     return 0;
 }
 
+static int cmp_str_ptr(const void *x, const void *y) {
+    return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
 static int cmp_member(const void *x, const void *y) {
     return strcmp(((const cg_jmember *)x)->key, ((const cg_jmember *)y)->key);
 }
@@ -200,14 +204,14 @@ static int parse_manifest(cg_arena *a, const char *text, size_t len, manifest *m
     return 0;
 }
 
+/* First duplicated label in byte order, or NULL. */
 static const char *first_duplicate(cg_arena *a, const cg_strlist *l) {
-    cg_strlist s = cg_nsi_sorted_set(a, l);
-    if (s.n == l->n) return NULL;
-    const char **tmp = cg_arena_alloc(a, (l->n ? l->n : 1) * sizeof(char *));
+    if (l->n < 2) return NULL;
+    const char **tmp = cg_arena_alloc(a, l->n * sizeof(char *));
     memcpy(tmp, l->items, l->n * sizeof(char *));
-    for (size_t i = 0; i < l->n; i++)
-        for (size_t j = i + 1; j < l->n; j++)
-            if (strcmp(tmp[i], tmp[j]) == 0) return tmp[i];
+    qsort(tmp, l->n, sizeof *tmp, cmp_str_ptr);
+    for (size_t i = 1; i < l->n; i++)
+        if (strcmp(tmp[i - 1], tmp[i]) == 0) return tmp[i];
     return NULL;
 }
 
@@ -231,9 +235,16 @@ static bool unsafe_path(const char *p) {
     }
 }
 
+/* entries are sorted by name (byte order) */
 static const cg_nsi_dir_entry *find_entry(const cg_nsi_dir_entry *e, size_t n, const char *name) {
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(e[i].name, name) == 0) return &e[i];
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(e[mid].name, name);
+        if (c == 0) return &e[mid];
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
     return NULL;
 }
 
@@ -303,18 +314,29 @@ void cg_nsi_provenance_load(cg_arena *a, cg_nsight_evidence *ev, const char *dir
     if (!same_set(a, m_cpu, cpu_only))
         issue(a, p, &icap, "capture manifest CPU-only semantic labels do not match the trace contract");
 
-    /* declared artifacts */
+    /* declared artifacts (paths seen so far kept as a sorted set for the
+     * duplicate check; inputs are bounded by max_manifest_bytes) */
+    cg_strlist declared = {cg_arena_alloc(a, (m.n_artifacts ? m.n_artifacts : 1) * sizeof(char *)), 0};
+    for (size_t i = 0; i < m.n_artifacts; i++) declared.items[declared.n++] = m.artifacts[i].path;
+    declared = cg_nsi_sorted_set(a, &declared);
+    bool *reported_dup = cg_arena_zalloc(a, (declared.n ? declared.n : 1) * sizeof(bool));
+    size_t *seen = cg_arena_zalloc(a, (declared.n ? declared.n : 1) * sizeof(size_t));
     for (size_t i = 0; i < m.n_artifacts; i++) {
         const struct decl *d = &m.artifacts[i];
         if (unsafe_path(d->path)) {
             issue(a, p, &icap, "capture manifest artifact path %s is unsafe", d->path);
             continue;
         }
-        bool dup = false;
-        for (size_t j = 0; j < i; j++)
-            if (strcmp(m.artifacts[j].path, d->path) == 0) dup = true;
-        if (dup) {
-            issue(a, p, &icap, "capture manifest declares artifact %s more than once", d->path);
+        size_t lo = 0, hi = declared.n;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (strcmp(declared.items[mid], d->path) < 0) lo = mid + 1;
+            else hi = mid;
+        }
+        if (seen[lo]++) {
+            if (!reported_dup[lo])
+                issue(a, p, &icap, "capture manifest declares artifact %s more than once", d->path);
+            reported_dup[lo] = true;
             continue;
         }
         const cg_nsi_dir_entry *e = find_entry(entries, n_entries, d->path);
@@ -347,10 +369,7 @@ void cg_nsi_provenance_load(cg_arena *a, cg_nsight_evidence *ev, const char *dir
     /* every retained file must be declared */
     for (size_t i = 0; i < n_entries; i++) {
         if (!entries[i].retained) continue;
-        bool declared = false;
-        for (size_t j = 0; j < m.n_artifacts && !declared; j++)
-            declared = strcmp(m.artifacts[j].path, entries[i].name) == 0;
-        if (!declared)
+        if (!cg_nsi_set_contains(&declared, entries[i].name))
             issue(a, p, &icap, "retained Nsight file %s is not declared in the capture manifest",
                   entries[i].name);
     }

@@ -1,0 +1,256 @@
+/* Unit tests for lib/nsight pieces that fixtures cannot isolate: header
+ * normalization, the number rule, the CSV reader, the busy-time union, binding
+ * state transitions, accessors, non-regular entries and the directory limit. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/fs.h"
+#include "nsight/nsight.h"
+#include "nsight/nsight_internal.h"
+
+static void test_header_normalization(void **st) {
+    (void)st;
+    cg_arena a;
+    cg_arena_init(&a, 0);
+    static const char *const cases[][2] = {
+        {"Total Time (ns)", "total_time_ns"}, {"NumGPUOps", "numgpuops"}, {"CorrId", "corrid"},
+        {"Time (%)", "time"},                 {"Reg/Trd", "reg_trd"},     {"  -Dur-  ", "dur"},
+        {"Proj Dur (ns)", "proj_dur_ns"},     {"Orig Start (ns)", "orig_start_ns"},
+        {"Throughput (MB/s)", "throughput_mb_s"}, {"(%)", ""},      {"Kernel Name", "kernel_name"},
+        {"Device ID", "device_id"},           {"num-gpu-ops", "num_gpu_ops"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        assert_string_equal(cg_nsi_normalize_header(&a, cases[i][0]), cases[i][1]);
+    cg_arena_free(&a);
+}
+
+static void expect_num(const char *raw, bool present, uint64_t want) {
+    bool p = !present;
+    uint64_t v = 12345;
+    cg_error err;
+    if (cg_nsi_parse_number(raw, &p, &v, &err) != 0) fail_msg("'%s' rejected: %s", raw, err.msg);
+    if (p != present || v != want)
+        fail_msg("'%s': got present=%d %llu", raw, p, (unsigned long long)v);
+}
+
+static void expect_bad(const char *raw, const char *why) {
+    bool p;
+    uint64_t v;
+    cg_error err;
+    if (cg_nsi_parse_number(raw, &p, &v, &err) == 0) fail_msg("'%s' accepted as %llu", raw, (unsigned long long)v);
+    assert_string_equal(err.msg, why);
+}
+
+static void test_number_rule(void **st) {
+    (void)st;
+    expect_num("", false, 0);
+    expect_num("   ", false, 0);
+    expect_num(",", false, 0);
+    expect_num("0", true, 0);
+    expect_num("+5", true, 5);
+    expect_num(" 1,234 ", true, 1234);
+    expect_num("1,234,567.9", true, 1234567);
+    expect_num("12.9", true, 12);
+    expect_num("1e3", true, 1000);
+    expect_num("2.5E2", true, 250);
+    expect_num(".5", true, 0);
+    expect_num("5.", true, 5);
+    expect_num("-0", true, 0);
+    expect_num("-0.0", true, 0);
+    expect_num("18446744073709551615", true, UINT64_MAX);
+    expect_num("1.8446744073709550e19", true, 18446744073709549568ull);
+    expect_bad("-5", "negative number");
+    expect_bad("-0.5", "negative number");
+    expect_bad("NaN", "not a finite number");
+    expect_bad("nan", "not a finite number");
+    expect_bad("inf", "not a finite number");
+    expect_bad("-Infinity", "not a finite number");
+    expect_bad("18446744073709551616", "number out of range for u64");
+    expect_bad("1.8446744073709552e19", "number out of range for u64");
+    expect_bad("1e400", "not a finite number");
+    expect_bad("abc", "not a number");
+    expect_bad("0x10", "not a number");
+    expect_bad("1e", "not a number");
+    expect_bad("1 2", "not a number");
+    expect_bad("e5", "not a number");
+    expect_bad("--1", "not a number");
+    expect_bad(".", "not a number");
+}
+
+static void test_csv_reader(void **st) {
+    (void)st;
+    cg_arena a;
+    cg_arena_init(&a, 0);
+    cg_nsight_limits lim;
+    cg_nsight_limits_default(&lim);
+    cg_nsi_csv csv;
+    cg_error err;
+    const char *in = "a,b,c\n1,\"x,\"\"y\"\"\nz\",\n\n\"\",,3";
+    assert_int_equal(cg_nsi_csv_parse(&a, in, strlen(in), &lim, &csv, &err), 0);
+    assert_int_equal(csv.n_records, 3);
+    assert_int_equal(csv.n_columns, 3);
+    assert_string_equal(csv.fields[1][1], "x,\"y\"\nz");
+    assert_string_equal(csv.fields[1][2], "");
+    assert_string_equal(csv.fields[2][0], "");
+    assert_string_equal(csv.fields[2][2], "3");
+    assert_int_equal(csv.lines[1], 2);
+    assert_int_equal(csv.lines[2], 5);
+    /* empty input: no header, no records */
+    assert_int_equal(cg_nsi_csv_parse(&a, "", 0, &lim, &csv, &err), 0);
+    assert_int_equal(csv.n_records, 0);
+    /* trailing comma makes an extra empty field, so the width differs */
+    assert_int_not_equal(cg_nsi_csv_parse(&a, "a,b\n1,2,\n", 9, &lim, &csv, &err), 0);
+    assert_string_equal(err.msg, "line 2: record has 3 fields but the header has 2");
+    /* a lone CR inside an unquoted field is data */
+    assert_int_equal(cg_nsi_csv_parse(&a, "a\rb\n", 4, &lim, &csv, &err), 0);
+    assert_string_equal(csv.fields[0][0], "a\rb");
+    /* NUL byte */
+    assert_int_not_equal(cg_nsi_csv_parse(&a, "a\nb\0c\n", 6, &lim, &csv, &err), 0);
+    assert_string_equal(err.msg, "line 2: NUL byte in CSV input");
+    /* overlong UTF-8 and surrogates are invalid */
+    assert_int_not_equal(cg_nsi_csv_parse(&a, "\xc0\xaf\n", 3, &lim, &csv, &err), 0);
+    assert_int_not_equal(cg_nsi_csv_parse(&a, "\xed\xa0\x80\n", 4, &lim, &csv, &err), 0);
+    assert_int_equal(cg_nsi_csv_parse(&a, "\xc3\xa9,\xf0\x9f\x98\x80\n", 8, &lim, &csv, &err), 0);
+    /* truncated multi-byte sequence at the end */
+    assert_int_not_equal(cg_nsi_csv_parse(&a, "a\xe2\x82", 3, &lim, &csv, &err), 0);
+    /* quoted field limit counts unquoted bytes */
+    lim.max_field_bytes = 3;
+    assert_int_equal(cg_nsi_csv_parse(&a, "\"a\"\"b\"\n", 7, &lim, &csv, &err), 0);
+    assert_int_not_equal(cg_nsi_csv_parse(&a, "\"abcd\"\n", 7, &lim, &csv, &err), 0);
+    assert_string_equal(err.msg, "line 1: field exceeds limit max_field_bytes (3 bytes)");
+    cg_arena_free(&a);
+}
+
+static void test_union_clipped(void **st) {
+    (void)st;
+    cg_nsi_interval iv[3] = {{0, 10}, {5, 20}, {30, 35}};
+    assert_int_equal(cg_nsi_union_clipped(iv, 3, 0, 100), 25); /* spec example */
+    cg_nsi_interval iv2[3] = {{30, 35}, {5, 20}, {0, 10}};
+    assert_int_equal(cg_nsi_union_clipped(iv2, 3, 6, 32), 16); /* [6,20) + [30,32) */
+    cg_nsi_interval iv3[2] = {{0, 5}, {5, 10}};
+    assert_int_equal(cg_nsi_union_clipped(iv3, 2, 0, 100), 10);
+    cg_nsi_interval iv4[1] = {{50, 60}};
+    assert_int_equal(cg_nsi_union_clipped(iv4, 1, 0, 50), 0);
+    assert_int_equal(cg_nsi_union_clipped(NULL, 0, 0, 50), 0);
+}
+
+static char *fixture_input(const char *name) {
+    const char *fx = getenv("CG_FIXTURES");
+    char *root = cg_path_join(fx ? fx : "fixtures", "nsight");
+    char *c = cg_path_join(root, name);
+    char *in = cg_path_join(c, "input");
+    free(c);
+    free(root);
+    return in;
+}
+
+static void test_binding_transitions(void **st) {
+    (void)st;
+    cg_arena a;
+    cg_arena_init(&a, 0);
+    const char *fwd = "toy/update-000000000003/forward";
+    cg_strlist req = {&fwd, 1};
+    char *dir = fixture_input("spec_fixture_bound");
+    cg_nsight_evidence *ev = cg_nsight_load(&a, dir, &req, NULL, NULL);
+    assert_int_equal(cg_nsight_get_status(ev), CG_NSIGHT_AVAILABLE);
+    assert_int_equal(cg_nsight_get_binding(ev), CG_NSIGHT_PARTIAL);
+    cg_nsight_bind_to_trace(ev, "run-4242-1", "toy::train::update/update-3");
+    assert_int_equal(cg_nsight_get_binding(ev), CG_NSIGHT_BOUND);
+    cg_nsight_bind_to_trace(ev, "run-4242-1", "toy::train::update/update-3"); /* idempotent */
+    assert_int_equal(cg_nsight_get_binding(ev), CG_NSIGHT_BOUND);
+    assert_int_equal(ev->provenance.issues.n, 0);
+    const cg_nsight_summary_row *k = cg_nsight_first_kernel(ev);
+    assert_non_null(k);
+    assert_string_equal(k->name, "void gemm<float, 2>(float*, \"tile\")");
+    assert_int_equal(k->total_ns, 1200);
+    assert_true(cg_nsight_get_correlation(ev)->complete);
+    assert_int_equal(cg_nsight_get_correlation(ev)->mode, CG_NSIGHT_CORR_NVTX_PROJECTED_RANGE);
+    assert_int_equal(cg_nsight_get_ledger(ev)->matched.n, 1);
+
+    /* a wrong run id is a mismatch that later binding cannot undo */
+    ev = cg_nsight_load(&a, dir, &req, NULL, NULL);
+    cg_nsight_bind_to_trace(ev, "run-x", "toy::train::update/update-3");
+    assert_int_equal(cg_nsight_get_binding(ev), CG_NSIGHT_MISMATCH);
+    cg_nsight_bind_to_trace(ev, "run-4242-1", "toy::train::update/update-3");
+    assert_int_equal(cg_nsight_get_binding(ev), CG_NSIGHT_MISMATCH);
+    assert_int_equal(ev->kernels.n, 2); /* rows are never discarded */
+    /* NULL ids never bind */
+    ev = cg_nsight_load(&a, dir, &req, NULL, NULL);
+    cg_nsight_bind_to_trace(ev, NULL, NULL);
+    assert_int_equal(cg_nsight_get_binding(ev), CG_NSIGHT_MISMATCH);
+    free(dir);
+
+    /* not requested: unavailable, stays partial after binding, no kernel */
+    ev = cg_nsight_load(&a, NULL, &req, NULL, NULL);
+    cg_nsight_bind_to_trace(ev, "run-4242-1", "toy::train::update/update-3");
+    assert_int_equal(cg_nsight_get_status(ev), CG_NSIGHT_UNAVAILABLE);
+    assert_int_equal(cg_nsight_get_binding(ev), CG_NSIGHT_PARTIAL);
+    assert_null(cg_nsight_first_kernel(ev));
+    assert_string_equal(ev->reason, "Nsight capture was not requested");
+    /* legacy rule with NULL lists: nothing expected */
+    ev = cg_nsight_load(&a, NULL, NULL, NULL, NULL);
+    assert_int_equal(ev->correlation.ledger.expected.n, 0);
+    assert_false(ev->correlation.complete);
+    cg_arena_free(&a);
+}
+
+static void write_text(const char *dir, const char *name, const char *text) {
+    char *p = cg_path_join(dir, name);
+    assert_int_equal(cg_write_file(p, text, strlen(text), false, NULL), 0);
+    free(p);
+}
+
+static void test_non_regular_and_dir_limit(void **st) {
+    (void)st;
+    char tmpl[] = "/tmp/cg-nsight-unit-XXXXXX";
+    char *dir = mkdtemp(tmpl);
+    assert_non_null(dir);
+    write_text(dir, "k_cuda_gpu_kern_sum.csv", "Name,Total Time (ns)\nk,5\n");
+    char *sub = cg_path_join(dir, "sub_cuda_api_sum.csv");
+    assert_int_equal(cg_mkdir_p(sub, NULL), 0);
+    char *link = cg_path_join(dir, "link_cuda_gpu_mem_time_sum.csv");
+    assert_int_equal(symlink("k_cuda_gpu_kern_sum.csv", link), 0);
+    cg_arena a;
+    cg_arena_init(&a, 0);
+    cg_nsight_evidence *ev = cg_nsight_load(&a, dir, NULL, NULL, NULL);
+    assert_int_equal(ev->status, CG_NSIGHT_AVAILABLE);
+    assert_int_equal(ev->n_source_csv, 1);
+    assert_int_equal(ev->diagnostics.n, 2);
+    assert_string_equal(ev->diagnostics.items[0], "link_cuda_gpu_mem_time_sum.csv: not a regular file; ignored");
+    assert_string_equal(ev->diagnostics.items[1], "sub_cuda_api_sum.csv: not a regular file; ignored");
+    assert_int_equal(ev->memory_operations.n, 0);
+
+    cg_nsight_limits lim;
+    cg_nsight_limits_default(&lim);
+    lim.max_dir_entries = 2;
+    ev = cg_nsight_load_ex(&a, dir, NULL, NULL, NULL, &lim);
+    assert_int_equal(ev->status, CG_NSIGHT_FAILED);
+    assert_non_null(strstr(ev->reason, "exceeds limit max_dir_entries (2 entries)"));
+
+    /* a regular file given as the directory fails */
+    char *file = cg_path_join(dir, "k_cuda_gpu_kern_sum.csv");
+    ev = cg_nsight_load(&a, file, NULL, NULL, NULL);
+    assert_int_equal(ev->status, CG_NSIGHT_FAILED);
+    assert_non_null(strstr(ev->reason, "Not a directory"));
+    cg_arena_free(&a);
+    free(file);
+    free(sub);
+    free(link);
+    assert_int_equal(cg_rm_rf(dir), 0);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_header_normalization), cmocka_unit_test(test_number_rule),
+        cmocka_unit_test(test_csv_reader),           cmocka_unit_test(test_union_clipped),
+        cmocka_unit_test(test_binding_transitions),  cmocka_unit_test(test_non_regular_and_dir_limit),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
