@@ -130,7 +130,7 @@ FIX=$SRC/tests/fixtures/bundles
 code_for() {
   case "$1" in
     bad_fifo|bad_symlink|bad_manifest_symlink) echo special_file; return ;;
-    good_empty) echo missing_file; return ;;
+    good_empty) echo trace_invalid; return ;;
     good_*) echo trace_invalid; return ;;
   esac
   case "$(cat "$FIX/$1/expected_check.txt")" in
@@ -221,11 +221,7 @@ jq -e --arg k "$K1" '.schema == "candle-graph/signature/1" and .key_id == $k' "$
 http GET "/bundles/$ID1/archive" -H "$(auth "$RD")"; expect 200 "" "GET /archive"
 mkdir -p "$T/unpacked"; zstd -q -d -c "$T/body" | tar -x -C "$T/unpacked" && pass "archive unpacks" || fail "archive does not unpack"
 for f in bundle.json trace.jsonl evidence.json report.md; do cmp -s "$T/unpacked/$f" "$T/b1/$f" || fail "archive $f differs"; done
-if "$CLI" help 2>/dev/null | grep -q '^  verify '; then
-  "$CLI" verify "$T/unpacked" >/dev/null 2>&1 && pass "downloaded archive verifies with candle-graph verify" || fail "candle-graph verify rejects the archive"
-else
-  note "note: candle-graph verify not built yet; archive checked byte for byte instead"
-fi
+"$CLI" verify "$T/unpacked" >/dev/null 2>&1 && pass "downloaded archive verifies with candle-graph verify" || fail "candle-graph verify rejects the archive"
 http GET "/bundles/$ID1/evidence" -H "$(auth "$RD")"; expect 200 "" "GET /evidence (rebuilt for not_rederivable)"
 jq -e '.schema == "candle-graph/evidence/4"' "$T/body" >/dev/null && pass "evidence/4" || fail "evidence: $(head -c 300 "$T/body")"
 cp "$T/body" "$T/evidence4.json"
@@ -234,16 +230,24 @@ jq -e '.schema == "candle-graph/graph/5"' "$T/body" >/dev/null && pass "graph/5"
 http GET "/bundles/$ID1/viewer" -H "$(auth "$RD")"; expect 200 "" "GET /viewer"
 grep -qi '^Content-Type: text/html' "$T/hdr" && pass "viewer is HTML" || fail "viewer content type"
 
-# evidence/4 that matches the trace → rederived_match
-make_bundle "$T/e4" run-e4
-sed 's/run-b1/run-e4/g' "$T/evidence4.json" >"$T/e4/evidence.json"; manifest "$T/e4" run-e4
-sign "$T/e4" "$T/k1"; pack "$T/e4" "$T/e4.tar"
-upload "$T/e4.tar" "$UP" "$T/e4.sig.json"; expect 201 "" "evidence/4 bundle → 201"
+# a bundle published by `candle-graph report` (evidence/4, report.md, viewer.html) → rederived_match
+mkdir -p "$T/rt"; make_bundle "$T/rt" run-r1 ci-2
+"$CLI" report "$T/rt/trace.jsonl" --bundle "$T/r1" >/dev/null 2>"$T/report.err" || die "candle-graph report failed: $(cat "$T/report.err")"
+sign "$T/r1" "$T/k1"; pack "$T/r1" "$T/r1.tar.zst" z
+upload "$T/r1.tar.zst" "$UP" "$T/r1.sig.json"; expect 201 "" "report-published bundle → 201"
 jq -e '.semantic.status == "rederived_match" and .semantic.evidence_schema == "candle-graph/evidence/4"' "$T/body" >/dev/null \
   && pass "semantic rederived_match" || fail "semantic: $BODY"
 ID4=$(jq -r .id "$T/body")
 http GET "/bundles/$ID4/evidence" -H "$(auth "$RD")"; expect 200 "" "GET /evidence (stored)"
-cmp -s "$T/body" "$T/e4/evidence.json" && pass "stored evidence bytes" || fail "stored evidence differs"
+cmp -s "$T/body" "$T/r1/evidence.json" && pass "stored evidence bytes" || fail "stored evidence differs"
+http GET "/bundles/$ID4/viewer" -H "$(auth "$RD")"; expect 200 "" "GET /viewer (stored)"
+cmp -s "$T/body" "$T/r1/viewer.html" && pass "stored viewer bytes" || fail "stored viewer differs"
+grep -qi '^Content-Security-Policy:' "$T/hdr" && pass "viewer has a CSP" || fail "viewer without CSP"
+http GET "/bundles/$ID4/archive" -H "$(auth "$RD")"; expect 200 "" "GET /archive (report bundle)"
+mkdir -p "$T/r1dl"; zstd -q -d -c "$T/body" | tar -x -C "$T/r1dl"
+"$CLI" verify "$T/r1dl" --semantic >"$T/r1v.json" 2>"$T/r1v.err" && jq -e '.semantic.status == "rederived_match"' "$T/r1v.json" >/dev/null \
+  && pass "downloaded archive verifies with candle-graph verify --semantic" || fail "verify --semantic: $(cat "$T/r1v.err")"
+"$CLI" unpack "$T/body" --into "$T/r1dl2" >/dev/null 2>&1 && pass "candle-graph unpack accepts the archive" || fail "candle-graph unpack rejects the archive"
 
 # ---------------------------------------------------------------- revocation, admin CLI
 http DELETE "/tokens/$RD_ID" -H "$(auth "$ADMIN")"; expect 200 "" "DELETE /tokens/{id}"
