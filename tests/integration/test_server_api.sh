@@ -249,6 +249,29 @@ mkdir -p "$T/r1dl"; zstd -q -d -c "$T/body" | tar -x -C "$T/r1dl"
   && pass "downloaded archive verifies with candle-graph verify --semantic" || fail "verify --semantic: $(cat "$T/r1v.err")"
 "$CLI" unpack "$T/body" --into "$T/r1dl2" >/dev/null 2>&1 && pass "candle-graph unpack accepts the archive" || fail "candle-graph unpack rejects the archive"
 
+# ---------------------------------------------------------------- derived index + campaign link
+# (PUT /campaigns lands with issue 7; the campaign rows are seeded directly here)
+psqlc "INSERT INTO campaigns (campaign_id, manifest, manifest_sha256) VALUES ('camp1', '{}', repeat('0', 64));
+       INSERT INTO campaign_captures (campaign_id, name, position, planned) VALUES ('camp1', 'step-3', 0, '{}')" >/dev/null
+make_bundle "$T/cp" run-camp; sign "$T/cp" "$T/k1"; pack "$T/cp" "$T/cp.tar"
+http POST "/bundles?campaign=camp1&planned=nope" -H "$(auth "$UP")" -H 'Content-Type: application/x-tar' \
+  -H "Candle-Graph-Signature: $(base64 -w0 "$T/cp.sig.json")" --data-binary @"$T/cp.tar"
+expect 404 not_found "unknown planned capture → not_found"
+http POST "/bundles?campaign=camp1&planned=step-3" -H "$(auth "$UP")" -H 'Content-Type: application/x-tar' --data-binary @"$T/cp.tar"
+expect 422 signature_missing "campaign upload without signature → signature_missing"
+http POST "/bundles?campaign=camp1&planned=step-3" -H "$(auth "$UP")" -H 'Content-Type: application/x-tar' \
+  -H "Candle-Graph-Signature: $(base64 -w0 "$T/cp.sig.json")" --data-binary @"$T/cp.tar"
+expect 201 "" "campaign upload → 201"
+[ "$(psqlc "SELECT state || ':' || coalesce(code, '-') FROM upload_attempts WHERE campaign_id = 'camp1' ORDER BY id" | tr '\n' ' ')" \
+  = "verification_failed:signature_missing published:- " ] && pass "upload attempts recorded (failed, then published)" || fail "upload attempts"
+ROW=$(psqlc "SELECT campaign_id, planned_name, host, device, phase, workload_id, physical_batch, measured_ns IS NOT NULL,
+             measured_span_count, structurally_valid, outcome, measurement_scope FROM bundles WHERE run_id = 'run-camp'")
+[ "$ROW" = "camp1|step-3|ci-1|cuda:0|train|toy-train|8|t|1|t|complete|profiled_work" ] && pass "derived index row" || fail "index row: $ROW"
+[ "$(psqlc "SELECT count(*) FROM bundle_tensor_stats s JOIN bundles b ON b.id = s.bundle_id WHERE b.run_id = 'run-camp'")" -ge 1 ] \
+  && pass "tensor-stat sums indexed" || fail "no tensor-stat rows"
+http GET "/bundles?campaign=camp1" -H "$(auth "$RD")"
+[ "$(jq -r '.items[0].campaign.planned' "$T/body")" = step-3 ] && pass "campaign filter and link" || fail "campaign list: $BODY"
+
 # ---------------------------------------------------------------- revocation, admin CLI
 http DELETE "/tokens/$RD_ID" -H "$(auth "$ADMIN")"; expect 200 "" "DELETE /tokens/{id}"
 http GET /bundles -H "$(auth "$RD")"; expect 401 unauthorized "revoked token → unauthorized"
