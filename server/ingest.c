@@ -39,6 +39,8 @@ typedef struct ingest {
     char *manifest;
     size_t manifest_len;
     double t0;
+    char id[65];            /* bundle id once the manifest is read (for logs) */
+    const char *key_id;     /* signer key id once known (for logs) */
 } ingest;
 
 static double now_s(void) {
@@ -111,7 +113,8 @@ static enum MHD_Result reject(ingest *g, const char *code, cg_jv *detail, const 
     msg = relative_msg(g, msg);
     srv_metrics_ingest(code, g->r->body_len, now_s() - g->t0);
     record_failed_attempt(g, code, msg);
-    srv_log("info", "upload rejected", "request_id", g->r->id, "code", code, "reason", msg, NULL);
+    srv_log("info", "upload rejected", "request_id", g->r->id, "code", code, "reason", msg, "bundle_id",
+            g->id[0] ? g->id : NULL, "key_id", g->key_id, NULL);
     return srv_fail(g->r, code, detail, "%s", msg);
 }
 
@@ -212,6 +215,7 @@ static bool check_signature(ingest *g, const char **sig_json, const char **key_i
         return false;
     }
     srv_pool_put(r->s->pool, c);
+    g->key_id = kid;
     cg_jv *d = detail_kv(a, "key_id", cg_jv_str(a, kid), NULL, NULL);
     if (PQntuples(q) == 0) {
         PQclear(q);
@@ -305,6 +309,7 @@ static enum MHD_Result run(ingest *g) {
     if (!g->manifest) return srv_fail_unavailable(r, &err);
     char id[65];
     cg_sha256_hex(g->manifest, g->manifest_len, id);
+    memcpy(g->id, id, sizeof id);
     if (strcmp(id, rcpt.manifest_sha256) != 0) return reject(g, "digest_mismatch", NULL, "bundle manifest changed during verification");
     cg_bundle_manifest man;
     if (cg_bundle_manifest_parse(a, g->manifest, g->manifest_len, &man, &err) < 0)
