@@ -105,7 +105,7 @@ enum MHD_Result srv_fail_unavailable(srv_req *r, const cg_error *err) {
 
 /* Parses a single "bytes=a-b" range; false when absent/unsupported/unsatisfiable
  * (RFC 9110 lets a server ignore Range, so those get the full 200). */
-static bool parse_range(const char *h, uint64_t size, uint64_t *off, uint64_t *len) {
+bool srv_parse_range(const char *h, uint64_t size, uint64_t *off, uint64_t *len) {
     if (!h || strncmp(h, "bytes=", 6) != 0 || size == 0) return false;
     const char *p = h + 6;
     if (strchr(p, ',')) return false;
@@ -154,7 +154,7 @@ enum MHD_Result srv_reply_fd(srv_req *r, int fd, uint64_t size, const char *ctyp
     }
     uint64_t off = 0, len = size;
     unsigned status = 200;
-    if (parse_range(srv_header(r, MHD_HTTP_HEADER_RANGE), size, &off, &len)) status = 206;
+    if (srv_parse_range(srv_header(r, MHD_HTTP_HEADER_RANGE), size, &off, &len)) status = 206;
     struct MHD_Response *resp = MHD_create_response_from_fd_at_offset64(len, fd, (int64_t)off);
     if (!resp) {
         close(fd);
