@@ -44,6 +44,7 @@ static enum MHD_Result queue(srv_req *r, unsigned status, struct MHD_Response *r
     if (status == 401) MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
     if (status == 405 && r->allow[0]) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
     if (status == 429 || status == 503) MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    if (atomic_load(&r->s->stopping)) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result res = MHD_queue_response(r->conn, status, resp);
     MHD_destroy_response(resp);
     if (res == MHD_YES) {
@@ -489,7 +490,7 @@ int srv_http_start(srv_server *s, cg_error *err) {
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)s->cfg.per_ip_limit,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)s->cfg.idle_timeout_s,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024),
-        MHD_OPTION_THREAD_STACK_SIZE, (size_t)(1024 * 1024),
+        MHD_OPTION_THREAD_STACK_SIZE, (size_t)(4 * 1024 * 1024),
         MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)256,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
         MHD_OPTION_END);

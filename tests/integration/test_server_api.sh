@@ -302,6 +302,10 @@ if "$CLI" help 2>/dev/null | grep -q '^  upload '; then
     && pass "candle-graph upload → published" || fail "candle-graph upload: $(cat "$T/u1.err")"
   "$CLI" upload "$T/u1" --server "$URL" --token "$UP" >"$T/u1.out" 2>"$T/u1.err" && jq -e '.status == "already_published"' "$T/u1.out" >/dev/null \
     && pass "candle-graph upload again → already_published" || fail "candle-graph upload again: $(cat "$T/u1.err")"
+  make_bundle "$T/u3" run-u3
+  "$CLI" upload "$T/u3" --server "$URL" --token "$UP" --key "$T/k1" >"$T/u3.out" 2>"$T/u3.err" \
+    && jq -e --arg k "$K1" '.status == "published" and .signature.key_id == $k' "$T/u3.out" >/dev/null \
+    && pass "candle-graph upload --key signs on the fly" || fail "upload --key: $(cat "$T/u3.err")"
   make_bundle "$T/u2" run-u2
   if "$CLI" upload "$T/u2" --server "$URL" --token "$UP" >"$T/u2.out" 2>"$T/u2.err"; then fail "unsigned upload succeeded"
   else grep -q signature_missing "$T/u2.err" && pass "candle-graph upload prints the error envelope" || fail "upload stderr: $(cat "$T/u2.err")"; fi
@@ -349,6 +353,8 @@ srv_stop
 "$SERVER" fsck --data-dir "$SRV_DATA" --blob-store pg --database-url "$DBURL" | jq -e '.clean and .blobs_checked == 4' >/dev/null \
   && pass "fsck (pg store) clean" || fail "fsck pg store"
 DBURL=$DBURL_MAIN
+
+"$SERVER" migrate --database-url "$DBURL" | jq -e '.schema_version == 1' >/dev/null && pass "migrate (idempotent)" || fail "migrate"
 
 # ---------------------------------------------------------------- schema newer than the binary
 psqlc "INSERT INTO schema_migrations (version, name, sha256) VALUES (9999, '9999_future.sql', 'x')" >/dev/null
