@@ -14,6 +14,17 @@
 
 static const cg_errcode parse_codes[] = {CG_EPARSE, CG_ELIMIT, CG_OK};
 
+/* The pairwise definition of cg_jv_obj_dup_key: the key whose second
+ * occurrence comes first in document order (reference for the sorted path). */
+static const char *dup_key_reference(const cg_jv *o) {
+    for (size_t i = 1; i < o->u.obj.n; i++)
+        for (size_t j = 0; j < i; j++) {
+            const cg_jmember *a = &o->u.obj.m[i], *b = &o->u.obj.m[j];
+            if (a->key_len == b->key_len && memcmp(a->key, b->key, a->key_len) == 0) return a->key;
+        }
+    return NULL;
+}
+
 /* Walks the value once through every accessor (no crash on any shape). */
 static void touch(const cg_jv *v, unsigned depth) {
     uint64_t u;
@@ -24,7 +35,9 @@ static void touch(const cg_jv *v, unsigned depth) {
     (void)cg_jv_as_f64(v, &d);
     (void)cg_jv_as_str(v);
     if (v->type == CG_JOBJ) {
-        (void)cg_jv_obj_dup_key(v);
+        const char *dup = cg_jv_obj_dup_key(v);
+        if (v->u.obj.n <= 2048)
+            CG_FUZZ_REQUIRE(dup == dup_key_reference(v), "cg_jv_obj_dup_key disagrees with the pairwise definition");
         for (size_t k = 0; k < v->u.obj.n; k++) {
             const cg_jmember *m = &v->u.obj.m[k];
             CG_FUZZ_REQUIRE(m->key != NULL && m->key[m->key_len] == '\0', "object key not NUL-terminated");

@@ -9,6 +9,7 @@
  *     the evidence build either succeeds (its packet JSON passes
  *     cg_evidence_validate_schema after a write/parse round trip) or fails with
  *     a message;
+ *   - every event line of an accepted trace has unique fields (serde);
  *   - writing an accepted trace and reading it back is accepted and writes the
  *     same bytes again (write ∘ read is idempotent). */
 #define _GNU_SOURCE
@@ -90,6 +91,25 @@ static void check_evidence(const cg_trace *t) {
     cg_arena_free(&a);
 }
 
+/* serde struct semantics: an accepted event line has no duplicated field. */
+static void check_no_duplicate_fields(const uint8_t *data, size_t size) {
+    cg_arena a;
+    cg_arena_init(&a, 0);
+    const char *p = (const char *)data, *end = p + size;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        cg_error err;
+        cg_jv *o = cg_json_parse(&a, p, (size_t)(le - p), NULL, &err);
+        if (o && o->type == CG_JOBJ)
+            CG_FUZZ_REQUIRE(cg_jv_obj_dup_key(o) == NULL, "accepted an event with duplicate field `%s`",
+                            cg_jv_obj_dup_key(o));
+        cg_arena_reset(&a);
+        p = nl ? nl + 1 : end;
+    }
+    cg_arena_free(&a);
+}
+
 static void check_rewrite(const cg_trace *t, const char *path) {
     cg_buf w1 = CG_BUF_INIT, w2 = CG_BUF_INIT;
     cg_trace_write(&w1, t);
@@ -121,6 +141,7 @@ int cg_fuzz_trace(const uint8_t *data, size_t size) {
                         "memory and file readers reject differently:\n  mem:  %s\n  file: %s", em.msg, ef.msg);
         return 0;
     }
+    check_no_duplicate_fields(data, size);
     cg_trace_summary s;
     cg_trace_summary_build(t, &s);
     cg_arena a;
