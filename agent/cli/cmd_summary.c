@@ -1,93 +1,65 @@
-/* candle-graph summary — health and trace summary of a capture (summary/4).
- *
- * Raw traces are parsed and analysed here (parse + health, no graph); a
- * verified bundle is loaded through cli_load_evidence, and its provenance and
- * health come from the bound evidence.json. summary_envelope() assembles the
- * keys in the order of design/CLI.md; the evidence keys not produced yet
- * (capabilities, findings, gaps, summary, tensor_stats, timing, memory, gpu)
- * slot in where its comments say. */
+/* candle-graph summary — the summary/4 envelope of a capture: provenance,
+ * structural health, capabilities, findings, gaps, graph summary, trace
+ * summary, tensor-stat counts, timing, memory and gpu (design/CLI.md order).
+ * Raw traces are rebuilt; verified bundles use their bound evidence.json. */
 #include <stdio.h>
 #include <string.h>
 
+#include "base/strmap.h"
 #include "cli_evidence.h"
-#include "cli_input.h"
 #include "cli_util.h"
-#include "trace/health.h"
 #include "trace/trace.h"
 
 const char cg_cmd_summary_help[] =
     "usage: candle-graph summary INPUT [--require-valid] [-o FILE]\n"
-    "Print a capture's provenance, structural health and trace summary as candle-graph/summary/4.\n"
+    "Print a capture's provenance, health, capabilities, findings, gaps and summaries as candle-graph/summary/4.\n"
     "  INPUT            a trace .jsonl, a directory holding only trace.jsonl, or a verified bundle\n"
     "  --require-valid  exit 1 (after writing) unless the capture is structurally valid and complete\n"
-    "  -o, --output F   write to F instead of stdout\n";
+    "  -o, --output F   write to F instead of stdout (never inside an input bundle)\n";
 
 #define SUMMARY_SCHEMA "candle-graph/summary/4"
 
-typedef struct summary_parts {
-    cg_jv *input;         /* the input envelope */
-    cg_jv *provenance;    /* TraceRunMeta */
-    cg_jv *health;        /* TraceHealth */
-    cg_jv *trace_summary; /* TraceSummary */
-} summary_parts;
-
-static cg_jv *summary_envelope(cg_arena *a, const summary_parts *p) {
-    cg_jv *o = cg_jv_obj(a);
-    cg_jv_obj_put(a, o, "schema", cg_jv_str_nocopy(a, SUMMARY_SCHEMA));
-    cg_jv_obj_put(a, o, "tool", cli_tool_json(a));
-    cg_jv_obj_put(a, o, "input", p->input);
-    cg_jv_obj_put(a, o, "provenance", p->provenance);
-    cg_jv_obj_put(a, o, "health", p->health);
-    /* evidence layer: capabilities, findings, gaps, summary (graph summary or null) */
-    cg_jv_obj_put(a, o, "trace_summary", p->trace_summary);
-    /* evidence layer: tensor_stats (counts), timing, memory, gpu */
-    return o;
-}
+static cg_jv *or_null(cg_arena *a, cg_jv *v) { return v ? v : cg_jv_null(a); }
 
 static bool health_ok(const cg_jv *health) {
     const cg_jv *v = cg_jv_get(health, "structurally_valid"), *c = cg_jv_get(health, "capture_complete");
     return v && v->type == CG_JBOOL && v->u.b && c && c->type == CG_JBOOL && c->u.b;
 }
 
-static cg_jv *trace_summary_json(cg_arena *a, const cg_trace *t) {
-    cg_trace_summary s;
-    cg_trace_summary_build(t, &s);
-    return cg_trace_summary_to_json(a, &s);
-}
-
-/* Raw trace: parse, analyse, build the parts. Returns 0 or 1 (error printed). */
-static int raw_parts(cg_arena *a, const cli_input *in, summary_parts *p) {
-    cg_error err;
-    cg_err_clear(&err);
-    cg_trace *t = cg_trace_read_file(in->trace_path, NULL, &err);
-    if (!t) return cli_fail(&err);
-    cg_health *h = cg_health_analyze(t);
-    p->input = cli_raw_input_json(a, in);
-    p->provenance = cg_run_meta_to_json(a, &t->run);
-    p->health = cg_health_to_json(a, h);
-    p->trace_summary = trace_summary_json(a, t);
-    cg_health_free(h);
-    cg_trace_free(t);
-    return 0;
-}
-
-/* Verified bundle: provenance and health from the bound evidence packet. */
-static int bundle_parts(cg_arena *a, const cli_input *in, const char *out, summary_parts *p) {
-    cg_error err;
-    cg_err_clear(&err);
-    cli_loaded l;
-    if (cli_load_evidence(a, in->requested_path, NULL, &l, &err) != 0 ||
-        cli_check_output_outside(out, l.bundle_root, &err) != 0) {
-        cli_loaded_free(&l);
-        return cli_fail(&err);
+/* {events, labels, non_finite_events}: counts of the trace's tensor_stats records */
+static cg_jv *tensor_stat_counts(cg_arena *a, const cg_trace *t) {
+    cg_strmap labels;
+    cg_strmap_init(&labels);
+    uint64_t non_finite = 0;
+    for (size_t i = 0; i < t->n_tensor_stats; i++) {
+        cg_strmap_put(&labels, t->tensor_stats[i].label, 0, NULL);
+        non_finite += t->tensor_stats[i].non_finite > 0;
     }
-    p->input = l.input;
-    p->provenance = cg_jv_get(l.packet, "provenance");
-    p->health = cg_jv_get(l.packet, "health");
-    p->trace_summary = trace_summary_json(a, l.trace);
-    cli_loaded_free(&l);
-    if (!p->provenance || !p->health) return cli_failf("verified evidence packet lacks provenance or health");
-    return 0;
+    cg_jv *o = cg_jv_obj(a);
+    cg_jv_obj_put(a, o, "events", cg_jv_u64(a, t->n_tensor_stats));
+    cg_jv_obj_put(a, o, "labels", cg_jv_u64(a, labels.n));
+    cg_jv_obj_put(a, o, "non_finite_events", cg_jv_u64(a, non_finite));
+    cg_strmap_free(&labels);
+    return o;
+}
+
+static cg_jv *summary_envelope(cg_arena *a, const cli_loaded *l) {
+    cg_jv *p = l->packet;
+    cg_jv *graph = cg_jv_get(p, "graph");
+    cg_trace_summary ts;
+    cg_trace_summary_build(l->trace, &ts);
+    cg_jv *o = cg_jv_obj(a);
+    cg_jv_obj_put(a, o, "schema", cg_jv_str_nocopy(a, SUMMARY_SCHEMA));
+    cg_jv_obj_put(a, o, "tool", cli_tool_json(a));
+    cg_jv_obj_put(a, o, "input", l->input);
+    static const char *const keys[] = {"provenance", "health", "capabilities", "findings", "gaps"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) cg_jv_obj_put(a, o, keys[i], or_null(a, cg_jv_get(p, keys[i])));
+    cg_jv_obj_put(a, o, "summary", graph && graph->type == CG_JOBJ ? or_null(a, cg_jv_get(graph, "summary")) : cg_jv_null(a));
+    cg_jv_obj_put(a, o, "trace_summary", cg_trace_summary_to_json(a, &ts));
+    cg_jv_obj_put(a, o, "tensor_stats", tensor_stat_counts(a, l->trace));
+    static const char *const tail[] = {"timing", "memory", "gpu"};
+    for (size_t i = 0; i < sizeof tail / sizeof tail[0]; i++) cg_jv_obj_put(a, o, tail[i], or_null(a, cg_jv_get(p, tail[i])));
+    return o;
 }
 
 int cg_cmd_summary(int argc, char **argv) {
@@ -111,16 +83,20 @@ int cg_cmd_summary(int argc, char **argv) {
 
     cg_error err;
     cg_err_clear(&err);
-    cli_input in;
-    if (cli_resolve_input(input, &in, &err) != 0) return cli_fail(&err);
     cg_arena a;
-    cg_arena_init(&a, 1 << 16);
-    summary_parts p;
-    memset(&p, 0, sizeof p);
-    int rc = in.is_bundle ? bundle_parts(&a, &in, out, &p) : raw_parts(&a, &in, &p);
-    if (rc == 0) rc = cli_write_json(out, summary_envelope(&a, &p));
-    if (rc == 0 && require_valid && !health_ok(p.health))
-        rc = cli_failf("--require-valid: %s is not a structurally valid, complete capture", input);
+    cg_arena_init(&a, 1 << 20);
+    cli_loaded l;
+    int rc;
+    if (cli_load_evidence(&a, input, NULL, &l, &err) != 0 ||
+        cli_check_output_outside(out, l.is_bundle ? l.bundle_root : NULL, &err) != 0) {
+        rc = cli_fail(&err);
+    } else {
+        cg_jv *env = summary_envelope(&a, &l);
+        rc = cli_write_json(out, env);
+        if (rc == 0 && require_valid && !health_ok(cg_jv_get(l.packet, "health")))
+            rc = cli_failf("--require-valid: %s is not a structurally valid, complete capture", input);
+    }
+    cli_loaded_free(&l);
     cg_arena_free(&a);
     return rc;
 }
