@@ -30,6 +30,10 @@ int cg_fuzz_trace(const uint8_t *data, size_t size);
 int cg_fuzz_bundle_manifest(const uint8_t *data, size_t size);
 /* input = manifest bytes, one 0x00 byte, sidecar JSON; also parsed whole as public and private key PEM */
 int cg_fuzz_signature(const uint8_t *data, size_t size);
+/* tar / tar.zst bytes → cg_archive_unpack_fd into a scratch directory (tight limits) */
+int cg_fuzz_archive(const uint8_t *data, size_t size);
+/* campaign/1 manifest: parse, round trip, step order, status over missing states, filesystem status */
+int cg_fuzz_campaign(const uint8_t *data, size_t size);
 
 /* ---- helpers shared by the entries ---- */
 void cg_fuzz_fail(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4), noreturn));

@@ -40,6 +40,8 @@ static const target targets[] = {
     {"trace", cg_fuzz_trace, 4000},
     {"bundle_manifest", cg_fuzz_bundle_manifest, 3000},
     {"signature", cg_fuzz_signature, 2000},
+    {"archive", cg_fuzz_archive, 1500},
+    {"campaign", cg_fuzz_campaign, 2000},
 };
 
 /* ---- failure reporting ----
