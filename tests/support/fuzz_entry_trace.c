@@ -5,7 +5,9 @@
  *   - cg_trace_read_mem and cg_trace_read_file (the streaming path, fed the same
  *     bytes through a memfd) agree: both accept, or both reject with the same
  *     code, message and line; rejections are CG_EPARSE / CG_ELIMIT;
- *   - an accepted trace gives a summary and a health report that serialize, and
+ *   - an accepted trace gives a summary and a health report that serialize, a
+ *     cohort row that round-trips through its JSON, an (ineligible) unverified
+ *     self-comparison, and
  *     the evidence build either succeeds (its packet JSON passes
  *     cg_evidence_validate_schema after a write/parse round trip) or fails with
  *     a message;
@@ -22,6 +24,8 @@
 #include "base/arena.h"
 #include "base/buf.h"
 #include "base/json.h"
+#include "comparison/cohort.h"
+#include "comparison/compare.h"
 #include "fuzz_entry.h"
 #include "trace/health.h"
 #include "trace/trace.h"
@@ -60,6 +64,25 @@ static void check_health(const cg_trace *t) {
     cg_arena_init(&a, 0);
     cg_buf b = CG_BUF_INIT;
     cg_json_write(&b, cg_health_to_json(&a, h), false);
+    cg_buf_free(&b);
+
+    /* comparison over the same hostile trace: cohort row round trip and a self-comparison */
+    cg_cohort_row row, back;
+    cg_cohort_row_from_trace(&a, t, h, NULL, &row);
+    cg_buf r1 = CG_BUF_INIT, r2 = CG_BUF_INIT;
+    cg_cohort_row_write(&r1, &row);
+    cg_error err;
+    cg_err_clear(&err);
+    CG_FUZZ_REQUIRE(cg_cohort_row_parse(&a, r1.data, r1.len, &back, &err) == 0, "a written cohort row does not parse: %s",
+                    err.msg);
+    cg_cohort_row_write(&r2, &back);
+    CG_FUZZ_REQUIRE(r1.len == r2.len && memcmp(r1.data, r2.data, r1.len) == 0, "cohort row write is not stable");
+    cg_buf_free(&r1);
+    cg_buf_free(&r2);
+    const cg_trace *one[1] = {t};
+    cg_jv *cmp = cg_compare_unverified_traces(&a, one, 1, one, 1);
+    CG_FUZZ_REQUIRE(cmp != NULL && cg_comparison_is_ineligible(cmp), "an unverified self-comparison must be ineligible");
+    cg_json_write(&b, cmp, false);
     cg_buf_free(&b);
     cg_arena_free(&a);
     cg_health_free(h);
