@@ -3,7 +3,7 @@
  *
  * The input is handed to cg_archive_unpack_fd through a memfd, extracting into
  * <scratch>/archive/out under tight limits (64 entries, 1 MiB per file, 2 MiB
- * in total, 4 MiB decoded stream, zstd window 2^20) so limit paths are
+ * in total, 4 MiB decoded stream, zstd window 2^22, what the packer's level-3 frames need) so limit paths are
  * reachable by small inputs.
  *
  * Invariants: a refusal has an error class other than ok/local, a code from
@@ -92,7 +92,7 @@ int cg_fuzz_archive(const uint8_t *data, size_t size) {
     lim.max_file_bytes = 1u << 20;
     lim.max_total_bytes = 2u << 20;
     lim.max_stream_bytes = 4u << 20;
-    lim.window_log_max = 20;
+    lim.window_log_max = 22;
     cg_archive_error kind = CG_ARCHIVE_OK;
     cg_err_clear(&err);
     int rc = cg_archive_unpack_fd(fd, dest, &lim, &kind, &err);
