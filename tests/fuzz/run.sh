@@ -6,6 +6,7 @@
 #
 #   tests/fuzz/run.sh [SECONDS] [TARGET...]      TARGET = json trace bundle_manifest ...
 #
+# A dictionary tests/fuzz/<target>.dict is used when present.
 # Environment: CG_FUZZ_BUILD (default build-fuzz), CC (default clang),
 # CG_FUZZ_ARGS (extra libFuzzer flags). The working corpus grows in
 # $CG_FUZZ_BUILD/corpus/<target> (seeded from tests/fuzz/corpus/<target>);
@@ -32,12 +33,14 @@ for t in "$@"; do
   bin=$build/fuzz_$t
   [ -x "$bin" ] || { echo "no such fuzz target: $t" >&2; status=1; continue; }
   mkdir -p "$build/corpus/$t" "$build/artifacts/$t"
+  dict=()
+  [ -f "$root/tests/fuzz/$t.dict" ] && dict=(-dict="$root/tests/fuzz/$t.dict")
   echo "== fuzz_$t for ${secs}s"
   # OSS-Fuzz limits: 25 s per input, 2560 MiB RSS. Leak detection stays on.
   if ! ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:symbolize=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
       "$bin" "$build/corpus/$t" "$root/tests/fuzz/corpus/$t" \
       -max_total_time="$secs" -timeout=25 -rss_limit_mb=2560 -print_final_stats=1 \
-      -artifact_prefix="$build/artifacts/$t/" ${CG_FUZZ_ARGS:-} 2>"$build/fuzz_$t.log"; then
+      -artifact_prefix="$build/artifacts/$t/" "${dict[@]}" ${CG_FUZZ_ARGS:-} 2>"$build/fuzz_$t.log"; then
     status=1
     echo "fuzz_$t FOUND A PROBLEM (log: $build/fuzz_$t.log, artifacts: $build/artifacts/$t/)"
     grep -E "ERROR|runtime error|invariant violated" "$build/fuzz_$t.log" | head -5 || true
