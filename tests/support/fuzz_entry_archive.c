@@ -22,6 +22,7 @@
 
 #include "base/fs.h"
 #include "bundle/archive.h"
+#include "bundle/semantic.h"
 #include "bundle/verify.h"
 #include "fuzz_entry.h"
 
@@ -65,6 +66,19 @@ static size_t count_entries(const char *dir) {
         if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) n++;
     closedir(d);
     return n;
+}
+
+/* Semantic verification (trace parse, run-id binding, evidence rebuild) of a
+ * bundle that passed cg_bundle_verify: a failure names its kind and has a message. */
+static void check_semantic(const char *root, const cg_bundle_receipt *r) {
+    cg_semantic_result res;
+    cg_semantic_failure failure = CG_SEMF_NONE;
+    cg_error err;
+    cg_err_clear(&err);
+    if (cg_bundle_verify_semantic(root, r, true, &res, &failure, &err) != 0) {
+        CG_FUZZ_REQUIRE(failure != CG_SEMF_NONE, "semantic failure without a kind: %s", err.msg);
+        CG_FUZZ_REQUIRE(err.msg[0] != '\0', "semantic failure without a message");
+    }
 }
 
 int cg_fuzz_archive(const uint8_t *data, size_t size) {
@@ -122,7 +136,10 @@ int cg_fuzz_archive(const uint8_t *data, size_t size) {
     cg_bundle_receipt r;
     cg_bundle_check check;
     cg_err_clear(&err);
-    if (cg_bundle_verify(dest, &r, &check, &err) != 0) cg_fuzz_check_error(&err, "cg_bundle_verify (unpacked)", verify_codes);
+    if (cg_bundle_verify(dest, &r, &check, &err) != 0)
+        cg_fuzz_check_error(&err, "cg_bundle_verify (unpacked)", verify_codes);
+    else
+        check_semantic(dest, &r);
     cg_rm_rf(dest);
     return 0;
 }

@@ -22,6 +22,7 @@
 #include "base/fs.h"
 #include "base/sha256.h"
 #include "bundle/manifest.h"
+#include "bundle/semantic.h"
 #include "bundle/verify.h"
 #include "fuzz_entry.h"
 
@@ -77,6 +78,19 @@ static void check_write_round_trip(cg_bundle_manifest *m) {
     cg_buf_free(&w2);
 }
 
+/* Semantic verification (trace parse, run-id binding, evidence rebuild) of a
+ * bundle that passed cg_bundle_verify: a failure names its kind and has a message. */
+static void check_semantic(const char *root, const cg_bundle_receipt *r) {
+    cg_semantic_result res;
+    cg_semantic_failure failure = CG_SEMF_NONE;
+    cg_error err;
+    cg_err_clear(&err);
+    if (cg_bundle_verify_semantic(root, r, true, &res, &failure, &err) != 0) {
+        CG_FUZZ_REQUIRE(failure != CG_SEMF_NONE, "semantic failure without a kind: %s", err.msg);
+        CG_FUZZ_REQUIRE(err.msg[0] != '\0', "semantic failure without a message");
+    }
+}
+
 int cg_fuzz_bundle_manifest(const uint8_t *data, size_t size) {
     cg_arena a;
     cg_arena_init(&a, 0);
@@ -117,6 +131,7 @@ int cg_fuzz_bundle_manifest(const uint8_t *data, size_t size) {
         for (size_t i = 0; i < m.n_files; i++) consumed[i] = m.files[i].path;
         CG_FUZZ_REQUIRE(cg_bundle_verify_consumed(root, &r, consumed, m.n_files, &err) == 0,
                         "re-check of an unchanged bundle failed: %s", err.msg);
+        check_semantic(root, &r);
         cg_arena ja;
         cg_arena_init(&ja, 0);
         cg_buf b = CG_BUF_INIT;
