@@ -511,12 +511,12 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
                 nhv++;
             }
         }
-        qsort(hc, nh, sizeof *hc, cmp_host_cost);
+        if (nh > 1) qsort(hc, nh, sizeof *hc, cmp_host_cost);
         for (size_t i = 0; i < nh && i < CG_GRAPH_TOP; i++) sum->slowest_host_spans[sum->n_slowest_host_spans++] = hc[i];
         if (nd) qsort(dc, nd, sizeof *dc, cmp_dref);
         for (size_t i = 0; i < nd && i < CG_GRAPH_TOP; i++)
             sum->slowest_device_spans[sum->n_slowest_device_spans++] = dc[i].c;
-        qsort(hv, nhv, sizeof *hv, cmp_href);
+        if (nhv > 1) qsort(hv, nhv, sizeof *hv, cmp_href);
         for (size_t i = 0; i < nhv && i < CG_GRAPH_TOP; i++) sum->heaviest_spans[sum->n_heaviest_spans++] = hv[i].c;
         free(hc);
         free(dc);

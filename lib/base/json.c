@@ -480,17 +480,53 @@ bool cg_jv_obj_remove(cg_jv *obj, const char *key) {
     return false;
 }
 
+/* key order for duplicate detection: bytes, then length, then document position */
+typedef struct dup_ref {
+    const cg_jmember *m;
+    size_t pos;
+} dup_ref;
+
+static int dup_ref_cmp(const void *x, const void *y) {
+    const dup_ref *a = x, *b = y;
+    size_t n = a->m->key_len < b->m->key_len ? a->m->key_len : b->m->key_len;
+    int c = memcmp(a->m->key, b->m->key, n);
+    if (c) return c;
+    if (a->m->key_len != b->m->key_len) return a->m->key_len < b->m->key_len ? -1 : 1;
+    return a->pos < b->pos ? -1 : a->pos > b->pos;
+}
+
+static bool same_key(const cg_jmember *a, const cg_jmember *b) {
+    return a->key_len == b->key_len && memcmp(a->key, b->key, a->key_len) == 0;
+}
+
+/* Returns the key whose second occurrence comes first in document order. Small
+ * objects are scanned pairwise; larger ones through a sorted index, so an
+ * object with many members costs O(n log n), not O(n^2). */
 const char *cg_jv_obj_dup_key(const cg_jv *obj) {
     if (!obj || obj->type != CG_JOBJ) return NULL;
     size_t n = obj->u.obj.n;
+    if (n <= 32) {
+        for (size_t i = 1; i < n; i++)
+            for (size_t j = 0; j < i; j++)
+                if (same_key(&obj->u.obj.m[i], &obj->u.obj.m[j])) return obj->u.obj.m[i].key;
+        return NULL;
+    }
+    dup_ref *v = malloc(n * sizeof *v);
+    if (!v) abort(); /* like the arena: out of memory is not recoverable here */
+    for (size_t i = 0; i < n; i++) v[i] = (dup_ref){&obj->u.obj.m[i], i};
+    qsort(v, n, sizeof *v, dup_ref_cmp);
+    const char *key = NULL;
+    size_t best = SIZE_MAX;
     for (size_t i = 1; i < n; i++) {
-        const cg_jmember *a = &obj->u.obj.m[i];
-        for (size_t j = 0; j < i; j++) {
-            const cg_jmember *b = &obj->u.obj.m[j];
-            if (a->key_len == b->key_len && memcmp(a->key, b->key, a->key_len) == 0) return a->key;
+        /* v[i] is a second occurrence when it equals v[i-1] but not v[i-2] */
+        if (!same_key(v[i].m, v[i - 1].m) || (i >= 2 && same_key(v[i].m, v[i - 2].m))) continue;
+        if (v[i].pos < best) {
+            best = v[i].pos;
+            key = v[i].m->key;
         }
     }
-    return NULL;
+    free(v);
+    return key;
 }
 
 bool cg_jv_is_u64(const cg_jv *v) { return v && v->type == CG_JINT && !v->u.i.neg; }

@@ -630,7 +630,7 @@ static int handle_line(rd *r, const char *p, size_t n) {
         return json_fail(r, "%s", jerr.msg);
     }
     if (o->type != CG_JOBJ) return json_fail(r, "invalid type: %s, expected a trace event object", type_name(o));
-    const char *dup = o->u.obj.n <= 64 ? cg_jv_obj_dup_key(o) : NULL;
+    const char *dup = cg_jv_obj_dup_key(o);
     if (dup) return json_fail(r, "duplicate field `%s`", dup);
     cg_jv *kind = cg_jv_get(o, "kind");
     if (!kind) return json_fail(r, "missing field `kind`");
