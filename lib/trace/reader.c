@@ -45,6 +45,11 @@ typedef struct rd {
     cg_strmap span_ix; /* span id -> index into t->spans (before sorting) */
     size_t cap_spans, cap_ops, cap_tensors, cap_stats, cap_memory, cap_dm, cap_di, cap_grad, cap_edges;
     bool have_meta, have_terminal, trace9;
+    /* §3: every line is deserialized before the rules of from_events run, so
+     * the first rule failure is held here and reported only if no later line
+     * fails to deserialize. */
+    bool rule_failed;
+    cg_error rule_err;
     const cg_trace_limits *lim;
 } rd;
 
@@ -62,20 +67,37 @@ static int json_fail(rd *r, const char *fmt, ...) {
     return -1;
 }
 
-static int rule_fail(rd *r, bool with_line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int rule_fail(rd *r, bool with_line, const char *fmt, ...) {
+static int rule_vset(rd *r, cg_error *err, bool with_line, const char *fmt, va_list ap) {
     char msg[2048];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    if (with_line) {
+        cg_err_set(err, CG_EPARSE, "invalid trace %s: line %zu: %s", r->path, r->line, msg);
+        if (err) err->line = (int)r->line;
+    } else {
+        cg_err_set(err, CG_EPARSE, "invalid trace %s: %s", r->path, msg);
+        if (err) err->line = 0;
+    }
+    return -1;
+}
+
+/* A rule failure inside the stream: held (first one wins) until the end of the
+ * document; parsing continues so later serde failures still take precedence. */
+static void rule_defer(rd *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void rule_defer(rd *r, const char *fmt, ...) {
+    if (r->rule_failed) return;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    rule_vset(r, &r->rule_err, true, fmt, ap);
     va_end(ap);
-    if (with_line) {
-        cg_err_set(r->err, CG_EPARSE, "invalid trace %s: line %zu: %s", r->path, r->line, msg);
-        if (r->err) r->err->line = (int)r->line;
-    } else {
-        cg_err_set(r->err, CG_EPARSE, "invalid trace %s: %s", r->path, msg);
-        if (r->err) r->err->line = 0;
-    }
+    r->rule_failed = true;
+}
+
+static int rule_fail(rd *r, bool with_line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int rule_fail(rd *r, bool with_line, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    rule_vset(r, r->err, with_line, fmt, ap);
+    va_end(ap);
     return -1;
 }
 
@@ -243,8 +265,15 @@ static int f_shape(rd *r, const cg_jv *o, const char *k, bool required, cg_shape
 
 /* ---- meta ---- */
 
+/* serde refuses a repeated field of a struct at any depth (maps such as tags excepted). */
+static int no_dup_field(rd *r, const cg_jv *o) {
+    const char *dup = o->u.obj.n <= 64 ? cg_jv_obj_dup_key(o) : NULL;
+    return dup ? json_fail(r, "duplicate field `%s`", dup) : 0;
+}
+
 static int parse_gradient_contract(rd *r, const cg_jv *v, cg_gradient_contract **out) {
     if (v->type != CG_JOBJ) return bad_type(r, "gradient_contract", v, "struct GradientContract");
+    if (no_dup_field(r, v)) return -1;
     cg_gradient_contract *g = cg_arena_zalloc(&r->t->arena, sizeof *g);
     if (f_str(r, v, "manifest_sha256", &g->manifest_sha256)) return -1;
     cg_jv *exp = cg_jv_get(v, "expected");
@@ -255,6 +284,7 @@ static int parse_gradient_contract(rd *r, const cg_jv *v, cg_gradient_contract *
     for (size_t i = 0; i < g->n_expected; i++) {
         const cg_jv *e = exp->u.arr.items[i];
         if (e->type != CG_JOBJ) return bad_type(r, "expected", e, "struct ExpectedGradient");
+        if (no_dup_field(r, e)) return -1;
         if (f_str(r, e, "root", &g->expected[i].root) || f_str(r, e, "key", &g->expected[i].key) ||
             f_str(r, e, "family", &g->expected[i].family))
             return -1;
@@ -267,6 +297,7 @@ static int parse_gradient_contract(rd *r, const cg_jv *v, cg_gradient_contract *
     for (size_t i = 0; i < g->n_families; i++) {
         const cg_jv *f = fam->u.arr.items[i];
         if (f->type != CG_JOBJ) return bad_type(r, "families", f, "struct GradientFamilyContract");
+        if (no_dup_field(r, f)) return -1;
         int x;
         if (f_str(r, f, "family", &g->families[i].family) ||
             f_enum(r, f, "expectation", cg_family_expectation_parse, "`active`, `inactive`, `data_conditional`", &x) ||
@@ -280,6 +311,7 @@ static int parse_gradient_contract(rd *r, const cg_jv *v, cg_gradient_contract *
 
 static int parse_contract(rd *r, const cg_jv *v, cg_capture_contract *c) {
     if (v->type != CG_JOBJ) return bad_type(r, "capture_contract", v, "struct CaptureContract");
+    if (no_dup_field(r, v)) return -1;
     int x;
     if (f_enum(r, v, "measurement_scope", cg_scope_parse, "`unknown`, `profiled_work`, `production_equivalent`", &x))
         return -1;
@@ -308,6 +340,7 @@ static int parse_contract(rd *r, const cg_jv *v, cg_capture_contract *c) {
 
 static int parse_identity(rd *r, const cg_jv *v, cg_comparison_identity **out) {
     if (v->type != CG_JOBJ) return bad_type(r, "comparison_identity", v, "struct ComparisonIdentity");
+    if (no_dup_field(r, v)) return -1;
     cg_comparison_identity *id = cg_arena_zalloc(&r->t->arena, sizeof *id);
     if (f_ostr(r, v, "implementation_id", &id->implementation_id) || f_str(r, v, "workload_id", &id->workload_id) ||
         f_str(r, v, "model_id", &id->model_id) || f_str(r, v, "config_id", &id->config_id) ||
@@ -328,8 +361,8 @@ static int parse_meta(rd *r, const cg_jv *o) {
     const char *schema;
     if (f_str(r, o, "schema", &schema)) return -1;
     if (strcmp(schema, CG_TRACE_SCHEMA) != 0 && strcmp(schema, CG_TRACE_SCHEMA_PREVIOUS) != 0)
-        return rule_fail(r, true, "unsupported trace schema %s; expected %s or %s", schema, CG_TRACE_SCHEMA,
-                         CG_TRACE_SCHEMA_PREVIOUS);
+        rule_defer(r, "unsupported trace schema %s; expected %s or %s", schema, CG_TRACE_SCHEMA,
+                   CG_TRACE_SCHEMA_PREVIOUS);
     t->schema = schema;
     r->trace9 = strcmp(schema, CG_TRACE_SCHEMA_PREVIOUS) == 0;
     int x;
@@ -406,8 +439,10 @@ static int parse_span_start(rd *r, const cg_jv *o) {
         s.step = (cg_step)x;
     }
     s.line = r->line;
-    if (!cg_strmap_put(&r->span_ix, s.id, t->n_spans, NULL))
-        return rule_fail(r, true, "duplicate span_start for span %s", s.id);
+    if (!cg_strmap_put(&r->span_ix, s.id, t->n_spans, NULL)) {
+        rule_defer(r, "duplicate span_start for span %s", s.id);
+        return 0;
+    }
     VEC_PUSH(t->spans, t->n_spans, r->cap_spans);
     t->spans[t->n_spans - 1] = s;
     return 0;
@@ -418,9 +453,15 @@ static int parse_span_end(rd *r, const cg_jv *o) {
     uint64_t dur;
     if (f_str(r, o, "id", &id) || f_u64_def(r, o, "duration_ns", &dur)) return -1;
     size_t *ix = cg_strmap_get(&r->span_ix, id);
-    if (!ix) return rule_fail(r, true, "span_end for unknown span %s", id);
+    if (!ix) {
+        rule_defer(r, "span_end for unknown span %s", id);
+        return 0;
+    }
     cg_span *s = &r->t->spans[*ix];
-    if (s->closed) return rule_fail(r, true, "duplicate span_end for span %s", id);
+    if (s->closed) {
+        rule_defer(r, "duplicate span_end for span %s", id);
+        return 0;
+    }
     s->closed = true;
     s->duration_ns = dur;
     return 0;
@@ -497,7 +538,10 @@ static int parse_tensor_stats(rd *r, const cg_jv *o) {
     else if (!(s.abs_max >= 0) || s.abs_max > 1.7976931348623157e308) why = "abs_max must be finite and non-negative";
     else if (s.mean != s.mean || s.mean > 1.7976931348623157e308 || s.mean < -1.7976931348623157e308)
         why = "mean must be finite";
-    if (why) return rule_fail(r, true, "invalid tensor_stats event at index %zu: %s", r->index, why);
+    if (why) {
+        rule_defer(r, "invalid tensor_stats event at index %zu: %s", r->index, why);
+        return 0;
+    }
     VEC_PUSH(t->tensor_stats, t->n_tensor_stats, r->cap_stats);
     t->tensor_stats[t->n_tensor_stats - 1] = s;
     return 0;
@@ -620,6 +664,10 @@ static int handle_line(rd *r, const char *p, size_t n) {
     cg_error jerr;
     cg_err_clear(&jerr);
     cg_arena_reset(&r->la);
+    /* Rust's str::trim is Unicode-aware: a line of U+00A0, U+3000, … is blank too */
+    if ((unsigned char)p[k] >= 0x80 && !memchr(p + k, '\0', n - k) &&
+        cg_str_blank(cg_arena_strndup(&r->la, p + k, n - k)))
+        return 0;
     cg_jv *o = cg_json_parse(&r->la, p, n, &r->lim->json, &jerr);
     if (!o) {
         if (jerr.code == CG_ELIMIT) {
@@ -654,12 +702,12 @@ static int handle_line(rd *r, const char *p, size_t n) {
                          "`tensor_stats`, `memory`, `device_memory`, `device_interval`, `gradient`, `edge`, `terminal`",
                          ks);
     /* ordering rules */
-    if (r->have_terminal) return rule_fail(r, true, "terminal event must be the final trace record");
+    if (r->have_terminal) rule_defer(r, "terminal event must be the final trace record");
     if (ki == 0) {
-        if (r->have_meta) return rule_fail(r, true, "duplicate meta event");
-        if (r->index != 0) return rule_fail(r, true, "meta event must be the first non-empty trace record");
+        if (r->have_meta) rule_defer(r, "duplicate meta event");
+        else if (r->index != 0) rule_defer(r, "meta event must be the first non-empty trace record");
     } else if (!r->have_meta) {
-        return rule_fail(r, true, "meta event must be the first non-empty trace record");
+        rule_defer(r, "meta event must be the first non-empty trace record");
     }
     int rc = 0;
     switch (ki) {
@@ -669,7 +717,7 @@ static int handle_line(rd *r, const char *p, size_t n) {
     case 3: rc = parse_op(r, o); break;
     case 4: rc = parse_tensor(r, o); break;
     case 5:
-        if (r->trace9) return rule_fail(r, true, "trace/9 does not define tensor_stats events");
+        if (r->trace9) rule_defer(r, "trace/9 does not define tensor_stats events");
         rc = parse_tensor_stats(r, o);
         break;
     case 6: rc = parse_memory(r, o); break;
@@ -689,6 +737,10 @@ static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UI
 
 static int finish_doc(rd *r) {
     cg_trace *t = r->t;
+    if (r->rule_failed) {
+        if (r->err) *r->err = r->rule_err;
+        return -1;
+    }
     if (!r->have_meta) return rule_fail(r, false, "missing a meta event with run metadata");
     if (!r->have_terminal) return rule_fail(r, false, "missing a terminal event");
     const cg_terminal *tm = &t->terminal;
