@@ -321,13 +321,19 @@ static void flush_into_session(void) {
     pthread_rwlock_unlock(&g.attach_lock);
 }
 
+/* One stderr line whenever the dropped count grew since the last report. */
 static void report_dropped(void) {
+    static atomic_uint_fast64_t reported;
     uint64_t d = dropped_total();
-    if (d > 0)
-        note("%" PRIu64 " activity records dropped (cupti %" PRIu64 ", buffers %" PRIu64
-             ", queue %" PRIu64 ", invalid %" PRIu64 "): the device timing is incomplete",
-             d, (uint64_t)atomic_load(&g.dropped_cupti), (uint64_t)atomic_load(&g.dropped_buffers),
-             (uint64_t)atomic_load(&g.dropped_queue), (uint64_t)atomic_load(&g.invalid_records));
+    uint64_t prev = atomic_exchange(&reported, d);
+    if (d > prev)
+        fprintf(stderr,
+                "candle-graph-cupti: %" PRIu64 " activity records dropped (cupti %" PRIu64
+                ", buffers %" PRIu64 ", queue %" PRIu64 ", invalid %" PRIu64
+                "): the device timing is incomplete\n",
+                d, (uint64_t)atomic_load(&g.dropped_cupti),
+                (uint64_t)atomic_load(&g.dropped_buffers), (uint64_t)atomic_load(&g.dropped_queue),
+                (uint64_t)atomic_load(&g.invalid_records));
 }
 
 /* Detaches `s` if it is the attached session; returns whether it was. */
