@@ -44,7 +44,15 @@ static void resolve_path(const char *path, char *out, size_t outsz) {
         char rp[PATH_MAX];
         if (realpath(cur, rp)) {
             char full[PATH_MAX + 8];
-            snprintf(full, sizeof full, "%s%s%s", rp, rest[0] ? "/" : "", rest);
+            size_t rl = strlen(rp), sl = strlen(rest);
+            if (rl + 1 + sl >= PATH_MAX) break; /* too long to resolve: fall back to the literal path */
+            memcpy(full, rp, rl);
+            if (sl) {
+                full[rl] = '/';
+                memcpy(full + rl + 1, rest, sl + 1);
+            } else {
+                full[rl] = '\0';
+            }
             normalize(full);
             snprintf(out, outsz, "%s", full);
             return;
@@ -143,6 +151,8 @@ int cli_load_evidence(cg_arena *a, const char *path, const char *nsight_dir, cli
                               "%s holds evidence.json or nsight/ but no bundle.json; refusing to discard unverified GPU "
                               "evidence and rebuild as trace-only",
                               dir);
+        if (S_ISDIR(st.st_mode) && !has_file(path, "trace.jsonl"))
+            return cg_err_set(err, CG_EINVAL, "input directory %s holds no trace.jsonl", path);
         if (S_ISDIR(st.st_mode)) snprintf(l->trace_path, sizeof l->trace_path, "%.4000s/trace.jsonl", path);
         else snprintf(l->trace_path, sizeof l->trace_path, "%.4000s", path);
         l->trace = cg_trace_read_file(l->trace_path, NULL, err);

@@ -320,14 +320,16 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
     /* duplicate node ids */
     int rc = 0;
     {
-        const char **ids = xmalloc((g->n_nodes ? g->n_nodes : 1) * sizeof *ids);
-        for (size_t i = 0; i < g->n_nodes; i++) ids[i] = nodes[i].id;
-        qsort(ids, g->n_nodes, sizeof *ids, cmp_strp);
-        for (size_t i = 1; i < g->n_nodes; i++)
-            if (strcmp(ids[i - 1], ids[i]) == 0) {
+        sref *ids = xmalloc((g->n_nodes ? g->n_nodes : 1) * sizeof *ids);
+        for (size_t i = 0; i < g->n_nodes; i++) ids[i] = (sref){nodes[i].id, i};
+        qsort(ids, g->n_nodes, sizeof *ids, cmp_sref);
+        size_t *by_id = cg_arena_alloc(a, (g->n_nodes ? g->n_nodes : 1) * sizeof *by_id);
+        for (size_t i = 0; i < g->n_nodes; i++) {
+            by_id[i] = ids[i].idx;
+            if (i > 0 && strcmp(ids[i - 1].s, ids[i].s) == 0 && !rc)
                 rc = cg_err_set(err, CG_EINVAL, "duplicate graph node ID");
-                break;
-            }
+        }
+        g->node_by_id = by_id;
         free(ids);
     }
 
@@ -511,7 +513,7 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
         }
         qsort(hc, nh, sizeof *hc, cmp_host_cost);
         for (size_t i = 0; i < nh && i < CG_GRAPH_TOP; i++) sum->slowest_host_spans[sum->n_slowest_host_spans++] = hc[i];
-        qsort(dc, nd, sizeof *dc, cmp_dref);
+        if (nd) qsort(dc, nd, sizeof *dc, cmp_dref);
         for (size_t i = 0; i < nd && i < CG_GRAPH_TOP; i++)
             sum->slowest_device_spans[sum->n_slowest_device_spans++] = dc[i].c;
         qsort(hv, nhv, sizeof *hv, cmp_href);
@@ -560,8 +562,16 @@ const cg_device_span_cost *cg_graph_first_slowest_device(const cg_graph *g) {
 }
 
 const cg_graph_node *cg_graph_find_node(const cg_graph *g, const char *id) {
-    for (size_t i = 0; g && i < g->n_nodes; i++)
-        if (!strcmp(g->nodes[i].id, id)) return &g->nodes[i];
+    size_t lo = 0, hi = g ? g->n_nodes : 0;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(g->nodes[g->node_by_id[mid]].id, id);
+        if (c == 0) return &g->nodes[g->node_by_id[mid]];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
     return NULL;
 }
 

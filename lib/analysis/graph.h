@@ -10,6 +10,7 @@
  *   "cannot build a graph from a failed capture"           (capture not complete)
  *   "trace is structurally invalid: <error messages joined by '; '>"
  *   "duplicate graph node ID"                              (two nodes share an id)
+ * Thread safety: reentrant (no global state); distinct arenas may be used concurrently.
  * Limits: O(n log n) in the number of records (O(n log^2 n) for the per-span
  * memory metrics); memory proportional to the input; no recursion over the
  * span tree (deep nesting is safe). */
@@ -111,6 +112,7 @@ typedef struct cg_graph {
      * then tensors (sorted by tensor id) */
     cg_graph_node *nodes; size_t n_nodes;
     size_t n_span_nodes, n_op_nodes, n_tensor_nodes;
+    const size_t *node_by_id; /* node indices sorted by id (unique ids) */
     cg_graph_edge *edges; size_t n_edges; /* deduplicated, sorted by (from, to, kind) */
     cg_graph_summary summary;
     const cg_timing_profile *timing;
@@ -127,7 +129,7 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
 bool cg_graph_outer_wall_time(const cg_graph *g, uint64_t *ns);                /* false: no measured span */
 const cg_host_span_cost *cg_graph_first_slowest_host(const cg_graph *g);     /* NULL when none */
 const cg_device_span_cost *cg_graph_first_slowest_device(const cg_graph *g); /* NULL when none */
-const cg_graph_node *cg_graph_find_node(const cg_graph *g, const char *id);  /* O(n) */
+const cg_graph_node *cg_graph_find_node(const cg_graph *g, const char *id);  /* O(log n); NULL if absent */
 
 /* JSON. ExecutionGraph: {schema, spans, edges, tensors, gradients, summary}. */
 cg_jv *cg_graph_to_json(cg_arena *a, const cg_graph *g);

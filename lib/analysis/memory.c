@@ -61,13 +61,17 @@ static int cmp_alias(const void *pa, const void *pb) {
     return a->pos < b->pos ? -1 : a->pos > b->pos;
 }
 
-static const wlife *g_sort_lives; /* qsort has no context argument; single-threaded use only */
+typedef struct lorder { /* sort key of a lifetime: (start, device, storage_id, opening order) */
+    uint64_t start;
+    const char *device, *storage_id;
+    size_t open_pos, life;
+} lorder;
+
 static int cmp_life_order(const void *pa, const void *pb) {
-    const wlife *a = &g_sort_lives[*(const size_t *)pa], *b = &g_sort_lives[*(const size_t *)pb];
-    if (a->l.start_timestamp_ns != b->l.start_timestamp_ns)
-        return a->l.start_timestamp_ns < b->l.start_timestamp_ns ? -1 : 1;
-    int c = strcmp(a->l.device, b->l.device);
-    if (!c) c = strcmp(a->l.storage_id, b->l.storage_id);
+    const lorder *a = pa, *b = pb;
+    if (a->start != b->start) return a->start < b->start ? -1 : 1;
+    int c = strcmp(a->device, b->device);
+    if (!c) c = strcmp(a->storage_id, b->storage_id);
     if (c) return c;
     return a->open_pos < b->open_pos ? -1 : a->open_pos > b->open_pos;
 }
@@ -229,11 +233,14 @@ static cg_logical_memory *logical_analyze(const cg_trace *t, cg_arena *a) {
             alias_ids(a, al, al_first[l], al_first[l + 1], NONE, &lives[l].l.n_tensor_ids);
 
     /* order (start, device, storage_id) */
+    lorder *lo = xmalloc((n_lives ? n_lives : 1) * sizeof *lo);
+    for (size_t l = 0; l < n_lives; l++)
+        lo[l] = (lorder){lives[l].l.start_timestamp_ns, lives[l].l.device, lives[l].l.storage_id,
+                         lives[l].open_pos, l};
+    qsort(lo, n_lives, sizeof *lo, cmp_life_order);
     size_t *order = xmalloc((n_lives ? n_lives : 1) * sizeof *order);
-    for (size_t l = 0; l < n_lives; l++) order[l] = l;
-    g_sort_lives = lives;
-    qsort(order, n_lives, sizeof *order, cmp_life_order);
-    g_sort_lives = NULL;
+    for (size_t l = 0; l < n_lives; l++) order[l] = lo[l].life;
+    free(lo);
     lm->lifetimes = cg_arena_alloc(a, (n_lives ? n_lives : 1) * sizeof *lm->lifetimes);
     lm->n_lifetimes = n_lives;
     size_t n_peak = 0;
@@ -409,6 +416,7 @@ static uint64_t st_max(const segtree *s, size_t node, size_t l, size_t r, size_t
 
 typedef struct slife {
     size_t span;          /* owning span index */
+    size_t tin;           /* preorder position of that span */
     size_t c0, c1;        /* covered cells [c0, c1) */
     uint64_t bytes;
 } slife;
@@ -430,11 +438,9 @@ static int cmp_u64(const void *pa, const void *pb) {
     return a < b ? -1 : a > b;
 }
 
-static const size_t *g_tin;
 static int cmp_slife_tin(const void *pa, const void *pb) {
     const slife *a = pa, *b = pb;
-    size_t ta = g_tin[a->span], tb = g_tin[b->span];
-    return ta < tb ? -1 : ta > tb;
+    return a->tin < b->tin ? -1 : a->tin > b->tin;
 }
 
 static void apply_range(segtree *st, const slife *ls, size_t from, size_t to, bool add) {
@@ -501,6 +507,7 @@ cg_span_memory *cg_memory_span_metrics(const cg_trace *t, const cg_memory_profil
         out[s].allocated_bytes = sat_add(out[s].allocated_bytes, l->bytes);
         if (tin[s] == NONE) continue;
         ls[nls].span = s;
+        ls[nls].tin = tin[s];
         ls[nls].bytes = l->bytes;
         ls[nls].c0 = k; /* temporarily: lifetime index */
         nls++;
@@ -516,13 +523,11 @@ cg_span_memory *cg_memory_span_metrics(const cg_trace *t, const cg_memory_profil
         ls[k].c0 = upper_cell(xs, m, l->start_timestamp_ns) - 1;
         ls[k].c1 = l->has_end ? upper_cell(xs, m, l->end_timestamp_ns) - 1 : m;
     }
-    g_tin = tin;
     qsort(ls, nls, sizeof *ls, cmp_slife_tin);
-    g_tin = NULL;
     /* pref[i] = first lifetime whose span has tin >= i */
     size_t *pref = xmalloc((reached + 1) * sizeof *pref);
     for (size_t i = 0, k = 0; i <= reached; i++) {
-        while (k < nls && tin[ls[k].span] < i) k++;
+        while (k < nls && ls[k].tin < i) k++;
         pref[i] = k;
     }
     /* heavy child by subtree lifetime count */

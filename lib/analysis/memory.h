@@ -9,6 +9,7 @@
  * point into the trace, which must outlive the profile. Scratch memory is
  * malloc'd and freed before returning.
  * Errors: none (allocation failure aborts).
+ * Thread safety: reentrant (no global state); distinct arenas may be used concurrently.
  * Limits: O(n log n) in the number of events; memory proportional to the input
  * (the timeline stores per-device changes, not full per-point device maps).
  * Byte sums saturate at UINT64_MAX except the running live sums, which are exact

@@ -5,6 +5,7 @@
  * points to in the caller's arena (strings point into the trace, which must
  * outlive the profile). Nothing to free separately.
  * Errors: none; the functions never fail (allocation failure aborts, like the arena).
+ * Thread safety: reentrant (no global state); distinct arenas may be used concurrently.
  * Limits: O(n log n) in the number of device intervals; memory proportional to it.
  * Device time is never mixed with host time: busy_ns are lengths on each
  * interval's own clock_id. */

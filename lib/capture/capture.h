@@ -71,8 +71,10 @@ cg_profile_run *cg_profile_run_inference(const char *entrypoint, uint64_t captur
                                          const char *device);
 void cg_profile_run_free(cg_profile_run *r);
 
-/* Builders. Each copies its arguments and returns 0, or -1 when an argument is
- * NULL (the run is then unchanged). */
+/* Builders. Each copies its arguments and returns 0, or -1 when an argument —
+ * or a string the copied struct requires (list items, gradient contract
+ * fields, the seven required identity strings) — is NULL; the run is then
+ * unchanged. Content is validated by cg_session_open, not here. */
 /* Sets tag key=value (descriptive only); an existing key is replaced. Tags are
  * written sorted by key. */
 int cg_profile_run_tag(cg_profile_run *r, const char *key, const char *value);
@@ -120,7 +122,7 @@ typedef struct cg_session cg_session;
  * a span. */
 typedef uint64_t cg_span_id;
 #define CG_SPAN_ROOT ((cg_span_id)1)
-/* Wire id "s{n}" of a span into out (NUL-terminated, at most 21 bytes). */
+/* Wire id "s{n}" of a span into out (NUL-terminated; at most 22 bytes with the NUL). */
 void cg_span_wire_id(cg_span_id id, char out[24]);
 
 /* Evidence records (upstream OpRecord, TensorRecord, MemoryRecord,
@@ -231,7 +233,11 @@ cg_span_id cg_session_current_span(cg_session *s);
 /* Host duration recorded for a closed span; -1 while it is open or unknown. */
 int cg_session_span_duration_ns(cg_session *s, cg_span_id id, uint64_t *out, cg_error *err);
 
-/* Evidence. `span` must be a span of this session (open or closed). */
+/* Evidence. `span` must be a span of this session (open or closed).
+ * An op must end (timestamp + duration) no later than now and lie within its
+ * span: start ≥ the span's start and, for a closed span, end ≤ the span's end.
+ * Memory and device-memory timestamps must not be later than now. These rules
+ * keep the terminal after all host evidence and ops inside their spans. */
 int cg_session_record_op(cg_session *s, cg_span_id span, const cg_op_record *op, cg_error *err);
 int cg_session_record_tensor(cg_session *s, cg_span_id span, const cg_tensor_record *t,
                              cg_error *err);

@@ -33,7 +33,7 @@
       { key: 'host_self_time_ns', label: 'Host self', num: true, cell: function (r) { return U.nsCell(r.host_self_time_ns); } },
       { key: 'host_total_time_ns', label: 'Host total', num: true, cell: function (r) { return U.nsCell(r.host_total_time_ns); } },
       { key: 'host_self_ratio', label: 'Self %', num: true, cell: function (r) {
-        return h('span', { class: 'cg-ratio' }, h('span', { class: 'cg-ratio-bar', style: 'width:' + Math.round(Math.min(1, Math.max(0, r.host_self_ratio || 0)) * 100) + '%' }), U.fmtPct(r.host_self_ratio));
+        return h('span', { class: 'cg-ratio' }, h('span', { class: 'cg-ratio-track' }, h('span', { class: 'cg-ratio-bar', style: 'width:' + Math.round(Math.min(1, Math.max(0, r.host_self_ratio || 0)) * 100) + '%' })), U.fmtPct(r.host_self_ratio));
       } }
     ];
     clocks.forEach(function (c) {

@@ -212,12 +212,12 @@
       U.card('Gaps', U.fmtInt((ev.gaps || []).length), 'warnings and incomplete capabilities'));
     panel.appendChild(h('div', { class: 'cg-evidence' },
       banner, cards,
+      provenanceSection(ev.provenance),
+      healthSection(ev.health),
       capabilitySection(ev.capabilities),
       findingsSection(ev.findings),
       gapsSection(ev.gaps),
-      healthSection(ev.health),
       factsSection(ev.facts),
-      provenanceSection(ev.provenance),
       tensorsSection(ev.tensors),
       gradientsSection(Array.isArray(ev.gradients) ? ev.gradients : payload.gradients)));
   }

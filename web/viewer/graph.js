@@ -9,7 +9,7 @@
 
   var KIND_STROKE = { root: '#1e293b', 'function': '#334155', module: '#6d28d9', op: '#0369a1', tensor: '#047857', other: '#64748b' };
   /* Light-to-warm heat ramp; every stop keeps dark text readable (contrast >= 4.5). */
-  var HEAT = ['#f1f5f9', '#fef3c7', '#fde68a', '#fdba74', '#fb923c', '#f87171'];
+  var HEAT = ['#f1f5f9', '#fef9c3', '#fde68a', '#fdba74', '#fca5a5'];
 
   function heatColor(t) {
     if (!U.isNum(t) || t <= 0) return HEAT[0];
@@ -26,15 +26,17 @@
   }
 
   function nodeSize(n) {
-    var label = n.short_label || U.shortLabel(n.label) || n.id;
+    var label = n.display || n.short_label || U.shortLabel(n.label) || n.id;
     var chars = Math.min(Math.max(String(label).length, 8), 34);
-    return { w: Math.round(chars * 7.2 + 28), h: n.kind === 'tensor' ? 34 : 44 };
+    var w = Math.round(chars * 7.2 + 28);
+    if (n.kind !== 'tensor') w = Math.max(w, 160); /* room for the "time · self %" line */
+    return { w: w, h: n.kind === 'tensor' ? 34 : 44 };
   }
 
   function layout(nodes, edges, opts) {
     opts = opts || {};
     var g = new window.dagre.graphlib.Graph({ multigraph: true });
-    g.setGraph({ rankdir: opts.rankdir || 'TB', nodesep: 22, ranksep: 46, edgesep: 12, marginx: 20, marginy: 20 });
+    g.setGraph({ rankdir: opts.rankdir || 'TB', nodesep: 18, ranksep: 40, edgesep: 10, marginx: 20, marginy: 20 });
     g.setDefaultEdgeLabel(function () { return {}; });
     var byId = new Map();
     nodes.forEach(function (n) {
@@ -72,8 +74,8 @@
     return d;
   }
 
-  function truncate(text, w) {
-    var max = Math.max(4, Math.floor((w - 16) / 7.2));
+  function truncate(text, w, px) {
+    var max = Math.max(4, Math.floor((w - 12) / (px || 7.2)));
     text = String(text);
     return text.length > max ? text.slice(0, max - 1) + '\u2026' : text;
   }
@@ -110,12 +112,12 @@
       var g = s('g', { transform: 'translate(' + (ln.x - ln.w / 2).toFixed(1) + ',' + (ln.y - ln.h / 2).toFixed(1) + ')', 'data-node': id, 'class': 'cg-node', tabindex: '-1' });
       g.appendChild(s('rect', { width: ln.w, height: ln.h, rx: n.kind === 'tensor' ? ln.h / 2 : 6, fill: fill,
         stroke: KIND_STROKE[n.kind] || KIND_STROKE.other, 'stroke-width': n.kind === 'op' || n.kind === 'tensor' ? 1.2 : 1.8, 'class': 'cg-node-box' }));
-      var label = n.short_label || U.shortLabel(n.label) || id;
+      var label = n.display || n.short_label || U.shortLabel(n.label) || id;
       var sub = opts && opts.sub ? opts.sub(n) : '';
       g.appendChild(s('text', { x: ln.w / 2, y: sub ? 18 : ln.h / 2 + 4, 'text-anchor': 'middle', 'font-size': 12, 'font-weight': n.kind === 'op' || n.kind === 'tensor' ? 400 : 600,
         fill: '#0f172a', 'font-family': 'system-ui, -apple-system, Segoe UI, Roboto, sans-serif', text: truncate(label, ln.w) }));
       if (sub) g.appendChild(s('text', { x: ln.w / 2, y: 34, 'text-anchor': 'middle', 'font-size': 10.5, fill: '#334155',
-        'font-family': 'system-ui, -apple-system, Segoe UI, Roboto, sans-serif', text: truncate(sub, ln.w) }));
+        'font-family': 'system-ui, -apple-system, Segoe UI, Roboto, sans-serif', text: truncate(sub, ln.w, 6) }));
       g.appendChild(s('title', { text: (n.label || id) + ' [' + n.kind + ']' }));
       ng.appendChild(g);
     });

@@ -82,7 +82,7 @@
       return h('div', { class: 'cg-bar-row', role: 'listitem' },
         h('span', { class: 'cg-bar-label' }, k),
         h('span', { class: 'cg-bar-track' }, h('span', { class: 'cg-bar-fill', style: 'width:' + (100 * v / catTotal).toFixed(1) + '%;background:' + (CAT_COLORS[k] || '#64748b') })),
-        h('span', { class: 'cg-bar-value', title: U.fmtInt(v) + ' bytes' }, U.fmtBytes(v) + ' \u00b7 ' + U.fmtInt(v) + ' B'));
+        h('span', { class: 'cg-bar-value', title: U.fmtInt(v) + ' bytes' }, Math.abs(v) < 1024 ? U.fmtBytes(v) : U.fmtBytes(v) + ' \u00b7 ' + U.fmtInt(v) + ' B'));
     }));
 
     var last = timeline.slice(-TIMELINE_ROWS);

@@ -35,6 +35,13 @@
     }
     var byId = new Map();
     nodes.forEach(function (n) { byId.set(n.id, n); });
+    /* display names: relative to the parent span (drawn nodes get a shallow copy with .display) */
+    var display = new Map();
+    nodes.forEach(function (n) {
+      var p = n.parent_id ? byId.get(n.parent_id) : null;
+      display.set(n.id, n.kind === 'op' || n.kind === 'tensor' ? (n.short_label || n.label || n.id) : U.displayName(n.label || n.id, p && p.label));
+    });
+    var drawNodes = nodes.map(function (n) { return Object.assign({}, n, { display: display.get(n.id) }); });
     var maxPeak = 0;
     nodes.forEach(function (n) { if (U.isNum(n.peak_live_bytes) && n.peak_live_bytes > maxPeak) maxPeak = n.peak_live_bytes; });
 
@@ -79,13 +86,13 @@
     /* ---- span tree ---- */
     var treeButtons = new Map();
     function treeList(items, depth) {
-      var ul = h('ul', { role: depth === 0 ? 'tree' : 'group', class: 'cg-tree' });
+      var ul = h('ul', { class: 'cg-tree' });
       items.forEach(function (t) {
         var n = byId.get(t.id) || t;
-        var b = h('button', { type: 'button', class: 'cg-tree-item', role: 'treeitem', 'data-id': t.id,
+        var b = h('button', { type: 'button', class: 'cg-tree-item', 'data-id': t.id,
           style: 'padding-left:' + (6 + depth * 14) + 'px', onclick: function () { select(t.id, true); } },
           h('span', { class: 'cg-tree-dot', style: 'background:' + CG.graph.heatColor(n.host_self_ratio) }),
-          h('span', { class: 'cg-tree-label' }, t.short_label || U.shortLabel(t.label || t.name || t.id)),
+          h('span', { class: 'cg-tree-label' }, display.get(t.id) || U.displayName(t.label || t.id, null)),
           h('span', { class: 'cg-tree-time' }, U.fmtNs(n.host_total_time_ns)));
         b.title = (t.label || t.id) + ' (' + t.id + ')';
         treeButtons.set(t.id, b);
@@ -99,13 +106,13 @@
 
     /* ---- layout ---- */
     function visibleNodes() {
-      var vis = nodes.filter(function (n) {
+      var vis = drawNodes.filter(function (n) {
         if (n.kind === 'op') return st.showOps;
         if (n.kind === 'tensor') return st.showTensors;
         return true;
       });
       if (vis.length > MAX_NODES_DRAWN) {
-        vis = nodes.filter(function (n) { return n.kind !== 'op' && n.kind !== 'tensor'; }).slice(0, MAX_NODES_DRAWN);
+        vis = drawNodes.filter(function (n) { return n.kind !== 'op' && n.kind !== 'tensor'; }).slice(0, MAX_NODES_DRAWN);
         notice.hidden = false;
         notice.textContent = 'Large graph: showing ' + U.fmtInt(vis.length) + ' span nodes of ' + U.fmtInt(nodes.length) + ' (ops and tensors hidden).';
       } else if (!st.showTensors && nodes.length > MAX_NODES_FULL) {
@@ -175,6 +182,19 @@
       applyTransform();
     }
     function reset() { st.scale = 1; st.tx = 0; st.ty = 0; applyTransform(); }
+    /* First view: fit when that stays readable, else fit the width and start at the top. */
+    function initialView() {
+      var sz = paneSize(), L = st.layout;
+      if (!L || !L.width) return;
+      var fitScale = Math.min(sz.w / L.width, sz.h / L.height) * 0.96;
+      if (fitScale >= 0.75) { fit(); return; }
+      st.scale = Math.max(fitScale, Math.min(1, sz.w / L.width * 0.96), 0.3);
+      var rootNode = null;
+      L.nodes.forEach(function (ln) { if (!rootNode || ln.y < rootNode.y) rootNode = ln; });
+      st.tx = L.width * st.scale <= sz.w ? (sz.w - L.width * st.scale) / 2 : sz.w / 2 - rootNode.x * st.scale;
+      st.ty = 4;
+      applyTransform();
+    }
     function centerOn(id) {
       var ln = st.layout && st.layout.nodes.get(id);
       if (!ln) return;
@@ -256,7 +276,7 @@
       });
       treeButtons.forEach(function (b, id) {
         b.classList.toggle('cg-selected', id === st.selected);
-        b.setAttribute('aria-selected', id === st.selected ? 'true' : 'false');
+        if (id === st.selected) b.setAttribute('aria-current', 'true'); else b.removeAttribute('aria-current');
       });
     }
     function select(id, center) {
@@ -323,7 +343,7 @@
 
     renderInspector(null);
     relayout();
-    panel.cgOnShow = function () { if (!panel.cgFitted) { panel.cgFitted = true; fit(); } };
+    panel.cgOnShow = function () { if (!panel.cgFitted) { panel.cgFitted = true; initialView(); } };
     panel.cgApi = { select: select, search: function (q) { search.value = q; st.query = q; return applySearch(); }, exportSvgString: exportSvgString, fit: fit };
   }
 

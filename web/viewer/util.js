@@ -231,6 +231,19 @@
     setTimeout(function () { URL.revokeObjectURL(a.href); a.remove(); }, 0);
   }
 
+  /* Display name of a node under its parent: the label without the parent's label prefix
+   * ("a/b/forward" under "a/b" -> "forward"); otherwise the last two "::" segments
+   * ("toy::model::Linear::forward" -> "Linear::forward"). The full label stays in tooltips. */
+  function displayName(label, parentLabel) {
+    var s = String(label || '');
+    var p = parentLabel ? String(parentLabel) : '';
+    if (p && s.length > p.length + 1 && s.slice(0, p.length) === p && (s[p.length] === '/' || s[p.length] === ':')) {
+      return s.slice(p.length).replace(/^[/:]+/, '');
+    }
+    var parts = s.split('::');
+    return parts.length > 2 ? parts.slice(-2).join('::') : s;
+  }
+
   function shortLabel(label) {
     var s = String(label || '');
     var i = s.lastIndexOf('::');
@@ -241,7 +254,7 @@
     h: h, s: s, append: append, isNum: isNum, present: present,
     fmtInt: fmtInt, fmtNum: fmtNum, fmtNs: fmtNs, fmtBytes: fmtBytes, fmtPct: fmtPct,
     nsCell: nsCell, bytesCell: bytesCell, badge: badge, section: section, empty: empty, kv: kv,
-    plain: plain, card: card, table: table, download: download, shortLabel: shortLabel
+    plain: plain, card: card, table: table, download: download, shortLabel: shortLabel, displayName: displayName
   };
   CG.views = CG.views || {};
 })(window.CG = window.CG || {});
