@@ -14,6 +14,7 @@
  *   CG_CUPTI_NVTX=1, CG_CUPTI_MEASURE, NVTX_INJECTION64_PATH (libcupti).
  * The collector is found through CG_CUPTI_COLLECTOR, else beside the
  * executable (cupti/, ../lib/, ../lib/candle-graph/). */
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -25,6 +26,7 @@
 
 #include "base/fs.h"
 #include "base/json.h"
+#include "base/sha256.h"
 #include "bundle/publish.h"
 #include "bundle/signature.h"
 #include "capture/capture.h"
@@ -44,9 +46,13 @@ const char cg_cmd_capture_help[] =
     "  --bundle DIR       bundle destination (must not exist)\n"
     "  --nvtx-spans       uninstrumented program: NVTX push/pop ranges become spans\n"
     "  --measure LABEL    with --nvtx-spans: the NVTX range that is the measured region\n"
-    "  --nsys             not available in this build (see docs/agent.md)\n"
+    "  --nsys             record with Nsight Systems instead of the CUPTI collector (one CUPTI\n"
+    "                     client per process): nsys profile, the five nsys stats CSV reports and\n"
+    "                     capture-manifest.json go to the bundle's nsight/ (nsys from $CG_NSYS or PATH)\n"
     "  --sign KEY         sign the bundle with this Ed25519 private key (<DIR>.sig.json)\n"
     "  --spool DIR        copy the finished bundle (and signature) into this daemon spool\n"
+    "The program's environment: CG_CAPTURE_TRACE (where an instrumented program writes its\n"
+    "trace), CG_CAPTURE_ENTRYPOINT, CG_CAPTURE_STEP, CG_CAPTURE_PHASE.\n"
     "Prints {bundle, outcome, exit_status, collector, health, gaps, signature, spool_entry}. "
     "A run that fails is still published, as a failed capture.\n";
 
@@ -54,6 +60,7 @@ typedef struct {
     const char *entrypoint, *bundle, *measure, *sign_key, *spool;
     uint64_t step;
     bool infer, nvtx;
+    char *nsys; /* resolved nsys path with --nsys, else NULL */
     char **cmd;
 } capture_opts;
 
@@ -99,17 +106,266 @@ static const char *find_libcupti(void) {
     return NULL;
 }
 
-/* Runs the program; returns its wait status, or -1 when it could not start. */
-static int run_program(const capture_opts *o, const char *collector, const char *trace,
-                       const char *status) {
+/* nsys: $CG_NSYS, else the first executable "nsys" on PATH (malloc'd). */
+static char *find_nsys(void) {
+    const char *env = getenv("CG_NSYS");
+    if (env && *env) return access(env, X_OK) == 0 ? strdup(env) : NULL;
+    const char *path = getenv("PATH");
+    if (!path) return NULL;
+    while (*path) {
+        size_t n = strcspn(path, ":");
+        char dir[4096];
+        if (n > 0 && n < sizeof dir) {
+            memcpy(dir, path, n);
+            dir[n] = '\0';
+            char *p = cg_path_join(dir, "nsys");
+            if (p && access(p, X_OK) == 0) return p;
+            free(p);
+        }
+        path += n;
+        if (*path == ':') path++;
+    }
+    return NULL;
+}
+
+/* Runs argv with stdout+stderr appended to log_path; returns the wait status
+ * (-1 when it could not start). */
+static int run_logged(char *const *argv, const char *log_path) {
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) return -1;
     if (pid == 0) {
+        FILE *f = log_path ? freopen(log_path, "a", stdout) : NULL;
+        if (f) dup2(fileno(stdout), 2);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) return -1;
+    return st;
+}
+
+static const char *const nsys_reports[] = {"cuda_gpu_kern_sum", "cuda_api_sum",
+                                           "cuda_gpu_mem_time_sum", "nvtx_gpu_proj_trace",
+                                           "cuda_gpu_trace"};
+#define N_NSYS_REPORTS (sizeof nsys_reports / sizeof nsys_reports[0])
+
+static void join_cmd(cg_buf *b, char *const *argv) {
+    for (size_t i = 0; argv[i]; i++) {
+        if (i) cg_buf_putc(b, ' ');
+        cg_buf_puts(b, argv[i]);
+    }
+}
+
+/* nsys stats → five CSV reports beside capture.nsys-rep; the exported
+ * .sqlite is removed (only declared artifacts may stay). Missing reports are
+ * added to `missing` (gap messages). Commands are recorded for the manifest. */
+static void nsys_stats(const char *nsys, const char *nsight, cg_arena *a, cg_jv *commands,
+                       cg_jv *missing) {
+    char *rep = cg_path_join(nsight, "capture.nsys-rep"), *prefix = cg_path_join(nsight, "capture");
+    char *log = cg_path_join(nsight, "..");
+    char *logfile = cg_path_join(log, "nsys.log");
+    for (size_t i = 0; i < N_NSYS_REPORTS; i++) {
+        char *argv[] = {(char *)nsys, "stats", "--format", "csv", "--force-export", "true",
+                        "--report", (char *)nsys_reports[i], "--output", prefix, rep, NULL};
+        int st = run_logged(argv, logfile);
+        cg_buf b = CG_BUF_INIT;
+        join_cmd(&b, argv);
+        cg_buf_putc(&b, '\0');
+        cg_jv_arr_push(a, commands, cg_jv_str(a, b.data));
+        cg_buf_free(&b);
+        char csv[4200];
+        snprintf(csv, sizeof csv, "%s_%s.csv", prefix, nsys_reports[i]);
+        if (st != 0 || !cg_path_exists(csv))
+            cg_jv_arr_push(a, missing, cg_jv_str(a, cg_arena_printf(a,
+                "nsys stats report %s was not produced", nsys_reports[i])));
+    }
+    DIR *d = opendir(nsight);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            size_t n = strlen(e->d_name);
+            if (n > 7 && strcmp(e->d_name + n - 7, ".sqlite") == 0) {
+                char *p = cg_path_join(nsight, e->d_name);
+                unlink(p);
+                free(p);
+            }
+        }
+        closedir(d);
+    }
+    free(rep);
+    free(prefix);
+    free(log);
+    free(logfile);
+}
+
+static int cmp_cstr(const void *x, const void *y) {
+    return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+static cg_jv *strlist_json(cg_arena *a, const cg_strlist *l) {
+    cg_jv *arr = cg_jv_arr(a);
+    for (size_t i = 0; i < l->n; i++) cg_jv_arr_push(a, arr, cg_jv_str(a, l->items[i]));
+    return arr;
+}
+
+/* capture-manifest.json (candle-graph/nsight-capture/1) binding the Nsight
+ * artifacts to the trace's run: every regular file of the nsight folder is
+ * declared with its size and SHA-256. */
+static int write_nsight_manifest(const char *nsys, const char *nsight, const cg_trace *t,
+                                 cg_jv *commands, cg_error *err) {
+    cg_arena a;
+    cg_arena_init(&a, 0);
+    int rc = -1;
+    char version[256] = "unknown";
+    char *vlog = cg_path_join(nsight, "../nsys-version.txt");
+    char *vargv[] = {(char *)nsys, "--version", NULL};
+    if (run_logged(vargv, vlog) == 0) {
+        size_t vl = 0;
+        char *v = cg_read_file(vlog, 4096, &vl, NULL);
+        if (v) {
+            const char *p = v;
+            const char *num = strpbrk(p, "0123456789");
+            if (num) {
+                size_t n = strcspn(num, " \r\n");
+                if (n >= sizeof version) n = sizeof version - 1;
+                memcpy(version, num, n);
+                version[n] = '\0';
+            }
+            free(v);
+        }
+    }
+    unlink(vlog);
+    free(vlog);
+    cg_jv *m = cg_jv_obj(&a), *run = cg_jv_obj(&a), *corr = cg_jv_obj(&a), *tool = cg_jv_obj(&a);
+    cg_jv_obj_put(&a, m, "schema", cg_jv_str(&a, "candle-graph/nsight-capture/1"));
+    cg_jv_obj_put(&a, run, "id", cg_jv_str(&a, t->run.run_id));
+    if (t->run.timestamp) cg_jv_obj_put(&a, run, "started_at", cg_jv_str(&a, t->run.timestamp));
+    cg_jv_obj_put(&a, m, "run", run);
+    cg_jv_obj_put(&a, corr, "id", cg_jv_str(&a, t->run.correlation_id));
+    cg_jv_obj_put(&a, m, "correlation", corr);
+    cg_jv_obj_put(&a, tool, "name", cg_jv_str(&a, "nsys"));
+    cg_jv_obj_put(&a, tool, "version", cg_jv_str(&a, version));
+    cg_jv_obj_put(&a, m, "tool", tool);
+    cg_jv_obj_put(&a, m, "commands", commands);
+    cg_jv *hw = cg_jv_obj(&a), *devices = cg_jv_arr(&a);
+    char host[256];
+    if (gethostname(host, sizeof host) == 0) {
+        host[sizeof host - 1] = '\0';
+        cg_jv_obj_put(&a, hw, "host", cg_jv_str(&a, host));
+    }
+    char *smi_log = cg_path_join(nsight, "../nvidia-smi.txt");
+    char *sargv[] = {"nvidia-smi", "--query-gpu=name", "--format=csv,noheader", NULL};
+    if (run_logged(sargv, smi_log) == 0) {
+        size_t sl = 0;
+        char *txt = cg_read_file(smi_log, 65536, &sl, NULL);
+        for (char *line = txt; line && *line;) {
+            char *nl = strchr(line, '\n');
+            if (nl) *nl = '\0';
+            if (*line) cg_jv_arr_push(&a, devices, cg_jv_str(&a, line));
+            line = nl ? nl + 1 : NULL;
+        }
+        free(txt);
+    }
+    unlink(smi_log);
+    free(smi_log);
+    cg_jv_obj_put(&a, hw, "devices", devices);
+    cg_jv_obj_put(&a, m, "hardware", hw);
+    cg_jv *rev = cg_jv_obj(&a);
+    const char *srcrev = getenv("CG_SOURCE_REVISION");
+    if (srcrev && *srcrev) cg_jv_obj_put(&a, rev, t->run.entrypoint, cg_jv_str(&a, srcrev));
+    cg_jv_obj_put(&a, m, "source_revisions", rev);
+    const cg_capture_contract *c = &t->run.contract;
+    cg_jv_obj_put(&a, m, "required_semantic_labels", strlist_json(&a, &c->required_semantic_labels));
+    if (c->gpu_expected_semantic_labels.n || c->cpu_only_semantic_labels.n) {
+        cg_jv_obj_put(&a, m, "gpu_expected_semantic_labels",
+                      strlist_json(&a, &c->gpu_expected_semantic_labels));
+        cg_jv_obj_put(&a, m, "cpu_only_semantic_labels", strlist_json(&a, &c->cpu_only_semantic_labels));
+    }
+    /* artifacts: every regular file, sorted by name */
+    cg_jv *arts = cg_jv_arr(&a);
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    DIR *d = opendir(nsight);
+    if (!d) {
+        cg_err_set(err, CG_EIO, "open %s: %s", nsight, strerror(errno));
+        goto out;
+    }
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.' || strcmp(e->d_name, "capture-manifest.json") == 0) continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            char **p = realloc(names, cap * sizeof *p);
+            if (!p) abort();
+            names = p;
+        }
+        names[n++] = cg_arena_strdup(&a, e->d_name);
+    }
+    closedir(d);
+    if (n) qsort(names, n, sizeof *names, cmp_cstr);
+    for (size_t i = 0; i < n; i++) {
+        char *p = cg_path_join(nsight, names[i]);
+        char hex[65];
+        uint64_t size = 0;
+        int hr = cg_sha256_file(p, true, hex, &size, err);
+        free(p);
+        if (hr != 0) goto out;
+        cg_jv *art = cg_jv_obj(&a);
+        cg_jv_obj_put(&a, art, "path", cg_jv_str(&a, names[i]));
+        cg_jv_obj_put(&a, art, "size_bytes", cg_jv_u64(&a, size));
+        cg_jv_obj_put(&a, art, "sha256", cg_jv_str(&a, hex));
+        cg_jv_arr_push(&a, arts, art);
+    }
+    cg_jv_obj_put(&a, m, "artifacts", arts);
+    cg_buf b = CG_BUF_INIT;
+    cg_json_write(&b, m, true);
+    cg_buf_putc(&b, '\n');
+    char *mp = cg_path_join(nsight, "capture-manifest.json");
+    rc = cg_write_file(mp, b.data, b.len, true, err);
+    free(mp);
+    cg_buf_free(&b);
+out:
+    free(names);
+    cg_arena_free(&a);
+    return rc;
+}
+
+/* Runs the program; returns its wait status, or -1 when it could not start. */
+static int run_program(const capture_opts *o, const char *collector, const char *trace,
+                       const char *status, const char *nsight, cg_arena *a, cg_jv *commands) {
+    char **argv = o->cmd;
+    if (o->nsys) {
+        size_t n = 0;
+        while (o->cmd[n]) n++;
+        char *out = cg_path_join(nsight, "capture");
+        static char *const pre[] = {"profile", "--trace", "cuda,nvtx", "--sample", "none",
+                                    "--cpuctxsw", "none", "--force-overwrite", "true", "--output"};
+        size_t np = sizeof pre / sizeof pre[0];
+        argv = cg_arena_zalloc(a, (n + np + 3) * sizeof *argv);
+        argv[0] = o->nsys;
+        for (size_t i = 0; i < np; i++) argv[1 + i] = pre[i];
+        argv[1 + np] = cg_arena_strdup(a, out);
+        for (size_t i = 0; i < n; i++) argv[2 + np + i] = o->cmd[i];
+        free(out);
+        cg_buf b = CG_BUF_INIT;
+        join_cmd(&b, argv);
+        cg_buf_putc(&b, '\0');
+        cg_jv_arr_push(a, commands, cg_jv_str(a, b.data));
+        cg_buf_free(&b);
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        dup2(2, 1); /* the program's output is diagnostics: stdout carries our JSON */
         char step[32];
         snprintf(step, sizeof step, "%llu", (unsigned long long)o->step);
-        setenv("CUDA_INJECTION64_PATH", collector, 1);
-        setenv("CG_CUPTI_STATUS", status, 1);
+        if (collector) { /* with --nsys, nsys injects its own CUPTI client */
+            setenv("CUDA_INJECTION64_PATH", collector, 1);
+            setenv("CG_CUPTI_STATUS", status, 1);
+        }
         setenv("CG_CAPTURE_ENTRYPOINT", o->entrypoint, 1);
         setenv("CG_CAPTURE_STEP", step, 1);
         setenv("CG_CAPTURE_PHASE", o->infer ? "infer" : "train", 1);
@@ -127,8 +383,8 @@ static int run_program(const capture_opts *o, const char *collector, const char 
             setenv("CG_CAPTURE_TRACE", trace, 1);
             unsetenv("CG_CUPTI_TRACE");
         }
-        execvp(o->cmd[0], o->cmd);
-        fprintf(stderr, "candle-graph: cannot run %s: %s\n", o->cmd[0], strerror(errno));
+        execvp(argv[0], argv);
+        fprintf(stderr, "candle-graph: cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
     int st = 0;
@@ -295,8 +551,12 @@ static int parse_args(int argc, char **argv, capture_opts *o) {
     if (train && o->infer) return cli_usage_error("capture", "--train and --infer exclude each other");
     if (o->measure && !o->nvtx)
         return cli_usage_error("capture", "--measure names an NVTX range: it needs --nvtx-spans");
-    if (nsys)
-        return cli_usage_error("capture", "--nsys is not implemented in this build yet");
+    if (nsys && o->nvtx)
+        return cli_usage_error("capture", "--nsys and --nvtx-spans exclude each other: the NVTX "
+                                          "spans come from the CUPTI collector, and a process has "
+                                          "one CUPTI client (nsys)");
+    if (nsys && !(o->nsys = find_nsys()))
+        return cli_failf("capture --nsys: Nsight Systems (nsys) not found on PATH (or $CG_NSYS)");
     char *end = NULL;
     errno = 0;
     unsigned long long n = strtoull(step, &end, 10);
@@ -311,17 +571,23 @@ int cg_cmd_capture(int argc, char **argv) {
     capture_opts o;
     int prc = parse_args(argc, argv, &o);
     if (prc) return prc;
-    if (cg_path_exists(o.bundle)) return cli_failf("bundle destination already exists: %s", o.bundle);
-    char *collector = find_collector();
-    if (!collector)
+    if (cg_path_exists(o.bundle)) {
+        free(o.nsys);
+        return cli_failf("bundle destination already exists: %s", o.bundle);
+    }
+    char *collector = o.nsys ? NULL : find_collector();
+    if (!o.nsys && !collector)
         return cli_failf("capture: libcandlegraph-cupti.so not found (set CG_CUPTI_COLLECTOR)");
     char work[4200];
     snprintf(work, sizeof work, "%s.capture-%ld", o.bundle, (long)getpid());
     cg_error err;
     cg_err_clear(&err);
     cg_rm_rf(work);
-    if (cg_mkdir_p(work, &err) != 0) {
+    char *nsight = cg_path_join(work, "nsight");
+    if (cg_mkdir_p(o.nsys ? nsight : work, &err) != 0) {
         free(collector);
+        free(o.nsys);
+        free(nsight);
         return cli_fail(&err);
     }
     char *trace = cg_path_join(work, "trace.jsonl"), *status = cg_path_join(work, "cupti-status.json");
@@ -332,11 +598,18 @@ int cg_cmd_capture(int argc, char **argv) {
     cg_health *h = NULL;
     char *sidecar = NULL, *entry = NULL;
 
-    int wst = run_program(&o, collector, trace, status);
+    cg_jv *commands = cg_jv_arr(&a), *nsys_gaps = cg_jv_arr(&a);
+    int wst = run_program(&o, collector, trace, status, nsight, &a, commands);
     char reason[256];
     int exit_status = 0;
     describe_status(wst, reason, sizeof reason, &exit_status);
     bool failed_run = exit_status != 0;
+    if (o.nsys) {
+        char *rep = cg_path_join(nsight, "capture.nsys-rep");
+        if (cg_path_exists(rep)) nsys_stats(o.nsys, nsight, &a, commands, nsys_gaps);
+        else cg_jv_arr_push(&a, nsys_gaps, cg_jv_str(&a, "nsys profile produced no report"));
+        free(rep);
+    }
 
     /* 1. Make sure there is a trace with a terminal. */
     if (!cg_path_exists(trace)) {
@@ -364,8 +637,10 @@ int cg_cmd_capture(int argc, char **argv) {
     cg_jv *st = stext ? cg_json_parse(&a, stext, slen, NULL, &err) : NULL;
     free(stext);
     cg_err_clear(&err);
-    put_tag(t, "capture.collector", "cupti");
-    if (st) {
+    put_tag(t, "capture.collector", o.nsys ? "nsys" : "cupti");
+    if (o.nsys) {
+        /* device evidence comes from Nsight Systems (nsight/ in the bundle) */
+    } else if (st) {
         const cg_jv *active = cg_jv_get(st, "active"), *kinds = cg_jv_get(st, "kinds");
         put_tag(t, "cupti.active", active && active->type == CG_JBOOL && active->u.b ? "true" : "false");
         if (kinds && kinds->type == CG_JSTR) put_tag(t, "cupti.kinds", kinds->u.str.s);
@@ -378,9 +653,10 @@ int cg_cmd_capture(int argc, char **argv) {
         put_tag(t, "cupti.status", "missing");
     }
     if (cg_trace_write_file(t, trace, &err) != 0) goto out;
+    if (o.nsys && write_nsight_manifest(o.nsys, nsight, t, commands, &err) != 0) goto out;
 
     /* 4. Publish, sign, spool. */
-    if (cg_publish_bundle(o.bundle, trace, NULL, NULL, &err) != 0) goto out;
+    if (cg_publish_bundle(o.bundle, trace, o.nsys ? nsight : NULL, NULL, &err) != 0) goto out;
     if (o.sign_key && cg_bundle_sign(o.bundle, o.sign_key, &sidecar, &err) != 0) goto out;
     if (o.spool && cli_spool_enqueue(o.spool, o.bundle, sidecar, &entry, &err) != 0) goto out;
 
@@ -395,10 +671,13 @@ int cg_cmd_capture(int argc, char **argv) {
         cg_jv_arr_push(&a, gaps, cg_jv_str(&a, cg_arena_printf(&a,
             "%llu CUPTI activity records were dropped: device timing is incomplete",
             (unsigned long long)dropped)));
-    if (!st)
+    for (size_t i = 0; i < cg_jv_len(nsys_gaps); i++) cg_jv_arr_push(&a, gaps, cg_jv_at(nsys_gaps, i));
+    /* With --nsys there is no CUPTI collector (nsys is the process's CUPTI
+     * client): the device evidence is in nsight/. */
+    if (!o.nsys && !st)
         cg_jv_arr_push(&a, gaps, cg_jv_str(&a, "the CUPTI collector did not report (not injected?): "
                                                "no device evidence"));
-    else if (!(cg_jv_get(st, "active") && cg_jv_get(st, "active")->u.b))
+    else if (!o.nsys && !(cg_jv_get(st, "active") && cg_jv_get(st, "active")->u.b))
         cg_jv_arr_push(&a, gaps, cg_jv_str(&a, "the CUPTI collector was disabled: no device intervals"));
     cg_jv *out = cg_jv_obj(&a);
     cg_jv_obj_put(&a, out, "tool", cli_tool_json(&a));
@@ -426,6 +705,8 @@ out:
     free(trace);
     free(status);
     free(collector);
+    free(o.nsys);
+    free(nsight);
     free(sidecar);
     free(entry);
     return rc;

@@ -9,6 +9,7 @@
 #  3. the program aborts (no atexit flush, no terminal): failed capture.
 #  4. an "instrumented" program that never writes $CG_CAPTURE_TRACE: failed capture.
 #  5. usage errors: destination exists, --measure without --nvtx-spans.
+#  6. --nsys with a fake nsys: nsight/ artifacts + capture-manifest.json bound.
 set -euo pipefail
 B="${CG_BINARY_DIR:?}"
 CG="$B/agent/candle-graph"
@@ -108,4 +109,79 @@ set +e
 set -e
 [ "$rc" = 2 ] || fail "--measure without --nvtx-spans: exit $rc, want 2"
 [ ! -e "$T/b6" ] || fail "usage error left a bundle"
+# 6. --nsys (a fake nsys: runs the program, writes a raw report, stats copies
+#    fixture CSVs and leaves a .sqlite): the instrumented toy_train writes the
+#    host trace, nsight/ holds the raw report, the five CSVs and a
+#    capture-manifest.json that binds ("bound") to the trace.
+mkdir -p "$T/bin"
+cat >"$T/bin/nsys" <<'NSYS'
+#!/usr/bin/env bash
+set -u
+FIX="${FAKE_NSYS_FIXTURES:?}"
+case "$1" in
+  --version) echo "NVIDIA Nsight Systems version 2025.3.1-fake" ;;
+  profile)
+    shift; out=""
+    while [ $# -gt 0 ]; do
+      case "$1" in
+        --output) out="$2"; shift 2 ;;
+        --trace|--sample|--cpuctxsw|--force-overwrite) shift 2 ;;
+        *) break ;;
+      esac
+    done
+    [ -z "${CUDA_INJECTION64_PATH:-}" ] || { echo "fake nsys: the collector was injected beside nsys" >&2; exit 99; }
+    "$@"; rc=$?
+    printf 'fake nsys raw report\n' >"$out.nsys-rep"
+    exit $rc ;;
+  stats)
+    shift; rep=""; out=""; report=""
+    while [ $# -gt 0 ]; do
+      case "$1" in
+        --report) report="$2"; shift 2 ;;
+        --output) out="$2"; shift 2 ;;
+        --format|--force-export) shift 2 ;;
+        *) rep="$1"; shift ;;
+      esac
+    done
+    [ -f "$rep" ] || exit 1
+    cp "$FAKE_NSYS_FIXTURES/report_$report.csv" "${out}_$report.csv"
+    : >"${out}.sqlite" ;;
+  *) exit 2 ;;
+esac
+NSYS
+chmod +x "$T/bin/nsys"
+TOY="$B/agent/toy_train"
+if [ -x "$TOY" ]; then
+  PATH="$T/bin:$PATH" FAKE_NSYS_FIXTURES="${CG_SOURCE_DIR:-$(pwd)}/tests/fixtures/nsight/spec_fixture_bound/input" \
+    "$CG" capture --entrypoint toy::train::update --step 3 --bundle "$T/b7" --nsys \
+    -- sh -c 'exec "$0" --out "$CG_CAPTURE_TRACE" --step 3 --contract' "$TOY" >"$T/out7.json" 2>"$T/err7" \
+    || fail "capture --nsys: $(cat "$T/err7")"
+  py "$T/out7.json" "$T/b7" <<'PY'
+import json, os, sys
+out = json.load(open(sys.argv[1]))   # stdout is only our JSON (program output went to stderr)
+b = sys.argv[2]
+assert out["outcome"] == "complete", out
+files = sorted(os.listdir(b + "/nsight"))
+assert files == ["capture-manifest.json", "capture.nsys-rep", "capture_cuda_api_sum.csv",
+                 "capture_cuda_gpu_kern_sum.csv", "capture_cuda_gpu_mem_time_sum.csv",
+                 "capture_cuda_gpu_trace.csv", "capture_nvtx_gpu_proj_trace.csv"], files
+m = json.load(open(b + "/nsight/capture-manifest.json"))
+assert m["schema"] == "candle-graph/nsight-capture/1" and m["tool"] == {"name": "nsys", "version": "2025.3.1-fake"}
+assert len(m["commands"]) == 6 and " profile " in m["commands"][0]
+assert [a["path"] for a in m["artifacts"]] == files[1:]
+meta = json.loads(open(b + "/trace.jsonl").readline())
+assert m["run"]["id"] == meta["run_id"] and m["correlation"]["id"] == meta["correlation_id"]
+assert meta["tags"]["capture.collector"] == "nsys"
+ev = json.load(open(b + "/evidence.json"))
+assert ev["gpu"]["status"] == "available", ev["gpu"]["status"]
+assert ev["gpu"]["provenance"]["binding"] == "bound", ev["gpu"]["provenance"]
+PY
+  "$CG" verify "$T/b7" >/dev/null || fail "nsys bundle does not verify"
+else
+  echo "note: toy_train not built: --nsys section skipped"
+fi
+set +e
+PATH="$T/bin:$PATH" "$CG" capture --entrypoint demo --step 1 --bundle "$T/b8" --nsys --nvtx-spans -- true 2>/dev/null; rc=$?
+set -e
+[ "$rc" = 2 ] || fail "--nsys with --nvtx-spans: exit $rc, want 2"
 echo "PASS"
