@@ -2,6 +2,7 @@
 # candle-graph capture end to end on the stand-in libcuda/libcupti
 # (tests/support/cupti_stub): the stand-in cuInit injects the real collector,
 # the stub program opens NVTX ranges and "launches" kernels, copies and sets.
+#  0. exported symbols: InitializeInjection and the capture API only.
 #  1. --nvtx-spans --measure: complete capture; kernels in the right NVTX spans,
 #     device memory samples, collector status as meta tags, bundle verifies,
 #     signed (--sign), spooled (--spool).
@@ -23,6 +24,15 @@ T="$(mktemp -d)"
 trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 py() { python3 - "$@"; }
+
+# 0. the collector exports only InitializeInjection and the capture API
+if command -v nm >/dev/null; then
+  extra="$(nm -D --defined-only "$B/agent/cupti/libcandlegraph-cupti.so" | awk '{print $3}' \
+    | grep -v -E '^(InitializeInjection|cg_session_[a-z_]+|cg_profile_run_[a-z_]+|cg_capture_selector_[a-z_]+|cg_span_wire_id|cg_tensor_stats_f32)$' || true)"
+  [ -z "$extra" ] || fail "libcandlegraph-cupti.so exports more than the injection entry and the capture API: $extra"
+  nm -D --defined-only "$B/agent/cupti/libcandlegraph-cupti.so" | grep -q " T InitializeInjection$" || fail "no InitializeInjection"
+  nm -D --defined-only "$B/agent/cupti/libcandlegraph-cupti.so" | grep -q " T cg_session_open$" || fail "no cg_session_open"
+fi
 
 # 1. complete capture
 "$CG" keygen --out "$T/key" >/dev/null
