@@ -28,7 +28,7 @@ py() { python3 - "$@"; }
 # 0. the collector exports only InitializeInjection and the capture API
 if command -v nm >/dev/null; then
   extra="$(nm -D --defined-only "$B/agent/cupti/libcandlegraph-cupti.so" | awk '{print $3}' \
-    | grep -v -E '^(InitializeInjection|cg_session_[a-z_]+|cg_profile_run_[a-z_]+|cg_capture_selector_[a-z_]+|cg_span_wire_id|cg_tensor_stats_f32)$' || true)"
+    | grep -v -E '^(InitializeInjection|cg_session_[a-z0-9_]+|cg_profile_run_[a-z0-9_]+|cg_capture_selector_[a-z0-9_]+|cg_span_wire_id|cg_tensor_stats_f32)$' || true)"
   [ -z "$extra" ] || fail "libcandlegraph-cupti.so exports more than the injection entry and the capture API: $extra"
   nm -D --defined-only "$B/agent/cupti/libcandlegraph-cupti.so" | grep -q " T InitializeInjection$" || fail "no InitializeInjection"
   nm -D --defined-only "$B/agent/cupti/libcandlegraph-cupti.so" | grep -q " T cg_session_open$" || fail "no cg_session_open"
