@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "base/fs.h"
+#include "bundle/outpath.h"
 
 static bool has_file(const char *dir, const char *name) {
     char p[4200];
@@ -15,70 +16,9 @@ static bool has_file(const char *dir, const char *name) {
     return cg_path_exists(p);
 }
 
-/* Lexically removes "." and "x/.." components of an absolute path, in place. */
-static void normalize(char *p) {
-    char *segs[PATH_MAX / 2];
-    size_t n = 0;
-    char buf[PATH_MAX + 8];
-    snprintf(buf, sizeof buf, "%s", p);
-    for (char *save = NULL, *s = strtok_r(buf, "/", &save); s; s = strtok_r(NULL, "/", &save)) {
-        if (!strcmp(s, ".")) continue;
-        if (!strcmp(s, "..")) {
-            if (n) n--;
-            continue;
-        }
-        segs[n++] = s;
-    }
-    size_t w = 0;
-    for (size_t i = 0; i < n; i++) w += (size_t)snprintf(p + w, PATH_MAX - w, "/%s", segs[i]);
-    if (!n) snprintf(p, 2, "/");
-}
-
-/* Symlink-resolving path: realpath of the deepest existing ancestor of `path`
- * plus the remaining components, then lexical normalization. */
-static void resolve_path(const char *path, char *out, size_t outsz) {
-    char cur[PATH_MAX];
-    snprintf(cur, sizeof cur, "%s", path);
-    char rest[PATH_MAX] = "";
-    for (int guard = 0; guard < 4096; guard++) {
-        char rp[PATH_MAX];
-        if (realpath(cur, rp)) {
-            char full[PATH_MAX + 8];
-            size_t rl = strlen(rp), sl = strlen(rest);
-            if (rl + 1 + sl >= PATH_MAX) break; /* too long to resolve: fall back to the literal path */
-            memcpy(full, rp, rl);
-            if (sl) {
-                full[rl] = '/';
-                memcpy(full + rl + 1, rest, sl + 1);
-            } else {
-                full[rl] = '\0';
-            }
-            normalize(full);
-            snprintf(out, outsz, "%s", full);
-            return;
-        }
-        char *slash = strrchr(cur, '/');
-        const char *base = slash ? slash + 1 : cur;
-        char nrest[PATH_MAX];
-        snprintf(nrest, sizeof nrest, "%.2000s%s%.2000s", base, rest[0] ? "/" : "", rest);
-        snprintf(rest, sizeof rest, "%s", nrest);
-        if (!slash) snprintf(cur, sizeof cur, ".");
-        else if (slash == cur) snprintf(cur, sizeof cur, "/");
-        else *slash = '\0';
-    }
-    snprintf(out, outsz, "%s", path);
-}
-
 int cli_check_output_outside(const char *out_path, const char *bundle_root, cg_error *err) {
-    if (!out_path || !strcmp(out_path, "-") || !bundle_root) return 0;
-    char o[PATH_MAX + 8], b[PATH_MAX + 8];
-    resolve_path(out_path, o, sizeof o);
-    resolve_path(bundle_root, b, sizeof b);
-    size_t bl = strlen(b);
-    if (!strncmp(o, b, bl) && (o[bl] == '\0' || o[bl] == '/'))
-        return cg_err_set(err, CG_EINVAL, "refusing to write command output %s inside verified bundle %s", out_path,
-                          bundle_root);
-    return 0;
+    if (!bundle_root) return 0;
+    return cg_bundle_check_output_path(out_path, bundle_root, err);
 }
 
 static cg_jv *input_json(cg_arena *a, const char *requested, const cli_loaded *l) {

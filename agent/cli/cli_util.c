@@ -32,7 +32,9 @@ int cli_take_value(int argc, char **argv, int *i, const char *flag, const char *
 int cli_take_multi(int argc, char **argv, int *i, const char *flag, const char ***vals, int *n) {
     if (strcmp(argv[*i], flag) != 0) return 0;
     int start = *n;
-    while (*i + 1 < argc && strncmp(argv[*i + 1], "--", 2) != 0) {
+    /* values run until the next argument that looks like a flag ('-' followed by
+     * something), so `--candidate C -o F` stops before -o */
+    while (*i + 1 < argc && !(argv[*i + 1][0] == '-' && argv[*i + 1][1] != '\0')) {
         const char **nv = realloc((void *)*vals, sizeof(char *) * (size_t)(*n + 1));
         if (!nv) return -1;
         *vals = nv;

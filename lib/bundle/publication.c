@@ -287,9 +287,20 @@ static int finalize(cg_capture_run *r, cg_publication_receipt *out, cg_error *er
         remove_staged_trace(r->staging_trace);
         return 0;
     }
-    if (cg_publish_bundle(r->destination, r->staging_trace, r->nsight_dir, NULL, err) != 0)
+    if (cg_publish_bundle(r->destination, r->staging_trace, r->nsight_dir, NULL, err) != 0) {
+        /* a concurrent retry of the same planned capture won the atomic rename:
+         * converge on its bundle (same rule as the reconciliation above) */
+        if (err && err->code == CG_EEXIST) {
+            cg_error rerr;
+            cg_err_clear(&rerr);
+            if (reconcile_plan(r->destination, &r->plan, &found, out, &rerr) == 0 && found) {
+                remove_staged_trace(r->staging_trace);
+                return 0;
+            }
+        }
         return cg_err_context(err, "publish evidence bundle %s (staged trace retained at %s)", r->destination,
                               r->staging_trace);
+    }
     cg_bundle_receipt v;
     if (cg_bundle_verify(r->destination, &v, NULL, err) != 0)
         return cg_err_context(err, "verify published evidence bundle %s (staged trace retained at %s)",

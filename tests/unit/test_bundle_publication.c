@@ -341,12 +341,56 @@ static void test_crash_anywhere_then_retry(void **st) {
     for (int k = CG_PUBLISH_STEP_STAGING_CREATED; k <= CG_PUBLISH_STEP_PARENT_SYNCED; k++) crash_then_retry(k);
 }
 
+/* A concurrent retry publishes the same planned capture between our final
+ * reconciliation and our rename: we converge on its bundle. */
+static char g_dest[4096];
+static void concurrent_publish(cg_publish_step s, const char *staging, void *ctx) {
+    (void)ctx;
+    if (s != CG_PUBLISH_STEP_VERIFIED) return;
+    cg_publish_set_hook(NULL, NULL);
+    char *t = tb_join(staging, "trace.jsonl");
+    cg_error e;
+    assert_int_equal(cg_publish_bundle(g_dest, t, NULL, NULL, &e), 0);
+    free(t);
+}
+
+static void test_concurrent_retry_converges(void **st) {
+    (void)st;
+    char *tmp = tb_tempdir("bpubn");
+    char *dest = tb_join(tmp, "b");
+    snprintf(g_dest, sizeof g_dest, "%s", dest);
+    cg_profile_run *p = plan("toy/train", 7, "cpu");
+    cg_capture_begin cb;
+    cg_error err;
+    assert_int_equal(cg_capture_run_begin(dest, p, &cb, &err), 0);
+    capture_some(cb.run);
+    char *staged = strdup(cg_capture_run_staging_trace(cb.run));
+    cg_publish_set_hook(concurrent_publish, NULL);
+    cg_publication_receipt rec;
+    int rc = cg_capture_run_publish(cb.run, &rec, &err);
+    cg_publish_set_hook(NULL, NULL);
+    if (rc != 0) fail_msg("%s", err.msg);
+    assert_int_equal(rec.status, CG_PUBLICATION_ALREADY_PUBLISHED);
+    assert_false(cg_path_exists(staged));
+    cg_bundle_receipt v;
+    assert_int_equal(cg_bundle_verify(dest, &v, NULL, &err), 0);
+    assert_memory_equal(&v, &rec.verification, sizeof v);
+    assert_int_equal(count_bundles(tmp), 1);
+    cg_capture_run_free(cb.run);
+    cg_profile_run_free(p);
+    free(staged);
+    cg_rm_rf(tmp);
+    free(dest);
+    free(tmp);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_capture_publish_and_reconcile),
         cmocka_unit_test(test_failed_capture_and_run_id_binding),
         cmocka_unit_test(test_publish_failure_keeps_staged_trace),
         cmocka_unit_test(test_crash_anywhere_then_retry),
+        cmocka_unit_test(test_concurrent_retry_converges),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
