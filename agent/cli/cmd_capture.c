@@ -519,6 +519,26 @@ static void tag_u64(cg_trace *t, const cg_jv *st, const char *field, const char 
     }
 }
 
+static uint64_t status_u64(const cg_jv *st, const char *field) {
+    uint64_t x = 0;
+    return st && cg_jv_as_u64(cg_jv_get(st, field), &x) ? x : 0;
+}
+
+/* The collector is the authority on device-timing coverage: with it active,
+ * intervals recorded and nothing lost (no dropped, untimed or unwritten
+ * records) the coverage is complete (a program's own "partial" stays);
+ * any loss makes it partial, so the evidence's nested_device_time capability
+ * and its gaps say the device timing is incomplete. */
+static void adjust_device_coverage(cg_trace *t, const cg_jv *st) {
+    const cg_jv *active = st ? cg_jv_get(st, "active") : NULL;
+    if (!active || active->type != CG_JBOOL || !active->u.b || t->n_device_intervals == 0) return;
+    bool lossy = status_u64(st, "dropped_records") || status_u64(st, "untimed") ||
+                 status_u64(st, "write_failed");
+    cg_coverage *c = &t->run.contract.device_timing;
+    if (lossy) *c = CG_COV_PARTIAL;
+    else if (*c == CG_COV_NONE) *c = CG_COV_COMPLETE;
+}
+
 static int parse_args(int argc, char **argv, capture_opts *o) {
     memset(o, 0, sizeof *o);
     const char *step = NULL;
@@ -648,6 +668,7 @@ int cg_cmd_capture(int argc, char **argv) {
         tag_u64(t, st, "dropped_records", "cupti.dropped_records");
         tag_u64(t, st, "unattributed", "cupti.unattributed");
         tag_u64(t, st, "untimed", "cupti.untimed");
+        adjust_device_coverage(t, st);
     } else {
         put_tag(t, "cupti.active", "false");
         put_tag(t, "cupti.status", "missing");

@@ -6,6 +6,7 @@
 #  1. --nvtx-spans --measure: complete capture; kernels in the right NVTX spans,
 #     device memory samples, collector status as meta tags, bundle verifies,
 #     signed (--sign), spooled (--spool).
+#  1b. dropped records: stderr, tag, gap, device_timing partial in the evidence.
 #  2. the program exits 3: published as a failed capture with the reason.
 #  3. the program aborts (no atexit flush, no terminal): failed capture.
 #  4. an "instrumented" program that never writes $CG_CAPTURE_TRACE: failed capture.
@@ -72,6 +73,32 @@ entry="$(ls "$T/spool/ready")"
 [ -f "$T/spool/ready/$entry/bundle/bundle.json" ] || fail "spool entry has no bundle"
 [ -f "$T/spool/ready/$entry/bundle.sig.json" ] || fail "spool entry has no signature"
 cmp "$T/b1/bundle.json" "$T/spool/ready/$entry/bundle/bundle.json" || fail "spooled bundle differs"
+
+# 1b. dropped records are never silent: stderr line, meta tag, capture gap,
+#     device_timing coverage partial → the evidence's nested_device_time gap.
+"$CG" capture --entrypoint demo --step 1 --bundle "$T/b1d" --nvtx-spans --measure train_step \
+  -- "$APP" 0 drop >"$T/out1d.json" 2>"$T/err1d" || fail "capture 1d: $(cat "$T/err1d")"
+grep -q "candle-graph-cupti: 5 activity records dropped" "$T/err1d" || fail "no dropped line on stderr"
+py "$T/out1d.json" "$T/b1d" <<'PY'
+import json, sys
+out = json.load(open(sys.argv[1]))
+b = sys.argv[2]
+assert out["collector"]["dropped_records"] == 5, out["collector"]
+assert "5 CUPTI activity records were dropped: device timing is incomplete" in out["gaps"], out["gaps"]
+meta = json.loads(open(b + "/trace.jsonl").readline())
+assert meta["tags"]["cupti.dropped_records"] == "5", meta["tags"]
+assert meta["capture_contract"]["device_timing"] == "partial", meta["capture_contract"]
+ev = json.load(open(b + "/evidence.json"))
+assert ev["capabilities"]["nested_device_time"]["level"] == "partial", ev["capabilities"]["nested_device_time"]
+assert any("device interval coverage is declared partial" in g for g in ev["gaps"]), ev["gaps"]
+PY
+py "$T/b1/trace.jsonl" "$T/b1/evidence.json" <<'PY'
+import json, sys
+meta = json.loads(open(sys.argv[1]).readline())
+assert meta["capture_contract"]["device_timing"] == "complete", meta["capture_contract"]
+ev = json.load(open(sys.argv[2]))
+assert ev["capabilities"]["nested_device_time"]["level"] == "complete", ev["capabilities"]["nested_device_time"]
+PY
 
 # 2. non-zero exit: failed capture, still published
 "$CG" capture --entrypoint demo --step 1 --bundle "$T/b2" --nvtx-spans --measure train_step \

@@ -2,7 +2,8 @@
  * the stand-in libcuda/libcupti (CG_CUDA_LIBRARY, CG_CUPTI_LIBRARY): cuInit
  * (which injects the collector), NVTX ranges "train_step" > "forward" /
  * "backward", two kernels, a memcpy and a memset, then exit with the status
- * given as argv[1] (default 0). argv[2] = "crash" aborts instead (no atexit). */
+ * given as argv[1] (default 0). argv[2] = "crash" aborts instead (no atexit);
+ * argv[2] = "drop" makes the stand-in CUPTI report 5 dropped records. */
 #include <cupti_activity.h>
 #include <dlfcn.h>
 #include <stdio.h>
@@ -35,10 +36,12 @@ int main(int argc, char **argv) {
     cupti_stub_launch_fn launch;
     cupti_stub_nvtx_push_fn push;
     cupti_stub_nvtx_pop_fn pop;
+    cupti_stub_drop_fn drop;
     *(void **)(&cu_init) = must(hd, "cuInit");
     *(void **)(&launch) = must(hc, "cupti_stub_launch");
     *(void **)(&push) = must(hc, "cupti_stub_nvtx_push");
     *(void **)(&pop) = must(hc, "cupti_stub_nvtx_pop");
+    *(void **)(&drop) = must(hc, "cupti_stub_drop");
     cu_init(0);
     launch(CUPTI_ACTIVITY_KIND_MEMCPY, 0, 7, 1000, 1500, NULL); /* before any range */
     push("train_step");
@@ -51,5 +54,6 @@ int main(int argc, char **argv) {
     pop();
     pop();
     if (argc > 2 && strcmp(argv[2], "crash") == 0) abort();
+    if (argc > 2 && strcmp(argv[2], "drop") == 0) drop(5);
     return argc > 1 ? (int)strtol(argv[1], NULL, 10) : 0;
 }
