@@ -496,6 +496,11 @@ static void CUPTIAPI api_callback(void *userdata, CUpti_CallbackDomain domain,
     if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
     const CUpti_CallbackData *d = cbdata;
     if (!d || d->callbackSite != CUPTI_API_ENTER) return;
+    /* cudaDeviceReset destroys the contexts and the records CUPTI still holds
+     * for them: deliver them first (as NVIDIA's injection sample does). */
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020 &&
+        atomic_load(&g.active))
+        api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     if (pthread_rwlock_tryrdlock(&g.attach_lock) != 0) return;
     if (g.session) corr_store(d->correlationId, cg_session_current_span(g.session));
     pthread_rwlock_unlock(&g.attach_lock);
