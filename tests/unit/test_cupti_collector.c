@@ -50,6 +50,7 @@ static struct {
     cupti_stub_drop_fn drop;
     cupti_stub_nvtx_push_fn push;
     cupti_stub_nvtx_pop_fn pop;
+    cupti_stub_device_reset_fn device_reset;
 } stub;
 
 #define CHILD_CHECK(cond)                                                                   \
@@ -93,6 +94,7 @@ static void child_inject(void) {
     *(void **)(&stub.drop) = must_sym(hc, "cupti_stub_drop");
     *(void **)(&stub.push) = must_sym(hc, "cupti_stub_nvtx_push");
     *(void **)(&stub.pop) = must_sym(hc, "cupti_stub_nvtx_pop");
+    *(void **)(&stub.device_reset) = must_sym(hc, "cupti_stub_device_reset");
 }
 
 static int run_child(void (*body)(void)) {
@@ -362,9 +364,36 @@ static void test_subscriber_busy_degrades(void **st) {
     cg_arena_free(&a);
 }
 
+/* ---- scenario 4: cudaDeviceReset would discard undelivered records ---- */
+static void reset_body(void) {
+    child_inject();
+    cg_error err;
+    cg_profile_run *run = capi.training("train", 1, "cuda:0");
+    cg_session *s = capi.open(trace_path, run, &err);
+    CHILD_CHECK(s != NULL);
+    capi.run_free(run);
+    cg_span_id m;
+    CHILD_CHECK(capi.begin_measurement(s, "step", &m, &err) == 0);
+    stub.launch(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 0, 7, 1000, 1100, "_Z1fv");
+    stub.device_reset(); /* the collector flushes on the ENTER callback */
+    CHILD_CHECK(capi.end_span(s, m, &err) == 0);
+    CHILD_CHECK(capi.finish(s, &err) == 0);
+    capi.free(s);
+}
+
+static void test_flush_before_device_reset(void **st) {
+    (void)st;
+    assert_int_equal(run_child(reset_body), 0);
+    cg_trace *t = read_trace();
+    assert_int_equal(t->n_device_intervals, 1);
+    assert_string_equal(span_name(t, t->device_intervals[0].span_id), "step");
+    cg_trace_free(t);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_instrumented_attribution, reset),
+        cmocka_unit_test_setup(test_flush_before_device_reset, reset),
         cmocka_unit_test_setup(test_nvtx_spans_flush_at_exit, reset),
         cmocka_unit_test_setup(test_subscriber_busy_degrades, reset),
     };

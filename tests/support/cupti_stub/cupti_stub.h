@@ -28,6 +28,9 @@ typedef void (*cupti_stub_drop_fn)(size_t n);
 /* nvtxRangePushA / nvtxRangePop through the NVTX callback domain. */
 typedef void (*cupti_stub_nvtx_push_fn)(const char *name);
 typedef void (*cupti_stub_nvtx_pop_fn)(void);
+/* cudaDeviceReset: runtime ENTER callback, then every undelivered record is
+ * lost (buffers handed back empty), as when the contexts are destroyed. */
+typedef void (*cupti_stub_device_reset_fn)(void);
 /* Number of buffers completed so far. */
 typedef size_t (*cupti_stub_completed_fn)(void);
 

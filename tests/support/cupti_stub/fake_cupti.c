@@ -197,14 +197,47 @@ size_t cupti_stub_completed(void) {
     return n;
 }
 
-static void api_callback(uint32_t corr, CUpti_ApiCallbackSite site) {
+static void runtime_callback(CUpti_CallbackId cbid, const char *name, uint32_t corr,
+                             CUpti_ApiCallbackSite site) {
     if (!cb_fn || !domains[CUPTI_CB_DOMAIN_RUNTIME_API]) return;
     CUpti_CallbackData d;
     memset(&d, 0, sizeof d);
     d.callbackSite = site;
-    d.functionName = "cudaLaunchKernel";
+    d.functionName = name;
     d.correlationId = corr;
-    cb_fn(cb_user, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &d);
+    cb_fn(cb_user, CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &d);
+}
+
+static void api_callback(uint32_t corr, CUpti_ApiCallbackSite site) {
+    runtime_callback(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, "cudaLaunchKernel", corr, site);
+}
+
+/* cudaDeviceReset: ENTER callback, then the contexts are gone and so is every
+ * record CUPTI had not delivered yet (the buffers come back empty). */
+void cupti_stub_device_reset(void) {
+    pthread_mutex_lock(&lock);
+    uint32_t corr = next_corr++;
+    pthread_mutex_unlock(&lock);
+    runtime_callback(CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020, "cudaDeviceReset", corr,
+                     CUPTI_API_ENTER);
+    for (;;) {
+        pthread_mutex_lock(&lock);
+        stub_buffer *b = NULL;
+        for (size_t i = 0; i < MAX_BUFFERS && !b; i++)
+            if (buffers[i].base) b = &buffers[i];
+        cur = -1;
+        if (!b) {
+            pthread_mutex_unlock(&lock);
+            break;
+        }
+        uint8_t *base = b->base;
+        size_t size = b->size;
+        memset(b, 0, sizeof *b);
+        pthread_mutex_unlock(&lock);
+        done_fn(NULL, 0, base, size, 0);
+    }
+    runtime_callback(CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020, "cudaDeviceReset", corr,
+                     CUPTI_API_EXIT);
 }
 
 uint32_t cupti_stub_launch(uint32_t kind, uint32_t device, uint32_t stream, uint64_t start,
