@@ -53,7 +53,7 @@ const char cg_cmd_capture_help[] =
     "  --spool DIR        copy the finished bundle (and signature) into this daemon spool\n"
     "The program's environment: CG_CAPTURE_TRACE (where an instrumented program writes its\n"
     "trace), CG_CAPTURE_ENTRYPOINT, CG_CAPTURE_STEP, CG_CAPTURE_PHASE.\n"
-    "Prints {bundle, outcome, exit_status, collector, health, gaps, signature, spool_entry}. "
+    "Prints {tool, bundle, outcome, exit_status, collector, health, gaps, signature, spool_entry}.\n"
     "A run that fails is still published, as a failed capture.\n";
 
 typedef struct {
