@@ -332,7 +332,17 @@ out:
     return rc;
 }
 
-/* Runs the program; returns its wait status, or -1 when it could not start. */
+static volatile sig_atomic_t g_child_pid;
+
+/* SIGTERM/SIGHUP sent to capture go to the program: it ends, and its run is
+ * still published (as a failed capture). */
+static void forward_signal(int sig) {
+    if (g_child_pid > 0) kill((pid_t)g_child_pid, sig);
+}
+
+/* Runs the program; returns its wait status, or -1 when it could not start.
+ * While it runs, SIGINT/SIGQUIT are ignored here (the terminal delivers them
+ * to the program too, as system(3) does) and SIGTERM/SIGHUP are forwarded. */
 static int run_program(const capture_opts *o, const char *collector, const char *trace,
                        const char *status, const char *nsight, cg_arena *a, cg_jv *commands) {
     char **argv = o->cmd;
@@ -387,10 +397,26 @@ static int run_program(const capture_opts *o, const char *collector, const char 
         fprintf(stderr, "candle-graph: cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
-    int st = 0;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR) return -1;
-    return st;
+    g_child_pid = pid;
+    struct sigaction ign, fwd, old_int, old_quit, old_term, old_hup;
+    memset(&ign, 0, sizeof ign);
+    memset(&fwd, 0, sizeof fwd);
+    ign.sa_handler = SIG_IGN;
+    fwd.sa_handler = forward_signal;
+    sigemptyset(&ign.sa_mask);
+    sigemptyset(&fwd.sa_mask);
+    sigaction(SIGINT, &ign, &old_int);
+    sigaction(SIGQUIT, &ign, &old_quit);
+    sigaction(SIGTERM, &fwd, &old_term);
+    sigaction(SIGHUP, &fwd, &old_hup);
+    int st = 0, rc;
+    while ((rc = waitpid(pid, &st, 0)) < 0 && errno == EINTR) {}
+    g_child_pid = 0;
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGQUIT, &old_quit, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    sigaction(SIGHUP, &old_hup, NULL);
+    return rc < 0 ? -1 : st;
 }
 
 static void describe_status(int st, char *out, size_t n, int *exit_status) {

@@ -10,6 +10,7 @@
 #  2. the program exits 3: published as a failed capture with the reason.
 #  3. the program aborts (no atexit flush, no terminal): failed capture.
 #  4. an "instrumented" program that never writes $CG_CAPTURE_TRACE: failed capture.
+#  4b. SIGTERM to capture: forwarded to the program, failed capture published.
 #  5. usage errors: destination exists, --measure without --nvtx-spans.
 #  6. --nsys with a fake nsys: nsight/ artifacts + capture-manifest.json bound.
 set -euo pipefail
@@ -137,6 +138,20 @@ recs = [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
 assert recs[0]["phase"] == "infer" and recs[0]["capture_step"] == 2
 assert "without writing a trace" in recs[-1]["reason"], recs[-1]
 PY
+
+# 4b. SIGTERM to capture reaches the program; the run is still published (failed)
+"$CG" capture --entrypoint demo --step 1 --bundle "$T/b9" -- sleep 30 >"$T/out9.json" 2>"$T/err9" &
+cpid=$!
+sleep 0.5
+kill -TERM "$cpid"
+set +e; wait "$cpid"; crc=$?; set -e
+[ "$crc" = 0 ] || fail "capture after SIGTERM exited $crc: $(cat "$T/err9")"
+py "$T/out9.json" <<'PY'
+import json, sys
+out = json.load(open(sys.argv[1]))
+assert out["outcome"] == "failed" and out["exit_status"] == 143, out
+PY
+grep -q "killed by signal 15" "$T/b9/trace.jsonl" || fail "no signal reason in the failed trace"
 
 # 5. refusals
 if "$CG" capture --entrypoint demo --step 1 --bundle "$T/b1" -- true 2>"$T/err5"; then fail "existing destination accepted"; fi
