@@ -101,6 +101,7 @@ static const char *type_name(const cg_jv *v) {
     case CG_JSTR: return "string";
     case CG_JARR: return "sequence";
     case CG_JOBJ: return "map";
+    case CG_JLAZY: return "sequence";
     }
     return "value";
 }
