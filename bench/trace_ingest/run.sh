@@ -36,6 +36,7 @@ command -v jq >/dev/null 2>&1 || HAVE_JQ=0
 TMP="$(mktemp -d "${TMPDIR:-/tmp}/cg-trace-ingest.XXXXXX")"
 trap 'rm -rf "$TMP"' EXIT
 TRACE="$TMP/trace.jsonl"
+mkdir -p "$TMP/out"
 "$GEN" --records "$RECORDS" --out "$TRACE"
 BYTES=$(stat -c %s "$TRACE")
 
@@ -79,10 +80,10 @@ measure "parse + health" "$PH" "$TRACE"
 PH_S="$BEST_S"; PH_RSS="$RSS_KB"
 measure "candle-graph summary" "$CG" summary --require-valid "$TRACE" -o "$TMP/summary.json"
 CG_S="$BEST_S"; CG_RSS="$RSS_KB"
-measure "candle-graph import -o F" "$CG" import "$TRACE" -o "$TMP/evidence.json"
+measure "candle-graph import -o F" "$CG" import "$TRACE" -o "$TMP/out/import.json"
 IM_S="$BEST_S"; IM_RSS="$RSS_KB"
-IM_BYTES=$(stat -c %s "$TMP/evidence.json")
-rm -f "$TMP/evidence.json"
+IM_BYTES=$(stat -c %s "$TMP/out/import.json")
+rm -f "$TMP/out/import.json"
 JQ_S=""
 if [ "$HAVE_JQ" = 1 ]; then
   measure "jq -c ." jq -c . "$TRACE"
