@@ -209,6 +209,43 @@ static void test_require_eligible_message(void **st) {
     rv_done(k);
 }
 
+/* §3.4 with real trace health: capture_step 0 (invalid run metadata) and a
+ * failed terminal are incomplete captures; inputs stay unverified. */
+static void test_real_health_incomplete(void **st) {
+    (void)st;
+    rv_case *k = rv_new(5, 5);
+    k->b[2].capture_step = 0;
+    k->b[2].warmup_steps = 0;
+    k->c[4].failed_reason = "boom";
+    cg_trace *tb[5], *tc[5];
+    for (size_t i = 0; i < 5; i++) {
+        cg_buf b = CG_BUF_INIT;
+        cg_error err;
+        ts_run_text(&b, &k->b[i]);
+        tb[i] = cg_trace_read_mem(b.data, b.len, "b", NULL, &err);
+        if (!tb[i]) fail_msg("%s", err.msg);
+        cg_buf_free(&b);
+        ts_run_text(&b, &k->c[i]);
+        tc[i] = cg_trace_read_mem(b.data, b.len, "c", NULL, &err);
+        if (!tc[i]) fail_msg("%s", err.msg);
+        cg_buf_free(&b);
+    }
+    cg_jv *v = cg_compare_unverified_traces(&k->a, (const cg_trace *const *)tb, 5, (const cg_trace *const *)tc, 5);
+    static const char *const codes[] = {"unverified_inputs", "incomplete_capture", "incomplete_capture",
+                                        "capture_semantics_mismatch"};
+    static const char *const msgs[] = {NULL, "baseline run 3 is not a complete, structurally valid capture",
+                                       "candidate run 5 is not a complete, structurally valid capture", NULL};
+    expect_reasons(v, codes, msgs, 4);
+    const cg_jv *in = cg_jv_get(v, "inputs");
+    assert_string_equal(cg_jv_as_str(cg_jv_get(in, "verification")), "unverified_traces");
+    assert_int_equal(cg_jv_len(cg_jv_get(in, "baseline")), 0);
+    for (size_t i = 0; i < 5; i++) {
+        cg_trace_free(tb[i]);
+        cg_trace_free(tc[i]);
+    }
+    rv_done(k);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tensor_stats_order_and_counts),
@@ -217,6 +254,7 @@ int main(void) {
         cmocka_unit_test(test_one_empty_cohort),
         cmocka_unit_test(test_missing_from_later_runs),
         cmocka_unit_test(test_require_eligible_message),
+        cmocka_unit_test(test_real_health_incomplete),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
