@@ -77,9 +77,8 @@ int cli_load_evidence(cg_arena *a, const char *path, const char *nsight_dir, cli
     char dir[4000];
     if (S_ISDIR(st.st_mode)) snprintf(dir, sizeof dir, "%s", path);
     else cg_path_parent(path, dir, sizeof dir);
+    /* §7: a directory holding bundle.json, or any file whose parent holds it */
     bool bundle = has_file(dir, "bundle.json");
-    if (bundle && !S_ISDIR(st.st_mode) && strcmp(cg_path_base(path), "trace.jsonl") != 0)
-        bundle = false; /* some other file beside a bundle manifest: treat as raw */
     if (bundle) {
         if (nsight_dir) return cg_err_set(err, CG_EINVAL, "--nsight-dir is rejected for bundles: the bundle's own nsight/ evidence is bound");
         l->is_bundle = true;
