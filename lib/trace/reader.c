@@ -34,6 +34,18 @@ void cg_trace_limits_default(cg_trace_limits *l) {
         (n)++;                                                                       \
     } while (0)
 
+/* Interning table (reader-local): open addressing, linear probing, at most
+ * half full; a slot keeps the string, its length and 32 bits of its hash. */
+typedef struct islot {
+    const char *s;
+    uint32_t len, h;
+} islot;
+
+typedef struct itab {
+    islot *slots;
+    size_t cap, n;
+} itab;
+
 typedef struct rd {
     cg_trace *t;
     const char *path;
@@ -41,7 +53,7 @@ typedef struct rd {
     size_t line;
     size_t index;    /* 0-based index among non-empty records */
     cg_arena la;     /* per-line JSON arena */
-    cg_strmap intern;
+    itab intern;
     cg_strmap span_ix; /* span id -> index into t->spans (before sorting) */
     size_t cap_spans, cap_ops, cap_tensors, cap_stats, cap_memory, cap_dm, cap_di, cap_grad, cap_edges;
     bool have_meta, have_terminal, trace9;
@@ -103,14 +115,76 @@ static int rule_fail(rd *r, bool with_line, const char *fmt, ...) {
 
 /* ---- interning ---- */
 
+static inline uint64_t load64(const unsigned char *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+/* 8 bytes per step, multiply-xorshift mixing (strings here are short ids and names). */
+static uint64_t str_hash64(const char *s, size_t n) {
+    const unsigned char *p = (const unsigned char *)s;
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ ((uint64_t)n * 0xff51afd7ed558ccdull);
+    while (n >= 8) {
+        h = (h ^ load64(p)) * 0xbf58476d1ce4e5b9ull;
+        h ^= h >> 29;
+        p += 8;
+        n -= 8;
+    }
+    uint64_t tail = 0;
+    if (n) memcpy(&tail, p, n);
+    h = (h ^ tail) * 0x94d049bb133111ebull;
+    h ^= h >> 32;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 29;
+    return h;
+}
+
+static void itab_grow(itab *m) {
+    size_t ncap = m->cap ? m->cap * 2 : 1024;
+    islot *ns = calloc(ncap, sizeof *ns);
+    if (!ns) abort();
+    for (size_t i = 0; i < m->cap; i++) {
+        const islot *o = &m->slots[i];
+        if (!o->s) continue;
+        size_t j = o->h & (ncap - 1);
+        while (ns[j].s) j = (j + 1) & (ncap - 1);
+        ns[j] = *o;
+    }
+    free(m->slots);
+    m->slots = ns;
+    m->cap = ncap;
+}
+
+static void itab_free(itab *m) {
+    free(m->slots);
+    m->slots = NULL;
+    m->cap = m->n = 0;
+}
+
 static const char *intern(rd *r, const char *s, size_t len) {
     if (len > 96) return cg_arena_strndup(&r->t->arena, s, len);
-    size_t *v = cg_strmap_getn(&r->intern, s, len);
-    if (v) return (const char *)(uintptr_t)*v;
-    char *c = cg_arena_strndup(&r->t->arena, s, len);
-    cg_strmap_putn(&r->intern, c, len, (size_t)(uintptr_t)c, NULL);
-    return c;
+    itab *m = &r->intern;
+    if (2 * (m->n + 1) > m->cap) itab_grow(m);
+    uint32_t h = (uint32_t)(str_hash64(s, len) >> 32);
+    size_t mask = m->cap - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+        islot *sl = &m->slots[i];
+        if (!sl->s) {
+            char *c = cg_arena_strndup(&r->t->arena, s, len);
+            sl->s = c;
+            sl->len = (uint32_t)len;
+            sl->h = h;
+            m->n++;
+            return c;
+        }
+        if (sl->h == h && sl->len == len && memcmp(sl->s, s, len) == 0) return sl->s;
+    }
 }
+
+/* Nearly unique identifiers (a record's own id): copied, not interned — they
+ * would only grow the table; references to them elsewhere are still interned. */
+static const char *copy_str(rd *r, const char *s, size_t len) { return cg_arena_strndup(&r->t->arena, s, len); }
 
 /* ---- typed field access (serde semantics) ---- */
 
@@ -123,6 +197,7 @@ static const char *type_name(const cg_jv *v) {
     case CG_JSTR: return "string";
     case CG_JARR: return "sequence";
     case CG_JOBJ: return "map";
+    case CG_JLAZY: return "sequence";
     }
     return "value";
 }
@@ -138,6 +213,15 @@ static int f_str(rd *r, const cg_jv *o, const char *k, const char **out) {
     if (!v) return missing(r, k);
     if (v->type != CG_JSTR) return bad_type(r, k, v, "a string");
     *out = intern(r, v->u.str.s, v->u.str.len);
+    return 0;
+}
+
+/* required string, a nearly unique identifier (copied, not interned) */
+static int f_id(rd *r, const cg_jv *o, const char *k, const char **out) {
+    cg_jv *v = cg_jv_get(o, k);
+    if (!v) return missing(r, k);
+    if (v->type != CG_JSTR) return bad_type(r, k, v, "a string");
+    *out = copy_str(r, v->u.str.s, v->u.str.len);
     return 0;
 }
 
@@ -426,7 +510,7 @@ static int parse_span_start(rd *r, const cg_jv *o) {
     cg_span s;
     memset(&s, 0, sizeof s);
     int x;
-    if (f_str(r, o, "id", &s.id) || f_ostr(r, o, "parent_id", &s.parent_id) || f_str(r, o, "name", &s.name) ||
+    if (f_id(r, o, "id", &s.id) || f_ostr(r, o, "parent_id", &s.parent_id) || f_str(r, o, "name", &s.name) ||
         f_u64(r, o, "start_ns", &s.start_ns))
         return -1;
     if (f_enum(r, o, "span_kind", cg_span_kind_parse, "`function`, `op`, `module`", &x)) return -1;
@@ -496,7 +580,7 @@ static int parse_tensor(rd *r, const cg_jv *o) {
     memset(&tn, 0, sizeof tn);
     bool has;
     int x;
-    if (f_str(r, o, "span_id", &tn.span_id) || f_str(r, o, "tensor_id", &tn.tensor_id) ||
+    if (f_str(r, o, "span_id", &tn.span_id) || f_id(r, o, "tensor_id", &tn.tensor_id) ||
         f_ostr(r, o, "label", &tn.label) || f_shape(r, o, "shape", true, &tn.shape) ||
         f_str(r, o, "dtype", &tn.dtype) || f_str(r, o, "device", &tn.device) ||
         f_bool_def(r, o, "requires_grad", &tn.requires_grad) || f_ou64(r, o, "dense_bytes", &has, &tn.dense_bytes) ||
@@ -552,7 +636,7 @@ static int parse_memory(rd *r, const cg_jv *o) {
     cg_memory m;
     memset(&m, 0, sizeof m);
     int x, act;
-    if (f_u64(r, o, "timestamp_ns", &m.timestamp_ns) || f_str(r, o, "storage_id", &m.storage_id) ||
+    if (f_u64(r, o, "timestamp_ns", &m.timestamp_ns) || f_id(r, o, "storage_id", &m.storage_id) ||
         f_str(r, o, "tensor_id", &m.tensor_id) || f_str(r, o, "span_id", &m.span_id) ||
         f_ostr(r, o, "op_name", &m.op_name) || f_str(r, o, "device", &m.device) || f_u64(r, o, "bytes", &m.bytes))
         return -1;
@@ -608,7 +692,7 @@ static int parse_gradient(rd *r, const cg_jv *o) {
     cg_gradient g;
     memset(&g, 0, sizeof g);
     int x;
-    if (f_str(r, o, "event_id", &g.event_id) || f_str(r, o, "root", &g.root) || f_str(r, o, "key", &g.key) ||
+    if (f_id(r, o, "event_id", &g.event_id) || f_str(r, o, "root", &g.root) || f_str(r, o, "key", &g.key) ||
         f_enum(r, o, "state", cg_grad_state_parse, "`present`, `missing`, `zero`, `non_finite`", &x))
         return -1;
     g.state = (cg_grad_state)x;
@@ -678,7 +762,7 @@ static int handle_line(rd *r, const char *p, size_t n) {
         return json_fail(r, "%s", jerr.msg);
     }
     if (o->type != CG_JOBJ) return json_fail(r, "invalid type: %s, expected a trace event object", type_name(o));
-    const char *dup = o->u.obj.n <= 64 ? cg_jv_obj_dup_key(o) : NULL;
+    const char *dup = cg_jv_obj_dup_key(o);
     if (dup) return json_fail(r, "duplicate field `%s`", dup);
     cg_jv *kind = cg_jv_get(o, "kind");
     if (!kind) return json_fail(r, "missing field `kind`");
@@ -784,14 +868,13 @@ static void rd_init(rd *r, cg_trace *t, const char *path, cg_error *err, cg_trac
     r->path = path;
     r->err = err;
     cg_arena_init(&r->la, 64 * 1024);
-    cg_strmap_init(&r->intern);
     cg_strmap_init(&r->span_ix);
     r->lim = lim;
 }
 
 static void rd_done(rd *r) {
     cg_arena_free(&r->la);
-    cg_strmap_free(&r->intern);
+    itab_free(&r->intern);
     cg_strmap_free(&r->span_ix);
 }
 
