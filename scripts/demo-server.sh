@@ -54,9 +54,9 @@ echo "== recording and uploading demo bundles"
 RUNS="$DEMO/runs"
 rm -rf "$RUNS"; mkdir -p "$RUNS"
 for i in 0 1 2 3 4; do
-  "$TOY" --out "$RUNS/base-$i.jsonl" --step 3 --implementation toy-baseline --pair "pair-$i" --seed "$i" --production >/dev/null 2>&1
+  "$TOY" --out "$RUNS/base-$i.jsonl" --step 3 --implementation toy-baseline --pair "pair-$i" --seed 42 --production >/dev/null 2>&1
   publish_upload "$RUNS/base-$i.jsonl" "$RUNS/base-$i"
-  "$TOY" --out "$RUNS/cand-$i.jsonl" --step 3 --implementation toy-slow --pair "pair-$i" --seed "$i" --production --slow >/dev/null 2>&1
+  "$TOY" --out "$RUNS/cand-$i.jsonl" --step 3 --implementation toy-slow --pair "pair-$i" --seed 42 --production --slow >/dev/null 2>&1
   publish_upload "$RUNS/cand-$i.jsonl" "$RUNS/cand-$i"
 done
 # a campaign over capture steps 1..4 (step 4 left missing on purpose)
