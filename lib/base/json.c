@@ -442,7 +442,7 @@ void cg_jv_arr_push(cg_arena *a, cg_jv *arr, cg_jv *v) {
     arr->u.arr.items[arr->u.arr.n++] = v;
 }
 
-void cg_jv_obj_put(cg_arena *a, cg_jv *obj, const char *key, cg_jv *v) {
+void cg_jv_obj_putn(cg_arena *a, cg_jv *obj, const char *key, size_t key_len, cg_jv *v) {
     if (obj->u.obj.n == obj->u.obj.cap) {
         size_t cap = obj->u.obj.cap ? obj->u.obj.cap * 2 : 8;
         cg_jmember *m = cg_arena_alloc(a, cap * sizeof *m);
@@ -452,7 +452,7 @@ void cg_jv_obj_put(cg_arena *a, cg_jv *obj, const char *key, cg_jv *v) {
     }
     cg_jmember *mm = &obj->u.obj.m[obj->u.obj.n++];
     mm->key = key;
-    mm->key_len = strlen(key);
+    mm->key_len = key_len;
     mm->val = v;
 }
 
