@@ -486,6 +486,22 @@ static void nvtx_callback(CUpti_CallbackId cbid, const CUpti_NvtxData *d) {
     if (cg_session_end_span(s, id, NULL) != 0) atomic_fetch_add(&g.nvtx_unmatched, 1);
 }
 
+/* Which API calls can launch device work (kernels, copies, sets, graphs):
+ * only their correlation ids are stored. Classified once per callback id from
+ * the function name, then read lock-free. */
+#define CBID_CACHE 4096
+static _Atomic uint8_t g_cbid_class[2][CBID_CACHE]; /* 0 unknown, 1 launch, 2 other */
+
+static bool launches_work(const char *name) {
+    static const char *const prefixes[] = {"cudaLaunch", "cudaMemcpy", "cudaMemset",
+                                           "cudaGraphLaunch", "cuLaunch", "cuMemcpy",
+                                           "cuMemset", "cuGraphLaunch"};
+    if (!name) return true; /* unknown: keep it */
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0) return true;
+    return false;
+}
+
 static void CUPTIAPI api_callback(void *userdata, CUpti_CallbackDomain domain,
                                   CUpti_CallbackId cbid, const void *cbdata) {
     (void)userdata;
@@ -501,6 +517,15 @@ static void CUPTIAPI api_callback(void *userdata, CUpti_CallbackDomain domain,
     if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020 &&
         atomic_load(&g.active))
         api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    if (cbid < CBID_CACHE) {
+        _Atomic uint8_t *cls = &g_cbid_class[domain == CUPTI_CB_DOMAIN_DRIVER_API][cbid];
+        uint8_t c = atomic_load_explicit(cls, memory_order_relaxed);
+        if (c == 0) {
+            c = launches_work(d->functionName) ? 1 : 2;
+            atomic_store_explicit(cls, c, memory_order_relaxed);
+        }
+        if (c == 2) return;
+    }
     if (pthread_rwlock_tryrdlock(&g.attach_lock) != 0) return;
     if (g.session) corr_store(d->correlationId, cg_session_current_span(g.session));
     pthread_rwlock_unlock(&g.attach_lock);
