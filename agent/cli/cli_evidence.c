@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "base/fs.h"
+#include "bundle/outpath.h"
 
 static bool has_file(const char *dir, const char *name) {
     char p[4200];
@@ -15,62 +16,9 @@ static bool has_file(const char *dir, const char *name) {
     return cg_path_exists(p);
 }
 
-/* Lexically removes "." and "x/.." components of an absolute path, in place. */
-static void normalize(char *p) {
-    char *segs[PATH_MAX / 2];
-    size_t n = 0;
-    char buf[PATH_MAX + 8];
-    snprintf(buf, sizeof buf, "%s", p);
-    for (char *save = NULL, *s = strtok_r(buf, "/", &save); s; s = strtok_r(NULL, "/", &save)) {
-        if (!strcmp(s, ".")) continue;
-        if (!strcmp(s, "..")) {
-            if (n) n--;
-            continue;
-        }
-        segs[n++] = s;
-    }
-    size_t w = 0;
-    for (size_t i = 0; i < n; i++) w += (size_t)snprintf(p + w, PATH_MAX - w, "/%s", segs[i]);
-    if (!n) snprintf(p, 2, "/");
-}
-
-/* Symlink-resolving path: realpath of the deepest existing ancestor of `path`
- * plus the remaining components, then lexical normalization. */
-static void resolve_path(const char *path, char *out, size_t outsz) {
-    char cur[PATH_MAX];
-    snprintf(cur, sizeof cur, "%s", path);
-    char rest[PATH_MAX] = "";
-    for (int guard = 0; guard < 4096; guard++) {
-        char rp[PATH_MAX];
-        if (realpath(cur, rp)) {
-            char full[PATH_MAX + 8];
-            snprintf(full, sizeof full, "%s%s%s", rp, rest[0] ? "/" : "", rest);
-            normalize(full);
-            snprintf(out, outsz, "%s", full);
-            return;
-        }
-        char *slash = strrchr(cur, '/');
-        const char *base = slash ? slash + 1 : cur;
-        char nrest[PATH_MAX];
-        snprintf(nrest, sizeof nrest, "%.2000s%s%.2000s", base, rest[0] ? "/" : "", rest);
-        snprintf(rest, sizeof rest, "%s", nrest);
-        if (!slash) snprintf(cur, sizeof cur, ".");
-        else if (slash == cur) snprintf(cur, sizeof cur, "/");
-        else *slash = '\0';
-    }
-    snprintf(out, outsz, "%s", path);
-}
-
 int cli_check_output_outside(const char *out_path, const char *bundle_root, cg_error *err) {
-    if (!out_path || !strcmp(out_path, "-") || !bundle_root) return 0;
-    char o[PATH_MAX + 8], b[PATH_MAX + 8];
-    resolve_path(out_path, o, sizeof o);
-    resolve_path(bundle_root, b, sizeof b);
-    size_t bl = strlen(b);
-    if (!strncmp(o, b, bl) && (o[bl] == '\0' || o[bl] == '/'))
-        return cg_err_set(err, CG_EINVAL, "refusing to write command output %s inside verified bundle %s", out_path,
-                          bundle_root);
-    return 0;
+    if (!bundle_root) return 0;
+    return cg_bundle_check_output_path(out_path, bundle_root, err);
 }
 
 static cg_jv *input_json(cg_arena *a, const char *requested, const cli_loaded *l) {
@@ -88,6 +36,35 @@ static cg_jv *input_json(cg_arena *a, const char *requested, const cli_loaded *l
     }
     cg_jv_obj_put(a, o, "gpu_identity_bound", cg_jv_bool(a, bound));
     if (l->is_bundle) cg_jv_obj_put(a, o, "verification", cg_bundle_receipt_to_json(a, &l->receipt));
+    return o;
+}
+
+/* TraceRunMeta as compared by upstream (struct equality, bundles spec §7): a
+ * null Option equals an absent one, and a defaulted field written with its
+ * default equals an absent one. Returns a copy without such members. */
+static bool defaulted_member(bool in_contract, bool in_meta, const char *k, const cg_jv *v) {
+    if (v->type == CG_JNULL) return true;
+    if (in_meta && !strcmp(k, "measured_region_device_synchronized")) return v->type == CG_JBOOL && !v->u.b;
+    if (!in_contract) return false;
+    if (!strcmp(k, "tensors") || !strcmp(k, "gradients")) {
+        const char *s = cg_jv_as_str(v);
+        return s && !strcmp(s, "none");
+    }
+    if (!strcmp(k, "required_semantic_labels") || !strcmp(k, "gpu_expected_semantic_labels") ||
+        !strcmp(k, "cpu_only_semantic_labels"))
+        return v->type == CG_JARR && cg_jv_len(v) == 0;
+    return false;
+}
+
+static cg_jv *meta_canonical(cg_arena *a, const cg_jv *v, bool in_meta, bool in_contract) {
+    if (!v || v->type != CG_JOBJ) return (cg_jv *)v;
+    cg_jv *o = cg_jv_obj(a);
+    for (size_t i = 0; i < v->u.obj.n; i++) {
+        const cg_jmember *m = &v->u.obj.m[i];
+        if (defaulted_member(in_contract, in_meta, m->key, m->val)) continue;
+        bool contract = in_meta && !strcmp(m->key, "capture_contract");
+        cg_jv_obj_put(a, o, m->key, meta_canonical(a, m->val, false, contract));
+    }
     return o;
 }
 
@@ -114,7 +91,8 @@ static int load_bundle(cg_arena *a, cli_loaded *l, cg_error *err) {
     if (!l->packet) return cg_err_context(err, "parse verified evidence packet %s", ev_path);
     if (cg_evidence_validate_schema(l->packet, err) != 0) return cg_err_context(err, "verified evidence packet");
     cg_jv *prov = cg_run_meta_to_json(a, &l->trace->run);
-    if (!cg_jv_equal(prov, cg_jv_get(l->packet, "provenance")))
+    if (!cg_jv_equal(meta_canonical(a, prov, true, false),
+                     meta_canonical(a, cg_jv_get(l->packet, "provenance"), true, false)))
         return cg_err_set(err, CG_EVERIFY, "verified evidence packet provenance does not match its trace metadata");
     const char *consumed[] = {"trace.jsonl", "evidence.json"};
     if (cg_bundle_verify_consumed(l->bundle_root, &l->receipt, consumed, 2, err) != 0)
@@ -123,15 +101,19 @@ static int load_bundle(cg_arena *a, cli_loaded *l, cg_error *err) {
 }
 
 int cli_load_evidence(cg_arena *a, const char *path, const char *nsight_dir, cli_loaded *l, cg_error *err) {
+    return cli_load_evidence_ex(a, path, nsight_dir, false, l, err);
+}
+
+int cli_load_evidence_ex(cg_arena *a, const char *path, const char *nsight_dir, bool lazy, cli_loaded *l,
+                         cg_error *err) {
     memset(l, 0, sizeof *l);
     struct stat st;
     if (stat(path, &st) != 0) return cg_err_set(err, CG_EIO, "input %s: %s", path, strerror(errno));
     char dir[4000];
     if (S_ISDIR(st.st_mode)) snprintf(dir, sizeof dir, "%s", path);
     else cg_path_parent(path, dir, sizeof dir);
+    /* a directory with bundle.json, or any file whose parent holds one (bundles spec §7) */
     bool bundle = has_file(dir, "bundle.json");
-    if (bundle && !S_ISDIR(st.st_mode) && strcmp(cg_path_base(path), "trace.jsonl") != 0)
-        bundle = false; /* some other file beside a bundle manifest: treat as raw */
     if (bundle) {
         if (nsight_dir) return cg_err_set(err, CG_EINVAL, "--nsight-dir is rejected for bundles: the bundle's own nsight/ evidence is bound");
         l->is_bundle = true;
@@ -151,7 +133,7 @@ int cli_load_evidence(cg_arena *a, const char *path, const char *nsight_dir, cli
         if (!l->trace) return -1;
         l->evidence = cg_evidence_build(a, l->trace, nsight_dir, err);
         if (!l->evidence) return -1;
-        l->packet = cg_evidence_to_json(a, l->evidence);
+        l->packet = lazy ? cg_evidence_to_json_lazy(a, l->evidence) : cg_evidence_to_json(a, l->evidence);
     }
     l->input = input_json(a, path, l);
     return 0;

@@ -49,6 +49,25 @@ static int cmp_strp(const void *pa, const void *pb) {
     return strcmp(*(const char *const *)pa, *(const char *const *)pb);
 }
 
+/* qsort, skipped when the input is already in order (records usually come in
+ * id order; the comparators are total orders or compare string content only,
+ * so the result is the same either way) */
+static void sort_sref(sref *v, size_t n) {
+    for (size_t i = 1; i < n; i++)
+        if (cmp_sref(&v[i - 1], &v[i]) > 0) {
+            qsort(v, n, sizeof *v, cmp_sref);
+            return;
+        }
+}
+
+static void sort_strp(const char **v, size_t n) {
+    for (size_t i = 1; i < n; i++)
+        if (cmp_strp(&v[i - 1], &v[i]) > 0) {
+            qsort(v, n, sizeof *v, cmp_strp);
+            return;
+        }
+}
+
 /* index of s in the sorted unique array, or NONE */
 static size_t find_sorted(const char **arr, size_t n, const char *s) {
     size_t lo = 0, hi = n;
@@ -164,7 +183,7 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
         for (size_t k = 0; k < t->ops[i].inputs.n; k++) tids[nt++] = t->ops[i].inputs.items[k];
         if (t->ops[i].output) tids[nt++] = t->ops[i].output;
     }
-    qsort(tids, nt, sizeof *tids, cmp_strp);
+    sort_strp(tids, nt);
     size_t nu = 0;
     for (size_t i = 0; i < nt; i++)
         if (nu == 0 || strcmp(tids[nu - 1], tids[i])) tids[nu++] = tids[i];
@@ -284,12 +303,12 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
     /* tensor nodes: first tensor event per id; producing op fills dense bytes */
     sref *tev = xmalloc((t->n_tensors ? t->n_tensors : 1) * sizeof *tev);
     for (size_t i = 0; i < t->n_tensors; i++) tev[i] = (sref){t->tensors[i].tensor_id, i};
-    qsort(tev, t->n_tensors, sizeof *tev, cmp_sref);
+    sort_sref(tev, t->n_tensors);
     sref *outs = xmalloc((no ? no : 1) * sizeof *outs);
     size_t n_outs = 0;
     for (size_t i = 0; i < no; i++)
         if (t->ops[i].output && t->ops[i].has_output_dense_bytes) outs[n_outs++] = (sref){t->ops[i].output, i};
-    qsort(outs, n_outs, sizeof *outs, cmp_sref);
+    sort_sref(outs, n_outs);
     for (size_t u = 0, p = 0, q = 0; u < nu; u++) {
         cg_graph_node *n = &nodes[ns + no + u];
         n->id = cg_arena_printf(a, "tensor/%s", tids[u]);
@@ -322,7 +341,7 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
     {
         sref *ids = xmalloc((g->n_nodes ? g->n_nodes : 1) * sizeof *ids);
         for (size_t i = 0; i < g->n_nodes; i++) ids[i] = (sref){nodes[i].id, i};
-        qsort(ids, g->n_nodes, sizeof *ids, cmp_sref);
+        sort_sref(ids, g->n_nodes);
         size_t *by_id = cg_arena_alloc(a, (g->n_nodes ? g->n_nodes : 1) * sizeof *by_id);
         for (size_t i = 0; i < g->n_nodes; i++) {
             by_id[i] = ids[i].idx;
@@ -511,12 +530,12 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
                 nhv++;
             }
         }
-        qsort(hc, nh, sizeof *hc, cmp_host_cost);
+        if (nh > 1) qsort(hc, nh, sizeof *hc, cmp_host_cost);
         for (size_t i = 0; i < nh && i < CG_GRAPH_TOP; i++) sum->slowest_host_spans[sum->n_slowest_host_spans++] = hc[i];
         if (nd) qsort(dc, nd, sizeof *dc, cmp_dref);
         for (size_t i = 0; i < nd && i < CG_GRAPH_TOP; i++)
             sum->slowest_device_spans[sum->n_slowest_device_spans++] = dc[i].c;
-        qsort(hv, nhv, sizeof *hv, cmp_href);
+        if (nhv > 1) qsort(hv, nhv, sizeof *hv, cmp_href);
         for (size_t i = 0; i < nhv && i < CG_GRAPH_TOP; i++) sum->heaviest_spans[sum->n_heaviest_spans++] = hv[i].c;
         free(hc);
         free(dc);
@@ -673,23 +692,29 @@ cg_jv *cg_graph_summary_to_json(cg_arena *a, const cg_graph_summary *s) {
     return o;
 }
 
-cg_jv *cg_graph_to_json(cg_arena *a, const cg_graph *g) {
+static cg_jv *span_item(cg_arena *a, void *ctx, size_t i) {
+    return cg_graph_node_to_json(a, &((const cg_graph *)ctx)->nodes[i]);
+}
+static cg_jv *edge_item(cg_arena *a, void *ctx, size_t i) {
+    return cg_graph_edge_to_json(a, &((const cg_graph *)ctx)->edges[i]);
+}
+static cg_jv *tensor_item(cg_arena *a, void *ctx, size_t i) {
+    return cg_tensor_record_json(a, &((const cg_graph *)ctx)->trace->tensors[i]);
+}
+static cg_jv *gradient_item(cg_arena *a, void *ctx, size_t i) {
+    return cg_gradient_record_json(a, &((const cg_graph *)ctx)->trace->gradients[i]);
+}
+
+cg_jv *cg_graph_to_json_lazy(cg_arena *a, const cg_graph *g) {
+    void *ctx = (void *)(uintptr_t)g; /* items only read the graph */
     cg_jv *o = cg_jv_obj(a);
     cg_jv_obj_put(a, o, "schema", cg_jv_str_nocopy(a, CG_GRAPH_SCHEMA));
-    cg_jv *spans = cg_jv_arr(a);
-    for (size_t i = 0; i < g->n_nodes; i++) cg_jv_arr_push(a, spans, cg_graph_node_to_json(a, &g->nodes[i]));
-    cg_jv_obj_put(a, o, "spans", spans);
-    cg_jv *edges = cg_jv_arr(a);
-    for (size_t i = 0; i < g->n_edges; i++) cg_jv_arr_push(a, edges, cg_graph_edge_to_json(a, &g->edges[i]));
-    cg_jv_obj_put(a, o, "edges", edges);
-    cg_jv *tensors = cg_jv_arr(a);
-    for (size_t i = 0; i < g->trace->n_tensors; i++)
-        cg_jv_arr_push(a, tensors, cg_tensor_record_json(a, &g->trace->tensors[i]));
-    cg_jv_obj_put(a, o, "tensors", tensors);
-    cg_jv *grads = cg_jv_arr(a);
-    for (size_t i = 0; i < g->trace->n_gradients; i++)
-        cg_jv_arr_push(a, grads, cg_gradient_record_json(a, &g->trace->gradients[i]));
-    cg_jv_obj_put(a, o, "gradients", grads);
+    cg_jv_obj_put(a, o, "spans", cg_jv_lazy_arr(a, g->n_nodes, span_item, ctx));
+    cg_jv_obj_put(a, o, "edges", cg_jv_lazy_arr(a, g->n_edges, edge_item, ctx));
+    cg_jv_obj_put(a, o, "tensors", cg_jv_lazy_arr(a, g->trace->n_tensors, tensor_item, ctx));
+    cg_jv_obj_put(a, o, "gradients", cg_jv_lazy_arr(a, g->trace->n_gradients, gradient_item, ctx));
     cg_jv_obj_put(a, o, "summary", cg_graph_summary_to_json(a, &g->summary));
     return o;
 }
+
+cg_jv *cg_graph_to_json(cg_arena *a, const cg_graph *g) { return cg_jv_materialize(a, cg_graph_to_json_lazy(a, g)); }

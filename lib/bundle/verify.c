@@ -352,12 +352,11 @@ int cg_bundle_verify(const char *root, cg_bundle_receipt *out, cg_bundle_check *
     }
     /* 10 */
     if (observed != m.n_files) {
+        /* first declared path (in path order) that was not observed */
+        qsort(w.files, w.n, sizeof *w.files, name_cmp);
         const char *missing = NULL;
-        for (size_t i = 0; i < m.n_files && !missing; i++) {
-            bool seen = false;
-            for (size_t j = 0; j < w.n && !seen; j++) seen = !strcmp(w.files[j], sorted[i]->path);
-            if (!seen) missing = sorted[i]->path;
-        }
+        for (size_t i = 0; i < m.n_files && !missing; i++)
+            if (!bsearch(&sorted[i]->path, w.files, w.n, sizeof *w.files, name_cmp)) missing = sorted[i]->path;
         fail(check, CG_BCHK_MISSING_FILE, err, CG_EVERIFY, "declared bundle file is missing: %s",
              missing ? missing : "?");
         goto out;

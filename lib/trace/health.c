@@ -77,20 +77,32 @@ static void *xrealloc(void *p, size_t n) {
     return q;
 }
 
-static uint64_t fnv(uint64_t h, const char *s) {
+/* Word-at-a-time string hash (strlen is vectorised by libc); the final
+ * avalanche in hkey_hash spreads the bits. Length is mixed in, so adjacent
+ * strings of a two-string key cannot trade bytes. */
+static uint64_t str_hash(uint64_t h, const char *s) {
     if (!s) return h ^ 0x9e3779b97f4a7c15ULL;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        h ^= *p;
-        h *= 0x100000001b3ULL;
+    size_t n = strlen(s);
+    const unsigned char *p = (const unsigned char *)s;
+    uint64_t w;
+    h ^= (uint64_t)n * 0xff51afd7ed558ccdULL;
+    while (n >= 8) {
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
+        h ^= h >> 29;
+        p += 8;
+        n -= 8;
     }
-    return h;
+    w = 0;
+    memcpy(&w, p, n);
+    h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
+    return h ^ (h >> 32);
 }
 
 static uint64_t hkey_hash(hkey k) {
-    uint64_t h = fnv(0xcbf29ce484222325ULL, k.a);
-    h = (h ^ 0xff) * 0x100000001b3ULL;
-    h = fnv(h, k.b);
-    h ^= k.n;
+    uint64_t h = str_hash(0xcbf29ce484222325ULL, k.a);
+    h = str_hash(h * 0x100000001b3ULL, k.b);
+    h ^= k.n * 0xc4ceb9fe1a85ec53ULL;
     h ^= h >> 33;
     h *= 0xff51afd7ed558ccdULL;
     h ^= h >> 33;
@@ -173,6 +185,8 @@ typedef struct hctx {
     cg_health_issue *v;
     size_t n, cap;
     hmap spans;        /* span id -> index of its first occurrence */
+    const char *last_id; /* lookup cache: records of one span share the interned id */
+    uint32_t last_idx;
     uint32_t *parent;  /* parent span index, HNONE for root / unknown parent */
 } hctx;
 
@@ -207,7 +221,14 @@ static unsigned long long ull(uint64_t v) { return (unsigned long long)v; }
 
 static hkey span_key(const void *ctx, uint32_t id) { return key1(((const cg_trace *)ctx)->spans[id].id); }
 
-static uint32_t find_span(const hctx *c, const char *id) { return id ? hmap_get(&c->spans, key1(id)) : HNONE; }
+static uint32_t find_span(hctx *c, const char *id) {
+    if (!id) return HNONE;
+    if (id == c->last_id) return c->last_idx;
+    uint32_t ix = hmap_get(&c->spans, key1(id));
+    c->last_id = id;
+    c->last_idx = ix;
+    return ix;
+}
 
 static uint64_t span_end(const cg_span *s) { return sat_add(s->start_ns, s->duration_ns); }
 

@@ -99,7 +99,7 @@ static void test_fixture_corpus(void **st) {
     size_t n = 0;
     struct dirent *de;
     while ((de = readdir(d)) && n < 256) {
-        if (de->d_name[0] == '.') continue;
+        if (de->d_name[0] == '.' || !strncmp(de->d_name, "semantic_", 9)) continue; /* test_bundle_semantic */
         char *p = tb_join(dir, de->d_name);
         if (cg_is_dir(p)) names[n++] = strdup(de->d_name);
         free(p);

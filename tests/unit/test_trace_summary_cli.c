@@ -14,6 +14,7 @@
 
 #include "base/fs.h"
 #include "base/json.h"
+#include "base/sha256.h"
 
 static char g_bin[4096], g_fx[4096], g_tmp[4096];
 
@@ -260,12 +261,73 @@ static void test_directory_inputs(void **st) {
     run_free(&r);
 }
 
+static void file_entry(cg_buf *b, const char *dir, const char *name, bool last) {
+    char p[8400], hex[65];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    uint64_t size = 0;
+    cg_error err;
+    if (cg_sha256_file(p, true, hex, &size, &err) != 0) fail_msg("%s", err.msg);
+    cg_buf_printf(b, "    {\"path\": \"%s\", \"bytes\": %llu, \"sha256\": \"%s\"}%s\n", name,
+                  (unsigned long long)size, hex, last ? "" : ",");
+}
+
+/* A verified bundle (trace.jsonl + evidence.json from `import` + bundle.json):
+ * provenance and health come from the bound evidence packet. */
+static void test_bundle_input(void **st) {
+    (void)st;
+    char dir[4200], cmd[40000], p[8400];
+    make_dir("bundle", dir, sizeof dir);
+    put_trace(dir);
+    snprintf(cmd, sizeof cmd, "%s import %s/trace.jsonl -o %s/evidence.json", g_bin, dir, dir);
+    assert_int_equal(system(cmd), 0);
+    cg_buf b = CG_BUF_INIT;
+    cg_buf_puts(&b, "{\n  \"schema\": \"candle-graph/bundle/1\",\n  \"run_id\": \"run-4242-1\",\n  \"files\": [\n");
+    file_entry(&b, dir, "evidence.json", false);
+    file_entry(&b, dir, "trace.jsonl", true);
+    cg_buf_puts(&b, "  ]\n}\n");
+    snprintf(p, sizeof p, "%s/bundle.json", dir);
+    cg_error err;
+    assert_int_equal(cg_write_file(p, b.data, b.len, false, &err), 0);
+    cg_buf_free(&b);
+
+    run_result r = run(dir);
+    if (r.rc != 0) fail_msg("summary of a bundle failed: %s", r.err);
+    assert_non_null(strstr(r.out, "\"kind\": \"verified_bundle\""));
+    assert_non_null(strstr(r.out, "\"evidence_source\": \"verified_evidence_json\""));
+    assert_non_null(strstr(r.out, "\"structurally_valid\": true"));
+    assert_non_null(strstr(r.out, "\"op_count\": 1"));
+    run_free(&r);
+    char args[16384];
+    snprintf(args, sizeof args, "%s/trace.jsonl", dir);
+    r = run(args);
+    assert_int_equal(r.rc, 0);
+    assert_non_null(strstr(r.out, "\"kind\": \"verified_bundle\""));
+    run_free(&r);
+    /* output into the bundle is refused */
+    snprintf(args, sizeof args, "%s -o %s/out.json", dir, dir);
+    r = run(args);
+    assert_int_equal(r.rc, 1);
+    assert_non_null(strstr(r.err, "inside verified bundle"));
+    run_free(&r);
+    /* a tampered trace fails verification */
+    snprintf(p, sizeof p, "%s/trace.jsonl", dir);
+    FILE *f = fopen(p, "a");
+    assert_non_null(f);
+    fputs("\n", f);
+    fclose(f);
+    r = run(dir);
+    assert_int_equal(r.rc, 1);
+    assert_non_null(strstr(r.err, "verify bundle"));
+    run_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_envelope),
         cmocka_unit_test(test_parse_error_exit),
         cmocka_unit_test(test_require_valid),
         cmocka_unit_test(test_directory_inputs),
+        cmocka_unit_test(test_bundle_input),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,855 @@
+/* archive.c — bundle transport archive: pack (tar / tar.zst) and hostile-input
+ * safe unpack (libarchive for tar, libzstd streaming for the zstd layer). */
+#define _GNU_SOURCE /* renameat2 / RENAME_NOREPLACE */
+#include "bundle/archive.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zstd.h>
+#include <zstd_errors.h>
+
+#include "base/fs.h"
+#include "base/sha256.h"
+#include "bundle/manifest.h"
+#include "bundle/verify.h"
+
+#define IO_CHUNK ((size_t)1 << 20)
+#define ZSTD_LEVEL 3
+
+void cg_archive_limits_default(cg_archive_limits *l) {
+    l->max_entries = 100000;
+    l->max_file_bytes = (uint64_t)4 << 30;
+    l->max_total_bytes = (uint64_t)8 << 30;
+    l->max_stream_bytes = 0; /* derived */
+    l->window_log_max = 27;
+}
+
+const char *cg_archive_error_name(cg_archive_error e) {
+    switch (e) {
+    case CG_ARCHIVE_OK: return "ok";
+    case CG_ARCHIVE_UNSAFE_PATH: return "unsafe_path";
+    case CG_ARCHIVE_SPECIAL_FILE: return "special_file";
+    case CG_ARCHIVE_TOO_LARGE: return "payload_too_large";
+    case CG_ARCHIVE_MALFORMED: return "malformed_archive";
+    case CG_ARCHIVE_LOCAL: return "local_error";
+    }
+    return "local_error";
+}
+
+static int write_all(int fd, const void *p, size_t n) {
+    const char *c = p;
+    while (n) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static uint64_t now_nanos(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* "<parent>/.<name><tag>-<pid>-<nanos>" beside path (malloc'd). */
+static char *sibling_temp(const char *path, const char *tag) {
+    char parent[PATH_MAX];
+    cg_path_parent(path, parent, sizeof parent);
+    const char *name = cg_path_base(path);
+    size_t n = strlen(parent) + strlen(name) + strlen(tag) + 64;
+    char *p = malloc(n);
+    if (p) snprintf(p, n, "%s/.%s%s-%ld-%llu", parent, name, tag, (long)getpid(), (unsigned long long)now_nanos());
+    return p;
+}
+
+/* ================= pack ================= */
+
+typedef struct pack_out {
+    int fd;
+    ZSTD_CCtx *z;
+    void *zbuf;
+    size_t zcap;
+    int errnum;
+    char zerr[128];
+} pack_out;
+
+static int zflush(pack_out *o, const void *data, size_t len, ZSTD_EndDirective mode) {
+    ZSTD_inBuffer in = {data, len, 0};
+    for (;;) {
+        ZSTD_outBuffer out = {o->zbuf, o->zcap, 0};
+        size_t r = ZSTD_compressStream2(o->z, &out, &in, mode);
+        if (ZSTD_isError(r)) {
+            snprintf(o->zerr, sizeof o->zerr, "zstd: %s", ZSTD_getErrorName(r));
+            return -1;
+        }
+        if (out.pos && write_all(o->fd, o->zbuf, out.pos) != 0) {
+            o->errnum = errno;
+            return -1;
+        }
+        if (mode == ZSTD_e_end ? r == 0 : in.pos == in.size) return 0;
+    }
+}
+
+static la_ssize_t pack_write_cb(struct archive *a, void *ctx, const void *buf, size_t len) {
+    (void)a;
+    pack_out *o = ctx;
+    if (o->z) {
+        if (zflush(o, buf, len, ZSTD_e_continue) != 0) return -1;
+    } else if (write_all(o->fd, buf, len) != 0) {
+        o->errnum = errno;
+        return -1;
+    }
+    return (la_ssize_t)len;
+}
+
+static struct archive_entry *file_entry(const char *path, uint64_t size) {
+    struct archive_entry *e = archive_entry_new();
+    if (!e) return NULL;
+    /* raw bytes (manifest paths are UTF-8 from JSON); for non-ASCII paths the
+     * pax writer runs with hdrcharset=BINARY and stores them unconverted,
+     * independent of the process locale (libarchive 3.6 crashes converting a
+     * UTF-8-only name under the C locale) */
+    archive_entry_set_pathname(e, path);
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, 0644);
+    archive_entry_set_size(e, (la_int64_t)size);
+    archive_entry_set_mtime(e, 0, 0);
+    archive_entry_set_uid(e, 0);
+    archive_entry_set_gid(e, 0);
+    return e;
+}
+
+static int pack_fail(struct archive *a, pack_out *o, cg_error *err, const char *what) {
+    if (o->errnum) return cg_err_set(err, CG_EIO, "%s: %s", what, strerror(o->errnum));
+    if (o->zerr[0]) return cg_err_set(err, CG_EIO, "%s: %s", what, o->zerr);
+    return cg_err_set(err, CG_EIO, "%s: %s", what, a ? archive_error_string(a) : "archive error");
+}
+
+/* Streams one declared file into the archive, hashing it; refuses a change. */
+static int pack_file(struct archive *a, pack_out *o, const char *root, const cg_bundle_file *f, unsigned char *chunk,
+                     cg_error *err) {
+    char *full = cg_path_join(root, f->path);
+    if (!full) return cg_err_set(err, CG_ENOMEM, "out of memory");
+    int fd = open(full, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != f->bytes) {
+        int e = errno;
+        if (fd >= 0) close(fd);
+        int rc = cg_err_set(err, CG_EVERIFY, "bundle file %s changed after verification (%s)", f->path,
+                            fd < 0 ? strerror(e) : "type or size");
+        free(full);
+        return rc;
+    }
+    free(full);
+    struct archive_entry *e = file_entry(f->path, f->bytes);
+    if (!e || archive_write_header(a, e) != ARCHIVE_OK) {
+        if (e) archive_entry_free(e);
+        close(fd);
+        return pack_fail(a, o, err, "write archive header");
+    }
+    archive_entry_free(e);
+    cg_sha256 h;
+    cg_sha256_init(&h);
+    uint64_t total = 0;
+    for (;;) {
+        ssize_t r = read(fd, chunk, IO_CHUNK);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            int en = errno;
+            close(fd);
+            return cg_err_set(err, CG_EIO, "read bundle file %s: %s", f->path, strerror(en));
+        }
+        if (r == 0) break;
+        if (total + (uint64_t)r > f->bytes) break; /* grew: mismatch below */
+        cg_sha256_update(&h, chunk, (size_t)r);
+        total += (uint64_t)r;
+        if (archive_write_data(a, chunk, (size_t)r) != r) {
+            close(fd);
+            return pack_fail(a, o, err, "write archive data");
+        }
+    }
+    close(fd);
+    unsigned char d[32];
+    char hex[65];
+    cg_sha256_final(&h, d);
+    cg_hex(d, 32, hex);
+    if (total != f->bytes || strcasecmp(hex, f->sha256) != 0)
+        return cg_err_set(err, CG_EVERIFY, "bundle file %s changed after verification", f->path);
+    return 0;
+}
+
+static int file_path_cmp(const void *key, const void *elem) {
+    return strcmp((const char *)key, ((const cg_bundle_file *)elem)->path);
+}
+
+static int dirent_name_cmp(const void *x, const void *y) { return strcmp(*(char *const *)x, *(char *const *)y); }
+
+/* Walks the verified bundle (names sorted) and archives every directory (so
+ * empty ones such as an empty nsight/ survive transport) and every declared
+ * file; anything else means the bundle changed after verification. */
+static int pack_tree(struct archive *a, pack_out *o, const char *root, const char *rel, const cg_bundle_manifest *m,
+                     unsigned char *chunk, size_t *packed, cg_error *err) {
+    char *dir = rel ? cg_path_join(root, rel) : strdup(root);
+    if (!dir) return cg_err_set(err, CG_ENOMEM, "out of memory");
+    DIR *d = opendir(dir);
+    if (!d) {
+        int rc = cg_err_set(err, CG_EIO, "read bundle directory %s: %s", dir, strerror(errno));
+        free(dir);
+        return rc;
+    }
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0;
+    struct dirent *de;
+    while (rc == 0 && (de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            char **nn = realloc(names, cap * sizeof *nn);
+            if (!nn) { rc = cg_err_set(err, CG_ENOMEM, "out of memory"); break; }
+            names = nn;
+        }
+        if (!(names[n] = strdup(de->d_name))) { rc = cg_err_set(err, CG_ENOMEM, "out of memory"); break; }
+        n++;
+    }
+    closedir(d);
+    if (rc == 0 && n > 1) qsort(names, n, sizeof *names, dirent_name_cmp);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (!rel && !strcmp(names[i], CG_BUNDLE_MANIFEST_NAME)) continue; /* written first */
+        char *crel = rel ? cg_path_join(rel, names[i]) : strdup(names[i]);
+        char *full = crel ? cg_path_join(root, crel) : NULL;
+        struct stat st;
+        if (!full) {
+            rc = cg_err_set(err, CG_ENOMEM, "out of memory");
+        } else if (lstat(full, &st) != 0) {
+            rc = cg_err_set(err, CG_EIO, "inspect %s: %s", full, strerror(errno));
+        } else if (S_ISDIR(st.st_mode)) {
+            struct archive_entry *e = archive_entry_new();
+            if (!e) {
+                rc = cg_err_set(err, CG_ENOMEM, "out of memory");
+            } else {
+                archive_entry_set_pathname(e, crel);
+                archive_entry_set_filetype(e, AE_IFDIR);
+                archive_entry_set_perm(e, 0755);
+                archive_entry_set_size(e, 0);
+                archive_entry_set_mtime(e, 0, 0);
+                if (archive_write_header(a, e) != ARCHIVE_OK) rc = pack_fail(a, o, err, "write archive header");
+                archive_entry_free(e);
+            }
+            if (rc == 0) rc = pack_tree(a, o, root, crel, m, chunk, packed, err);
+        } else {
+            const cg_bundle_file *f =
+                S_ISREG(st.st_mode) ? bsearch(crel, m->files, m->n_files, sizeof *m->files, file_path_cmp) : NULL;
+            if (!f) rc = cg_err_set(err, CG_EVERIFY, "bundle entry %s changed after verification", crel);
+            else if ((rc = pack_file(a, o, root, f, chunk, err)) == 0) (*packed)++;
+        }
+        free(full);
+        free(crel);
+    }
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+    free(dir);
+    return rc;
+}
+
+static bool non_ascii_paths(const cg_bundle_manifest *m) {
+    for (size_t i = 0; i < m->n_files; i++)
+        for (const unsigned char *p = (const unsigned char *)m->files[i].path; *p; p++)
+            if (*p >= 0x80) return true;
+    return false;
+}
+
+int cg_archive_pack(const char *bundle, const char *out_path, bool zstd, cg_error *err) {
+    cg_bundle_receipt r;
+    if (cg_bundle_verify(bundle, &r, NULL, err) != 0) return cg_err_context(err, "refusing to pack %s", bundle);
+    char *mpath = cg_path_join(bundle, CG_BUNDLE_MANIFEST_NAME);
+    if (!mpath) return cg_err_set(err, CG_ENOMEM, "out of memory");
+    size_t mlen = 0;
+    char *mdata = cg_read_file(mpath, CG_BUNDLE_MANIFEST_MAX, &mlen, err);
+    free(mpath);
+    if (!mdata) return -1;
+    char hex[65];
+    cg_sha256_hex(mdata, mlen, hex);
+    if (strcmp(hex, r.manifest_sha256) != 0) {
+        free(mdata);
+        return cg_err_set(err, CG_EVERIFY, "bundle manifest changed after initial verification");
+    }
+    cg_arena ar;
+    cg_arena_init(&ar, 0);
+    cg_bundle_manifest m;
+    int rc = -1;
+    char *tmp = NULL;
+    struct archive *a = NULL;
+    unsigned char *chunk = NULL;
+    pack_out o = {.fd = -1};
+    if (cg_bundle_manifest_parse(&ar, mdata, mlen, &m, err) != 0) goto out;
+    cg_bundle_manifest_sort(&m);
+    tmp = sibling_temp(out_path, ".pack");
+    chunk = malloc(IO_CHUNK);
+    if (!tmp || !chunk) {
+        cg_err_set(err, CG_ENOMEM, "out of memory");
+        goto out;
+    }
+    o.fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (o.fd < 0) {
+        cg_err_set(err, CG_EIO, "create %s: %s", tmp, strerror(errno));
+        goto out;
+    }
+    if (zstd) {
+        o.z = ZSTD_createCCtx();
+        o.zcap = ZSTD_CStreamOutSize();
+        o.zbuf = malloc(o.zcap);
+        if (!o.z || !o.zbuf) {
+            cg_err_set(err, CG_ENOMEM, "out of memory");
+            goto out;
+        }
+        ZSTD_CCtx_setParameter(o.z, ZSTD_c_compressionLevel, ZSTD_LEVEL);
+        ZSTD_CCtx_setParameter(o.z, ZSTD_c_checksumFlag, 1);
+    }
+    a = archive_write_new();
+    if (!a || archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
+        (non_ascii_paths(&m) && archive_write_set_format_option(a, "pax", "hdrcharset", "BINARY") != ARCHIVE_OK) ||
+        archive_write_open(a, &o, NULL, pack_write_cb, NULL) != ARCHIVE_OK) {
+        pack_fail(a, &o, err, "open archive writer");
+        goto out;
+    }
+    struct archive_entry *e = file_entry(CG_BUNDLE_MANIFEST_NAME, mlen);
+    if (!e || archive_write_header(a, e) != ARCHIVE_OK || archive_write_data(a, mdata, mlen) != (la_ssize_t)mlen) {
+        if (e) archive_entry_free(e);
+        pack_fail(a, &o, err, "write archive entry bundle.json");
+        goto out;
+    }
+    archive_entry_free(e);
+    size_t packed = 0;
+    if (pack_tree(a, &o, bundle, NULL, &m, chunk, &packed, err) != 0) goto out;
+    if (packed != m.n_files) {
+        cg_err_set(err, CG_EVERIFY, "bundle %s changed after verification (files missing)", bundle);
+        goto out;
+    }
+    if (archive_write_close(a) != ARCHIVE_OK) {
+        pack_fail(a, &o, err, "finish archive");
+        goto out;
+    }
+    if (o.z && zflush(&o, NULL, 0, ZSTD_e_end) != 0) {
+        pack_fail(NULL, &o, err, "finish zstd stream");
+        goto out;
+    }
+    if (fsync(o.fd) != 0) {
+        cg_err_set(err, CG_EIO, "sync %s: %s", tmp, strerror(errno));
+        goto out;
+    }
+    close(o.fd);
+    o.fd = -1;
+    if (rename(tmp, out_path) != 0) {
+        cg_err_set(err, CG_EIO, "rename %s to %s: %s", tmp, out_path, strerror(errno));
+        goto out;
+    }
+    char parent[PATH_MAX];
+    cg_path_parent(out_path, parent, sizeof parent);
+    if (cg_fsync_path(parent, err) != 0) goto out;
+    rc = 0;
+out:
+    if (a) archive_write_free(a);
+    if (o.fd >= 0) close(o.fd);
+    if (rc != 0 && tmp) unlink(tmp);
+    ZSTD_freeCCtx(o.z);
+    free(o.zbuf);
+    free(chunk);
+    free(tmp);
+    free(mdata);
+    cg_arena_free(&ar);
+    return rc;
+}
+
+/* ================= unpack ================= */
+
+typedef struct unpack_in {
+    int fd;
+    bool zstd;
+    ZSTD_DCtx *z;
+    unsigned char *inbuf, *outbuf;
+    size_t incap, outcap;
+    ZSTD_inBuffer in;
+    bool eof;
+    size_t last_ret;     /* last ZSTD_decompressStream hint (0 = frame complete) */
+    bool first_pending;  /* plain tar: bytes already in inbuf to hand out first */
+    uint64_t total_out;
+    uint64_t limit;
+    cg_archive_error cls;
+    char msg[256];
+} unpack_in;
+
+static void in_fail(unpack_in *u, cg_archive_error cls, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void in_fail(unpack_in *u, cg_archive_error cls, const char *fmt, ...) {
+    if (u->cls) return;
+    u->cls = cls;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(u->msg, sizeof u->msg, fmt, ap);
+    va_end(ap);
+}
+
+static ssize_t read_some(int fd, void *buf, size_t n) {
+    for (;;) {
+        ssize_t r = read(fd, buf, n);
+        if (r < 0 && errno == EINTR) continue;
+        return r;
+    }
+}
+
+/* Produces the next chunk of the decoded tar stream: >0 bytes, 0 at end, -1 on error. */
+static ssize_t produce(unpack_in *u, const void **buf) {
+    if (!u->zstd) {
+        ssize_t r;
+        if (u->first_pending) {
+            u->first_pending = false;
+            r = (ssize_t)u->in.size;
+            *buf = u->inbuf;
+        } else {
+            r = read_some(u->fd, u->outbuf, u->outcap);
+            *buf = u->outbuf;
+            if (r < 0) {
+                in_fail(u, CG_ARCHIVE_LOCAL, "read archive: %s", strerror(errno));
+                return -1;
+            }
+        }
+        u->total_out += (uint64_t)r;
+        if (u->total_out > u->limit) {
+            in_fail(u, CG_ARCHIVE_TOO_LARGE, "archive stream exceeds the limit of %llu bytes",
+                    (unsigned long long)u->limit);
+            return -1;
+        }
+        return r;
+    }
+    for (;;) {
+        if (u->in.pos == u->in.size && !u->eof) {
+            ssize_t r = read_some(u->fd, u->inbuf, u->incap);
+            if (r < 0) {
+                in_fail(u, CG_ARCHIVE_LOCAL, "read archive: %s", strerror(errno));
+                return -1;
+            }
+            if (r == 0) u->eof = true;
+            u->in.src = u->inbuf;
+            u->in.size = (size_t)r;
+            u->in.pos = 0;
+        }
+        if (u->eof && u->in.pos == u->in.size) {
+            if (u->last_ret != 0) {
+                in_fail(u, CG_ARCHIVE_MALFORMED, "truncated zstd stream");
+                return -1;
+            }
+            return 0;
+        }
+        ZSTD_outBuffer out = {u->outbuf, u->outcap, 0};
+        size_t r = ZSTD_decompressStream(u->z, &out, &u->in);
+        if (ZSTD_isError(r)) {
+            ZSTD_ErrorCode c = ZSTD_getErrorCode(r);
+            if (c == ZSTD_error_frameParameter_windowTooLarge || c == ZSTD_error_memory_allocation)
+                in_fail(u, CG_ARCHIVE_TOO_LARGE, "zstd window exceeds the limit: %s", ZSTD_getErrorName(r));
+            else
+                in_fail(u, CG_ARCHIVE_MALFORMED, "corrupt zstd stream: %s", ZSTD_getErrorName(r));
+            return -1;
+        }
+        u->last_ret = r;
+        if (out.pos) {
+            u->total_out += out.pos;
+            if (u->total_out > u->limit) {
+                in_fail(u, CG_ARCHIVE_TOO_LARGE, "decompressed archive exceeds the limit of %llu bytes",
+                        (unsigned long long)u->limit);
+                return -1;
+            }
+            *buf = u->outbuf;
+            return (ssize_t)out.pos;
+        }
+    }
+}
+
+static la_ssize_t unpack_read_cb(struct archive *a, void *ctx, const void **buf) {
+    unpack_in *u = ctx;
+    ssize_t r = produce(u, buf);
+    if (r < 0) archive_set_error(a, EIO, "%s", u->msg);
+    return r;
+}
+
+/* ---- string set for duplicate detection ---- */
+typedef struct strset {
+    char **slot;
+    size_t cap, n;
+} strset;
+
+static uint64_t fnv(const char *s) {
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+/* 1 inserted, 0 already present, -1 out of memory. */
+static int strset_add(strset *s, const char *key) {
+    if ((s->n + 1) * 2 > s->cap) {
+        size_t nc = s->cap ? s->cap * 2 : 256;
+        char **ns = calloc(nc, sizeof *ns);
+        if (!ns) return -1;
+        for (size_t i = 0; i < s->cap; i++) {
+            if (!s->slot[i]) continue;
+            size_t j = fnv(s->slot[i]) & (nc - 1);
+            while (ns[j]) j = (j + 1) & (nc - 1);
+            ns[j] = s->slot[i];
+        }
+        free(s->slot);
+        s->slot = ns;
+        s->cap = nc;
+    }
+    size_t j = fnv(key) & (s->cap - 1);
+    while (s->slot[j]) {
+        if (!strcmp(s->slot[j], key)) return 0;
+        j = (j + 1) & (s->cap - 1);
+    }
+    s->slot[j] = strdup(key);
+    if (!s->slot[j]) return -1;
+    s->n++;
+    return 1;
+}
+
+static void strset_free(strset *s) {
+    for (size_t i = 0; i < s->cap; i++) free(s->slot[i]);
+    free(s->slot);
+}
+
+typedef struct unpack_state {
+    const char *staging;
+    const cg_archive_limits *lim;
+    cg_archive_error cls;
+    cg_error *err;
+    strset seen;
+    uint64_t entries, total_bytes;
+    unsigned char *chunk;
+} unpack_state;
+
+static int st_fail(unpack_state *s, cg_archive_error cls, cg_errcode code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int st_fail(unpack_state *s, cg_archive_error cls, cg_errcode code, const char *fmt, ...) {
+    s->cls = cls;
+    va_list ap;
+    va_start(ap, fmt);
+    cg_err_vset(s->err, code, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* Normalizes an entry name into out: strips one leading "./" and a trailing
+ * "/" (directories). Returns 0 (root entry "."), 1 (a path), -1 (unsafe). */
+static int normalize_name(const char *name, bool is_dir, char *out, size_t outsz) {
+    if (!strncmp(name, "./", 2)) name += 2;
+    size_t n = strlen(name);
+    if (is_dir && n && name[n - 1] == '/') n--;
+    if (n == 0 || (n == 1 && name[0] == '.')) return is_dir ? 0 : -1;
+    if (n >= outsz) return -1;
+    memcpy(out, name, n);
+    out[n] = '\0';
+    if (!cg_bundle_path_is_safe(out)) return -1;
+    for (const char *p = out; *p;) {
+        const char *sl = strchr(p, '/');
+        size_t len = sl ? (size_t)(sl - p) : strlen(p);
+        if (len > NAME_MAX) return -1;
+        if (!sl) break;
+        p = sl + 1;
+    }
+    return 1;
+}
+
+/* Creates every directory of rel (or its parents only) inside the staging dir. */
+static int make_dirs(unpack_state *s, const char *rel, bool include_last) {
+    char path[PATH_MAX];
+    int n = snprintf(path, sizeof path, "%s/%s", s->staging, rel);
+    if (n < 0 || (size_t)n >= sizeof path)
+        return st_fail(s, CG_ARCHIVE_UNSAFE_PATH, CG_EVERIFY, "archive entry path is too long: %s", rel);
+    size_t base = strlen(s->staging) + 1;
+    for (char *p = path + base;; p++) {
+        bool end = *p == '\0';
+        if (*p == '/' || (end && include_last)) {
+            char c = *p;
+            *p = '\0';
+            if (mkdir(path, 0755) != 0) {
+                struct stat st;
+                if (errno != EEXIST || lstat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+                    return st_fail(s, CG_ARCHIVE_MALFORMED, CG_EPARSE,
+                                   "archive path %s is both a file and a directory", rel);
+            }
+            *p = c;
+        }
+        if (end) break;
+    }
+    return 0;
+}
+
+static int extract_file(unpack_state *s, struct archive *a, const char *rel, struct archive_entry *e) {
+    if (archive_entry_size_is_set(e)) {
+        la_int64_t sz = archive_entry_size(e);
+        if (sz < 0) return st_fail(s, CG_ARCHIVE_MALFORMED, CG_EPARSE, "archive entry %s has a negative size", rel);
+        if ((uint64_t)sz > s->lim->max_file_bytes)
+            return st_fail(s, CG_ARCHIVE_TOO_LARGE, CG_ELIMIT, "archive entry %s is larger than the limit of %llu bytes",
+                           rel, (unsigned long long)s->lim->max_file_bytes);
+        if ((uint64_t)sz > s->lim->max_total_bytes - s->total_bytes)
+            return st_fail(s, CG_ARCHIVE_TOO_LARGE, CG_ELIMIT, "archive content exceeds the limit of %llu bytes",
+                           (unsigned long long)s->lim->max_total_bytes);
+    }
+    if (make_dirs(s, rel, false) != 0) return -1;
+    char path[PATH_MAX];
+    int pn = snprintf(path, sizeof path, "%s/%s", s->staging, rel);
+    if (pn < 0 || (size_t)pn >= sizeof path)
+        return st_fail(s, CG_ARCHIVE_UNSAFE_PATH, CG_EVERIFY, "archive entry path is too long: %s", rel);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) {
+        if (errno == EEXIST)
+            return st_fail(s, CG_ARCHIVE_MALFORMED, CG_EPARSE, "archive path %s is both a file and a directory", rel);
+        return st_fail(s, CG_ARCHIVE_LOCAL, CG_EIO, "create %s: %s", path, strerror(errno));
+    }
+    uint64_t written = 0;
+    for (;;) {
+        la_ssize_t r = archive_read_data(a, s->chunk, IO_CHUNK);
+        if (r == 0) break;
+        if (r < 0) {
+            close(fd);
+            return -2; /* reader error: classified by the caller */
+        }
+        written += (uint64_t)r;
+        if (written > s->lim->max_file_bytes || s->total_bytes + written > s->lim->max_total_bytes) {
+            close(fd);
+            return st_fail(s, CG_ARCHIVE_TOO_LARGE, CG_ELIMIT, "archive content exceeds the size limits at %s", rel);
+        }
+        if (write_all(fd, s->chunk, (size_t)r) != 0) {
+            int en = errno;
+            close(fd);
+            return st_fail(s, CG_ARCHIVE_LOCAL, CG_EIO, "write %s: %s", path, strerror(en));
+        }
+    }
+    s->total_bytes += written;
+    if (fsync(fd) != 0 || close(fd) != 0)
+        return st_fail(s, CG_ARCHIVE_LOCAL, CG_EIO, "sync %s: %s", path, strerror(errno));
+    return 0;
+}
+
+/* fsyncs every directory below (and including) path. */
+static int sync_dirs(const char *path, cg_error *err) {
+    if (cg_fsync_path(path, err) != 0) return -1;
+    DIR *d = opendir(path);
+    if (!d) return cg_err_set(err, CG_EIO, "open %s: %s", path, strerror(errno));
+    struct dirent *de;
+    int rc = 0;
+    while (rc == 0 && (de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+        char *child = cg_path_join(path, de->d_name);
+        struct stat st;
+        if (child && lstat(child, &st) == 0 && S_ISDIR(st.st_mode)) rc = sync_dirs(child, err);
+        free(child);
+    }
+    closedir(d);
+    return rc;
+}
+
+/* Runs the archive through libarchive into s->staging. */
+static int unpack_entries(unpack_state *s, unpack_in *u) {
+    struct archive *a = archive_read_new();
+    if (!a) return st_fail(s, CG_ARCHIVE_LOCAL, CG_ENOMEM, "out of memory");
+    archive_read_support_format_tar(a);
+    int rc = -1;
+    if (archive_read_open(a, u, NULL, unpack_read_cb, NULL) != ARCHIVE_OK) goto reader_error;
+    for (;;) {
+        struct archive_entry *e;
+        int r = archive_read_next_header(a, &e);
+        if (r == ARCHIVE_EOF) break;
+        /* ARCHIVE_WARN: e.g. a UTF-8 pax name that the process locale cannot
+         * represent; the entry is complete and the UTF-8 name is used below */
+        if (r != ARCHIVE_OK && r != ARCHIVE_WARN) goto reader_error;
+        if (++s->entries > s->lim->max_entries) {
+            st_fail(s, CG_ARCHIVE_TOO_LARGE, CG_ELIMIT, "archive has more than %llu entries",
+                    (unsigned long long)s->lim->max_entries);
+            goto out;
+        }
+        /* UTF-8 (pax) name when libarchive can provide it, else the raw header bytes */
+        const char *name = archive_entry_pathname_utf8(e);
+        if (!name) name = archive_entry_pathname(e);
+        if (!name) {
+            st_fail(s, CG_ARCHIVE_MALFORMED, CG_EPARSE, "archive entry without a path");
+            goto out;
+        }
+        mode_t type = archive_entry_filetype(e);
+        bool is_dir = type == AE_IFDIR;
+        char rel[PATH_MAX];
+        int nr = normalize_name(name, is_dir, rel, sizeof rel);
+        if (nr < 0) {
+            st_fail(s, CG_ARCHIVE_UNSAFE_PATH, CG_EVERIFY, "unsafe path in archive: %s", name);
+            goto out;
+        }
+        /* the *_utf8/_w getters too: the plain getter returns NULL when the
+         * target name cannot be converted to the current locale */
+        if (archive_entry_hardlink(e) || archive_entry_hardlink_utf8(e) || archive_entry_hardlink_w(e)) {
+            st_fail(s, CG_ARCHIVE_SPECIAL_FILE, CG_EVERIFY, "hard links are not allowed in archives: %s", name);
+            goto out;
+        }
+        if (type == AE_IFLNK || archive_entry_symlink(e) || archive_entry_symlink_utf8(e) || archive_entry_symlink_w(e)) {
+            st_fail(s, CG_ARCHIVE_SPECIAL_FILE, CG_EVERIFY, "symbolic links are not allowed in archives: %s", name);
+            goto out;
+        }
+        if (type != AE_IFREG && type != AE_IFDIR) {
+            st_fail(s, CG_ARCHIVE_SPECIAL_FILE, CG_EVERIFY, "special files are not allowed in archives: %s", name);
+            goto out;
+        }
+        if (nr == 0) continue; /* the root directory entry "." */
+        int added = strset_add(&s->seen, rel);
+        if (added < 0) {
+            st_fail(s, CG_ARCHIVE_LOCAL, CG_ENOMEM, "out of memory");
+            goto out;
+        }
+        if (added == 0) {
+            st_fail(s, CG_ARCHIVE_MALFORMED, CG_EPARSE, "duplicate archive entry: %s", rel);
+            goto out;
+        }
+        if (is_dir) {
+            if (make_dirs(s, rel, true) != 0) goto out;
+            continue;
+        }
+        int xr = extract_file(s, a, rel, e);
+        if (xr == -2) goto reader_error;
+        if (xr != 0) goto out;
+    }
+    if (u->zstd) {
+        /* drain the rest of the zstd stream so truncation and checksum errors surface */
+        const void *b;
+        ssize_t r;
+        while ((r = produce(u, &b)) > 0) {}
+        if (r < 0) {
+            st_fail(s, u->cls, u->cls == CG_ARCHIVE_LOCAL ? CG_EIO : CG_EPARSE, "%s", u->msg);
+            goto out;
+        }
+    }
+    rc = 0;
+    goto out;
+reader_error:
+    if (u->cls)
+        st_fail(s, u->cls, u->cls == CG_ARCHIVE_TOO_LARGE ? CG_ELIMIT : u->cls == CG_ARCHIVE_LOCAL ? CG_EIO : CG_EPARSE,
+                "%s", u->msg);
+    else
+        st_fail(s, CG_ARCHIVE_MALFORMED, CG_EPARSE, "malformed archive: %s",
+                archive_error_string(a) ? archive_error_string(a) : "unreadable tar data");
+out:
+    archive_read_free(a);
+    return rc;
+}
+
+int cg_archive_unpack_fd(int fd, const char *dest, const cg_archive_limits *lim_in, cg_archive_error *kind,
+                         cg_error *err) {
+    cg_archive_limits lim;
+    if (lim_in) lim = *lim_in;
+    else cg_archive_limits_default(&lim);
+    if (!lim.max_stream_bytes) lim.max_stream_bytes = lim.max_total_bytes + 1536 * lim.max_entries + (1u << 20);
+    if (kind) *kind = CG_ARCHIVE_LOCAL;
+    if (cg_path_exists(dest)) return cg_err_set(err, CG_EEXIST, "unpack destination already exists: %s", dest);
+    char parent[PATH_MAX];
+    cg_path_parent(dest, parent, sizeof parent);
+    if (cg_mkdir_p(parent, err) != 0) return -1;
+    char *staging = sibling_temp(dest, ".unpack");
+    if (!staging) return cg_err_set(err, CG_ENOMEM, "out of memory");
+    if (mkdir(staging, 0755) != 0) {
+        int rc = cg_err_set(err, CG_EIO, "create %s: %s", staging, strerror(errno));
+        free(staging);
+        return rc;
+    }
+    unpack_in u = {.fd = fd, .limit = lim.max_stream_bytes, .incap = ZSTD_DStreamInSize(),
+                   .outcap = ZSTD_DStreamOutSize()};
+    if (u.incap < 65536) u.incap = 65536;
+    unpack_state s = {.staging = staging, .lim = &lim, .err = err};
+    u.inbuf = malloc(u.incap);
+    u.outbuf = malloc(u.outcap);
+    s.chunk = malloc(IO_CHUNK);
+    int rc = -1;
+    if (!u.inbuf || !u.outbuf || !s.chunk) {
+        st_fail(&s, CG_ARCHIVE_LOCAL, CG_ENOMEM, "out of memory");
+        goto out;
+    }
+    /* peek for the zstd magic */
+    size_t have = 0;
+    while (have < 4) {
+        ssize_t r = read_some(fd, u.inbuf + have, u.incap - have);
+        if (r < 0) {
+            st_fail(&s, CG_ARCHIVE_LOCAL, CG_EIO, "read archive: %s", strerror(errno));
+            goto out;
+        }
+        if (r == 0) break;
+        have += (size_t)r;
+    }
+    u.in.src = u.inbuf;
+    u.in.size = have;
+    u.in.pos = 0;
+    u.zstd = have >= 4 && u.inbuf[0] == 0x28 && u.inbuf[1] == 0xB5 && u.inbuf[2] == 0x2F && u.inbuf[3] == 0xFD;
+    if (u.zstd) {
+        u.z = ZSTD_createDCtx();
+        if (!u.z) {
+            st_fail(&s, CG_ARCHIVE_LOCAL, CG_ENOMEM, "out of memory");
+            goto out;
+        }
+        ZSTD_DCtx_setParameter(u.z, ZSTD_d_windowLogMax, lim.window_log_max);
+        u.last_ret = 1;
+    } else {
+        u.first_pending = have > 0;
+        if (have == 0) {
+            st_fail(&s, CG_ARCHIVE_MALFORMED, CG_EPARSE, "malformed archive: empty input");
+            goto out;
+        }
+    }
+    if (unpack_entries(&s, &u) != 0) goto out;
+    if (sync_dirs(staging, err) != 0) {
+        s.cls = CG_ARCHIVE_LOCAL;
+        goto out;
+    }
+    if (renameat2(AT_FDCWD, staging, AT_FDCWD, dest, RENAME_NOREPLACE) != 0) {
+        int en = errno;
+        if (en == EEXIST)
+            st_fail(&s, CG_ARCHIVE_LOCAL, CG_EEXIST, "unpack destination already exists: %s", dest);
+        else
+            st_fail(&s, CG_ARCHIVE_LOCAL, CG_EIO, "rename %s to %s: %s", staging, dest, strerror(en));
+        goto out;
+    }
+    if (cg_fsync_path(parent, err) != 0) {
+        s.cls = CG_ARCHIVE_LOCAL;
+        goto out; /* dest exists but its parent entry is not durable: report, keep data */
+    }
+    s.cls = CG_ARCHIVE_OK;
+    rc = 0;
+out:
+    if (rc != 0) cg_rm_rf(staging);
+    if (kind) *kind = rc == 0 ? CG_ARCHIVE_OK : s.cls;
+    ZSTD_freeDCtx(u.z);
+    free(u.inbuf);
+    free(u.outbuf);
+    free(s.chunk);
+    strset_free(&s.seen);
+    free(staging);
+    return rc;
+}
+
+int cg_archive_unpack(const char *archive_path, const char *dest, const cg_archive_limits *lim,
+                      cg_archive_error *kind, cg_error *err) {
+    if (kind) *kind = CG_ARCHIVE_LOCAL;
+    int fd = open(archive_path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return cg_err_set(err, CG_EIO, "open %s: %s", archive_path, strerror(errno));
+    int rc = cg_archive_unpack_fd(fd, dest, lim, kind, err);
+    close(fd);
+    return rc;
+}

@@ -1,0 +1,69 @@
+/* archive.h — transport archive of a bundle (ARCHITECTURE.md "Transport
+ * archive"; CLI.md pack/unpack and hostile-archive error classes).
+ *
+ * Pack: a POSIX tar (pax, ustar-compatible headers where possible) of the
+ * verified bundle — bundle.json first at the archive root, then a walk of the
+ * directory (names sorted) with every directory (empty ones included: an empty
+ * nsight/ changes the rederived evidence) and every declared file — with
+ * normalized headers (mode 0644, uid/gid 0,
+ * mtime 0, no owner names), optionally zstd-compressed (libzstd streaming,
+ * level 3, frame checksum). The bundle is verified first and every file is
+ * re-hashed while it is archived; a file that changed fails the pack. The
+ * output is written to a temporary file beside out_path, fsynced and renamed.
+ *
+ * Unpack: a tar or tar.zst (detected by the zstd magic) is extracted into a
+ * fresh directory `dest` that must not exist. Extraction happens in a staging
+ * directory beside dest which is renamed to dest only when the whole archive
+ * was accepted; on any refusal nothing is left behind. Only regular files and
+ * directories are accepted. zstd runs with a bounded window (windowLogMax) and
+ * the decoded stream, entry count, per-file and total sizes are bounded.
+ *
+ * Error classes (for the server's 4xx mapping, CLI.md "Hostile archives"):
+ *   CG_ARCHIVE_UNSAFE_PATH   absolute path, "..", empty or "." component, backslash, NUL → 422 unsafe_path
+ *   CG_ARCHIVE_SPECIAL_FILE  symlink, hard link, device, FIFO, socket entry              → 422 special_file
+ *   CG_ARCHIVE_TOO_LARGE     a size / count / window / decoded-output limit              → 413 payload_too_large
+ *   CG_ARCHIVE_MALFORMED     unreadable, truncated or corrupt input, duplicate entries,
+ *                            a path that is both a file and a directory                  → 400 malformed_archive
+ *   CG_ARCHIVE_LOCAL         local failure (dest exists, disk, permissions)              → 5xx / CLI error
+ * Ownership: no allocation escapes; err carries the message. */
+#ifndef CG_BUNDLE_ARCHIVE_H
+#define CG_BUNDLE_ARCHIVE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/error.h"
+
+typedef enum cg_archive_error {
+    CG_ARCHIVE_OK = 0,
+    CG_ARCHIVE_UNSAFE_PATH,
+    CG_ARCHIVE_SPECIAL_FILE,
+    CG_ARCHIVE_TOO_LARGE,
+    CG_ARCHIVE_MALFORMED,
+    CG_ARCHIVE_LOCAL,
+} cg_archive_error;
+
+typedef struct cg_archive_limits {
+    uint64_t max_entries;       /* default 100,000 */
+    uint64_t max_file_bytes;    /* default 4 GiB */
+    uint64_t max_total_bytes;   /* sum of file sizes; default 8 GiB */
+    uint64_t max_stream_bytes;  /* decoded tar stream; default max_total_bytes + 1536*max_entries + 1 MiB */
+    int window_log_max;         /* zstd windowLogMax; default 27 (128 MiB) */
+} cg_archive_limits;
+
+void cg_archive_limits_default(cg_archive_limits *l);
+/* Stable lowercase name of an error class ("unsafe_path", "special_file",
+ * "payload_too_large", "malformed_archive", "local_error", "ok"). */
+const char *cg_archive_error_name(cg_archive_error e);
+
+/* Packs the bundle directory into out_path; zstd selects tar.zst. */
+int cg_archive_pack(const char *bundle, const char *out_path, bool zstd, cg_error *err);
+
+/* Unpacks archive_path (or an open fd, read from its current offset) into dest.
+ * lim may be NULL for the defaults. kind (may be NULL) receives the class. */
+int cg_archive_unpack(const char *archive_path, const char *dest, const cg_archive_limits *lim,
+                      cg_archive_error *kind, cg_error *err);
+int cg_archive_unpack_fd(int fd, const char *dest, const cg_archive_limits *lim, cg_archive_error *kind,
+                         cg_error *err);
+
+#endif

@@ -1,0 +1,101 @@
+/* outpath.c — refuse command outputs that resolve inside an input bundle (§7). */
+#include "bundle/outpath.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Absolute, lexically normalized form of p (".", "..", "//" resolved). */
+static int lexical_abs(const char *p, char out[PATH_MAX]) {
+    char tmp[PATH_MAX * 2];
+    if (p[0] == '/') {
+        if (strlen(p) >= sizeof tmp) return -1;
+        memcpy(tmp, p, strlen(p) + 1);
+    } else {
+        char cwd[PATH_MAX];
+        if (!getcwd(cwd, sizeof cwd)) return -1;
+        int n = snprintf(tmp, sizeof tmp, "%s/%s", cwd, p);
+        if (n < 0 || (size_t)n >= sizeof tmp) return -1;
+    }
+    size_t o = 0;
+    out[0] = '\0';
+    for (char *s = tmp; *s;) {
+        while (*s == '/') s++;
+        if (!*s) break;
+        char *e = strchr(s, '/');
+        size_t n = e ? (size_t)(e - s) : strlen(s);
+        if (n == 1 && s[0] == '.') {
+        } else if (n == 2 && s[0] == '.' && s[1] == '.') {
+            while (o > 0 && out[o - 1] != '/') o--;
+            if (o > 0) o--;
+            out[o] = '\0';
+        } else {
+            if (o + 1 + n >= PATH_MAX) return -1;
+            out[o++] = '/';
+            memcpy(out + o, s, n);
+            o += n;
+            out[o] = '\0';
+        }
+        s += n;
+    }
+    if (o == 0) {
+        out[0] = '/';
+        out[1] = '\0';
+    }
+    return 0;
+}
+
+/* Physical resolution: realpath of the longest existing prefix + the rest. */
+static int physical(const char *p, char out[PATH_MAX]) {
+    char work[PATH_MAX * 2];
+    if (p[0] == '/') {
+        if (strlen(p) >= sizeof work) return -1;
+        memcpy(work, p, strlen(p) + 1);
+    } else {
+        char cwd[PATH_MAX];
+        if (!getcwd(cwd, sizeof cwd)) return -1;
+        int n = snprintf(work, sizeof work, "%s/%s", cwd, p);
+        if (n < 0 || (size_t)n >= sizeof work) return -1;
+    }
+    size_t len = strlen(work);
+    for (;;) {
+        char save = work[len];
+        work[len] = '\0';
+        char real[PATH_MAX];
+        bool ok = realpath(work, real) != NULL;
+        work[len] = save;
+        if (ok) {
+            char joined[PATH_MAX * 3];
+            snprintf(joined, sizeof joined, "%s/%s", real, work + len);
+            return lexical_abs(joined, out);
+        }
+        size_t k = len;
+        while (k > 0 && work[k - 1] != '/') k--;
+        if (k <= 1) return lexical_abs(work, out);
+        len = k - 1;
+    }
+}
+
+static bool inside(const char *path, const char *root) {
+    size_t n = strlen(root);
+    if (!strcmp(root, "/")) return true;
+    return !strncmp(path, root, n) && (path[n] == '\0' || path[n] == '/');
+}
+
+int cg_bundle_check_output_path(const char *output, const char *bundle_root, cg_error *err) {
+    if (!output || !strcmp(output, "-")) return 0;
+    char out_lex[PATH_MAX], root_lex[PATH_MAX], out_phys[PATH_MAX], root_phys[PATH_MAX];
+    if (lexical_abs(output, out_lex) != 0 || lexical_abs(bundle_root, root_lex) != 0)
+        return cg_err_set(err, CG_EIO, "resolve output path %s: %s", output, strerror(errno ? errno : ENAMETOOLONG));
+    if (physical(output, out_phys) != 0) memcpy(out_phys, out_lex, sizeof out_lex);
+    if (physical(bundle_root, root_phys) != 0) memcpy(root_phys, root_lex, sizeof root_lex);
+    if (inside(out_lex, root_lex) || inside(out_phys, root_phys) || inside(out_lex, root_phys) ||
+        inside(out_phys, root_lex))
+        return cg_err_set(err, CG_EINVAL, "refusing to write command output %s inside verified bundle %s", output,
+                          bundle_root);
+    return 0;
+}

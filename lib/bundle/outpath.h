@@ -1,0 +1,14 @@
+/* outpath.h — write safety for commands that read bundles (spec §7): an output
+ * path that resolves inside an input bundle (lexical "..", existing symlink
+ * aliases, or the bundle root itself) is refused with
+ * "refusing to write command output … inside verified bundle …".
+ * No allocation escapes. Errors: -1 with CG_EINVAL (refusal) or CG_EIO. */
+#ifndef CG_BUNDLE_OUTPATH_H
+#define CG_BUNDLE_OUTPATH_H
+
+#include "base/error.h"
+
+/* 0 when output (a file path, or "-"/NULL for stdout) lies outside bundle_root. */
+int cg_bundle_check_output_path(const char *output, const char *bundle_root, cg_error *err);
+
+#endif

@@ -1,0 +1,41 @@
+/* semantic.h — run-ID binding and semantic verification of a bundle that
+ * already passed cg_bundle_verify (spec §7 `verify --semantic`; ARCHITECTURE.md
+ * ingest step 4).
+ *
+ * 1. trace.jsonl must parse and its meta run_id must equal the manifest run_id
+ *    ("bundle manifest run ID … does not match its trace run ID …").
+ * 2. evidence.json must parse; when its schema is candle-graph/evidence/4 the
+ *    packet is rebuilt from the bundle's trace.jsonl (+ nsight/ when present)
+ *    and must be equal as a JSON value ("semantic verification failed: …").
+ *    Another evidence schema is CG_SEMANTIC_NOT_REDERIVABLE when
+ *    allow_not_rederivable, else a failure.
+ * 3. A post-read re-check (cg_bundle_verify_consumed) of trace.jsonl,
+ *    evidence.json and every declared nsight/ file.
+ * No allocation escapes. Errors: -1 with err and *failure set. */
+#ifndef CG_BUNDLE_SEMANTIC_H
+#define CG_BUNDLE_SEMANTIC_H
+
+#include <stdbool.h>
+
+#include "base/error.h"
+#include "bundle/verify.h"
+
+typedef enum cg_semantic_result {
+    CG_SEMANTIC_REDERIVED_MATCH = 0,
+    CG_SEMANTIC_NOT_REDERIVABLE,
+} cg_semantic_result;
+
+typedef enum cg_semantic_failure {
+    CG_SEMF_NONE = 0,
+    CG_SEMF_TRACE_INVALID,     /* trace.jsonl missing or does not parse */
+    CG_SEMF_RUN_ID_MISMATCH,   /* manifest run_id != trace run_id */
+    CG_SEMF_EVIDENCE_MISMATCH, /* evidence.json unreadable, wrong, or not rederivable (when not allowed) */
+    CG_SEMF_CHANGED,           /* post-read re-check failed (files changed meanwhile) */
+} cg_semantic_failure;
+
+const char *cg_semantic_result_name(cg_semantic_result r); /* "rederived_match" / "not_rederivable" */
+
+int cg_bundle_verify_semantic(const char *root, const cg_bundle_receipt *receipt, bool allow_not_rederivable,
+                              cg_semantic_result *result, cg_semantic_failure *failure, cg_error *err);
+
+#endif
