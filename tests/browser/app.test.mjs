@@ -254,6 +254,19 @@ test('errors are explained: 401 without a token, 404 for an unknown bundle', asy
   assert.match(await o.page.textContent('.wa-error'), /401 unauthorized/);
   assert.match(await o.page.textContent('.wa-error'), /read token/);
   await shot(o.page, 'app-error-401.png');
+  // the token is typed once for this tab, then the page that asked for it comes back
+  await o.page.click('.wa-error a[href="#/token"]');
+  await o.page.fill('#wa-token', TOKEN);
+  await o.page.click('form.wa-form button[type=submit]');
+  await o.page.waitForSelector('.wa-page[data-page=bundles][data-ready="true"] table.wa-bundles');
+  assert.equal(await o.page.evaluate(() => sessionStorage.getItem('cg.token')), TOKEN);
+  assert.match(await o.page.textContent('#wa-auth'), /Token set for this tab/);
+  // the skip link focuses the content and keeps the route
+  await o.page.focus('.wa-skip');
+  await o.page.keyboard.press('Enter');
+  assert.equal(await o.page.evaluate(() => document.activeElement.id), 'wa-main');
+  assert.match(o.page.url(), /#\/bundles/);
+  assertClean(o.log, 1); // the first GET /bundles answered 401
   await o.context.close();
   o = await open('#/bundle/000000000000');
   assert.match(await o.page.textContent('.wa-error'), /404 not_found/);

@@ -41,7 +41,7 @@ function tokenPage() {
     e.preventDefault();
     setToken(input.value.trim());
     authBar();
-    history.back();
+    location.hash = sessionStorage.getItem('cg.return') || '#/bundles';
   } },
   h('h1', null, 'Read token'),
   h('p', null, 'The token is kept for this browser tab only (session storage) and sent to this server only.'),
@@ -55,6 +55,7 @@ async function route() {
   const seq = ++renderSeq;
   const { parts, params } = parseHash();
   const page = parts[0] || 'bundles';
+  if (page !== 'token') sessionStorage.setItem('cg.return', location.hash || '#/bundles');
   document.querySelectorAll('[data-nav]').forEach((a) => {
     const on = a.dataset.nav === page || (page === 'bundle' && a.dataset.nav === 'bundles') || (page === 'campaign' && a.dataset.nav === 'campaigns');
     if (on) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
@@ -80,6 +81,8 @@ async function route() {
   if (seq === renderSeq) host.setAttribute('data-ready', 'true');
 }
 
+// The skip link moves focus to the content without changing the route.
+document.querySelector('.wa-skip').addEventListener('click', (e) => { e.preventDefault(); main.focus(); });
 window.addEventListener('hashchange', route);
 authBar();
 route();
