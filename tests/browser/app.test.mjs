@@ -358,3 +358,14 @@ test('campaign page draws campaign-status/1 and series/1: grid with every state,
   assertClean(log);
   await context.close();
 });
+
+test('public read: with serve --public-read the app works without a token', async (t) => {
+  if (env('CG_WEB_PUBLIC') !== '1') { t.skip('runs in the second pass of test_web_app.sh, against a --public-read server'); return; }
+  const { context, page, log } = await open('#/bundles', { token: '' });
+  assert.ok((await rows(page)).length >= 13);
+  assert.match(await page.textContent('#wa-auth'), /No token/);
+  await page.click('table.wa-bundles tbody tr a');
+  await page.waitForSelector('.wa-page[data-page=bundle][data-ready="true"] [role=tab][aria-selected=true]');
+  assertClean(log);
+  await context.close();
+});

@@ -108,5 +108,11 @@ tl "?px=300"; expect 200 "" "timeline with a damaged index file"
 cmp -s "$T/body" "$T/tl_full.json" && pass "damaged index rebuilt to the same answer" || fail "answer changed after rebuild"
 grep -q '"msg":"timeline index built".*'"$TL_ID" "$SRV_LOG" && pass "damaged index rebuilt from the trace" || fail "damaged index not rebuilt"
 
+# Public read: the same app with no token at all.
+srv_stop; mv "$SRV_LOG" "$SRV_LOG.3"; srv_start web --require-signature no --public-read
+http GET /bundles; expect 200 "" "--public-read: GET /bundles without a token"
+(cd "$SRC" && CG_WEB_URL=$URL CG_WEB_PUBLIC=1 node --test --test-reporter=spec --test-name-pattern='public read' tests/browser/app.test.mjs) \
+  || fail "browser test (public read)"
+
 srv_stop # graceful: the server stops its timeline worker and frees its cache (sanitizer builds check leaks here)
 [ $FAILS -eq 0 ] || exit 1

@@ -98,7 +98,7 @@ export async function renderBundles(host, ctx) {
         h('td', null, h('a', { href: '#/bundle/' + b.id, class: 'wa-mono' }, shortId(b.id)), h('div', { class: 'wa-sub' }, b.run_id || '')),
         h('td', null, b.entrypoint || '\u2014', b.phase ? h('div', { class: 'wa-sub' }, b.phase) : null),
         h('td', null, b.device || '\u2014', b.host ? h('div', { class: 'wa-sub' }, b.host) : null),
-        h('td', null, b.implementation_id || '\u2014'),
+        h('td', null, b.implementation_id ? h('a', { href: '#/compare' + query({ a: 'implementation:' + b.implementation_id }), title: 'Compare with this implementation as the baseline cohort' }, b.implementation_id) : '\u2014'),
         h('td', { class: 'num' }, b.capture_step ?? '\u2014'),
         h('td', null, healthBadge(st)),
         h('td', null, b.signer ? badge('ok', 'signed', 'Ed25519 key ' + b.signer) : badge('neutral', 'unsigned', 'No signature')),

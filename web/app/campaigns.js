@@ -34,6 +34,8 @@ export async function renderCampaigns(host, ctx) {
 export async function renderCampaign(host, id, ctx) {
   host.append(h('p', { class: 'wa-crumbs' }, h('a', { href: '#/campaigns' }, 'Campaigns'), ' / ', id));
   host.append(h('h1', null, 'Campaign ' + id));
+  host.append(h('p', null, h('a', { href: '#/compare' + query({ a: 'campaign:' + id }) }, 'Compare this campaign as the baseline cohort'), ' \u00b7 ',
+    h('a', { href: '#/bundles' + query({ campaign: id }) }, 'Its bundles')));
   let st;
   try { st = await getJson('/campaigns/' + encodeURIComponent(id) + '/status'); } catch (e) { host.append(errorPanel(e, 'Campaign status')); return; }
   if (!ctx.isCurrent()) return;
