@@ -172,6 +172,8 @@ test('timeline draws (non-blank) and zooming changes the visible range', async (
   assert.ok(after[1] - after[0] < (before[1] - before[0]) / 4, 'zoomed in: ' + before + ' -> ' + after);
   assert.ok(after[0] > before[0], 'window moved towards the pointer');
   await page.waitForFunction((f) => window.CG_TIMELINE_STATS.fetches > f, fetches0);
+  await page.waitForTimeout(200);
+  await shot(page, 'app-timeline-zoomed.png');
   // keyboard zoom out and reset on the focused canvas
   await page.focus('.wa-tl-panel[data-clock=host] canvas');
   await page.keyboard.press('0');
@@ -179,7 +181,6 @@ test('timeline draws (non-blank) and zooming changes the visible range', async (
   // the device clock panel keeps its own range
   const dev = await page.$eval('.wa-tl-panel[data-clock=cuda-event-0]', (p) => [Number(p.dataset.startNs), Number(p.dataset.endNs)]);
   assert.ok(dev[0] >= 5000, 'device clock axis starts at its own first interval');
-  await shot(page, 'app-timeline-zoomed.png');
   assertClean(log);
   await context.close();
 });
