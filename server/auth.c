@@ -1,0 +1,140 @@
+/* auth.c — bearer tokens (random 32 bytes, shown once, stored as SHA-256) with
+ * scopes upload/read/admin, and Ed25519 signer-key parsing and key ids. */
+#include <string.h>
+
+#include <sodium.h>
+
+#include "srv.h"
+
+static const char *const scope_names[] = {"read", "upload", "admin"};
+static const unsigned scope_bits[] = {SRV_SCOPE_READ, SRV_SCOPE_UPLOAD, SRV_SCOPE_ADMIN};
+
+static unsigned scope_bit(const char *s, size_t n) {
+    for (size_t i = 0; i < 3; i++)
+        if (strlen(scope_names[i]) == n && memcmp(scope_names[i], s, n) == 0) return scope_bits[i];
+    return 0;
+}
+
+unsigned srv_scopes_parse_list(const cg_jv *arr, bool *bad) {
+    unsigned m = 0;
+    *bad = !arr || arr->type != CG_JARR || cg_jv_len(arr) == 0;
+    for (size_t i = 0; !*bad && i < cg_jv_len(arr); i++) {
+        const char *s = cg_jv_as_str(cg_jv_at(arr, i));
+        unsigned b = s ? scope_bit(s, strlen(s)) : 0;
+        if (!b) *bad = true;
+        m |= b;
+    }
+    return m;
+}
+
+unsigned srv_scopes_parse_csv(const char *csv, bool *bad) {
+    unsigned m = 0;
+    *bad = !csv || !*csv;
+    while (csv && *csv && !*bad) {
+        const char *e = strchr(csv, ',');
+        size_t n = e ? (size_t)(e - csv) : strlen(csv);
+        unsigned b = scope_bit(csv, n);
+        if (!b) *bad = true;
+        m |= b;
+        csv = e ? e + 1 : csv + n;
+    }
+    return m;
+}
+
+cg_jv *srv_scopes_json(cg_arena *a, unsigned scopes) {
+    cg_jv *arr = cg_jv_arr(a);
+    /* fixed order: admin, upload, read (as `admin bootstrap` documents) */
+    if (scopes & SRV_SCOPE_ADMIN) cg_jv_arr_push(a, arr, cg_jv_str(a, "admin"));
+    if (scopes & SRV_SCOPE_UPLOAD) cg_jv_arr_push(a, arr, cg_jv_str(a, "upload"));
+    if (scopes & SRV_SCOPE_READ) cg_jv_arr_push(a, arr, cg_jv_str(a, "read"));
+    return arr;
+}
+
+static void scopes_pg(unsigned scopes, char *out, size_t outsz) {
+    snprintf(out, outsz, "{%s%s%s%s%s}", scopes & SRV_SCOPE_ADMIN ? "admin" : "",
+             (scopes & SRV_SCOPE_ADMIN) && (scopes & (SRV_SCOPE_UPLOAD | SRV_SCOPE_READ)) ? "," : "",
+             scopes & SRV_SCOPE_UPLOAD ? "upload" : "",
+             (scopes & SRV_SCOPE_UPLOAD) && (scopes & SRV_SCOPE_READ) ? "," : "", scopes & SRV_SCOPE_READ ? "read" : "");
+}
+
+int srv_token_create(PGconn *c, const char *name, unsigned scopes, cg_arena *a, const char **id,
+                     const char **token, cg_error *err) {
+    unsigned char secret[32], idb[8], hash[32];
+    char hex[65], idhex[17], sc[64];
+    randombytes_buf(secret, sizeof secret);
+    randombytes_buf(idb, sizeof idb);
+    cg_hex(secret, sizeof secret, hex);
+    cg_hex(idb, sizeof idb, idhex);
+    char *tok = cg_arena_printf(a, "cgt_%s", hex);
+    char *tid = cg_arena_printf(a, "tok_%s", idhex);
+    cg_sha256_buf(tok, strlen(tok), hash);
+    scopes_pg(scopes, sc, sizeof sc);
+    const char *p[4] = {tid, name, (const char *)hash, sc};
+    int lens[4] = {0, 0, 32, 0};
+    PGresult *r = srv_q(c, "INSERT INTO api_tokens (id, name, token_hash, scopes) VALUES ($1, $2, $3, $4::text[])", 4,
+                        p, lens, NULL, err);
+    sodium_memzero(secret, sizeof secret);
+    sodium_memzero(hex, sizeof hex);
+    if (!r) return -1;
+    PQclear(r);
+    *id = tid;
+    *token = tok;
+    return 0;
+}
+
+int srv_token_check(PGconn *c, const char *token, cg_arena *a, const char **id, unsigned *scopes, cg_error *err) {
+    if (strncmp(token, "cgt_", 4) != 0 || strlen(token) != 68 || !cg_is_sha256_hex(token + 4)) return 0;
+    unsigned char hash[32];
+    cg_sha256_buf(token, strlen(token), hash);
+    const char *p[1] = {(const char *)hash};
+    int lens[1] = {32};
+    PGresult *r = srv_q(c,
+                        "SELECT id, array_to_string(scopes, ',') FROM api_tokens WHERE token_hash = $1 AND "
+                        "revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())",
+                        1, p, lens, NULL, err);
+    if (!r) return -1;
+    int ok = PQntuples(r) == 1;
+    if (ok) {
+        bool bad;
+        *id = cg_arena_strdup(a, PQgetvalue(r, 0, 0));
+        *scopes = srv_scopes_parse_csv(PQgetvalue(r, 0, 1), &bad);
+    }
+    PQclear(r);
+    return ok;
+}
+
+static const unsigned char spki_prefix[12] = {0x30, 0x2a, 0x30, 0x05, 0x06, 0x03,
+                                              0x2b, 0x65, 0x70, 0x03, 0x21, 0x00};
+
+int srv_pubkey_parse(const char *text, unsigned char pk[32], cg_error *err) {
+    const char *b64 = text;
+    size_t b64len = strlen(text);
+    const char *begin = strstr(text, "-----BEGIN PUBLIC KEY-----");
+    if (begin) {
+        b64 = begin + strlen("-----BEGIN PUBLIC KEY-----");
+        const char *end = strstr(b64, "-----END PUBLIC KEY-----");
+        if (!end) return cg_err_set(err, CG_EPARSE, "public key PEM has no END line");
+        b64len = (size_t)(end - b64);
+    } else if (strstr(text, "-----BEGIN")) {
+        return cg_err_set(err, CG_EPARSE, "expected a SubjectPublicKeyInfo PEM (BEGIN PUBLIC KEY)");
+    }
+    unsigned char der[128];
+    size_t n = 0;
+    if (sodium_base642bin(der, sizeof der, b64, b64len, " \t\r\n", &n, NULL, sodium_base64_VARIANT_ORIGINAL) != 0)
+        return cg_err_set(err, CG_EPARSE, "public key is not valid base64");
+    if (n == 32 && !begin) {
+        memcpy(pk, der, 32);
+        return 0;
+    }
+    if (n == 44 && memcmp(der, spki_prefix, sizeof spki_prefix) == 0) {
+        memcpy(pk, der + 12, 32);
+        return 0;
+    }
+    return cg_err_set(err, CG_EPARSE, "public key is neither an Ed25519 SubjectPublicKeyInfo nor 32 raw bytes");
+}
+
+void srv_key_id(const unsigned char pk[32], char out[33]) {
+    unsigned char h[32];
+    cg_sha256_buf(pk, 32, h);
+    cg_hex(h, 16, out);
+}

@@ -1,0 +1,291 @@
+/* blobstore.c — content-addressed blob stores keyed by SHA-256.
+ *
+ * fs (default): <data>/blobs/sha256/ab/<hex>. A put writes a temp file in
+ *   <data>/blobs/tmp, fsyncs it, renames it into place and fsyncs the directory;
+ *   an existing blob of the right size is kept (dedup) and its mtime refreshed,
+ *   so the janitor's grace period protects it while the upload commits.
+ * pg: chunked bytea rows (pg_blobs / pg_blob_chunks) written inside the ingest
+ *   transaction, so a failed upload leaves no orphan; for several server
+ *   instances that share no filesystem.
+ * Blobs are named only by digest: archive paths never reach the filesystem. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "base/fs.h"
+#include "srv.h"
+
+#define CHUNK (1u << 20)
+
+int srv_blob_init(srv_blobstore *b, srv_blob_kind kind, const char *data_dir, cg_error *err) {
+    memset(b, 0, sizeof *b);
+    b->kind = kind;
+    snprintf(b->root, sizeof b->root, "%s/blobs", data_dir);
+    char p[PATH_MAX + 16];
+    snprintf(p, sizeof p, "%s/tmp", b->root);
+    if (cg_mkdir_p(p, err) < 0) return -1;
+    if (kind == SRV_BLOB_FS) {
+        snprintf(p, sizeof p, "%s/sha256", b->root);
+        if (cg_mkdir_p(p, err) < 0) return -1;
+    }
+    return 0;
+}
+
+void srv_blob_path(const srv_blobstore *b, const char *hex, char *out, size_t outsz) {
+    snprintf(out, outsz, "%s/sha256/%.2s/%s", b->root, hex, hex);
+}
+
+uint64_t srv_free_bytes(const char *path) {
+    struct statvfs sv;
+    if (statvfs(path, &sv) != 0) return UINT64_MAX;
+    return (uint64_t)sv.f_bavail * (uint64_t)sv.f_frsize;
+}
+
+static int copy_fd(int in, int out, bool *enospc, cg_error *err) {
+    char *buf = malloc(CHUNK);
+    if (!buf) return cg_err_set(err, CG_ENOMEM, "out of memory");
+    int rc = 0;
+    for (;;) {
+        ssize_t n = read(in, buf, CHUNK);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            rc = cg_err_set(err, CG_EIO, "read: %s", strerror(errno));
+            break;
+        }
+        if (n == 0) break;
+        for (ssize_t off = 0; off < n;) {
+            ssize_t w = write(out, buf + off, (size_t)(n - off));
+            if (w < 0 && errno == EINTR) continue;
+            if (w < 0) {
+                if (errno == ENOSPC || errno == EDQUOT) *enospc = true;
+                rc = cg_err_set(err, CG_EIO, "write: %s", strerror(errno));
+                goto done;
+            }
+            off += w;
+        }
+    }
+done:
+    free(buf);
+    return rc;
+}
+
+static int put_fs(srv_blobstore *b, const char *src, const char *hex, uint64_t size, bool *enospc, cg_error *err) {
+    char dst[PATH_MAX + 128], dir[PATH_MAX + 64], tmp[PATH_MAX + 128];
+    srv_blob_path(b, hex, dst, sizeof dst);
+    struct stat st;
+    if (lstat(dst, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size == size) {
+        utimensat(AT_FDCWD, dst, NULL, 0); /* restart the orphan grace period */
+        return 0;
+    }
+    snprintf(dir, sizeof dir, "%s/sha256/%.2s", b->root, hex);
+    bool new_dir = mkdir(dir, 0755) == 0;
+    if (!new_dir && errno != EEXIST) return cg_err_set(err, CG_EIO, "mkdir %s: %s", dir, strerror(errno));
+    snprintf(tmp, sizeof tmp, "%s/tmp/%s.XXXXXX", b->root, hex);
+    int out = mkstemp(tmp);
+    if (out < 0) {
+        if (errno == ENOSPC || errno == EDQUOT) *enospc = true;
+        return cg_err_set(err, CG_EIO, "create blob temp file: %s", strerror(errno));
+    }
+    int in = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int rc = in < 0 ? cg_err_set(err, CG_EIO, "open %s: %s", src, strerror(errno)) : copy_fd(in, out, enospc, err);
+    if (in >= 0) close(in);
+    if (rc == 0 && fchmod(out, 0444) != 0) rc = cg_err_set(err, CG_EIO, "fchmod: %s", strerror(errno));
+    if (rc == 0 && fsync(out) != 0) {
+        if (errno == ENOSPC || errno == EDQUOT) *enospc = true;
+        rc = cg_err_set(err, CG_EIO, "fsync blob: %s", strerror(errno));
+    }
+    if (close(out) != 0 && rc == 0) {
+        if (errno == ENOSPC || errno == EDQUOT) *enospc = true;
+        rc = cg_err_set(err, CG_EIO, "close blob: %s", strerror(errno));
+    }
+    if (rc == 0 && rename(tmp, dst) != 0) rc = cg_err_set(err, CG_EIO, "rename blob: %s", strerror(errno));
+    if (rc != 0) {
+        unlink(tmp);
+        return -1;
+    }
+    if (cg_fsync_path(dir, err) < 0) return -1;
+    if (new_dir) {
+        char parent[PATH_MAX + 16];
+        snprintf(parent, sizeof parent, "%s/sha256", b->root);
+        if (cg_fsync_path(parent, err) < 0) return -1;
+    }
+    return 0;
+}
+
+static int put_pg(PGconn *c, const char *src, const char *hex, uint64_t size, cg_error *err) {
+    char sz[32];
+    snprintf(sz, sizeof sz, "%" PRIu64, size);
+    const char *p[2] = {hex, sz};
+    PGresult *r = srv_q(c, "INSERT INTO pg_blobs (sha256, bytes) VALUES ($1, $2::bigint) ON CONFLICT DO NOTHING RETURNING 1",
+                        2, p, NULL, NULL, err);
+    if (!r) return -1;
+    bool fresh = PQntuples(r) == 1;
+    PQclear(r);
+    if (!fresh) return 0;
+    int in = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (in < 0) return cg_err_set(err, CG_EIO, "open %s: %s", src, strerror(errno));
+    char *buf = malloc(CHUNK);
+    int rc = buf ? 0 : cg_err_set(err, CG_ENOMEM, "out of memory");
+    for (int idx = 0; rc == 0; idx++) {
+        size_t got = 0;
+        while (got < CHUNK) {
+            ssize_t n = read(in, buf + got, CHUNK - got);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) {
+                rc = cg_err_set(err, CG_EIO, "read %s: %s", src, strerror(errno));
+                break;
+            }
+            if (n == 0) break;
+            got += (size_t)n;
+        }
+        if (rc != 0 || (got == 0 && idx > 0)) break;
+        char ix[16];
+        snprintf(ix, sizeof ix, "%d", idx);
+        const char *q[3] = {hex, ix, buf};
+        int lens[3] = {0, 0, (int)got};
+        /* an empty blob still gets one (empty) chunk; binary length 0 would be text, so send '' */
+        if (got == 0) {
+            q[2] = "";
+            lens[2] = 0;
+        }
+        PGresult *x = srv_q(c, "INSERT INTO pg_blob_chunks (sha256, idx, data) VALUES ($1, $2::int, $3::bytea)", 3, q,
+                            lens, NULL, err);
+        if (!x) rc = -1;
+        PQclear(x);
+        if (got < CHUNK) break;
+    }
+    free(buf);
+    close(in);
+    return rc;
+}
+
+int srv_blob_put(srv_blobstore *b, PGconn *conn, const char *src, const char *hex, uint64_t size, bool *enospc,
+                 cg_error *err) {
+    *enospc = false;
+    return b->kind == SRV_BLOB_FS ? put_fs(b, src, hex, size, enospc, err) : put_pg(conn, src, hex, size, err);
+}
+
+/* pg: materialize the chunks into an unlinked temp file. */
+static int open_pg(srv_blobstore *b, PGconn *c, const char *hex, uint64_t *size, bool *missing, cg_error *err) {
+    const char *p[1] = {hex};
+    PGresult *r = srv_q(c, "SELECT bytes FROM pg_blobs WHERE sha256 = $1", 1, p, NULL, NULL, err);
+    if (!r) return -1;
+    if (PQntuples(r) != 1) {
+        PQclear(r);
+        *missing = true;
+        return cg_err_set(err, CG_EIO, "blob %s is missing from the store", hex);
+    }
+    PQclear(r);
+    char tmp[PATH_MAX + 32];
+    snprintf(tmp, sizeof tmp, "%s/tmp/read-XXXXXX", b->root);
+    int fd = mkstemp(tmp);
+    if (fd < 0) return cg_err_set(err, CG_EIO, "temp file: %s", strerror(errno));
+    unlink(tmp);
+    uint64_t total = 0;
+    for (int idx = 0;; idx++) {
+        char ix[16];
+        snprintf(ix, sizeof ix, "%d", idx);
+        const char *q[2] = {hex, ix};
+        int lens[2] = {0, 0}, fmts[2] = {0, 0};
+        PGresult *x = PQexecParams(c, "SELECT data FROM pg_blob_chunks WHERE sha256 = $1 AND idx = $2::int", 2, NULL, q,
+                                   lens, fmts, 1);
+        if (PQresultStatus(x) != PGRES_TUPLES_OK) {
+            cg_err_set(err, CG_EIO, "database: %s", PQresultErrorMessage(x));
+            PQclear(x);
+            close(fd);
+            return -1;
+        }
+        if (PQntuples(x) == 0) {
+            PQclear(x);
+            break;
+        }
+        const char *d = PQgetvalue(x, 0, 0);
+        size_t n = (size_t)PQgetlength(x, 0, 0);
+        for (size_t off = 0; off < n;) {
+            ssize_t w = write(fd, d + off, n - off);
+            if (w < 0 && errno == EINTR) continue;
+            if (w < 0) {
+                PQclear(x);
+                close(fd);
+                return cg_err_set(err, CG_EIO, "write: %s", strerror(errno));
+            }
+            off += (size_t)w;
+        }
+        total += n;
+        PQclear(x);
+    }
+    lseek(fd, 0, SEEK_SET);
+    *size = total;
+    return fd;
+}
+
+int srv_blob_open(srv_blobstore *b, PGconn *conn, const char *hex, uint64_t *size, bool *missing, cg_error *err) {
+    *missing = false;
+    if (b->kind == SRV_BLOB_PG) return open_pg(b, conn, hex, size, missing, err);
+    char path[PATH_MAX + 128];
+    srv_blob_path(b, hex, path, sizeof path);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        *missing = errno == ENOENT;
+        return cg_err_set(err, CG_EIO, "blob %s: %s", hex, strerror(errno));
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return cg_err_set(err, CG_EIO, "blob %s is not a regular file", hex);
+    }
+    *size = (uint64_t)st.st_size;
+    return fd;
+}
+
+char *srv_blob_read(srv_blobstore *b, PGconn *conn, const char *hex, size_t max, size_t *len, cg_error *err) {
+    uint64_t size;
+    bool missing;
+    int fd = srv_blob_open(b, conn, hex, &size, &missing, err);
+    if (fd < 0) return NULL;
+    if (size > max) {
+        close(fd);
+        cg_err_set(err, CG_ELIMIT, "blob %s is larger than %zu bytes", hex, max);
+        return NULL;
+    }
+    char *buf = malloc((size_t)size + 1);
+    if (!buf) {
+        close(fd);
+        cg_err_set(err, CG_ENOMEM, "out of memory");
+        return NULL;
+    }
+    size_t got = 0;
+    while (got < size) {
+        ssize_t n = read(fd, buf + got, (size_t)size - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += (size_t)n;
+    }
+    close(fd);
+    if (got != size) {
+        free(buf);
+        cg_err_set(err, CG_EIO, "short read of blob %s", hex);
+        return NULL;
+    }
+    buf[got] = 0;
+    *len = got;
+    return buf;
+}
+
+int srv_blob_ready(srv_blobstore *b, PGconn *conn, cg_error *err) {
+    if (b->kind == SRV_BLOB_PG) {
+        PGresult *r = srv_q(conn, "SELECT 1 FROM pg_blobs LIMIT 1", 0, NULL, NULL, NULL, err);
+        if (!r) return -1;
+        PQclear(r);
+        return 0;
+    }
+    char p[PATH_MAX + 16];
+    snprintf(p, sizeof p, "%s/sha256", b->root);
+    if (access(p, W_OK | X_OK) != 0) return cg_err_set(err, CG_EIO, "blob store %s is not writable", p);
+    return 0;
+}

@@ -1,0 +1,168 @@
+/* index.c — the derived index of one bundle, inserted inside the ingest
+ * transaction: the bundle row (trace meta/provenance, identity, capture
+ * semantics, health flags, measured sample, placement), its files, tags and
+ * per-label tensor-stat sums. Comparison/campaign/series routes read these rows,
+ * never blobs. All values are parameters. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "srv_index.h"
+
+static const char *jtext(cg_arena *a, const cg_jv *v) {
+    if (!v) return NULL;
+    cg_buf b = CG_BUF_INIT;
+    cg_json_write(&b, v, false);
+    char *s = cg_arena_strndup(a, b.data, b.len);
+    cg_buf_free(&b);
+    return s;
+}
+
+static const char *u64s(cg_arena *a, uint64_t v) { return cg_arena_printf(a, "%" PRIu64, v); }
+
+static const char *tag(const cg_run_meta *m, const char *key) {
+    for (size_t i = 0; i < m->n_tags; i++)
+        if (strcmp(m->tags[i].key, key) == 0) return m->tags[i].value;
+    return NULL;
+}
+
+void srv_measured_sample(const cg_trace *t, bool *has, uint64_t *ns, uint64_t *count) {
+    const cg_span *only = NULL;
+    *count = 0;
+    for (size_t i = 0; i < t->n_spans; i++)
+        if (t->spans[i].measured) {
+            (*count)++;
+            only = &t->spans[i];
+        }
+    *has = *count == 1 && only->closed;
+    *ns = *has ? only->duration_ns : 0;
+}
+
+const char *srv_trace_host(const cg_trace *t) {
+    const char *h = tag(&t->run, "host");
+    return h ? h : tag(&t->run, "hostname");
+}
+
+static int cmp_stats(const void *x, const void *y) {
+    const cg_tensor_stats *a = *(const cg_tensor_stats *const *)x, *b = *(const cg_tensor_stats *const *)y;
+    return strcmp(a->label, b->label);
+}
+
+static int insert_tensor_stats(PGconn *c, const char *id, const cg_trace *t, cg_arena *a, char sqlstate[6],
+                               cg_error *err) {
+    if (t->n_tensor_stats == 0) return 0;
+    const cg_tensor_stats **v = malloc(t->n_tensor_stats * sizeof *v);
+    if (!v) return cg_err_set(err, CG_ENOMEM, "out of memory");
+    for (size_t i = 0; i < t->n_tensor_stats; i++) v[i] = &t->tensor_stats[i];
+    qsort(v, t->n_tensor_stats, sizeof *v, cmp_stats);
+    int rc = 0;
+    for (size_t i = 0; i < t->n_tensor_stats && rc == 0;) {
+        size_t j = i;
+        double rms = 0, absmax = 0, mean = 0;
+        uint64_t elements = 0, nonfinite = 0;
+        for (; j < t->n_tensor_stats && strcmp(v[j]->label, v[i]->label) == 0; j++) {
+            rms += v[j]->rms;
+            absmax += v[j]->abs_max;
+            mean += v[j]->mean;
+            elements += v[j]->elements;
+            nonfinite += v[j]->non_finite;
+        }
+        const char *p[8] = {id,
+                            v[i]->label,
+                            u64s(a, j - i),
+                            cg_arena_printf(a, "%.17g", rms),
+                            cg_arena_printf(a, "%.17g", absmax),
+                            cg_arena_printf(a, "%.17g", mean),
+                            u64s(a, elements),
+                            u64s(a, nonfinite)};
+        PGresult *r = srv_q(c,
+                            "INSERT INTO bundle_tensor_stats (bundle_id, label, samples, sum_rms, sum_abs_max, sum_mean, "
+                            "sum_elements, sum_non_finite) VALUES ($1, $2, $3::bigint, $4::float8, $5::float8, "
+                            "$6::float8, $7::numeric, $8::numeric)",
+                            8, p, NULL, sqlstate, err);
+        if (!r) rc = -1;
+        PQclear(r);
+        i = j;
+    }
+    free(v);
+    return rc;
+}
+
+int srv_index_insert(PGconn *c, const srv_index_row *row, cg_arena *a, char sqlstate[6], cg_error *err) {
+    const cg_trace *t = row->trace;
+    const cg_run_meta *m = &t->run;
+    bool has_ns;
+    uint64_t ns, count;
+    srv_measured_sample(t, &has_ns, &ns, &count);
+    const char *p[34] = {
+        row->id,
+        row->run_id,
+        row->manifest,
+        u64s(a, row->n_files),
+        u64s(a, row->total_bytes),
+        row->uploader,
+        row->signature_json,
+        row->signer_key_id,
+        row->semantic_status,
+        row->evidence_schema,
+        t->schema,
+        m->correlation_id,
+        m->entrypoint,
+        cg_phase_name(m->phase),
+        m->timestamp,
+        u64s(a, m->capture_step),
+        u64s(a, m->warmup_steps),
+        m->device,
+        m->measured_region_device_synchronized ? "true" : "false",
+        cg_timing_mode_name(m->timing_mode),
+        m->candle_version,
+        jtext(a, cg_run_meta_to_json(a, m)),
+        cg_scope_name(m->contract.measurement_scope),
+        jtext(a, cg_capture_contract_to_json(a, &m->contract)),
+        m->identity ? jtext(a, cg_comparison_identity_to_json(a, m->identity)) : NULL,
+        row->health->structurally_valid ? "true" : "false",
+        row->health->capture_complete ? "true" : "false",
+        cg_outcome_name(t->terminal.outcome),
+        jtext(a, cg_health_to_json(a, row->health)),
+        has_ns ? u64s(a, ns) : NULL,
+        u64s(a, count),
+        srv_trace_host(t),
+        row->campaign_id,
+        row->planned_name,
+    };
+    int lens[34] = {0};
+    lens[2] = (int)row->manifest_len;
+    PGresult *r = srv_q(
+        c,
+        "INSERT INTO bundles (id, run_id, manifest, file_count, total_bytes, uploader_token_id, signature, "
+        "signer_key_id, semantic_status, evidence_schema, trace_schema, correlation_id, entrypoint, phase, "
+        "captured_at, capture_step, warmup_steps, device, measured_region_device_synchronized, timing_mode, "
+        "candle_version, provenance, measurement_scope, capture_contract, identity, implementation_id, workload_id, "
+        "model_id, config_id, data_id, seed_policy, physical_batch, accumulation_steps, \"precision\", device_state, "
+        "pair_id, structurally_valid, capture_complete, outcome, health, measured_ns, measured_span_count, host, "
+        "campaign_id, planned_name) VALUES ($1, $2, $3, $4::int, $5::bigint, $6, $7::json, $8, $9, $10, $11, $12, "
+        "$13, $14, $15, $16::bigint, $17::bigint, $18, $19::boolean, $20, $21, $22::json, $23, $24::json, "
+        "$25::text::json, $25::text::jsonb->>'implementation_id', $25::text::jsonb->>'workload_id', $25::text::jsonb->>'model_id', "
+        "$25::text::jsonb->>'config_id', $25::text::jsonb->>'data_id', $25::text::jsonb->>'seed_policy', "
+        "($25::text::jsonb->>'physical_batch')::bigint, ($25::text::jsonb->>'accumulation_steps')::bigint, "
+        "$25::text::jsonb->>'precision', $25::text::jsonb->>'device_state', $25::text::jsonb->>'pair_id', $26::boolean, $27::boolean, "
+        "$28, $29::json, $30::bigint, $31::int, $32, $33, $34)",
+        34, p, lens, sqlstate, err);
+    if (!r) return -1;
+    PQclear(r);
+    for (size_t i = 0; i < row->n_files; i++) {
+        const char *q[4] = {row->id, row->files[i].path, row->files[i].sha256, u64s(a, row->files[i].bytes)};
+        r = srv_q(c, "INSERT INTO bundle_files (bundle_id, path, sha256, bytes) VALUES ($1, $2, $3, $4::bigint)", 4, q,
+                  NULL, sqlstate, err);
+        if (!r) return -1;
+        PQclear(r);
+    }
+    for (size_t i = 0; i < m->n_tags; i++) {
+        const char *q[3] = {row->id, m->tags[i].key, m->tags[i].value};
+        r = srv_q(c, "INSERT INTO bundle_tags (bundle_id, key, value) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING", 3, q,
+                  NULL, sqlstate, err);
+        if (!r) return -1;
+        PQclear(r);
+    }
+    return insert_tensor_stats(c, row->id, t, a, sqlstate, err);
+}

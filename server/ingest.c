@@ -1,0 +1,524 @@
+/* ingest.c — POST /bundles, the pipeline of ARCHITECTURE.md step by step:
+ * (1–2 happen in http.c: auth, body streamed to a temp file under limits)
+ * 3. unpack tar / tar.zst with the library's hardened unpacker into a private
+ *    staging dir; 4. bundle/1 verification (upstream messages), run-ID binding,
+ *    semantic verification (evidence/4 rederived and compared as JSON values);
+ * 5. signature against the registered, unrevoked key; 6. blobs into the store,
+ *    then one transaction for the bundle row and its derived index;
+ * 7. 201 new / 200 identical / 409 run-ID conflict; 8. staging always removed.
+ * Nothing becomes visible before the commit; blobs stored before a failed commit
+ * are orphans the janitor collects after its grace period. */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "base/fs.h"
+#include "bundle/archive.h"
+#include "bundle/manifest.h"
+#include "bundle/signature.h"
+#include "bundle/verify.h"
+#include "render/artifacts.h"
+#include "srv_index.h"
+
+#define INGEST_SCHEMA "candle-graph/ingest/1"
+#define EVIDENCE4 "candle-graph/evidence/4"
+
+typedef struct ingest {
+    srv_req *r;
+    char stage[PATH_MAX];  /* <data>/staging/<request id> */
+    char root[PATH_MAX];   /* <stage>/bundle */
+    const char *campaign, *planned;
+    cg_trace *trace;
+    cg_health *health;
+    char *manifest;
+    size_t manifest_len;
+    double t0;
+} ingest;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static const char *check_code(cg_bundle_check c) {
+    switch (c) {
+    case CG_BCHK_MANIFEST_UNREADABLE: return "malformed_manifest";
+    case CG_BCHK_MANIFEST_PARSE: return "malformed_manifest";
+    case CG_BCHK_SCHEMA: return "unsupported_bundle_schema";
+    case CG_BCHK_UNSAFE_PATH: return "unsafe_path";
+    case CG_BCHK_DUPLICATE_PATH: return "duplicate_path";
+    case CG_BCHK_INVALID_DIGEST: return "invalid_digest";
+    case CG_BCHK_SPECIAL_FILE: return "special_file";
+    case CG_BCHK_UNDECLARED_FILE: return "undeclared_file";
+    case CG_BCHK_MISSING_FILE: return "missing_file";
+    case CG_BCHK_NOT_REGULAR: return "special_file";
+    case CG_BCHK_SIZE_MISMATCH: return "size_mismatch";
+    case CG_BCHK_DIGEST_MISMATCH: return "digest_mismatch";
+    case CG_BCHK_OVERFLOW: return "payload_too_large";
+    case CG_BCHK_NOT_DIRECTORY: return "malformed_archive";
+    case CG_BCHK_IO:
+    case CG_BCHK_NONE:
+    default: return NULL; /* local failure → 503 */
+    }
+}
+
+/* Records a failed attempt against a planned campaign capture (campaign-status
+ * shows verification_failed with the message); best effort. */
+static void record_failed_attempt(ingest *g, const char *code, const char *message) {
+    if (!g->campaign || srv_error_status(code) >= 500) return;
+    cg_error err = {0};
+    PGconn *c = srv_pool_get(g->r->s->pool, &err);
+    if (!c) return;
+    const char *run_id = g->trace ? g->trace->run.run_id : NULL;
+    const char *host = g->trace ? srv_trace_host(g->trace) : NULL;
+    const char *device = g->trace ? g->trace->run.device : NULL;
+    const char *p[7] = {g->campaign, g->planned, run_id, code, message, host, device};
+    PGresult *res = srv_q(c,
+                          "INSERT INTO upload_attempts (campaign_id, planned_name, state, run_id, code, message, host, "
+                          "device) VALUES ($1, $2, 'verification_failed', $3, $4, $5, $6, $7)",
+                          7, p, NULL, NULL, &err);
+    PQclear(res);
+    srv_pool_put(g->r->s->pool, c);
+}
+
+/* Upstream messages name paths as given to the verifier; show them relative to
+ * the bundle root so no server path leaks into answers. */
+static const char *relative_msg(ingest *g, const char *msg) {
+    size_t rl = strlen(g->root);
+    if (rl == 0 || !strstr(msg, g->root)) return msg;
+    cg_buf b = CG_BUF_INIT;
+    const char *p = msg, *hit;
+    while ((hit = strstr(p, g->root))) {
+        cg_buf_append(&b, p, (size_t)(hit - p));
+        p = hit + rl;
+        if (*p == '/') p++;
+        else cg_buf_putc(&b, '.');
+    }
+    cg_buf_puts(&b, p);
+    const char *out = cg_arena_strdup(&g->r->arena, b.data);
+    cg_buf_free(&b);
+    return out;
+}
+
+static enum MHD_Result reject(ingest *g, const char *code, cg_jv *detail, const char *msg) {
+    msg = relative_msg(g, msg);
+    srv_metrics_ingest(code, g->r->body_len, now_s() - g->t0);
+    record_failed_attempt(g, code, msg);
+    srv_log("info", "upload rejected", "request_id", g->r->id, "code", code, "reason", msg, NULL);
+    return srv_fail(g->r, code, detail, "%s", msg);
+}
+
+static cg_jv *detail_kv(cg_arena *a, const char *k1, cg_jv *v1, const char *k2, cg_jv *v2) {
+    cg_jv *d = cg_jv_obj(a);
+    if (k1) cg_jv_obj_put(a, d, k1, v1);
+    if (k2) cg_jv_obj_put(a, d, k2, v2);
+    return d;
+}
+
+static int64_t lock_key(const char *hex) {
+    unsigned char b[8];
+    for (int i = 0; i < 8; i++) {
+        unsigned v;
+        sscanf(hex + 2 * i, "%2x", &v);
+        b[i] = (unsigned char)v;
+    }
+    int64_t k;
+    memcpy(&k, b, sizeof k);
+    return k;
+}
+
+/* Validates ?campaign=&planned= against the planned captures. */
+static enum MHD_Result check_campaign(ingest *g, bool *answered) {
+    srv_req *r = g->r;
+    *answered = false;
+    g->campaign = srv_query(r, "campaign");
+    g->planned = srv_query(r, "planned");
+    if (!g->campaign && !g->planned) return MHD_YES;
+    *answered = true;
+    if (!g->campaign || !g->planned || !*g->campaign || !*g->planned) {
+        g->campaign = g->planned = NULL;
+        return srv_fail(r, "invalid_parameter", NULL, "campaign and planned must be given together");
+    }
+    cg_error err = {0};
+    PGconn *c = srv_pool_get(r->s->pool, &err);
+    if (!c) return srv_fail_unavailable(r, &err);
+    const char *p[2] = {g->campaign, g->planned};
+    PGresult *res = srv_q(c, "SELECT 1 FROM campaign_captures WHERE campaign_id = $1 AND name = $2", 2, p, NULL, NULL,
+                          &err);
+    srv_pool_put(r->s->pool, c);
+    if (!res) return srv_fail_unavailable(r, &err);
+    int n = PQntuples(res);
+    PQclear(res);
+    if (n == 0) {
+        const char *cid = g->campaign, *pl = g->planned;
+        g->campaign = g->planned = NULL;
+        return srv_fail(r, "not_found", NULL, "campaign %s has no planned capture %s", cid, pl);
+    }
+    *answered = false;
+    return MHD_YES;
+}
+
+/* Step 5: the signature header. Fills sig_json/key_id, or answers. */
+static bool check_signature(ingest *g, const char **sig_json, const char **key_id, enum MHD_Result *res) {
+    srv_req *r = g->r;
+    cg_arena *a = &r->arena;
+    *sig_json = *key_id = NULL;
+    const char *hdr = srv_header(r, "Candle-Graph-Signature");
+    if (!hdr || !*hdr) {
+        if (!r->s->cfg.require_signature) return true;
+        *res = reject(g, "signature_missing", NULL,
+                      "this server requires a candle-graph/signature/1 signature (Candle-Graph-Signature header)");
+        return false;
+    }
+    size_t hl = strlen(hdr), n = 0;
+    char *raw = cg_arena_alloc(a, hl + 1);
+    if (hl > 64 * 1024 ||
+        sodium_base642bin((unsigned char *)raw, hl, hdr, hl, " \t", &n, NULL, sodium_base64_VARIANT_ORIGINAL) != 0) {
+        *res = reject(g, "malformed_signature", NULL, "Candle-Graph-Signature is not valid base64");
+        return false;
+    }
+    raw[n] = 0;
+    cg_error err = {0};
+    cg_json_limits lim;
+    cg_json_limits_default(&lim);
+    lim.max_depth = 8;
+    cg_jv *doc = cg_json_parse(a, raw, n, &lim, &err);
+    const char *kid = doc ? cg_jv_as_str(cg_jv_get(doc, "key_id")) : NULL;
+    if (!doc || doc->type != CG_JOBJ || !kid) {
+        *res = reject(g, "malformed_signature", NULL,
+                      doc ? "signature has no key_id" : "signature is not a candle-graph/signature/1 JSON document");
+        return false;
+    }
+    PGconn *c = srv_pool_get(r->s->pool, &err);
+    if (!c) {
+        *res = srv_fail_unavailable(r, &err);
+        return false;
+    }
+    const char *p[1] = {kid};
+    PGresult *q = PQexecParams(c, "SELECT public_key, revoked_at IS NOT NULL FROM signer_keys WHERE key_id = $1", 1,
+                               NULL, p, NULL, NULL, 1);
+    if (PQresultStatus(q) != PGRES_TUPLES_OK) {
+        cg_err_set(&err, CG_EIO, "database: %s", PQresultErrorMessage(q));
+        PQclear(q);
+        srv_pool_put(r->s->pool, c);
+        *res = srv_fail_unavailable(r, &err);
+        return false;
+    }
+    srv_pool_put(r->s->pool, c);
+    cg_jv *d = detail_kv(a, "key_id", cg_jv_str(a, kid), NULL, NULL);
+    if (PQntuples(q) == 0) {
+        PQclear(q);
+        *res = reject(g, "signer_unknown", d, "the signing key is not registered on this server");
+        return false;
+    }
+    unsigned char pk[32];
+    bool revoked = PQgetlength(q, 0, 1) == 1 && PQgetvalue(q, 0, 1)[0] == 1;
+    bool pk_ok = PQgetlength(q, 0, 0) == 32;
+    if (pk_ok) memcpy(pk, PQgetvalue(q, 0, 0), 32);
+    PQclear(q);
+    if (revoked) {
+        *res = reject(g, "signer_revoked", d, "the signing key has been revoked");
+        return false;
+    }
+    cg_signature_info info;
+    if (!pk_ok || cg_sig_verify_manifest(g->manifest, g->manifest_len, raw, n, pk, &info, &err) < 0) {
+        *res = reject(g, err.code == CG_EPARSE ? "malformed_signature" : "signature_invalid", d, err.msg);
+        return false;
+    }
+    cg_buf b = CG_BUF_INIT;
+    cg_json_write(&b, doc, false);
+    *sig_json = cg_arena_strndup(a, b.data, b.len);
+    cg_buf_free(&b);
+    *key_id = cg_arena_strdup(a, info.key_id);
+    return true;
+}
+
+static cg_jv *links(cg_arena *a, const char *id) {
+    static const char *const names[] = {"self", "files", "evidence", "trace", "graph", "viewer", "archive"};
+    static const char *const suffix[] = {"", "/files/", "/evidence", "/files/trace.jsonl", "/graph", "/viewer",
+                                         "/archive"};
+    cg_jv *o = cg_jv_obj(a);
+    for (size_t i = 0; i < 7; i++) cg_jv_obj_put(a, o, names[i], cg_jv_str(a, cg_arena_printf(a, "/bundles/%s%s", id, suffix[i])));
+    return o;
+}
+
+static enum MHD_Result run(ingest *g) {
+    srv_req *r = g->r;
+    srv_server *s = r->s;
+    cg_arena *a = &r->arena;
+    cg_error err = {0};
+    bool answered;
+    enum MHD_Result res = check_campaign(g, &answered);
+    if (answered) return res;
+
+    /* 3. unpack */
+    if (snprintf(g->stage, sizeof g->stage, "%s/staging/%s", s->cfg.data_dir, r->id) >= (int)sizeof g->stage ||
+        snprintf(g->root, sizeof g->root, "%s/bundle", g->stage) >= (int)sizeof g->root) {
+        g->stage[0] = 0;
+        return srv_fail(r, "unavailable", NULL, "data dir path too long");
+    }
+    if (mkdir(g->stage, 0700) != 0) {
+        bool full = errno == ENOSPC;
+        g->stage[0] = 0;
+        return full ? srv_fail(r, "insufficient_storage", NULL, "no space left for staging")
+                    : srv_fail(r, "unavailable", NULL, "cannot create the staging directory");
+    }
+    if (lseek(r->body_fd, 0, SEEK_SET) != 0) return srv_fail(r, "unavailable", NULL, "cannot rewind the upload");
+    cg_archive_limits lim;
+    cg_archive_limits_default(&lim);
+    lim.max_entries = s->cfg.max_files + 1;
+    lim.max_total_bytes = s->cfg.max_decoded_bytes;
+    lim.max_file_bytes = s->cfg.max_decoded_bytes;
+    lim.max_stream_bytes = s->cfg.max_decoded_bytes + 1536 * lim.max_entries + (1u << 20);
+    cg_archive_error kind = CG_ARCHIVE_OK;
+    if (cg_archive_unpack_fd(r->body_fd, g->root, &lim, &kind, &err) < 0) {
+        switch (kind) {
+        case CG_ARCHIVE_UNSAFE_PATH: return reject(g, "unsafe_path", NULL, err.msg);
+        case CG_ARCHIVE_SPECIAL_FILE: return reject(g, "special_file", NULL, err.msg);
+        case CG_ARCHIVE_TOO_LARGE:
+            return reject(g, "payload_too_large", detail_kv(a, "limit", cg_jv_str(a, "archive"), NULL, NULL), err.msg);
+        case CG_ARCHIVE_MALFORMED: return reject(g, "malformed_archive", NULL, err.msg);
+        default:
+            if (srv_free_bytes(s->cfg.data_dir) < (1u << 20))
+                return srv_fail(r, "insufficient_storage", NULL, "no space left to unpack the upload");
+            return srv_fail_unavailable(r, &err);
+        }
+    }
+    /* 4. bundle/1 verification, exactly as upstream */
+    cg_bundle_receipt rcpt;
+    cg_bundle_check chk = CG_BCHK_NONE;
+    if (cg_bundle_verify(g->root, &rcpt, &chk, &err) < 0) {
+        const char *code = check_code(chk);
+        if (!code) return srv_fail_unavailable(r, &err);
+        return reject(g, code, NULL, err.msg);
+    }
+    char mpath[PATH_MAX + 16];
+    snprintf(mpath, sizeof mpath, "%s/bundle.json", g->root);
+    g->manifest = cg_read_file(mpath, CG_BUNDLE_MANIFEST_MAX, &g->manifest_len, &err);
+    if (!g->manifest) return srv_fail_unavailable(r, &err);
+    char id[65];
+    cg_sha256_hex(g->manifest, g->manifest_len, id);
+    if (strcmp(id, rcpt.manifest_sha256) != 0) return reject(g, "digest_mismatch", NULL, "bundle manifest changed during verification");
+    cg_bundle_manifest man;
+    if (cg_bundle_manifest_parse(a, g->manifest, g->manifest_len, &man, &err) < 0)
+        return reject(g, "malformed_manifest", NULL, err.msg);
+
+    /* run-ID binding */
+    char tpath[PATH_MAX + 16], epath[PATH_MAX + 16], npath[PATH_MAX + 16];
+    snprintf(tpath, sizeof tpath, "%s/trace.jsonl", g->root);
+    snprintf(epath, sizeof epath, "%s/evidence.json", g->root);
+    snprintf(npath, sizeof npath, "%s/nsight", g->root);
+    if (!cg_is_regular_nofollow(tpath))
+        return reject(g, "missing_file", detail_kv(a, "path", cg_jv_str(a, "trace.jsonl"), NULL, NULL),
+                      "declared bundle file is missing: trace.jsonl");
+    cg_trace_limits tl;
+    cg_trace_limits_default(&tl);
+    g->trace = cg_trace_read_file(tpath, &tl, &err);
+    if (!g->trace) {
+        cg_jv *d = detail_kv(a, "path", cg_jv_str(a, "trace.jsonl"), err.line ? "line" : NULL, cg_jv_u64(a, (uint64_t)err.line));
+        if (err.code == CG_ELIMIT) {
+            cg_jv_obj_put(a, d, "limit", cg_jv_str(a, "trace"));
+            return reject(g, "payload_too_large", d, err.msg);
+        }
+        return reject(g, "trace_invalid", d, err.msg);
+    }
+    if (strcmp(rcpt.run_id, g->trace->run.run_id) != 0) {
+        char msg[2400];
+        snprintf(msg, sizeof msg, "published bundle manifest run ID %s does not match its trace run ID %s", rcpt.run_id,
+                 g->trace->run.run_id);
+        return reject(g, "run_id_mismatch",
+                      detail_kv(a, "expected", cg_jv_str(a, rcpt.run_id), "observed", cg_jv_str(a, g->trace->run.run_id)),
+                      msg);
+    }
+    /* semantic verification */
+    const char *semantic = "not_rederivable", *evidence_schema = NULL;
+    if (cg_is_regular_nofollow(epath)) {
+        size_t elen;
+        char *etext = cg_read_file(epath, 512u << 20, &elen, &err);
+        if (!etext) return reject(g, "payload_too_large", detail_kv(a, "limit", cg_jv_str(a, "evidence_bytes"), NULL, NULL), err.msg);
+        cg_json_limits jl;
+        cg_json_limits_default(&jl);
+        cg_jv *stored = cg_json_parse(a, etext, elen, &jl, &err);
+        free(etext);
+        if (!stored) {
+            char msg[CG_ERROR_MAX + 64];
+            snprintf(msg, sizeof msg, "semantic verification failed: parse evidence.json: %s", err.msg);
+            return reject(g, "semantic_mismatch", NULL, msg);
+        }
+        const char *es = cg_jv_as_str(cg_jv_get(stored, "schema"));
+        evidence_schema = es ? cg_arena_strdup(a, es) : NULL;
+        if (es && strcmp(es, EVIDENCE4) == 0) {
+            cg_jv *rebuilt = cg_evidence_build_json(a, tpath, cg_is_dir(npath) ? npath : NULL, &err);
+            if (!rebuilt) {
+                char msg[CG_ERROR_MAX + 64];
+                snprintf(msg, sizeof msg, "semantic verification failed: %s", err.msg);
+                return reject(g, "semantic_mismatch", NULL, msg);
+            }
+            if (!cg_jv_equal(rebuilt, stored))
+                return reject(g, "semantic_mismatch", detail_kv(a, "path", cg_jv_str(a, "evidence.json"), NULL, NULL),
+                              "semantic verification failed: evidence.json does not match the evidence packet "
+                              "rederived from trace.jsonl");
+            semantic = "rederived_match";
+        }
+    }
+    /* 5. signature */
+    const char *sig_json, *key_id;
+    if (!check_signature(g, &sig_json, &key_id, &res)) return res;
+
+    /* derived index inputs */
+    g->health = cg_health_analyze(g->trace);
+    srv_file_row *files = cg_arena_zalloc(a, (man.n_files + 1) * sizeof *files);
+    uint64_t total = g->manifest_len;
+    files[0].path = "bundle.json";
+    memcpy(files[0].sha256, id, 65);
+    files[0].bytes = g->manifest_len;
+    for (size_t i = 0; i < man.n_files; i++) {
+        files[i + 1].path = man.files[i].path;
+        for (int k = 0; k < 64; k++) files[i + 1].sha256[k] = (char)tolower((unsigned char)man.files[i].sha256[k]);
+        files[i + 1].sha256[64] = 0;
+        files[i + 1].bytes = man.files[i].bytes;
+        total += man.files[i].bytes;
+    }
+
+    /* 6. store blobs (fs: before the transaction; pg: inside it) */
+    bool pg_blobs = s->blobs.kind == SRV_BLOB_PG;
+    if (!pg_blobs) {
+        for (size_t i = 0; i <= man.n_files; i++) {
+            char src[PATH_MAX * 2];
+            snprintf(src, sizeof src, "%s/%s", g->root, files[i].path);
+            bool enospc = false;
+            if (srv_blob_put(&s->blobs, NULL, src, files[i].sha256, files[i].bytes, &enospc, &err) < 0)
+                return enospc ? srv_fail(r, "insufficient_storage", NULL, "no space left in the blob store")
+                              : srv_fail_unavailable(r, &err);
+        }
+    }
+    PGconn *c = srv_pool_get(s->pool, &err);
+    if (!c) return srv_fail_unavailable(r, &err);
+    char sqlstate[6] = "";
+    bool existed = false, conflict = false;
+    char other[65] = "";
+    const char *lk = cg_arena_printf(a, "%" PRId64, lock_key(id));
+    const char *p1[1] = {id};
+    const char *plk[1] = {lk};
+    PGresult *q = NULL;
+    if (srv_exec(c, "BEGIN", &err) < 0) goto dberr;
+    q = srv_q(c, "SELECT pg_advisory_xact_lock($1::bigint)", 1, plk, NULL, sqlstate, &err);
+    if (!q) goto dberr;
+    PQclear(q);
+    q = srv_q(c, "SELECT 1 FROM bundles WHERE id = $1", 1, p1, NULL, sqlstate, &err);
+    if (!q) goto dberr;
+    existed = PQntuples(q) > 0;
+    PQclear(q);
+    if (!existed) {
+        const char *pr[1] = {rcpt.run_id};
+        q = srv_q(c, "SELECT id FROM bundles WHERE run_id = $1", 1, pr, NULL, sqlstate, &err);
+        if (!q) goto dberr;
+        if (PQntuples(q) > 0) {
+            conflict = true;
+            snprintf(other, sizeof other, "%s", PQgetvalue(q, 0, 0));
+        }
+        PQclear(q);
+    }
+    if (!existed && !conflict) {
+        if (pg_blobs) {
+            for (size_t i = 0; i <= man.n_files; i++) {
+                char src[PATH_MAX * 2];
+                snprintf(src, sizeof src, "%s/%s", g->root, files[i].path);
+                bool enospc = false;
+                if (srv_blob_put(&s->blobs, c, src, files[i].sha256, files[i].bytes, &enospc, &err) < 0) goto dberr;
+            }
+        }
+        srv_index_row row = {
+            .id = id, .run_id = rcpt.run_id, .manifest = g->manifest, .manifest_len = g->manifest_len,
+            .files = files, .n_files = man.n_files + 1, .total_bytes = total, .uploader = r->token_id,
+            .signature_json = sig_json, .signer_key_id = key_id, .semantic_status = semantic,
+            .evidence_schema = evidence_schema, .trace = g->trace, .health = g->health,
+            .campaign_id = g->campaign, .planned_name = g->planned,
+        };
+        if (srv_index_insert(c, &row, a, sqlstate, &err) < 0) {
+            if (strcmp(sqlstate, "23505") == 0) conflict = true; /* run_id raced with another bundle */
+            else goto dberr;
+        }
+        if (!conflict && g->campaign) {
+            const char *pa[7] = {g->campaign, g->planned, id, rcpt.run_id, srv_trace_host(g->trace),
+                                 g->trace->run.device, NULL};
+            q = srv_q(c,
+                      "INSERT INTO upload_attempts (campaign_id, planned_name, state, bundle_id, run_id, host, device) "
+                      "VALUES ($1, $2, 'published', $3, $4, $5, $6)",
+                      6, pa, NULL, sqlstate, &err);
+            if (!q) goto dberr;
+            PQclear(q);
+        }
+    }
+    if (conflict) {
+        srv_exec(c, "ROLLBACK", &err);
+        srv_pool_put(s->pool, c);
+        cg_jv *d = detail_kv(a, "run_id", cg_jv_str(a, rcpt.run_id), other[0] ? "existing_id" : NULL,
+                             other[0] ? cg_jv_str(a, other) : NULL);
+        return reject(g, "run_id_conflict", d, "a different bundle already holds this run_id");
+    }
+    if (srv_exec(c, "COMMIT", &err) < 0) goto dberr;
+    srv_pool_put(s->pool, c);
+
+    /* 7. answer */
+    cg_jv *o = cg_jv_obj(a);
+    cg_jv_obj_put(a, o, "schema", cg_jv_str(a, INGEST_SCHEMA));
+    cg_jv_obj_put(a, o, "status", cg_jv_str(a, existed ? "already_published" : "published"));
+    cg_jv_obj_put(a, o, "id", cg_jv_str(a, id));
+    cg_jv_obj_put(a, o, "run_id", cg_jv_str(a, rcpt.run_id));
+    cg_jv_obj_put(a, o, "verification", cg_bundle_receipt_to_json(a, &rcpt));
+    cg_jv *sem = cg_jv_obj(a);
+    cg_jv_obj_put(a, sem, "status", cg_jv_str(a, semantic));
+    cg_jv_obj_put(a, sem, "evidence_schema", evidence_schema ? cg_jv_str(a, evidence_schema) : cg_jv_null(a));
+    cg_jv_obj_put(a, o, "semantic", sem);
+    if (key_id) {
+        cg_jv *sg = cg_jv_obj(a);
+        cg_jv_obj_put(a, sg, "algorithm", cg_jv_str(a, CG_SIGNATURE_ALGORITHM));
+        cg_jv_obj_put(a, sg, "key_id", cg_jv_str(a, key_id));
+        cg_jv_obj_put(a, sg, "verified", cg_jv_bool(a, true));
+        cg_jv_obj_put(a, o, "signature", sg);
+    } else {
+        cg_jv_obj_put(a, o, "signature", cg_jv_null(a));
+    }
+    cg_jv *h = cg_jv_obj(a);
+    cg_jv_obj_put(a, h, "structurally_valid", cg_jv_bool(a, g->health->structurally_valid));
+    cg_jv_obj_put(a, h, "capture_complete", cg_jv_bool(a, g->health->capture_complete));
+    cg_jv_obj_put(a, o, "health", h);
+    cg_jv_obj_put(a, o, "links", links(a, id));
+    srv_metrics_ingest(existed ? "already_published" : "published", r->body_len, now_s() - g->t0);
+    srv_log("info", existed ? "bundle already published" : "bundle published", "request_id", r->id, "id", id, "run_id",
+            rcpt.run_id, "key_id", key_id, NULL);
+    char loc[96];
+    snprintf(loc, sizeof loc, "/bundles/%s", id);
+    cg_buf b = CG_BUF_INIT;
+    cg_json_write(&b, o, true);
+    cg_buf_putc(&b, '\n');
+    const char *hdrs[] = {"Location", loc, "Cache-Control", "no-store", NULL};
+    res = srv_reply_bytes(r, existed ? 200 : 201, "application/json; charset=utf-8", b.data, b.len, hdrs);
+    cg_buf_free(&b);
+    return res;
+dberr:
+    srv_pool_put(s->pool, c);
+    srv_metrics_ingest("unavailable", r->body_len, now_s() - g->t0);
+    return srv_fail_unavailable(r, &err);
+}
+
+enum MHD_Result srv_h_bundles_post(srv_req *r) {
+    ingest g;
+    memset(&g, 0, sizeof g);
+    g.r = r;
+    g.t0 = now_s();
+    enum MHD_Result res = run(&g);
+    if (g.stage[0]) cg_rm_rf(g.stage);
+    cg_trace_free(g.trace);
+    if (g.health) cg_health_free(g.health);
+    free(g.manifest);
+    return res;
+}

@@ -1,0 +1,110 @@
+/* metrics.c — Prometheus text exposition: requests by route/status, ingest
+ * outcomes by code, ingest bytes and duration histograms, pool use and blob
+ * store bytes. Counters live in fixed tables under one mutex. */
+#include <string.h>
+
+#include "srv.h"
+
+#define MAX_REQ 256
+#define MAX_OUTCOMES 64
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static struct { int route, status; uint64_t n; } reqs[MAX_REQ];
+static size_t n_reqs;
+static struct { char code[40]; uint64_t n; } outcomes[MAX_OUTCOMES];
+static size_t n_outcomes;
+static const double byte_bounds[] = {1e4, 1e5, 1e6, 1e7, 1e8, 1e9};
+static const double sec_bounds[] = {0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120};
+#define NB (sizeof byte_bounds / sizeof byte_bounds[0])
+#define NS (sizeof sec_bounds / sizeof sec_bounds[0])
+static uint64_t byte_hist[NB + 1], sec_hist[NS + 1], ingest_count;
+static double byte_sum, sec_sum;
+
+void srv_metrics_request(int route, int status) {
+    pthread_mutex_lock(&mu);
+    size_t i;
+    for (i = 0; i < n_reqs; i++)
+        if (reqs[i].route == route && reqs[i].status == status) break;
+    if (i == n_reqs && n_reqs < MAX_REQ) {
+        reqs[i].route = route;
+        reqs[i].status = status;
+        reqs[i].n = 0;
+        n_reqs++;
+    }
+    if (i < n_reqs) reqs[i].n++;
+    pthread_mutex_unlock(&mu);
+}
+
+void srv_metrics_ingest(const char *outcome, uint64_t bytes, double seconds) {
+    pthread_mutex_lock(&mu);
+    size_t i;
+    for (i = 0; i < n_outcomes; i++)
+        if (strcmp(outcomes[i].code, outcome) == 0) break;
+    if (i == n_outcomes && n_outcomes < MAX_OUTCOMES) {
+        snprintf(outcomes[i].code, sizeof outcomes[i].code, "%s", outcome);
+        outcomes[i].n = 0;
+        n_outcomes++;
+    }
+    if (i < n_outcomes) outcomes[i].n++;
+    size_t b = 0;
+    while (b < NB && (double)bytes > byte_bounds[b]) b++;
+    byte_hist[b]++;
+    size_t s = 0;
+    while (s < NS && seconds > sec_bounds[s]) s++;
+    sec_hist[s]++;
+    byte_sum += (double)bytes;
+    sec_sum += seconds;
+    ingest_count++;
+    pthread_mutex_unlock(&mu);
+}
+
+static void hist(cg_buf *o, const char *name, const double *bounds, size_t nb, const uint64_t *h, double sum,
+                 uint64_t count) {
+    uint64_t cum = 0;
+    for (size_t i = 0; i < nb; i++) {
+        cum += h[i];
+        cg_buf_printf(o, "%s_bucket{le=\"%g\"} %llu\n", name, bounds[i], (unsigned long long)cum);
+    }
+    cum += h[nb];
+    cg_buf_printf(o, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %g\n%s_count %llu\n", name, (unsigned long long)cum, name,
+                  sum, name, (unsigned long long)count);
+}
+
+void srv_metrics_render(cg_buf *o, unsigned pool_size, unsigned pool_in_use, unsigned pool_open,
+                        int64_t blob_bytes, int64_t blob_count) {
+    pthread_mutex_lock(&mu);
+    cg_buf_puts(o, "# HELP cg_http_requests_total HTTP requests by route and status.\n"
+                   "# TYPE cg_http_requests_total counter\n");
+    for (size_t i = 0; i < n_reqs; i++) {
+        const char *route = reqs[i].route >= 0 ? srv_routes[reqs[i].route].pattern : "unmatched";
+        const char *method = reqs[i].route >= 0 ? srv_routes[reqs[i].route].method : "";
+        cg_buf_printf(o, "cg_http_requests_total{method=\"%s\",route=\"%s\",status=\"%d\"} %llu\n", method, route,
+                      reqs[i].status, (unsigned long long)reqs[i].n);
+    }
+    cg_buf_puts(o, "# HELP cg_ingest_outcomes_total Upload outcomes by result code.\n"
+                   "# TYPE cg_ingest_outcomes_total counter\n");
+    for (size_t i = 0; i < n_outcomes; i++)
+        cg_buf_printf(o, "cg_ingest_outcomes_total{code=\"%s\"} %llu\n", outcomes[i].code,
+                      (unsigned long long)outcomes[i].n);
+    cg_buf_puts(o, "# HELP cg_ingest_bytes Upload body sizes.\n# TYPE cg_ingest_bytes histogram\n");
+    hist(o, "cg_ingest_bytes", byte_bounds, NB, byte_hist, byte_sum, ingest_count);
+    cg_buf_puts(o, "# HELP cg_ingest_duration_seconds Upload processing time.\n"
+                   "# TYPE cg_ingest_duration_seconds histogram\n");
+    hist(o, "cg_ingest_duration_seconds", sec_bounds, NS, sec_hist, sec_sum, ingest_count);
+    pthread_mutex_unlock(&mu);
+    cg_buf_printf(o,
+                  "# HELP cg_db_pool_connections Database pool size.\n# TYPE cg_db_pool_connections gauge\n"
+                  "cg_db_pool_connections %u\n"
+                  "# HELP cg_db_pool_in_use Database connections checked out.\n# TYPE cg_db_pool_in_use gauge\n"
+                  "cg_db_pool_in_use %u\n"
+                  "# HELP cg_db_pool_open Open database connections.\n# TYPE cg_db_pool_open gauge\n"
+                  "cg_db_pool_open %u\n",
+                  pool_size, pool_in_use, pool_open);
+    if (blob_bytes >= 0)
+        cg_buf_printf(o,
+                      "# HELP cg_blob_store_bytes Bytes of distinct blobs referenced by bundles.\n"
+                      "# TYPE cg_blob_store_bytes gauge\ncg_blob_store_bytes %lld\n"
+                      "# HELP cg_blob_store_blobs Distinct blobs referenced by bundles.\n"
+                      "# TYPE cg_blob_store_blobs gauge\ncg_blob_store_blobs %lld\n",
+                      (long long)blob_bytes, (long long)blob_count);
+}

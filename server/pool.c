@@ -1,0 +1,222 @@
+/* pool.c — a fixed pool of libpq connections for the thread-per-connection
+ * server (mutex + condition variable), created lazily and re-created after the
+ * database comes back; plus parameterized-query helpers. Every connection gets
+ * a statement timeout. SQL text is always constant; values go as parameters. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "srv.h"
+
+struct srv_pool {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    char *conninfo;
+    unsigned size, wait_ms, stmt_ms;
+    PGconn **conns;   /* NULL slot = not connected */
+    bool *busy;
+    PGconn **out;     /* checked-out connection per busy slot */
+    unsigned in_use;
+};
+
+static void quiet_notice(void *arg, const char *msg) {
+    (void)arg;
+    (void)msg; /* server notices (e.g. "relation already exists, skipping") are not errors */
+}
+
+PGconn *srv_db_connect(const char *conninfo, unsigned stmt_timeout_ms, cg_error *err) {
+    const char *keys[] = {"dbname", "connect_timeout", "application_name", NULL};
+    const char *vals[] = {conninfo, "3", "candle-graph-server", NULL};
+    PGconn *c = PQconnectdbParams(keys, vals, 1);
+    if (!c || PQstatus(c) != CONNECTION_OK) {
+        const char *m = c ? PQerrorMessage(c) : "out of memory";
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", m);
+        size_t n = strlen(msg);
+        while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' ')) msg[--n] = 0;
+        cg_err_set(err, CG_EIO, "database connection failed: %s", msg);
+        PQfinish(c);
+        return NULL;
+    }
+    PQsetNoticeProcessor(c, quiet_notice, NULL);
+    char sql[128];
+    snprintf(sql, sizeof sql, "SET statement_timeout = %u", stmt_timeout_ms);
+    PGresult *r = PQexec(c, sql);
+    bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    PQclear(r);
+    if (!ok) {
+        cg_err_set(err, CG_EIO, "database: cannot set statement_timeout");
+        PQfinish(c);
+        return NULL;
+    }
+    return c;
+}
+
+srv_pool *srv_pool_new(const char *conninfo, unsigned size, unsigned wait_ms, unsigned stmt_timeout_ms) {
+    srv_pool *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    if (size == 0) size = 1;
+    p->conninfo = strdup(conninfo);
+    p->size = size;
+    p->wait_ms = wait_ms;
+    p->stmt_ms = stmt_timeout_ms;
+    p->conns = calloc(size, sizeof *p->conns);
+    p->busy = calloc(size, sizeof *p->busy);
+    p->out = calloc(size, sizeof *p->out);
+    if (!p->conninfo || !p->conns || !p->busy || !p->out) {
+        free(p->out);
+        free(p->conninfo);
+        free(p->conns);
+        free(p->busy);
+        free(p);
+        return NULL;
+    }
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    return p;
+}
+
+void srv_pool_free(srv_pool *p) {
+    if (!p) return;
+    for (unsigned i = 0; i < p->size; i++) PQfinish(p->conns[i]);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+    free(p->conninfo);
+    free(p->conns);
+    free(p->busy);
+    free(p->out);
+    free(p);
+}
+
+PGconn *srv_pool_get(srv_pool *p, cg_error *err) {
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += p->wait_ms / 1000;
+    dl.tv_nsec += (long)(p->wait_ms % 1000) * 1000000L;
+    if (dl.tv_nsec >= 1000000000L) {
+        dl.tv_sec++;
+        dl.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&p->mu);
+    int slot = -1;
+    for (;;) {
+        /* prefer an open idle connection, then an empty slot */
+        for (unsigned i = 0; i < p->size && slot < 0; i++)
+            if (!p->busy[i] && p->conns[i]) slot = (int)i;
+        for (unsigned i = 0; i < p->size && slot < 0; i++)
+            if (!p->busy[i]) slot = (int)i;
+        if (slot >= 0) break;
+        if (pthread_cond_timedwait(&p->cv, &p->mu, &dl) == ETIMEDOUT) {
+            pthread_mutex_unlock(&p->mu);
+            cg_err_set(err, CG_EIO, "database pool exhausted");
+            return NULL;
+        }
+    }
+    p->busy[slot] = true;
+    p->in_use++;
+    PGconn *c = p->conns[slot];
+    p->conns[slot] = NULL;
+    pthread_mutex_unlock(&p->mu);
+
+    if (c && PQstatus(c) != CONNECTION_OK) {
+        PQfinish(c);
+        c = NULL;
+    }
+    if (!c) c = srv_db_connect(p->conninfo, p->stmt_ms, err);
+    if (!c) {
+        pthread_mutex_lock(&p->mu);
+        p->busy[slot] = false;
+        p->in_use--;
+        pthread_cond_signal(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+        return NULL;
+    }
+    pthread_mutex_lock(&p->mu);
+    p->out[slot] = c;
+    pthread_mutex_unlock(&p->mu);
+    return c;
+}
+
+void srv_pool_put(srv_pool *p, PGconn *c) {
+    if (!c) return;
+    int slot = -1;
+    pthread_mutex_lock(&p->mu);
+    for (unsigned i = 0; i < p->size; i++)
+        if (p->busy[i] && p->out[i] == c) slot = (int)i;
+    pthread_mutex_unlock(&p->mu);
+    if (PQstatus(c) == CONNECTION_OK && PQtransactionStatus(c) != PQTRANS_IDLE) {
+        PGresult *r = PQexec(c, "ROLLBACK");
+        PQclear(r);
+        if (PQtransactionStatus(c) != PQTRANS_IDLE) {
+            PQfinish(c);
+            c = NULL;
+        }
+    }
+    if (c && PQstatus(c) != CONNECTION_OK) {
+        PQfinish(c);
+        c = NULL;
+    }
+    pthread_mutex_lock(&p->mu);
+    if (slot >= 0 && (unsigned)slot < p->size) {
+        p->conns[slot] = c;
+        p->out[slot] = NULL;
+        p->busy[slot] = false;
+        p->in_use--;
+    } else {
+        PQfinish(c);
+    }
+    pthread_cond_signal(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
+void srv_pool_stats(srv_pool *p, unsigned *size, unsigned *in_use, unsigned *open) {
+    pthread_mutex_lock(&p->mu);
+    *size = p->size;
+    *in_use = p->in_use;
+    unsigned o = p->in_use;
+    for (unsigned i = 0; i < p->size; i++)
+        if (!p->busy[i] && p->conns[i]) o++;
+    *open = o;
+    pthread_mutex_unlock(&p->mu);
+}
+
+PGresult *srv_q(PGconn *c, const char *sql, int n, const char *const *params, const int *bin_lens,
+                char sqlstate[6], cg_error *err) {
+    int lens[48], fmts[48];
+    if (n > 48) {
+        cg_err_set(err, CG_EINVAL, "too many query parameters");
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        lens[i] = bin_lens ? bin_lens[i] : 0;
+        fmts[i] = bin_lens && bin_lens[i] > 0 ? 1 : 0;
+    }
+    if (sqlstate) sqlstate[0] = 0;
+    PGresult *r = PQexecParams(c, sql, n, NULL, params, lens, fmts, 0);
+    ExecStatusType st = PQresultStatus(r);
+    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return r;
+    const char *code = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    if (sqlstate) snprintf(sqlstate, 6, "%s", code ? code : "08006");
+    const char *m = r ? PQresultErrorMessage(r) : PQerrorMessage(c);
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", m && *m ? m : "no result");
+    size_t len = strlen(msg);
+    while (len && (msg[len - 1] == '\n' || msg[len - 1] == ' ')) msg[--len] = 0;
+    cg_err_set(err, CG_EIO, "database: %s", msg);
+    PQclear(r);
+    return NULL;
+}
+
+int srv_exec(PGconn *c, const char *sql, cg_error *err) {
+    PGresult *r = srv_q(c, sql, 0, NULL, NULL, NULL, err);
+    if (!r) return -1;
+    PQclear(r);
+    return 0;
+}
+
+bool srv_sqlstate_unavailable(const char *sqlstate, PGconn *c) {
+    if (c && PQstatus(c) != CONNECTION_OK) return true;
+    if (!sqlstate || !sqlstate[0]) return true;
+    return strncmp(sqlstate, "08", 2) == 0 || strncmp(sqlstate, "57", 2) == 0 || strncmp(sqlstate, "53", 2) == 0 ||
+           strcmp(sqlstate, "40001") == 0 || strcmp(sqlstate, "40P01") == 0 || strcmp(sqlstate, "25006") == 0;
+}

@@ -1,0 +1,109 @@
+/* serve.c — `serve`: start-up order (signals, sodium, config, database and
+ * migrations, blob store, HTTP) and graceful shutdown on SIGTERM/SIGINT
+ * (stop accepting, let in-flight uploads finish within the grace period, stop
+ * the janitor, close the pool, stop the embedded cluster). */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "base/fs.h"
+#include "srv.h"
+
+static int prepare_dirs(const srv_config *cfg, cg_error *err) {
+    char p[PATH_MAX + 32];
+    if (cg_mkdir_p(cfg->data_dir, err) < 0) return -1;
+    snprintf(p, sizeof p, "%s/tmp", cfg->data_dir);
+    if (cg_mkdir_p(p, err) < 0) return -1;
+    snprintf(p, sizeof p, "%s/staging", cfg->data_dir);
+    return cg_mkdir_p(p, err);
+}
+
+int srv_cmd_serve(int argc, char **argv) {
+    srv_server *s = calloc(1, sizeof *s);
+    if (!s) return 1;
+    srv_config_defaults(&s->cfg);
+    for (int i = 1; i < argc; i++) {
+        int r = srv_config_flag(&s->cfg, argc, argv, &i);
+        if (r < 0) return 2;
+        if (r == 0) {
+            fprintf(stderr, "candle-graph-server serve: unknown flag %s\n", argv[i]);
+            return 2;
+        }
+    }
+    signal(SIGPIPE, SIG_IGN);
+    if (sodium_init() < 0) {
+        fprintf(stderr, "candle-graph-server: libsodium initialisation failed\n");
+        return 1;
+    }
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL); /* every thread inherits the mask; main waits */
+
+    cg_error err = {0};
+    srv_pgembed pg;
+    memset(&pg, 0, sizeof pg);
+    int rc = 1;
+    if (prepare_dirs(&s->cfg, &err) < 0) goto fail;
+    if (s->cfg.database_url) {
+        snprintf(s->conninfo, sizeof s->conninfo, "%s", s->cfg.database_url);
+    } else if (srv_pgembed_start(&pg, &s->cfg, s->conninfo, sizeof s->conninfo, &err) < 0) {
+        goto fail;
+    }
+    PGconn *mc = srv_db_connect(s->conninfo, 600000, &err);
+    if (!mc) goto fail;
+    if (srv_migrate(mc, true, &err) < 0) {
+        PQfinish(mc);
+        goto fail;
+    }
+    PQfinish(mc);
+    if (srv_blob_init(&s->blobs, s->cfg.blob_kind, s->cfg.data_dir, &err) < 0) goto fail;
+    s->pool = srv_pool_new(s->conninfo, s->cfg.pool_size, s->cfg.pool_wait_ms, s->cfg.statement_timeout_ms);
+    if (!s->pool) {
+        cg_err_set(&err, CG_ENOMEM, "out of memory");
+        goto fail;
+    }
+    pthread_mutex_init(&s->upload_mu, NULL);
+    pthread_cond_init(&s->upload_cv, NULL);
+    s->upload_slots = s->cfg.max_uploads ? s->cfg.max_uploads : 1;
+    if (srv_janitor_start(s) < 0) {
+        cg_err_set(&err, CG_EIO, "cannot start the janitor thread");
+        goto fail;
+    }
+    if (srv_http_start(s, &err) < 0) {
+        srv_janitor_stop();
+        goto fail;
+    }
+    char port[16];
+    snprintf(port, sizeof port, "%u", s->cfg.listen_port);
+    srv_log("info", "listening", "host", s->cfg.listen_host, "port", port, "database",
+            s->cfg.database_url ? "external" : "embedded", "blob_store", s->cfg.blob_kind == SRV_BLOB_PG ? "pg" : "fs",
+            NULL);
+    int sig = 0;
+    while (sigwait(&set, &sig) != 0) {
+    }
+    srv_log("info", "shutting down", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT", NULL);
+    atomic_store(&s->stopping, true);
+    pthread_mutex_lock(&s->upload_mu);
+    pthread_cond_broadcast(&s->upload_cv);
+    pthread_mutex_unlock(&s->upload_mu);
+    srv_http_stop(s, s->cfg.shutdown_grace_s);
+    srv_janitor_stop();
+    rc = 0;
+    goto done;
+fail:
+    srv_log("error", "cannot start", "error", err.msg, NULL);
+    fprintf(stderr, "candle-graph-server: %s\n", err.msg);
+done:
+    srv_pool_free(s->pool);
+    srv_pgembed_stop(&pg);
+    if (rc == 0) srv_log("info", "stopped", NULL);
+    srv_config_free(&s->cfg);
+    free(s);
+    return rc;
+}

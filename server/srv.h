@@ -1,0 +1,329 @@
+/* srv.h — internal interfaces of candle-graph-server (one section per module).
+ *
+ * Ownership: a srv_req owns its arena (freed when MHD reports the request
+ * complete); every cg_jv a handler builds lives in that arena. A PGconn taken
+ * from the pool must be returned with srv_pool_put on every path. Errors are
+ * reported with cg_error; HTTP answers always go through srv_reply_* so each
+ * request queues exactly one response. */
+#ifndef SRV_H
+#define SRV_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+#include <libpq-fe.h>
+#include <microhttpd.h>
+
+#include "base/arena.h"
+#include "base/buf.h"
+#include "base/error.h"
+#include "base/json.h"
+#include "base/sha256.h"
+
+#ifndef PATH_MAX
+#define PATH_MAX 4096
+#endif
+
+/* ------------------------------------------------------------ config.c */
+
+typedef enum srv_blob_kind { SRV_BLOB_FS = 0, SRV_BLOB_PG } srv_blob_kind;
+
+/* Every limit lives here, with safe defaults (srv_config_defaults). */
+typedef struct srv_config {
+    char data_dir[PATH_MAX];
+    char listen_host[256];
+    unsigned listen_port;
+    char *database_url;          /* malloc'd; NULL = embedded cluster */
+    srv_blob_kind blob_kind;
+    bool public_read;
+    bool require_signature;
+    char pg_user[64];            /* user the embedded cluster runs as when we are root */
+    char pg_bindir[PATH_MAX];    /* "" = search /usr/lib/postgresql/<n>/bin */
+    /* limits */
+    uint64_t max_body_bytes;     /* compressed/raw upload body */
+    uint64_t max_decoded_bytes;  /* unpacked bundle size */
+    uint64_t max_files;          /* files per bundle */
+    uint64_t max_json_body;      /* admin JSON bodies */
+    uint64_t min_free_bytes;     /* refuse uploads (507) below this free space */
+    unsigned conn_limit;         /* MHD threads (thread per connection) */
+    unsigned per_ip_limit;
+    unsigned idle_timeout_s;     /* MHD inactivity timeout */
+    unsigned request_timeout_s;  /* whole-request deadline for uploads */
+    unsigned pool_size;
+    unsigned pool_wait_ms;
+    unsigned max_uploads;        /* concurrent ingests */
+    unsigned upload_wait_ms;     /* wait for an ingest slot before 429 */
+    unsigned janitor_interval_s;
+    unsigned janitor_grace_s;
+    unsigned shutdown_grace_s;
+    unsigned statement_timeout_ms;
+} srv_config;
+
+void srv_config_defaults(srv_config *c);
+/* Parses the flags shared by serve/admin/fsck/migrate starting at argv[*i].
+ * Returns 1 when consumed, 0 when not a known flag, -1 on a bad value (printed). */
+int srv_config_flag(srv_config *c, int argc, char **argv, int *i);
+void srv_config_free(srv_config *c);
+
+/* ------------------------------------------------------------ log.c */
+
+/* One JSON object per line on stderr. kv pairs: key, value (strings), NULL-terminated.
+ * Values are JSON-escaped (no CR/LF injection). Never pass secrets. */
+void srv_log(const char *level, const char *msg, ...);
+void srv_log_request(const char *req_id, const char *method, const char *path, int status,
+                     const char *code, double ms, uint64_t bytes_in, const char *extra);
+
+/* ------------------------------------------------------------ pgembed.c */
+
+typedef struct srv_pgembed {
+    char pgdata[PATH_MAX];
+    char sockdir[PATH_MAX];
+    char bindir[PATH_MAX];
+    char logfile[PATH_MAX];
+    char user[64];       /* OS user running the cluster ("" = ourselves) */
+    bool started_by_us;
+} srv_pgembed;
+
+/* Creates (initdb) the private cluster under data_dir/pg if needed and starts it
+ * (pg_ctl) on a Unix socket in data_dir/pg-run with listen_addresses=''. When it is
+ * already running (e.g. the server runs and admin is called), it is reused.
+ * Writes the libpq conninfo into conninfo. */
+int srv_pgembed_start(srv_pgembed *pg, const srv_config *cfg, char *conninfo, size_t cisz, cg_error *err);
+/* Stops the cluster when this process started it. */
+void srv_pgembed_stop(srv_pgembed *pg);
+
+/* ------------------------------------------------------------ pool.c */
+
+typedef struct srv_pool srv_pool;
+
+srv_pool *srv_pool_new(const char *conninfo, unsigned size, unsigned wait_ms, unsigned stmt_timeout_ms);
+void srv_pool_free(srv_pool *p);
+/* Checks out a healthy connection (connecting lazily); NULL when the database is
+ * unreachable or the pool stays exhausted for wait_ms (→ 503). */
+PGconn *srv_pool_get(srv_pool *p, cg_error *err);
+/* Returns a connection: rolls back an open transaction, drops a broken one. */
+void srv_pool_put(srv_pool *p, PGconn *c);
+void srv_pool_stats(srv_pool *p, unsigned *size, unsigned *in_use, unsigned *open);
+/* One connection outside the pool (admin CLI, migrations). */
+PGconn *srv_db_connect(const char *conninfo, unsigned stmt_timeout_ms, cg_error *err);
+
+/* Parameterized query helpers (text params; a param may be NULL = SQL NULL).
+ * bin_lens: when non-NULL, params with bin_lens[i] > 0 are sent binary with that
+ * length (bytea). Returns the result on PGRES_COMMAND_OK / TUPLES_OK, else NULL
+ * with err set ("database: <message>") and *sqlstate copied (6 bytes) if given. */
+PGresult *srv_q(PGconn *c, const char *sql, int n, const char *const *params, const int *bin_lens,
+                char sqlstate[6], cg_error *err);
+/* Runs a statement without result rows (BEGIN/COMMIT…). */
+int srv_exec(PGconn *c, const char *sql, cg_error *err);
+/* true when the SQLSTATE class means "database unreachable/overloaded" (→ 503). */
+bool srv_sqlstate_unavailable(const char *sqlstate, PGconn *c);
+
+/* ------------------------------------------------------------ migrate.c */
+
+/* Applies embedded migrations under pg_advisory_lock; refuses when the database
+ * has a newer schema than this binary or a recorded checksum differs. */
+int srv_migrate(PGconn *c, bool verbose, cg_error *err);
+int srv_schema_version_known(void); /* highest migration number embedded */
+
+/* ------------------------------------------------------------ embedded files */
+
+const char *srv_embedded_file(const char *path, size_t *len);
+const char *srv_embedded_at(size_t k, const char **data, size_t *len);
+
+/* ------------------------------------------------------------ blobstore.c */
+
+typedef struct srv_blobstore {
+    srv_blob_kind kind;
+    char root[PATH_MAX]; /* fs: <data>/blobs (sha256/ab/<hex>, tmp/) */
+} srv_blobstore;
+
+int srv_blob_init(srv_blobstore *b, srv_blob_kind kind, const char *data_dir, cg_error *err);
+/* Stores the file at src under its (already verified) digest. fs: temp → fsync →
+ * rename → fsync dir; an existing blob of the right size is kept (dedup) and its
+ * mtime refreshed so the janitor's grace period restarts. pg: inserted through
+ * conn inside the caller's transaction. *enospc is set when the disk is full. */
+int srv_blob_put(srv_blobstore *b, PGconn *conn, const char *src, const char *hex, uint64_t size,
+                 bool *enospc, cg_error *err);
+/* fs: the blob's path (caller checks existence). */
+void srv_blob_path(const srv_blobstore *b, const char *hex, char *out, size_t outsz);
+/* Opens a blob for reading into a fresh unlinked temp fd (pg) or the file (fs).
+ * Returns fd (blocking, caller/MHD closes) or -1 (missing: *missing = true). */
+int srv_blob_open(srv_blobstore *b, PGconn *conn, const char *hex, uint64_t *size, bool *missing, cg_error *err);
+/* Reads a whole blob into memory (bounded by max). */
+char *srv_blob_read(srv_blobstore *b, PGconn *conn, const char *hex, size_t max, size_t *len, cg_error *err);
+/* Reachability check for readyz: fs root writable / pg table readable. */
+int srv_blob_ready(srv_blobstore *b, PGconn *conn, cg_error *err);
+/* Free bytes on the data filesystem (UINT64_MAX when unknown). */
+uint64_t srv_free_bytes(const char *path);
+
+/* ------------------------------------------------------------ metrics.c */
+
+void srv_metrics_request(int route, int status);
+void srv_metrics_ingest(const char *outcome, uint64_t bytes, double seconds);
+void srv_metrics_render(cg_buf *out, unsigned pool_size, unsigned pool_in_use, unsigned pool_open,
+                        int64_t blob_bytes, int64_t blob_count);
+
+/* ------------------------------------------------------------ server state */
+
+typedef struct srv_server {
+    srv_config cfg;
+    char conninfo[1024];
+    srv_pool *pool;
+    srv_blobstore blobs;
+    struct MHD_Daemon *mhd;
+    atomic_bool stopping;
+    atomic_uint uploads_active;
+    pthread_mutex_t upload_mu;
+    pthread_cond_t upload_cv;
+    unsigned upload_slots; /* free ingest slots (guarded by upload_mu) */
+} srv_server;
+
+/* ------------------------------------------------------------ router.c */
+
+enum { SRV_SCOPE_NONE = 0, SRV_SCOPE_READ = 1, SRV_SCOPE_UPLOAD = 2, SRV_SCOPE_ADMIN = 4 };
+enum srv_body { SRV_BODY_NONE = 0, SRV_BODY_JSON, SRV_BODY_STREAM };
+
+typedef struct srv_req srv_req;
+typedef enum MHD_Result (*srv_handler)(srv_req *r);
+
+typedef struct srv_route {
+    const char *method;
+    const char *pattern;   /* "/bundles/{id}/files/{path}"; a final {path} takes the rest */
+    unsigned scope;        /* SRV_SCOPE_READ honours --public-read */
+    enum srv_body body;
+    srv_handler handler;
+} srv_route;
+
+extern const srv_route srv_routes[];
+extern const size_t srv_n_routes;
+/* Finds the route for method+path; params receive up to 4 decoded segments (arena).
+ * Returns the index, -1 for no path match, -2 for a path match with another method
+ * (allow receives "GET, POST"). */
+int srv_route_match(cg_arena *a, const char *method, const char *path, const char **params,
+                    char *allow, size_t allowsz);
+
+/* ------------------------------------------------------------ http.c */
+
+#define SRV_MAX_PARAMS 4
+
+struct srv_req {
+    srv_server *s;
+    struct MHD_Connection *conn;
+    cg_arena arena;
+    char id[20];
+    const char *method, *path;
+    int route;
+    const char *params[SRV_MAX_PARAMS];
+    struct timespec t0;
+    /* auth */
+    const char *token_id;  /* arena; NULL = anonymous */
+    unsigned scopes;
+    /* body */
+    enum srv_body body_kind;
+    cg_buf body;           /* JSON bodies */
+    int body_fd;           /* streamed uploads; -1 when none */
+    char body_path[PATH_MAX];
+    uint64_t body_len;
+    bool body_too_large;
+    bool body_timed_out;
+    bool has_slot;         /* holds an ingest slot */
+    /* outcome (for logs/metrics) */
+    int status;
+    const char *err_code;
+    bool queued;
+    char allow[64];        /* Allow header for 405 */
+};
+
+/* Starts MHD on cfg.listen_host:listen_port (port 0 = random; the bound port is
+ * written back into cfg.listen_port). */
+int srv_http_start(srv_server *s, cg_error *err);
+/* Stops accepting, waits for in-flight requests up to grace seconds, stops. */
+void srv_http_stop(srv_server *s, unsigned grace_s);
+
+/* Responses (each queues exactly one response; return its MHD result). */
+enum MHD_Result srv_reply_json(srv_req *r, unsigned status, const cg_jv *v);
+enum MHD_Result srv_reply_bytes(srv_req *r, unsigned status, const char *ctype, const void *data, size_t len,
+                                const char *const *headers);
+/* Takes ownership of fd. Handles ETag/If-None-Match and a single Range. */
+enum MHD_Result srv_reply_fd(srv_req *r, int fd, uint64_t size, const char *ctype, const char *etag_hex,
+                             bool immutable);
+/* Error envelope; status follows the code's category (errors.c). detail may be NULL. */
+enum MHD_Result srv_fail(srv_req *r, const char *code, cg_jv *detail, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Same with the error of a failed dependency: 503 unavailable (or 507). */
+enum MHD_Result srv_fail_unavailable(srv_req *r, const cg_error *err);
+const char *srv_query(srv_req *r, const char *name); /* decoded query argument or NULL */
+const char *srv_header(srv_req *r, const char *name);
+
+/* Offline viewer pages may run inline script but reach no network address. */
+#define SRV_HTML_CSP \
+    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; connect-src 'none'"
+
+/* ------------------------------------------------------------ errors.c */
+
+unsigned srv_error_status(const char *code); /* 500 for an unknown code */
+extern const char *const srv_error_codes[];  /* every code the server can answer */
+
+/* ------------------------------------------------------------ auth.c */
+
+/* Token format: "cgt_" + 64 lowercase hex (32 random bytes). */
+int srv_token_create(PGconn *c, const char *name, unsigned scopes, cg_arena *a, const char **id,
+                     const char **token, cg_error *err);
+/* 1 = valid (id/scopes filled), 0 = unknown/expired/revoked, -1 = database error. */
+int srv_token_check(PGconn *c, const char *token, cg_arena *a, const char **id, unsigned *scopes, cg_error *err);
+unsigned srv_scopes_parse_list(const cg_jv *arr, bool *bad);
+unsigned srv_scopes_parse_csv(const char *csv, bool *bad);
+cg_jv *srv_scopes_json(cg_arena *a, unsigned scopes);
+/* Public key from SubjectPublicKeyInfo PEM or base64 of the raw 32 bytes. */
+int srv_pubkey_parse(const char *text, unsigned char pk[32], cg_error *err);
+void srv_key_id(const unsigned char pk[32], char out[33]);
+
+/* ------------------------------------------------------------ handlers */
+
+enum MHD_Result srv_h_healthz(srv_req *r);
+enum MHD_Result srv_h_readyz(srv_req *r);
+enum MHD_Result srv_h_metrics(srv_req *r);
+enum MHD_Result srv_h_openapi(srv_req *r);
+enum MHD_Result srv_h_tokens_create(srv_req *r);
+enum MHD_Result srv_h_tokens_list(srv_req *r);
+enum MHD_Result srv_h_tokens_delete(srv_req *r);
+enum MHD_Result srv_h_keys_create(srv_req *r);
+enum MHD_Result srv_h_keys_list(srv_req *r);
+enum MHD_Result srv_h_keys_delete(srv_req *r);
+enum MHD_Result srv_h_bundles_post(srv_req *r);
+enum MHD_Result srv_h_bundles_list(srv_req *r);
+enum MHD_Result srv_h_bundle_get(srv_req *r);
+enum MHD_Result srv_h_bundle_manifest(srv_req *r);
+enum MHD_Result srv_h_bundle_file(srv_req *r);
+enum MHD_Result srv_h_bundle_archive(srv_req *r);
+enum MHD_Result srv_h_bundle_signature(srv_req *r);
+enum MHD_Result srv_h_bundle_evidence(srv_req *r);
+enum MHD_Result srv_h_bundle_graph(srv_req *r);
+enum MHD_Result srv_h_bundle_viewer(srv_req *r);
+
+/* ------------------------------------------------------------ janitor.c / fsck.c */
+
+int srv_janitor_start(srv_server *s);
+void srv_janitor_stop(void);
+/* One sweep: stale temp/staging entries and unreferenced fs blobs older than grace. */
+void srv_janitor_sweep(srv_server *s, PGconn *c);
+
+/* ------------------------------------------------------------ commands */
+
+int srv_cmd_serve(int argc, char **argv);
+int srv_cmd_admin(int argc, char **argv);
+int srv_cmd_fsck(int argc, char **argv);
+int srv_cmd_migrate(int argc, char **argv);
+int srv_cmd_routes(int argc, char **argv);
+
+/* Opens a database connection for offline commands (embedded cluster started
+ * briefly when needed; *pg tells srv_offline_close whether to stop it). */
+PGconn *srv_offline_open(srv_config *cfg, srv_pgembed *pg, char *conninfo, size_t cisz, cg_error *err);
+void srv_offline_close(PGconn *c, srv_pgembed *pg);
+
+#endif

@@ -1,0 +1,37 @@
+/* srv_index.h — derived index rows of a bundle (index.c). The row borrows every
+ * pointer; nothing is freed by index.c. */
+#ifndef SRV_INDEX_H
+#define SRV_INDEX_H
+
+#include "srv.h"
+#include "trace/health.h"
+#include "trace/trace.h"
+
+typedef struct srv_file_row {
+    const char *path;
+    char sha256[65]; /* lowercase */
+    uint64_t bytes;
+} srv_file_row;
+
+typedef struct srv_index_row {
+    const char *id, *run_id;
+    const char *manifest;
+    size_t manifest_len;
+    srv_file_row *files; /* includes bundle.json */
+    size_t n_files;
+    uint64_t total_bytes;
+    const char *uploader;
+    const char *signature_json, *signer_key_id; /* NULL when unsigned */
+    const char *semantic_status, *evidence_schema;
+    const cg_trace *trace;
+    const cg_health *health;
+    const char *campaign_id, *planned_name; /* NULL when not attached */
+} srv_index_row;
+
+/* Inserts the bundle row and its files/tags/tensor stats. -1 with err and sqlstate. */
+int srv_index_insert(PGconn *c, const srv_index_row *row, cg_arena *a, char sqlstate[6], cg_error *err);
+/* Duration of the single closed measured span (has=false otherwise) and the count. */
+void srv_measured_sample(const cg_trace *t, bool *has, uint64_t *ns, uint64_t *count);
+const char *srv_trace_host(const cg_trace *t); /* tags.host / tags.hostname or NULL */
+
+#endif
