@@ -23,13 +23,14 @@ static const char *const OPS[4] = {"matmul", "add", "relu", "softmax"};
 static const char *const STEPS[3] = {"forward", "backward", "optimizer"};
 
 static int usage(void) {
-    fprintf(stderr, "usage: gen_trace [--records N] [--out FILE]\n");
+    fprintf(stderr, "usage: gen_trace [--records N] [--out FILE] [--run-id ID]\n");
     return 2;
 }
 
 int main(int argc, char **argv) {
     uint64_t records = 1000000;
     const char *out = NULL;
+    const char *run_id = "bench-run-1";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--records") && i + 1 < argc) {
             char *end;
@@ -42,6 +43,13 @@ int main(int argc, char **argv) {
             records = v;
         } else if (!strcmp(argv[i], "--out") && i + 1 < argc) {
             out = argv[++i];
+        } else if (!strcmp(argv[i], "--run-id") && i + 1 < argc) {
+            run_id = argv[++i];
+            for (const char *c = run_id; *c; c++)
+                if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20) {
+                    fprintf(stderr, "gen_trace: --run-id must not need JSON escaping\n");
+                    return 2;
+                }
         } else {
             return usage();
         }
@@ -59,7 +67,7 @@ int main(int argc, char **argv) {
     uint64_t end = 1000 + blocks * 1000; /* s2 ends here */
 
     fprintf(f,
-            "{\"kind\":\"meta\",\"schema\":\"candle-graph/trace/10\",\"run_id\":\"bench-run-1\","
+            "{\"kind\":\"meta\",\"schema\":\"candle-graph/trace/10\",\"run_id\":\"%s\","
             "\"correlation_id\":\"bench::train::update/update-1\",\"entrypoint\":\"bench::train::update\","
             "\"phase\":\"train\",\"timestamp\":\"2026-11-30T00:00:00.000Z\",\"capture_step\":1,\"warmup_steps\":0,"
             "\"device\":\"cuda:0\",\"measured_region_device_synchronized\":true,\"timing_mode\":\"host\","
@@ -67,7 +75,8 @@ int main(int argc, char **argv) {
             "\"tensors\":\"partial\",\"gradients\":\"partial\",\"logical_memory\":\"partial\","
             "\"physical_memory\":\"partial\",\"device_timing\":\"partial\","
             "\"required_semantic_labels\":[\"bench/block-000000\"]},"
-            "\"tags\":{\"generator\":\"bench/trace_ingest/gen_trace\"}}\n");
+            "\"tags\":{\"generator\":\"bench/trace_ingest/gen_trace\"}}\n",
+            run_id);
     fprintf(f, "{\"kind\":\"span_start\",\"id\":\"s1\",\"name\":\"bench::train::update\",\"start_ns\":0,"
                "\"span_kind\":\"function\",\"measured\":false}\n");
     fprintf(f, "{\"kind\":\"span_start\",\"id\":\"s2\",\"parent_id\":\"s1\",\"name\":\"bench/update-1\","

@@ -6,6 +6,11 @@
  * for the same runs. Only verified inputs can be eligible; unverified traces
  * always carry the `unverified_inputs` reason.
  *
+ * Inputs: rows, traces and receipts are borrowed (read only); receipt strings
+ * must be non-NULL. Functions keep no global state (safe to call from several
+ * threads with separate arenas). Cost: the comparison is O(n log n) in the
+ * runs plus a 10,000-iteration bootstrap when eligible; no I/O on the row path.
+ *
  * Ownership: results are cg_jv values allocated in the caller's arena a.
  * Errors: only the loaders (bundles, trace files) fail — with the spec's
  * context messages (§3.2) — and then return NULL with err set; a comparison

@@ -21,6 +21,36 @@ static int cmp_i64(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+/* Small arrays (every bootstrap resample of a typical cohort) are sorted by
+ * insertion sort: same order as qsort, without the per-compare call. */
+#define SMALL_SORT 64
+
+static void sort_u64(uint64_t *v, size_t n) {
+    if (n > SMALL_SORT) {
+        qsort(v, n, sizeof *v, cmp_u64);
+        return;
+    }
+    for (size_t i = 1; i < n; i++) {
+        uint64_t x = v[i];
+        size_t j = i;
+        for (; j > 0 && v[j - 1] > x; j--) v[j] = v[j - 1];
+        v[j] = x;
+    }
+}
+
+static void sort_i64(int64_t *v, size_t n) {
+    if (n > SMALL_SORT) {
+        qsort(v, n, sizeof *v, cmp_i64);
+        return;
+    }
+    for (size_t i = 1; i < n; i++) {
+        int64_t x = v[i];
+        size_t j = i;
+        for (; j > 0 && v[j - 1] > x; j--) v[j] = v[j - 1];
+        v[j] = x;
+    }
+}
+
 /* f64::total_cmp for the values that occur here (finite or ±inf; -0.0 < +0.0). */
 static int cmp_f64_total(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -80,7 +110,7 @@ void cg_stats_sample(const uint64_t *samples, size_t n, cg_sample_stats *out) {
 
 double cg_stats_integer_median(int64_t *deltas, size_t n) {
     if (n == 0) return 0.0;
-    qsort(deltas, n, sizeof *deltas, cmp_i64);
+    sort_i64(deltas, n);
     if (n % 2 == 1) return (double)deltas[n / 2];
     return ((double)deltas[n / 2 - 1] + (double)deltas[n / 2]) / 2.0;
 }
@@ -129,8 +159,8 @@ void cg_stats_bootstrap_unpaired(const uint64_t *baseline, size_t nb, const uint
     for (size_t it = 0; it < CG_BOOTSTRAP_ITERATIONS; it++) {
         for (size_t k = 0; k < nb; k++) rb[k] = baseline[xorshift_next(&s) % nb];
         for (size_t k = 0; k < nc; k++) rc[k] = candidate[xorshift_next(&s) % nc];
-        qsort(rb, nb, sizeof *rb, cmp_u64);
-        qsort(rc, nc, sizeof *rc, cmp_u64);
+        sort_u64(rb, nb);
+        sort_u64(rc, nc);
         deltas[it] = percentile_u64_sorted(rc, nc, 0.5) - percentile_u64_sorted(rb, nb, 0.5);
     }
     finish_ci(deltas, out);
