@@ -3,6 +3,7 @@
  * blobs and orphans (stored blobs no bundle references). Prints a JSON report;
  * exit 0 when nothing is missing or damaged (orphans are collectable, not damage),
  * 1 otherwise. Read-only. */
+#include <ctype.h>
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +25,7 @@ static void list_fs_orphans(srv_blobstore *b, char **known, size_t n, cg_arena *
     char **found = NULL;
     size_t nf = 0, cap = 0;
     while ((e = readdir(d))) {
-        if (strlen(e->d_name) != 2) continue;
+        if (strlen(e->d_name) != 2 || !isxdigit((unsigned char)e->d_name[0]) || !isxdigit((unsigned char)e->d_name[1])) continue;
         char sub[PATH_MAX + 32];
         snprintf(sub, sizeof sub, "%s/%s", root, e->d_name);
         DIR *d2 = opendir(sub);

@@ -4,6 +4,7 @@
  * the grace period (janitor_grace_s). A blob's mtime is refreshed whenever an
  * upload reuses it, and re-checked right before removal, so an upload that is
  * about to commit keeps its blobs. */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -50,7 +51,7 @@ static void sweep_blobs(srv_server *s, PGconn *c) {
     if (!d) return;
     struct dirent *e;
     while ((e = readdir(d))) {
-        if (strlen(e->d_name) != 2) continue;
+        if (strlen(e->d_name) != 2 || !isxdigit((unsigned char)e->d_name[0]) || !isxdigit((unsigned char)e->d_name[1])) continue;
         char sub[PATH_MAX + 32];
         snprintf(sub, sizeof sub, "%s/%s", root, e->d_name);
         DIR *d2 = opendir(sub);

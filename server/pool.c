@@ -152,11 +152,21 @@ void srv_pool_put(srv_pool *p, PGconn *c) {
             c = NULL;
         }
     }
-    if (c && PQstatus(c) != CONNECTION_OK) {
+    bool broken = c && PQstatus(c) != CONNECTION_OK;
+    if (broken) {
         PQfinish(c);
         c = NULL;
     }
     pthread_mutex_lock(&p->mu);
+    if (broken) {
+        /* the server went away (restart, failover): every idle connection is
+         * most likely dead too; drop them so the next checkout reconnects */
+        for (unsigned i = 0; i < p->size; i++)
+            if (!p->busy[i] && p->conns[i]) {
+                PQfinish(p->conns[i]);
+                p->conns[i] = NULL;
+            }
+    }
     if (slot >= 0 && (unsigned)slot < p->size) {
         p->conns[slot] = c;
         p->out[slot] = NULL;

@@ -60,11 +60,12 @@ srv_start() {
   SRV_DATA=$T/$name
   SRV_LOG=$T/$name.log
   mkdir -p "$SRV_DATA"
+  local skip; skip=$(cat "$SRV_LOG" 2>/dev/null | wc -l)
   "$SERVER" serve --data-dir "$SRV_DATA" --listen 127.0.0.1:0 --database-url "$DBURL" "$@" >>"$SRV_LOG" 2>&1 &
   SRV_PID=$!
   local port="" i
   for i in $(seq 1 200); do
-    port=$(grep '"msg":"listening"' "$SRV_LOG" 2>/dev/null | tail -1 | jq -r .port 2>/dev/null)
+    port=$(tail -n +$((skip + 1)) "$SRV_LOG" 2>/dev/null | grep '"msg":"listening"' | tail -1 | jq -r .port 2>/dev/null)
     [ -n "$port" ] && [ "$port" != null ] && break
     kill -0 $SRV_PID 2>/dev/null || { cat "$SRV_LOG" >&2; die "server exited during start"; }
     sleep 0.05
