@@ -297,21 +297,54 @@ static enum MHD_Result compare(srv_req *r, const char *atext, const char *btext,
     enum MHD_Result res;
     srv_cohort ca, cb;
     cg_cohort_row *ra, *rb;
-    if (!srv_cohort_resolve(r, c, "a", atext, ajson, &ca, &res) || !srv_cohort_resolve(r, c, "b", btext, bjson, &cb, &res) ||
-        !load_rows(r, c, &ca, &ra, &res) || !load_rows(r, c, &cb, &rb, &res)) {
+    if (!srv_cohort_resolve(r, c, "a", atext, ajson, &ca, &res) || !srv_cohort_resolve(r, c, "b", btext, bjson, &cb, &res)) {
         srv_pool_put(r->s->pool, c);
         return res;
     }
-    srv_pool_put(r->s->pool, c);
-    cg_jv *out = cg_compare_rows(a, ra, ca.n, rb, cb.n, CG_CMP_VERIFIED_BUNDLES);
-    if (require && cg_comparison_is_ineligible(out)) {
-        cg_buf m = CG_BUF_INIT;
-        cg_comparison_ineligible_message(out, &m);
-        res = srv_fail(r, "ineligible", out, "%s", m.data ? m.data : "comparison ineligible");
-        cg_buf_free(&m);
-        return res;
+    char key[65];
+    srv_compare_cache_key(&ca, &cb, key);
+    size_t len = 0;
+    bool ineligible = false;
+    char *hit = srv_compare_cache_get(key, &len, &ineligible);
+    cg_jv *out = NULL;
+    if (hit) {
+        srv_pool_put(r->s->pool, c);
+        if (!(require && ineligible)) {
+            const char *hdrs[] = {"Cache-Control", "no-store", NULL};
+            res = srv_reply_bytes(r, 200, "application/json; charset=utf-8", hit, len, hdrs);
+            free(hit);
+            return res;
+        }
+        cg_json_limits lim;
+        cg_json_limits_default(&lim);
+        out = cg_json_parse(a, hit, len, &lim, &err);
+        free(hit);
+        if (!out) return srv_fail(r, "internal", NULL, "cached comparison unreadable");
+    } else {
+        if (!load_rows(r, c, &ca, &ra, &res) || !load_rows(r, c, &cb, &rb, &res)) {
+            srv_pool_put(r->s->pool, c);
+            return res;
+        }
+        srv_pool_put(r->s->pool, c);
+        out = cg_compare_rows(a, ra, ca.n, rb, cb.n, CG_CMP_VERIFIED_BUNDLES);
+        ineligible = cg_comparison_is_ineligible(out);
+        cg_buf b = CG_BUF_INIT;
+        cg_json_write(&b, out, true);
+        cg_buf_putc(&b, '\n');
+        srv_compare_cache_put(key, b.data, b.len, ineligible);
+        if (!(require && ineligible)) {
+            const char *hdrs[] = {"Cache-Control", "no-store", NULL};
+            res = srv_reply_bytes(r, 200, "application/json; charset=utf-8", b.data, b.len, hdrs);
+            cg_buf_free(&b);
+            return res;
+        }
+        cg_buf_free(&b);
     }
-    return srv_reply_json(r, 200, out);
+    cg_buf m = CG_BUF_INIT;
+    cg_comparison_ineligible_message(out, &m);
+    res = srv_fail(r, "ineligible", out, "%s", m.data ? m.data : "comparison ineligible");
+    cg_buf_free(&m);
+    return res;
 }
 
 enum MHD_Result srv_h_compare_get(srv_req *r) { return compare(r, srv_query(r, "a"), srv_query(r, "b"), NULL, NULL); }
@@ -336,15 +369,18 @@ typedef struct group {
     uint64_t runs;
 } group;
 
-/* Groups of one cohort, sorted by (kind, path) in byte order; the values of a
- * group arrive sorted, so the median is read directly. */
+/* Groups of one cohort, sorted by (kind, path) in byte order, aggregated in
+ * the database: runs containing the path and the two middle per-run totals
+ * (equal for an odd count); the median is their mean, rounded down. */
 static int load_groups(srv_req *r, PGconn *c, const srv_cohort *co, group **out, size_t *n, enum MHD_Result *res) {
     const char *p[1] = {srv_id_array(&r->arena, co->ids, co->n)};
     cg_error err = {0};
     PGresult *x = srv_q(c,
-                        "SELECT t.kind, t.path, t.total_ns FROM unnest($1::text[]) AS u(id) "
-                        "JOIN bundle_span_totals t ON t.bundle_id = u.id "
-                        "ORDER BY t.kind COLLATE \"C\", t.path COLLATE \"C\", t.total_ns",
+                        "SELECT t.kind, t.path, count(*), "
+                        "(array_agg(t.total_ns ORDER BY t.total_ns))[(count(*) + 1) / 2], "
+                        "(array_agg(t.total_ns ORDER BY t.total_ns))[count(*) / 2 + 1] "
+                        "FROM unnest($1::text[]) AS u(id) JOIN bundle_span_totals t ON t.bundle_id = u.id "
+                        "GROUP BY t.kind, t.path ORDER BY t.kind COLLATE \"C\", t.path COLLATE \"C\"",
                         1, p, NULL, NULL, &err);
     if (!x) {
         *res = srv_fail_unavailable(r, &err);
@@ -352,28 +388,38 @@ static int load_groups(srv_req *r, PGconn *c, const srv_cohort *co, group **out,
     }
     int rows = PQntuples(x);
     group *g = cg_arena_zalloc(&r->arena, ((size_t)rows + 1) * sizeof *g);
-    size_t ng = 0;
-    uint64_t *vals = malloc(((size_t)rows + 1) * sizeof *vals);
-    if (!vals) abort();
-    for (int i = 0; i < rows;) {
-        int j = i;
-        while (j < rows && !strcmp(PQgetvalue(x, j, 0), PQgetvalue(x, i, 0)) &&
-               !strcmp(PQgetvalue(x, j, 1), PQgetvalue(x, i, 1))) {
-            vals[j - i] = strtoull(PQgetvalue(x, j, 2), NULL, 10);
-            j++;
-        }
-        size_t k = (size_t)(j - i);
-        g[ng].kind = cg_arena_strdup(&r->arena, PQgetvalue(x, i, 0));
-        g[ng].path = cg_arena_strdup(&r->arena, PQgetvalue(x, i, 1));
-        g[ng].runs = k;
-        g[ng].median = k % 2 ? vals[k / 2] : vals[k / 2 - 1] + (vals[k / 2] - vals[k / 2 - 1]) / 2;
-        ng++;
-        i = j;
+    for (int i = 0; i < rows; i++) {
+        uint64_t lo = strtoull(PQgetvalue(x, i, 3), NULL, 10), hi = strtoull(PQgetvalue(x, i, 4), NULL, 10);
+        g[i].kind = cg_arena_strdup(&r->arena, PQgetvalue(x, i, 0));
+        g[i].path = cg_arena_strdup(&r->arena, PQgetvalue(x, i, 1));
+        g[i].runs = strtoull(PQgetvalue(x, i, 2), NULL, 10);
+        g[i].median = lo + (hi - lo) / 2;
     }
-    free(vals);
     PQclear(x);
     *out = g;
-    *n = ng;
+    *n = (size_t)rows;
+    return 1;
+}
+
+/* Backfills the facts of cohort members that have none. 1, or 0 after answering. */
+static int facts_ensure(srv_req *r, PGconn *c, const srv_cohort *co, enum MHD_Result *res) {
+    const char *p[1] = {srv_id_array(&r->arena, co->ids, co->n)};
+    cg_error err = {0};
+    PGresult *x = srv_q(c,
+                        "SELECT DISTINCT u.id FROM unnest($1::text[]) AS u(id) "
+                        "WHERE NOT EXISTS (SELECT 1 FROM bundle_facts f WHERE f.bundle_id = u.id)",
+                        1, p, NULL, NULL, &err);
+    if (!x) {
+        *res = srv_fail_unavailable(r, &err);
+        return 0;
+    }
+    for (int i = 0; i < PQntuples(x); i++)
+        if (srv_facts_backfill(r->s, c, PQgetvalue(x, i, 0), &err) < 0) {
+            PQclear(x);
+            *res = srv_fail_unavailable(r, &err);
+            return 0;
+        }
+    PQclear(x);
     return 1;
 }
 
@@ -405,17 +451,13 @@ enum MHD_Result srv_h_compare_spans(srv_req *r) {
     srv_cohort ca, cb;
     group *ga, *gb;
     size_t na, nb;
-    const char **dummy;
     if (!srv_cohort_resolve(r, c, "a", srv_query(r, "a"), NULL, &ca, &res) ||
         !srv_cohort_resolve(r, c, "b", srv_query(r, "b"), NULL, &cb, &res)) {
         srv_pool_put(r->s->pool, c);
         return res;
     }
     /* bundles from before migration 0002 get their facts first */
-    dummy = cg_arena_zalloc(a, (ca.n + cb.n + 1) * sizeof *dummy);
-    if (!srv_facts_load(r, c, "cohort_row", ca.ids, ca.n, dummy, &res) ||
-        !srv_facts_load(r, c, "cohort_row", cb.ids, cb.n, dummy + ca.n, &res) ||
-        !load_groups(r, c, &ca, &ga, &na, &res) || !load_groups(r, c, &cb, &gb, &nb, &res)) {
+    if (!facts_ensure(r, c, &ca, &res) || !facts_ensure(r, c, &cb, &res) || !load_groups(r, c, &ca, &ga, &na, &res) || !load_groups(r, c, &cb, &gb, &nb, &res)) {
         srv_pool_put(r->s->pool, c);
         return res;
     }

@@ -51,6 +51,12 @@ int srv_cohort_resolve(srv_req *r, PGconn *c, const char *name, const char *text
 int srv_facts_load(srv_req *r, PGconn *c, const char *column, const char *const *ids, size_t n, const char **texts,
                    enum MHD_Result *res);
 
+/* compare_cache.c: answers of /compare keyed by the resolved cohorts (ordered
+ * ids). get returns a malloc'd copy (caller frees) or NULL on a miss. */
+void srv_compare_cache_key(const srv_cohort *a, const srv_cohort *b, char key[65]);
+char *srv_compare_cache_get(const char key[65], size_t *len, bool *ineligible);
+void srv_compare_cache_put(const char key[65], const char *data, size_t len, bool ineligible);
+
 enum MHD_Result srv_h_compare_get(srv_req *r);
 enum MHD_Result srv_h_compare_post(srv_req *r);
 enum MHD_Result srv_h_compare_spans(srv_req *r);
