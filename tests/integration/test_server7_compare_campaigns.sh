@@ -224,14 +224,25 @@ http GET "/compare?a=${A[0]}" -H "$H"; expect 400 invalid_parameter "missing coh
 http GET "/compare?a=${A[0]}&b=${B[0]}" -H "$(auth "$RD")"; expect 200 "" "read scope suffices for /compare"
 http POST /compare -H "$H" -H 'Content-Type: application/json' -d '{"a": 1, "b": []}'; expect 400 bad_request "POST /compare with a bad body"
 
-# facts of a bundle without them (stored before migration 0002) are rebuilt once from its trace
+# facts of a bundle without them (stored before migration 0002) are rebuilt once
+# from its trace; cohorts never compared before, so no cached answer can serve them
 psqlc "DELETE FROM bundle_facts WHERE bundle_id = '${A[2]}'" >/dev/null
 psqlc "DELETE FROM bundle_span_totals WHERE bundle_id = '${A[2]}'" >/dev/null
-on 1; http GET "/compare?a=$(csv "${A[@]}")&b=$(csv "${B[@]}")" -H "$H"; cp "$T/body" "$W/srv_cmp_bf.json"; expect 200 "" "compare with a backfilled bundle"
-same_bytes "backfilled facts give the same comparison" "$W/cli_cmp.json" "$W/srv_cmp_bf.json"
+cli_compare "$W/cli_cmp_bf.json" --baseline "$W/a3" --baseline "$W/a1" --candidate "$W/b2"
+on 1; http GET "/compare?a=${A[2]},${A[0]}&b=${B[1]}" -H "$H"; cp "$T/body" "$W/srv_cmp_bf.json"; expect 200 "" "compare with a backfilled bundle"
+same_bytes "backfilled facts give the CLI's comparison" "$W/cli_cmp_bf.json" "$W/srv_cmp_bf.json"
 [ "$(psqlc "SELECT count(*) FROM bundle_facts WHERE bundle_id = '${A[2]}'")" = 1 ] && pass "facts row restored" || fail "facts not restored"
 [ "$(psqlc "SELECT count(*) FROM bundle_span_totals WHERE bundle_id = '${A[2]}'")" = "$(psqlc "SELECT count(*) FROM bundle_span_totals WHERE bundle_id = '${A[1]}'")" ] \
   && pass "span totals restored" || fail "span totals not restored"
+psqlc "DELETE FROM bundle_facts WHERE bundle_id = '${A[3]}'" >/dev/null
+psqlc "DELETE FROM bundle_span_totals WHERE bundle_id = '${A[3]}'" >/dev/null
+on 2; http GET "/compare/spans?a=${A[3]}&b=${B[3]}" -H "$H"; expect 200 "" "span diff backfills too"
+[ "$(jq '.rows | length' "$T/body")" -gt 0 ] && [ "$(psqlc "SELECT count(*) FROM bundle_facts WHERE bundle_id = '${A[3]}'")" = 1 ] \
+  && pass "span diff rows from backfilled totals" || fail "span diff after backfill: $(head -c 300 "$T/body")"
+# the answer cache serves repeated comparisons byte for byte, on both instances
+for i in 1 2; do on $i; http GET "/compare?a=$(csv "${A[@]}")&b=$(csv "${B[@]}")" -H "$H"; cp "$T/body" "$W/srv_cmp_again$i.json"
+  same_bytes "repeated comparison through instance $i" "$W/cli_cmp.json" "$W/srv_cmp_again$i.json"; done
+on 1; http GET "/compare?a=$P1,$P2&b=${B[0]},${B[1]}&require_eligible=1" -H "$H"; expect 422 ineligible "require_eligible=1 on a cached ineligible answer → 422"
 
 # ================================================================ span diff
 on 2; http GET "/compare/spans?a=$(csv "${A[@]}")&b=$(csv "${B[@]}")" -H "$H"; cp "$T/body" "$W/spans.json"; expect 200 "" "GET /compare/spans"
@@ -275,5 +286,13 @@ D=$(bid dup)
   && pass "one bundle row and one facts row" || fail "rows after concurrent uploads"
 on 2; http GET "/bundles/$D/files/trace.jsonl" -H "$H"; cp "$T/body" "$W/dup_trace.jsonl"; expect 200 "" "readable through the other instance"
 cmp -s "$W/dup_trace.jsonl" "$W/dup/trace.jsonl" && pass "same trace bytes through both instances" || fail "trace bytes differ"
+
+# graceful stop of both instances; a sanitizer build reports errors/leaks in their logs
+kill -TERM "$PID1" 2>/dev/null; wait "$PID1" 2>/dev/null; srv_stop
+if grep -l -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T/one.log" "$T/two.log" >&2; then
+  fail "sanitizer reports in the server logs"; grep -h -A12 -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T/one.log" "$T/two.log" | head -60 >&2
+else
+  pass "both instances stopped cleanly (no sanitizer report)"
+fi
 
 exit $((FAILS > 0))
