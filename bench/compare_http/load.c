@@ -2,8 +2,11 @@
  * (one keep-alive connection each) GET the same URL until SECONDS have passed;
  * prints one JSON line: requests, ok (2xx), other_status, failures, wall_s,
  * rps, p50_ms, p99_ms, max_ms, bytes of the last body. Loopback only.
+ * With @FILE instead of URL, the requests go round robin over the URLs in FILE
+ * (one a line), e.g. distinct cohort orders that no answer cache can serve.
  *
- * usage: bench_compare_http_load URL TOKEN CONCURRENCY SECONDS */
+ * usage: bench_compare_http_load URL|@FILE TOKEN CONCURRENCY SECONDS */
+#define _POSIX_C_SOURCE 200809L
 #include <curl/curl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -11,7 +14,9 @@
 #include <string.h>
 #include <time.h>
 
-static const char *url, *token;
+static const char *token;
+static char **urls;
+static size_t n_urls, next_url;
 static double deadline;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static double *lat;
@@ -39,13 +44,16 @@ static void *worker(void *arg) {
     snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
     struct curl_slist *h = curl_slist_append(NULL, auth);
     size_t bytes = 0;
-    curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &bytes);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
     while (now_s() < deadline) {
         bytes = 0;
+        pthread_mutex_lock(&mu);
+        const char *u = urls[next_url++ % n_urls];
+        pthread_mutex_unlock(&mu);
+        curl_easy_setopt(c, CURLOPT_URL, u);
         double t0 = now_s();
         CURLcode rc = curl_easy_perform(c);
         double dt = now_s() - t0;
@@ -84,10 +92,36 @@ static double pct(double q) {
 
 int main(int argc, char **argv) {
     if (argc != 5) {
-        fprintf(stderr, "usage: bench_compare_http_load URL TOKEN CONCURRENCY SECONDS\n");
+        fprintf(stderr, "usage: bench_compare_http_load URL|@FILE TOKEN CONCURRENCY SECONDS\n");
         return 2;
     }
-    url = argv[1];
+    if (argv[1][0] == '@') {
+        FILE *f = fopen(argv[1] + 1, "r");
+        if (!f) {
+            fprintf(stderr, "bench_compare_http_load: cannot read %s\n", argv[1] + 1);
+            return 1;
+        }
+        char *line = NULL;
+        size_t cap = 0;
+        ssize_t n;
+        while ((n = getline(&line, &cap, f)) > 0) {
+            while (n && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = 0;
+            if (!n) continue;
+            char **nu = realloc(urls, (n_urls + 1) * sizeof *urls);
+            if (!nu) abort();
+            urls = nu;
+            urls[n_urls] = strdup(line);
+            if (!urls[n_urls++]) abort();
+        }
+        free(line);
+        fclose(f);
+        if (!n_urls) return 2;
+    } else {
+        urls = malloc(sizeof *urls);
+        if (!urls) abort();
+        urls[0] = argv[1];
+        n_urls = 1;
+    }
     token = argv[2];
     long conc = strtol(argv[3], NULL, 10);
     double secs = strtod(argv[4], NULL);
