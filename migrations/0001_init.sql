@@ -38,7 +38,7 @@ CREATE TABLE campaign_captures (
 
 -- One row per published bundle. id = SHA-256 of the exact bundle.json bytes.
 CREATE TABLE bundles (
-    id                text PRIMARY KEY CHECK (id ~ '^[0-9a-f]{64}$'),
+    id                text COLLATE "C" PRIMARY KEY CHECK (id ~ '^[0-9a-f]{64}$'),  -- C collation: prefix LIKE uses the index
     seq               bigint GENERATED ALWAYS AS IDENTITY UNIQUE,   -- keyset pagination order
     run_id            text NOT NULL UNIQUE,
     manifest          bytea NOT NULL,                               -- exact bundle.json bytes

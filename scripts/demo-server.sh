@@ -21,15 +21,15 @@ DEMO="$ROOT/var/demo"
 URL="http://$LISTEN"
 
 mkdir -p "$DATA" "$DEMO"
-echo "== starting candle-graph-server on $URL (data: $DATA)"
-"$SERVER" serve --data-dir "$DATA" --listen "$LISTEN" &
+echo "== starting candle-graph-server on $URL (data: $DATA, log: $DATA/server.log)"
+"$SERVER" serve --data-dir "$DATA" --listen "$LISTEN" 2>>"$DATA/server.log" &
 SRV_PID=$!
 cleanup() { kill -TERM "$SRV_PID" 2>/dev/null || true; wait "$SRV_PID" 2>/dev/null || true; }
 trap cleanup EXIT INT TERM
 
 for _ in $(seq 120); do
   curl -fsS "$URL/readyz" >/dev/null 2>&1 && break
-  kill -0 "$SRV_PID" 2>/dev/null || { echo "server exited; see the log above" >&2; exit 1; }
+  kill -0 "$SRV_PID" 2>/dev/null || { echo "server exited; see $DATA/server.log" >&2; tail -20 "$DATA/server.log" >&2; exit 1; }
   sleep 0.5
 done
 curl -fsS "$URL/readyz" >/dev/null || { echo "server did not become ready" >&2; exit 1; }
@@ -47,23 +47,23 @@ curl -fsS -X POST "$URL/keys" -H "Authorization: Bearer $TOKEN" -H 'Content-Type
 publish_upload() { # TRACE BUNDLE
   rm -rf "$2" "$2.sig.json"
   "$CG" report "$1" --bundle "$2" >/dev/null
-  "$CG" upload "$2" --server "$URL" --token "$TOKEN" --key "$KEY" >/dev/null
+  "$CG" upload "$2" --server "$URL" --token "$TOKEN" --key "$KEY" >/dev/null 2>>"$DEMO/upload.log"
 }
 
 echo "== recording and uploading demo bundles"
 RUNS="$DEMO/runs"
 rm -rf "$RUNS"; mkdir -p "$RUNS"
 for i in 0 1 2 3 4; do
-  "$TOY" --out "$RUNS/base-$i.jsonl" --step 3 --implementation toy-baseline --pair "pair-$i" --seed "$i" --production >/dev/null
+  "$TOY" --out "$RUNS/base-$i.jsonl" --step 3 --implementation toy-baseline --pair "pair-$i" --seed 42 --production >/dev/null 2>&1
   publish_upload "$RUNS/base-$i.jsonl" "$RUNS/base-$i"
-  "$TOY" --out "$RUNS/cand-$i.jsonl" --step 3 --implementation toy-slow --pair "pair-$i" --seed "$i" --production --slow >/dev/null
+  "$TOY" --out "$RUNS/cand-$i.jsonl" --step 3 --implementation toy-slow --pair "pair-$i" --seed 42 --production --slow >/dev/null 2>&1
   publish_upload "$RUNS/cand-$i.jsonl" "$RUNS/cand-$i"
 done
 # a campaign over capture steps 1..4 (step 4 left missing on purpose)
 CAMPAIGN='{"schema":"candle-graph/campaign/1","campaign_id":"toy-nightly","entrypoint":"toy::train::update","planned":[{"capture_step":1,"bundle":"step-1"},{"capture_step":2,"bundle":"step-2"},{"capture_step":3,"bundle":"step-3"},{"capture_step":4,"bundle":"step-4"}]}'
 curl -fsS -X PUT "$URL/campaigns/toy-nightly" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' --data "$CAMPAIGN" >/dev/null 2>&1 || true
 for s in 1 2 3; do
-  "$TOY" --out "$RUNS/step-$s.jsonl" --step "$s" --implementation toy-baseline --seed 7 --production >/dev/null
+  "$TOY" --out "$RUNS/step-$s.jsonl" --step "$s" --implementation toy-baseline --seed 7 --production >/dev/null 2>&1
   rm -rf "$RUNS/step-$s"; "$CG" report "$RUNS/step-$s.jsonl" --bundle "$RUNS/step-$s" >/dev/null
   "$CG" pack "$RUNS/step-$s" -o "$RUNS/step-$s.tar.zst" >/dev/null
   "$CG" sign "$RUNS/step-$s" --key "$KEY" >/dev/null

@@ -4,6 +4,7 @@
 
 #include <sodium.h>
 
+#include "bundle/signature.h"
 #include "srv.h"
 
 static const char *const scope_names[] = {"read", "upload", "admin"};
@@ -103,38 +104,9 @@ int srv_token_check(PGconn *c, const char *token, cg_arena *a, const char **id, 
     return ok;
 }
 
-static const unsigned char spki_prefix[12] = {0x30, 0x2a, 0x30, 0x05, 0x06, 0x03,
-                                              0x2b, 0x65, 0x70, 0x03, 0x21, 0x00};
-
+/* Key formats are the library's (bundle/signature.h): SPKI PEM or raw base64. */
 int srv_pubkey_parse(const char *text, unsigned char pk[32], cg_error *err) {
-    const char *b64 = text;
-    size_t b64len = strlen(text);
-    const char *begin = strstr(text, "-----BEGIN PUBLIC KEY-----");
-    if (begin) {
-        b64 = begin + strlen("-----BEGIN PUBLIC KEY-----");
-        const char *end = strstr(b64, "-----END PUBLIC KEY-----");
-        if (!end) return cg_err_set(err, CG_EPARSE, "public key PEM has no END line");
-        b64len = (size_t)(end - b64);
-    } else if (strstr(text, "-----BEGIN")) {
-        return cg_err_set(err, CG_EPARSE, "expected a SubjectPublicKeyInfo PEM (BEGIN PUBLIC KEY)");
-    }
-    unsigned char der[128];
-    size_t n = 0;
-    if (sodium_base642bin(der, sizeof der, b64, b64len, " \t\r\n", &n, NULL, sodium_base64_VARIANT_ORIGINAL) != 0)
-        return cg_err_set(err, CG_EPARSE, "public key is not valid base64");
-    if (n == 32 && !begin) {
-        memcpy(pk, der, 32);
-        return 0;
-    }
-    if (n == 44 && memcmp(der, spki_prefix, sizeof spki_prefix) == 0) {
-        memcpy(pk, der + 12, 32);
-        return 0;
-    }
-    return cg_err_set(err, CG_EPARSE, "public key is neither an Ed25519 SubjectPublicKeyInfo nor 32 raw bytes");
+    return cg_sig_parse_public(text, strlen(text), pk, err);
 }
 
-void srv_key_id(const unsigned char pk[32], char out[33]) {
-    unsigned char h[32];
-    cg_sha256_buf(pk, 32, h);
-    cg_hex(h, 16, out);
-}
+void srv_key_id(const unsigned char pk[32], char out[33]) { cg_sig_key_id(pk, out); }

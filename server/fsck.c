@@ -27,7 +27,7 @@ static void list_fs_orphans(srv_blobstore *b, char **known, size_t n, cg_arena *
     while ((e = readdir(d))) {
         if (strlen(e->d_name) != 2 || !isxdigit((unsigned char)e->d_name[0]) || !isxdigit((unsigned char)e->d_name[1])) continue;
         char sub[PATH_MAX + 32];
-        snprintf(sub, sizeof sub, "%s/%s", root, e->d_name);
+        if (snprintf(sub, sizeof sub, "%s/%s", root, e->d_name) >= (int)sizeof sub) continue;
         DIR *d2 = opendir(sub);
         if (!d2) continue;
         struct dirent *f;

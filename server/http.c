@@ -44,6 +44,7 @@ static enum MHD_Result queue(srv_req *r, unsigned status, struct MHD_Response *r
     if (status == 401) MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
     if (status == 405 && r->allow[0]) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
     if (status == 429 || status == 503) MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    if (atomic_load(&r->s->stopping)) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result res = MHD_queue_response(r->conn, status, resp);
     MHD_destroy_response(resp);
     if (res == MHD_YES) {
@@ -105,7 +106,7 @@ enum MHD_Result srv_fail_unavailable(srv_req *r, const cg_error *err) {
 
 /* Parses a single "bytes=a-b" range; false when absent/unsupported/unsatisfiable
  * (RFC 9110 lets a server ignore Range, so those get the full 200). */
-static bool parse_range(const char *h, uint64_t size, uint64_t *off, uint64_t *len) {
+bool srv_parse_range(const char *h, uint64_t size, uint64_t *off, uint64_t *len) {
     if (!h || strncmp(h, "bytes=", 6) != 0 || size == 0) return false;
     const char *p = h + 6;
     if (strchr(p, ',')) return false;
@@ -154,7 +155,7 @@ enum MHD_Result srv_reply_fd(srv_req *r, int fd, uint64_t size, const char *ctyp
     }
     uint64_t off = 0, len = size;
     unsigned status = 200;
-    if (parse_range(srv_header(r, MHD_HTTP_HEADER_RANGE), size, &off, &len)) status = 206;
+    if (srv_parse_range(srv_header(r, MHD_HTTP_HEADER_RANGE), size, &off, &len)) status = 206;
     struct MHD_Response *resp = MHD_create_response_from_fd_at_offset64(len, fd, (int64_t)off);
     if (!resp) {
         close(fd);
@@ -489,7 +490,7 @@ int srv_http_start(srv_server *s, cg_error *err) {
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)s->cfg.per_ip_limit,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)s->cfg.idle_timeout_s,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024),
-        MHD_OPTION_THREAD_STACK_SIZE, (size_t)(1024 * 1024),
+        MHD_OPTION_THREAD_STACK_SIZE, (size_t)(4 * 1024 * 1024),
         MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)256,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
         MHD_OPTION_END);

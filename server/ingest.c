@@ -21,9 +21,9 @@
 #include "base/fs.h"
 #include "bundle/archive.h"
 #include "bundle/manifest.h"
+#include "bundle/semantic.h"
 #include "bundle/signature.h"
 #include "bundle/verify.h"
-#include "render/artifacts.h"
 #include "srv_compare.h"
 #include "srv_index.h"
 
@@ -40,6 +40,8 @@ typedef struct ingest {
     char *manifest;
     size_t manifest_len;
     double t0;
+    char id[65];            /* bundle id once the manifest is read (for logs) */
+    const char *key_id;     /* signer key id once known (for logs) */
 } ingest;
 
 static double now_s(void) {
@@ -112,7 +114,8 @@ static enum MHD_Result reject(ingest *g, const char *code, cg_jv *detail, const 
     msg = relative_msg(g, msg);
     srv_metrics_ingest(code, g->r->body_len, now_s() - g->t0);
     record_failed_attempt(g, code, msg);
-    srv_log("info", "upload rejected", "request_id", g->r->id, "code", code, "reason", msg, NULL);
+    srv_log("info", "upload rejected", "request_id", g->r->id, "code", code, "reason", msg, "bundle_id",
+            g->id[0] ? g->id : NULL, "key_id", g->key_id, NULL);
     return srv_fail(g->r, code, detail, "%s", msg);
 }
 
@@ -213,6 +216,7 @@ static bool check_signature(ingest *g, const char **sig_json, const char **key_i
         return false;
     }
     srv_pool_put(r->s->pool, c);
+    g->key_id = kid;
     cg_jv *d = detail_kv(a, "key_id", cg_jv_str(a, kid), NULL, NULL);
     if (PQntuples(q) == 0) {
         PQclear(q);
@@ -306,69 +310,51 @@ static enum MHD_Result run(ingest *g) {
     if (!g->manifest) return srv_fail_unavailable(r, &err);
     char id[65];
     cg_sha256_hex(g->manifest, g->manifest_len, id);
+    memcpy(g->id, id, sizeof id);
     if (strcmp(id, rcpt.manifest_sha256) != 0) return reject(g, "digest_mismatch", NULL, "bundle manifest changed during verification");
     cg_bundle_manifest man;
     if (cg_bundle_manifest_parse(a, g->manifest, g->manifest_len, &man, &err) < 0)
         return reject(g, "malformed_manifest", NULL, err.msg);
 
-    /* run-ID binding */
-    char tpath[PATH_MAX + 16], epath[PATH_MAX + 16], npath[PATH_MAX + 16];
+    /* run-ID binding and semantic verification, as `candle-graph verify --semantic` */
+    cg_semantic_result sres = CG_SEMANTIC_NOT_REDERIVABLE;
+    cg_semantic_failure sfail = CG_SEMF_NONE;
+    if (cg_bundle_verify_semantic(g->root, &rcpt, true, &sres, &sfail, &err) < 0) {
+        switch (sfail) {
+        case CG_SEMF_TRACE_INVALID:
+            return reject(g, "trace_invalid",
+                          detail_kv(a, "path", cg_jv_str(a, "trace.jsonl"), err.line ? "line" : NULL,
+                                    cg_jv_u64(a, (uint64_t)err.line)),
+                          err.msg);
+        case CG_SEMF_RUN_ID_MISMATCH: return reject(g, "run_id_mismatch", NULL, err.msg);
+        case CG_SEMF_EVIDENCE_MISMATCH:
+            return reject(g, "semantic_mismatch", detail_kv(a, "path", cg_jv_str(a, "evidence.json"), NULL, NULL),
+                          err.msg);
+        case CG_SEMF_CHANGED: return reject(g, "digest_mismatch", NULL, err.msg);
+        default: return srv_fail_unavailable(r, &err);
+        }
+    }
+    const char *semantic = cg_semantic_result_name(sres), *evidence_schema = NULL;
+    char tpath[PATH_MAX + 16], epath[PATH_MAX + 16];
     snprintf(tpath, sizeof tpath, "%s/trace.jsonl", g->root);
     snprintf(epath, sizeof epath, "%s/evidence.json", g->root);
-    snprintf(npath, sizeof npath, "%s/nsight", g->root);
-    if (!cg_is_regular_nofollow(tpath))
-        return reject(g, "missing_file", detail_kv(a, "path", cg_jv_str(a, "trace.jsonl"), NULL, NULL),
-                      "declared bundle file is missing: trace.jsonl");
+    if (sres == CG_SEMANTIC_REDERIVED_MATCH) {
+        evidence_schema = EVIDENCE4;
+    } else {
+        size_t elen;
+        char *etext = cg_read_file(epath, 512u << 20, &elen, &err);
+        cg_json_limits jl;
+        cg_json_limits_default(&jl);
+        cg_jv *stored = etext ? cg_json_parse(a, etext, elen, &jl, &err) : NULL;
+        free(etext);
+        const char *es = stored ? cg_jv_as_str(cg_jv_get(stored, "schema")) : NULL;
+        evidence_schema = es ? cg_arena_strdup(a, es) : NULL;
+    }
+    /* the trace once more, for the derived index */
     cg_trace_limits tl;
     cg_trace_limits_default(&tl);
     g->trace = cg_trace_read_file(tpath, &tl, &err);
-    if (!g->trace) {
-        cg_jv *d = detail_kv(a, "path", cg_jv_str(a, "trace.jsonl"), err.line ? "line" : NULL, cg_jv_u64(a, (uint64_t)err.line));
-        if (err.code == CG_ELIMIT) {
-            cg_jv_obj_put(a, d, "limit", cg_jv_str(a, "trace"));
-            return reject(g, "payload_too_large", d, err.msg);
-        }
-        return reject(g, "trace_invalid", d, err.msg);
-    }
-    if (strcmp(rcpt.run_id, g->trace->run.run_id) != 0) {
-        char msg[2400];
-        snprintf(msg, sizeof msg, "published bundle manifest run ID %s does not match its trace run ID %s", rcpt.run_id,
-                 g->trace->run.run_id);
-        return reject(g, "run_id_mismatch",
-                      detail_kv(a, "expected", cg_jv_str(a, rcpt.run_id), "observed", cg_jv_str(a, g->trace->run.run_id)),
-                      msg);
-    }
-    /* semantic verification */
-    const char *semantic = "not_rederivable", *evidence_schema = NULL;
-    if (cg_is_regular_nofollow(epath)) {
-        size_t elen;
-        char *etext = cg_read_file(epath, 512u << 20, &elen, &err);
-        if (!etext) return reject(g, "payload_too_large", detail_kv(a, "limit", cg_jv_str(a, "evidence_bytes"), NULL, NULL), err.msg);
-        cg_json_limits jl;
-        cg_json_limits_default(&jl);
-        cg_jv *stored = cg_json_parse(a, etext, elen, &jl, &err);
-        free(etext);
-        if (!stored) {
-            char msg[CG_ERROR_MAX + 64];
-            snprintf(msg, sizeof msg, "semantic verification failed: parse evidence.json: %s", err.msg);
-            return reject(g, "semantic_mismatch", NULL, msg);
-        }
-        const char *es = cg_jv_as_str(cg_jv_get(stored, "schema"));
-        evidence_schema = es ? cg_arena_strdup(a, es) : NULL;
-        if (es && strcmp(es, EVIDENCE4) == 0) {
-            cg_jv *rebuilt = cg_evidence_build_json(a, tpath, cg_is_dir(npath) ? npath : NULL, &err);
-            if (!rebuilt) {
-                char msg[CG_ERROR_MAX + 64];
-                snprintf(msg, sizeof msg, "semantic verification failed: %s", err.msg);
-                return reject(g, "semantic_mismatch", NULL, msg);
-            }
-            if (!cg_jv_equal(rebuilt, stored))
-                return reject(g, "semantic_mismatch", detail_kv(a, "path", cg_jv_str(a, "evidence.json"), NULL, NULL),
-                              "semantic verification failed: evidence.json does not match the evidence packet "
-                              "rederived from trace.jsonl");
-            semantic = "rederived_match";
-        }
-    }
+    if (!g->trace) return reject(g, "trace_invalid", NULL, err.msg);
     /* 5. signature */
     const char *sig_json, *key_id;
     if (!check_signature(g, &sig_json, &key_id, &res)) return res;

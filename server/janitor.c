@@ -53,7 +53,7 @@ static void sweep_blobs(srv_server *s, PGconn *c) {
     while ((e = readdir(d))) {
         if (strlen(e->d_name) != 2 || !isxdigit((unsigned char)e->d_name[0]) || !isxdigit((unsigned char)e->d_name[1])) continue;
         char sub[PATH_MAX + 32];
-        snprintf(sub, sizeof sub, "%s/%s", root, e->d_name);
+        if (snprintf(sub, sizeof sub, "%s/%s", root, e->d_name) >= (int)sizeof sub) continue;
         DIR *d2 = opendir(sub);
         if (!d2) continue;
         struct dirent *f;

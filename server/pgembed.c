@@ -120,9 +120,10 @@ int srv_pgembed_start(srv_pgembed *pg, const srv_config *cfg, char *conninfo, si
     if (strlen(abs) + 32 > 100)
         return cg_err_set(err, CG_EINVAL, "the data dir path is too long for a Unix socket (%s); use a shorter "
                                           "--data-dir or --database-url", abs);
-    snprintf(pg->pgdata, sizeof pg->pgdata, "%s/pg", abs);
-    snprintf(pg->sockdir, sizeof pg->sockdir, "%s/pg-run", abs);
-    snprintf(pg->logfile, sizeof pg->logfile, "%s/pg-run/postgres.log", abs);
+    if (snprintf(pg->pgdata, sizeof pg->pgdata, "%s/pg", abs) >= (int)sizeof pg->pgdata ||
+        snprintf(pg->sockdir, sizeof pg->sockdir, "%s/pg-run", abs) >= (int)sizeof pg->sockdir ||
+        snprintf(pg->logfile, sizeof pg->logfile, "%s/pg-run/postgres.log", abs) >= (int)sizeof pg->logfile)
+        return cg_err_set(err, CG_EINVAL, "the data dir path is too long");
     if (geteuid() == 0) {
         /* the cluster user must be able to traverse the data dir */
         struct stat st;

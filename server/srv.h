@@ -258,6 +258,9 @@ enum MHD_Result srv_fail(srv_req *r, const char *code, cg_jv *detail, const char
 /* Same with the error of a failed dependency: 503 unavailable (or 507). */
 enum MHD_Result srv_fail_unavailable(srv_req *r, const cg_error *err);
 const char *srv_query(srv_req *r, const char *name); /* decoded query argument or NULL */
+/* Single "bytes=a-b" / "bytes=a-" / "bytes=-n" range within size; false when absent,
+ * multi-range or unsatisfiable (the caller then serves the whole body). */
+bool srv_parse_range(const char *h, uint64_t size, uint64_t *off, uint64_t *len);
 const char *srv_header(srv_req *r, const char *name);
 
 /* Offline viewer pages may run inline script but reach no network address. */

@@ -71,15 +71,19 @@ static int load_bundle(cg_arena *a, cli_loaded *l, cg_error *err) {
 }
 
 int cli_load_evidence(cg_arena *a, const char *path, const char *nsight_dir, cli_loaded *l, cg_error *err) {
+    return cli_load_evidence_ex(a, path, nsight_dir, false, l, err);
+}
+
+int cli_load_evidence_ex(cg_arena *a, const char *path, const char *nsight_dir, bool lazy, cli_loaded *l,
+                         cg_error *err) {
     memset(l, 0, sizeof *l);
     struct stat st;
     if (stat(path, &st) != 0) return cg_err_set(err, CG_EIO, "input %s: %s", path, strerror(errno));
     char dir[4000];
     if (S_ISDIR(st.st_mode)) snprintf(dir, sizeof dir, "%s", path);
     else cg_path_parent(path, dir, sizeof dir);
+    /* a directory with bundle.json, or any file whose parent holds one (bundles spec §7) */
     bool bundle = has_file(dir, "bundle.json");
-    if (bundle && !S_ISDIR(st.st_mode) && strcmp(cg_path_base(path), "trace.jsonl") != 0)
-        bundle = false; /* some other file beside a bundle manifest: treat as raw */
     if (bundle) {
         if (nsight_dir) return cg_err_set(err, CG_EINVAL, "--nsight-dir is rejected for bundles: the bundle's own nsight/ evidence is bound");
         l->is_bundle = true;
@@ -99,7 +103,7 @@ int cli_load_evidence(cg_arena *a, const char *path, const char *nsight_dir, cli
         if (!l->trace) return -1;
         l->evidence = cg_evidence_build(a, l->trace, nsight_dir, err);
         if (!l->evidence) return -1;
-        l->packet = cg_evidence_to_json(a, l->evidence);
+        l->packet = lazy ? cg_evidence_to_json_lazy(a, l->evidence) : cg_evidence_to_json(a, l->evidence);
     }
     l->input = input_json(a, path, l);
     return 0;

@@ -33,6 +33,11 @@ typedef struct cli_loaded {
 
 /* nsight_dir is only allowed for raw inputs ("--nsight-dir is rejected for bundles"). */
 int cli_load_evidence(cg_arena *a, const char *path, const char *nsight_dir, cli_loaded *out, cg_error *err);
+/* lazy: a rebuilt packet keeps its large arrays lazy (analysis/evidence.h) —
+ * for commands that only write the packet (cli_write_json streams it); the
+ * trace and evidence stay alive until cli_loaded_free. */
+int cli_load_evidence_ex(cg_arena *a, const char *path, const char *nsight_dir, bool lazy, cli_loaded *out,
+                         cg_error *err);
 void cli_loaded_free(cli_loaded *l);
 
 /* Refuses output paths that resolve inside (or onto) the bundle root:

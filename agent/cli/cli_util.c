@@ -1,10 +1,12 @@
 #include "cli_util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/buf.h"
 #include "base/fs.h"
@@ -32,7 +34,9 @@ int cli_take_value(int argc, char **argv, int *i, const char *flag, const char *
 int cli_take_multi(int argc, char **argv, int *i, const char *flag, const char ***vals, int *n) {
     if (strcmp(argv[*i], flag) != 0) return 0;
     int start = *n;
-    while (*i + 1 < argc && strncmp(argv[*i + 1], "--", 2) != 0) {
+    /* values run until the next argument that looks like a flag ('-' followed by
+     * something), so `--candidate C -o F` stops before -o */
+    while (*i + 1 < argc && !(argv[*i + 1][0] == '-' && argv[*i + 1][1] != '\0')) {
         const char **nv = realloc((void *)*vals, sizeof(char *) * (size_t)(*n + 1));
         if (!nv) return -1;
         *vals = nv;
@@ -82,13 +86,44 @@ int cli_write_bytes(const char *out_path, const void *data, size_t len) {
     return 0;
 }
 
+typedef struct fd_out {
+    int fd;
+    int err_no;
+} fd_out;
+
+static int fd_out_write(void *ctx, const char *data, size_t len) {
+    fd_out *o = ctx;
+    while (len) {
+        ssize_t n = write(o->fd, data, len);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            o->err_no = errno;
+            return -1;
+        }
+        data += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Streams pretty JSON + "\n" through a bounded buffer (lazy arrays are produced
+ * item by item), so memory does not grow with the document. */
 int cli_write_json(const char *out_path, const cg_jv *v) {
-    cg_buf b = CG_BUF_INIT;
-    cg_json_write(&b, v, true);
-    cg_buf_putc(&b, '\n');
-    int rc = cli_write_bytes(out_path, b.data, b.len);
-    cg_buf_free(&b);
-    return rc;
+    if (!out_path || !strcmp(out_path, "-")) {
+        if (fflush(stdout) != 0) return cli_failf("write stdout: %s", strerror(errno));
+        fd_out o = {STDOUT_FILENO, 0};
+        if (cg_json_write_sink(v, true, true, fd_out_write, &o) != 0)
+            return cli_failf("write stdout: %s", strerror(o.err_no));
+        return 0;
+    }
+    fd_out o = {open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), 0};
+    if (o.fd < 0) return cli_failf("create %s: %s", out_path, strerror(errno));
+    if (cg_json_write_sink(v, true, true, fd_out_write, &o) != 0) {
+        close(o.fd);
+        return cli_failf("write %s: %s", out_path, strerror(o.err_no));
+    }
+    if (close(o.fd) != 0) return cli_failf("close %s: %s", out_path, strerror(errno));
+    return 0;
 }
 
 cg_jv *cli_tool_json(cg_arena *a) {

@@ -16,7 +16,8 @@
 int cli_take_value(int argc, char **argv, int *i, const char *flag, const char *alt, const char **value);
 bool cli_is_flag(const char *arg, const char *flag, const char *alt);
 /* Collects values for a repeatable multi-value flag: `--x A B C` and `--x A --x B`.
- * Consumes following arguments until the next one starting with "--". */
+ * Consumes following arguments until the next one that looks like a flag
+ * ('-' followed by anything; a lone "-" is a value). */
 int cli_take_multi(int argc, char **argv, int *i, const char *flag, const char ***vals, int *n);
 
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -19,25 +19,6 @@ const char cg_cmd_compare_help[] =
     "  --require-eligible    exit 1 after writing the JSON when the verdict is ineligible\n"
     "  -o, --output F        write to F instead of stdout (never inside an input bundle)\n";
 
-/* `--flag A B C` and repeated `--flag A --flag B`: values run until the next
- * argument that looks like a flag (starts with '-', other than "-" itself), so
- * `--candidate C -o F` stops before -o. Returns 1 taken, 0 not this flag, -1 error. */
-static int take_multi(int argc, char **argv, int *i, const char *flag, const char ***vals, int *n) {
-    if (strcmp(argv[*i], flag) != 0) return 0;
-    int start = *n;
-    while (*i + 1 < argc && !(argv[*i + 1][0] == '-' && argv[*i + 1][1] != '\0')) {
-        const char **nv = realloc((void *)*vals, sizeof(char *) * (size_t)(*n + 1));
-        if (!nv) return -1;
-        *vals = nv;
-        (*vals)[(*n)++] = argv[++*i];
-    }
-    if (*n == start) {
-        fprintf(stderr, "candle-graph %s: %s needs at least one value\n", argv[0], flag);
-        return -1;
-    }
-    return 1;
-}
-
 /* The bundle an input lives in: the directory itself, or a trace file's parent
  * directory when that holds bundle.json. */
 static int check_output(const char *out, const char *input, cg_error *err) {
@@ -57,11 +38,11 @@ int cg_cmd_compare(int argc, char **argv) {
     bool unverified = false, require = false;
     for (int i = 1; i < argc; i++) {
         int r;
-        if ((r = take_multi(argc, argv, &i, "--baseline", &base, &nb))) {
+        if ((r = cli_take_multi(argc, argv, &i, "--baseline", &base, &nb))) {
             if (r < 0) goto done;
             continue;
         }
-        if ((r = take_multi(argc, argv, &i, "--candidate", &cand, &nc))) {
+        if ((r = cli_take_multi(argc, argv, &i, "--candidate", &cand, &nc))) {
             if (r < 0) goto done;
             continue;
         }

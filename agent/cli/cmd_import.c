@@ -29,7 +29,7 @@ int cg_cmd_import(int argc, char **argv) {
     cg_err_clear(&err);
     cli_loaded l;
     int rc = 1;
-    if (cli_load_evidence(&a, input, nsight, &l, &err) != 0 || cli_check_output_outside(out, l.is_bundle ? l.bundle_root : NULL, &err) != 0)
+    if (cli_load_evidence_ex(&a, input, nsight, true, &l, &err) != 0 || cli_check_output_outside(out, l.is_bundle ? l.bundle_root : NULL, &err) != 0)
         rc = cli_fail(&err);
     else
         rc = cli_write_json(out, l.packet);

@@ -87,7 +87,7 @@ int cg_cmd_summary(int argc, char **argv) {
     cg_arena_init(&a, 1 << 20);
     cli_loaded l;
     int rc;
-    if (cli_load_evidence(&a, input, NULL, &l, &err) != 0 ||
+    if (cli_load_evidence_ex(&a, input, NULL, true, &l, &err) != 0 ||
         cli_check_output_outside(out, l.is_bundle ? l.bundle_root : NULL, &err) != 0) {
         rc = cli_fail(&err);
     } else {

@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
-# Trace ingest benchmark: `candle-graph summary` (parse + health) against
-# `jq -c . >/dev/null` and `wc -l` on the same synthetic trace, in the same run.
+# Trace ingest benchmark, against `jq -c . >/dev/null` and `wc -l` on the same
+# synthetic trace, in the same run:
+#   - parse + health alone (bench_parse_health: cg_trace_read_file + cg_health_analyze),
+#   - `candle-graph summary` (parse + health + evidence summary),
+#   - the full evidence build `candle-graph import TRACE -o FILE` (parse + health +
+#     timing + memory + graph/5 + capabilities + evidence/4 JSON, streamed).
 #
 # usage: bench/trace_ingest/run.sh [BUILD_DIR]      (default: build)
 # env:   CG_BENCH_RECORDS  records in the generated trace (default 1000000)
 #        CG_BENCH_REPEAT   runs per tool; the best wall time is kept (default 3)
 #        CG_BENCH_STRICT=1 exit 1 when a target is missed
 #        CG_BENCH_RUSAGE=1 use the getrusage wrapper even when /usr/bin/time exists
-# Targets: summary ≥ 3× jq's throughput; summary max RSS ≤ 3× the file size.
+# Targets: parse+health ≥ 3× jq's throughput; import ≥ 2× jq's throughput;
+# max RSS ≤ 3× the file size for parse+health, summary and import
+# (summary keeps its earlier ≥ 3× jq target).
 set -euo pipefail
 
 BUILD="${1:-build}"
@@ -16,10 +22,11 @@ REPEAT="${CG_BENCH_REPEAT:-3}"
 CG="$BUILD/agent/candle-graph"
 GEN="$BUILD/bench/trace_ingest/bench_gen_trace"
 MAXRSS="$BUILD/bench/trace_ingest/bench_maxrss"
+PH="$BUILD/bench/trace_ingest/bench_parse_health"
 
-for exe in "$CG" "$GEN" "$MAXRSS"; do
+for exe in "$CG" "$GEN" "$MAXRSS" "$PH"; do
   if [ ! -x "$exe" ]; then
-    echo "trace_ingest: $exe is not built (cmake --build $BUILD --target candle-graph bench_gen_trace bench_maxrss)" >&2
+    echo "trace_ingest: $exe is not built (cmake --build $BUILD --target candle-graph bench_gen_trace bench_maxrss bench_parse_health)" >&2
     exit 1
   fi
 done
@@ -29,6 +36,7 @@ command -v jq >/dev/null 2>&1 || HAVE_JQ=0
 TMP="$(mktemp -d "${TMPDIR:-/tmp}/cg-trace-ingest.XXXXXX")"
 trap 'rm -rf "$TMP"' EXIT
 TRACE="$TMP/trace.jsonl"
+mkdir -p "$TMP/out"
 "$GEN" --records "$RECORDS" --out "$TRACE"
 BYTES=$(stat -c %s "$TRACE")
 
@@ -67,8 +75,15 @@ printf '%-28s %10s %14s %14s %8s\n' "tool" "wall" "throughput" "max RSS" "RSS/fi
 
 # the trace must be valid and complete (summary exits 1 otherwise)
 "$CG" summary --require-valid "$TRACE" -o "$TMP/summary.json"
+"$PH" "$TRACE" | grep -q 'issues=0 valid=1 complete=1' || { echo "trace_ingest: generated trace is not clean" >&2; exit 1; }
+measure "parse + health" "$PH" "$TRACE"
+PH_S="$BEST_S"; PH_RSS="$RSS_KB"
 measure "candle-graph summary" "$CG" summary --require-valid "$TRACE" -o "$TMP/summary.json"
 CG_S="$BEST_S"; CG_RSS="$RSS_KB"
+measure "candle-graph import -o F" "$CG" import "$TRACE" -o "$TMP/out/import.json"
+IM_S="$BEST_S"; IM_RSS="$RSS_KB"
+IM_BYTES=$(stat -c %s "$TMP/out/import.json")
+rm -f "$TMP/out/import.json"
 JQ_S=""
 if [ "$HAVE_JQ" = 1 ]; then
   measure "jq -c ." jq -c . "$TRACE"
@@ -81,16 +96,30 @@ WC_S="$BEST_S"
 
 MISS=0
 echo
-if [ -n "$JQ_S" ]; then
-  R=$(awk -v j="$JQ_S" -v c="$CG_S" 'BEGIN { printf "%.2f", j / c }')
-  OK=$(awk -v r="$R" 'BEGIN { print (r >= 3 ? "PASS" : "MISS") }')
-  [ "$OK" = MISS ] && MISS=1
-  echo "summary vs jq:      ${R}x jq's throughput (target >= 3x) $OK"
-fi
-echo "summary vs wc -l:   $(awk -v w="$WC_S" -v c="$CG_S" 'BEGIN { printf "%.3f", w / c }')x wc's throughput"
-RR=$(awk -v k="$CG_RSS" -v b="$BYTES" 'BEGIN { printf "%.2f", k * 1024 / b }')
-OK=$(awk -v r="$RR" 'BEGIN { print (r <= 3 ? "PASS" : "MISS") }')
-[ "$OK" = MISS ] && MISS=1
-echo "summary max RSS:    ${RR}x the file size (target <= 3x) $OK"
+echo "import wrote $(awk -v b="$IM_BYTES" 'BEGIN { printf "%.1f", b / 1e6 }') MB of evidence.json"
+# ratio NAME SECONDS TARGET: throughput relative to jq
+ratio() {
+  [ -n "$JQ_S" ] || return 0
+  local r ok
+  r=$(awk -v j="$JQ_S" -v c="$2" 'BEGIN { printf "%.2f", j / c }')
+  ok=$(awk -v r="$r" -v t="$3" 'BEGIN { print (r >= t ? "PASS" : "MISS") }')
+  [ "$ok" = MISS ] && MISS=1
+  printf '%-22s %6sx jq'"'"'s throughput (target >= %sx) %s\n' "$1 vs jq:" "$r" "$3" "$ok"
+}
+# rss NAME KB: max RSS relative to the trace file
+rss() {
+  local r ok
+  r=$(awk -v k="$2" -v b="$BYTES" 'BEGIN { printf "%.2f", k * 1024 / b }')
+  ok=$(awk -v r="$r" 'BEGIN { print (r <= 3 ? "PASS" : "MISS") }')
+  [ "$ok" = MISS ] && MISS=1
+  printf '%-22s %6sx the file size (target <= 3x) %s\n' "$1 max RSS:" "$r" "$ok"
+}
+ratio "parse+health" "$PH_S" 3
+rss "parse+health" "$PH_RSS"
+ratio "summary" "$CG_S" 3
+rss "summary" "$CG_RSS"
+ratio "import" "$IM_S" 2
+rss "import" "$IM_RSS"
+echo "parse+health vs wc -l: $(awk -v w="$WC_S" -v c="$PH_S" 'BEGIN { printf "%.3f", w / c }')x wc's throughput"
 if [ "${CG_BENCH_STRICT:-0}" = 1 ] && [ "$MISS" = 1 ]; then exit 1; fi
 exit 0

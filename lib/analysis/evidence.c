@@ -169,7 +169,7 @@ cg_evidence *cg_evidence_build(cg_arena *a, const cg_trace *t, const char *nsigh
             cg_health_free(e->health);
             return NULL;
         }
-        e->graph = cg_graph_to_json(a, g);
+        e->graph = cg_graph_to_json_lazy(a, g);
     }
     build_findings(a, e);
     build_facts(a, e);
@@ -184,7 +184,11 @@ void cg_evidence_free(cg_evidence *e) {
     }
 }
 
-cg_jv *cg_evidence_to_json(cg_arena *a, const cg_evidence *e) {
+static cg_jv *tensor_stats_item(cg_arena *a, void *ctx, size_t i) {
+    return cg_tensor_stats_record_json(a, &((const cg_trace *)ctx)->tensor_stats[i]);
+}
+
+cg_jv *cg_evidence_to_json_lazy(cg_arena *a, const cg_evidence *e) {
     cg_jv *o = cg_jv_obj(a);
     cg_jv_obj_put(a, o, "schema", cg_jv_str_nocopy(a, CG_EVIDENCE_SCHEMA));
     cg_jv_obj_put(a, o, "provenance", cg_run_meta_to_json(a, &e->trace->run));
@@ -194,29 +198,33 @@ cg_jv *cg_evidence_to_json(cg_arena *a, const cg_evidence *e) {
     cg_jv_obj_put(a, o, "facts", e->facts);
     cg_jv_obj_put(a, o, "gaps", e->gaps);
     if (e->graph) cg_jv_obj_put(a, o, "graph", e->graph);
-    if (e->trace->n_tensor_stats) {
-        cg_jv *ts = cg_jv_arr(a);
-        for (size_t i = 0; i < e->trace->n_tensor_stats; i++)
-            cg_jv_arr_push(a, ts, cg_tensor_stats_record_json(a, &e->trace->tensor_stats[i]));
-        cg_jv_obj_put(a, o, "tensor_stats", ts);
-    }
-    cg_jv_obj_put(a, o, "timing", cg_timing_to_json(a, e->timing));
-    cg_jv_obj_put(a, o, "memory", cg_memory_to_json(a, e->memory));
+    if (e->trace->n_tensor_stats)
+        cg_jv_obj_put(a, o, "tensor_stats",
+                      cg_jv_lazy_arr(a, e->trace->n_tensor_stats, tensor_stats_item, (void *)(uintptr_t)e->trace));
+    cg_jv_obj_put(a, o, "timing", cg_timing_to_json_lazy(a, e->timing));
+    cg_jv_obj_put(a, o, "memory", cg_memory_to_json_lazy(a, e->memory));
     cg_jv_obj_put(a, o, "gpu", cg_nsight_to_json(a, e->gpu));
     return o;
+}
+
+cg_jv *cg_evidence_to_json(cg_arena *a, const cg_evidence *e) {
+    return cg_jv_materialize(a, cg_evidence_to_json_lazy(a, e));
 }
 
 cg_jv *cg_evidence_build_file(cg_arena *a, const char *trace_path, const char *nsight_dir, cg_error *err) {
     cg_trace *t = cg_trace_read_file(trace_path, NULL, err);
     if (!t) return NULL;
-    cg_evidence *e = cg_evidence_build(a, t, nsight_dir, err);
     cg_jv *out = NULL;
+    cg_arena work;
+    cg_arena_init(&work, 1 << 20);
+    cg_evidence *e = cg_evidence_build(&work, t, nsight_dir, err);
     if (e) {
-        /* the JSON copies every string it needs into `a` (cg_jv_str copies) */
-        out = cg_evidence_to_json(a, e);
-        out = cg_jv_clone(a, out);
+        /* the clone materializes the lazy arrays and copies every string into `a`,
+         * so the result outlives the trace and the work arena */
+        out = cg_jv_clone(a, cg_evidence_to_json_lazy(&work, e));
         cg_evidence_free(e);
     }
+    cg_arena_free(&work);
     cg_trace_free(t);
     return out;
 }

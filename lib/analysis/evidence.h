@@ -43,6 +43,12 @@ void cg_evidence_free(cg_evidence *e);
 
 /* The packet JSON with the spec's field order. */
 cg_jv *cg_evidence_to_json(cg_arena *a, const cg_evidence *e);
+/* The same packet with its large arrays (graph spans/edges/tensors/gradients,
+ * tensor_stats, timing and memory arrays) as lazy arrays (base/json.h), for
+ * streaming with cg_json_write_sink / cg_json_write_fd in bounded memory. The
+ * trace and e must outlive every use of the value; call cg_jv_materialize (or
+ * cg_jv_clone) before walking it as a DOM. */
+cg_jv *cg_evidence_to_json_lazy(cg_arena *a, const cg_evidence *e);
 
 /* build_evidence(trace_path, nsight_dir) → packet JSON (parses the trace). */
 cg_jv *cg_evidence_build_file(cg_arena *a, const char *trace_path, const char *nsight_dir, cg_error *err);

@@ -511,12 +511,12 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
                 nhv++;
             }
         }
-        qsort(hc, nh, sizeof *hc, cmp_host_cost);
+        if (nh > 1) qsort(hc, nh, sizeof *hc, cmp_host_cost);
         for (size_t i = 0; i < nh && i < CG_GRAPH_TOP; i++) sum->slowest_host_spans[sum->n_slowest_host_spans++] = hc[i];
         if (nd) qsort(dc, nd, sizeof *dc, cmp_dref);
         for (size_t i = 0; i < nd && i < CG_GRAPH_TOP; i++)
             sum->slowest_device_spans[sum->n_slowest_device_spans++] = dc[i].c;
-        qsort(hv, nhv, sizeof *hv, cmp_href);
+        if (nhv > 1) qsort(hv, nhv, sizeof *hv, cmp_href);
         for (size_t i = 0; i < nhv && i < CG_GRAPH_TOP; i++) sum->heaviest_spans[sum->n_heaviest_spans++] = hv[i].c;
         free(hc);
         free(dc);
@@ -673,23 +673,29 @@ cg_jv *cg_graph_summary_to_json(cg_arena *a, const cg_graph_summary *s) {
     return o;
 }
 
-cg_jv *cg_graph_to_json(cg_arena *a, const cg_graph *g) {
+static cg_jv *span_item(cg_arena *a, void *ctx, size_t i) {
+    return cg_graph_node_to_json(a, &((const cg_graph *)ctx)->nodes[i]);
+}
+static cg_jv *edge_item(cg_arena *a, void *ctx, size_t i) {
+    return cg_graph_edge_to_json(a, &((const cg_graph *)ctx)->edges[i]);
+}
+static cg_jv *tensor_item(cg_arena *a, void *ctx, size_t i) {
+    return cg_tensor_record_json(a, &((const cg_graph *)ctx)->trace->tensors[i]);
+}
+static cg_jv *gradient_item(cg_arena *a, void *ctx, size_t i) {
+    return cg_gradient_record_json(a, &((const cg_graph *)ctx)->trace->gradients[i]);
+}
+
+cg_jv *cg_graph_to_json_lazy(cg_arena *a, const cg_graph *g) {
+    void *ctx = (void *)(uintptr_t)g; /* items only read the graph */
     cg_jv *o = cg_jv_obj(a);
     cg_jv_obj_put(a, o, "schema", cg_jv_str_nocopy(a, CG_GRAPH_SCHEMA));
-    cg_jv *spans = cg_jv_arr(a);
-    for (size_t i = 0; i < g->n_nodes; i++) cg_jv_arr_push(a, spans, cg_graph_node_to_json(a, &g->nodes[i]));
-    cg_jv_obj_put(a, o, "spans", spans);
-    cg_jv *edges = cg_jv_arr(a);
-    for (size_t i = 0; i < g->n_edges; i++) cg_jv_arr_push(a, edges, cg_graph_edge_to_json(a, &g->edges[i]));
-    cg_jv_obj_put(a, o, "edges", edges);
-    cg_jv *tensors = cg_jv_arr(a);
-    for (size_t i = 0; i < g->trace->n_tensors; i++)
-        cg_jv_arr_push(a, tensors, cg_tensor_record_json(a, &g->trace->tensors[i]));
-    cg_jv_obj_put(a, o, "tensors", tensors);
-    cg_jv *grads = cg_jv_arr(a);
-    for (size_t i = 0; i < g->trace->n_gradients; i++)
-        cg_jv_arr_push(a, grads, cg_gradient_record_json(a, &g->trace->gradients[i]));
-    cg_jv_obj_put(a, o, "gradients", grads);
+    cg_jv_obj_put(a, o, "spans", cg_jv_lazy_arr(a, g->n_nodes, span_item, ctx));
+    cg_jv_obj_put(a, o, "edges", cg_jv_lazy_arr(a, g->n_edges, edge_item, ctx));
+    cg_jv_obj_put(a, o, "tensors", cg_jv_lazy_arr(a, g->trace->n_tensors, tensor_item, ctx));
+    cg_jv_obj_put(a, o, "gradients", cg_jv_lazy_arr(a, g->trace->n_gradients, gradient_item, ctx));
     cg_jv_obj_put(a, o, "summary", cg_graph_summary_to_json(a, &g->summary));
     return o;
 }
+
+cg_jv *cg_graph_to_json(cg_arena *a, const cg_graph *g) { return cg_jv_materialize(a, cg_graph_to_json_lazy(a, g)); }

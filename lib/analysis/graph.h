@@ -133,6 +133,9 @@ const cg_graph_node *cg_graph_find_node(const cg_graph *g, const char *id);  /* 
 
 /* JSON. ExecutionGraph: {schema, spans, edges, tensors, gradients, summary}. */
 cg_jv *cg_graph_to_json(cg_arena *a, const cg_graph *g);
+/* The same value with spans, edges, tensors and gradients as lazy arrays
+ * (json.h): g and its trace must outlive every use of the value. */
+cg_jv *cg_graph_to_json_lazy(cg_arena *a, const cg_graph *g);
 cg_jv *cg_graph_node_to_json(cg_arena *a, const cg_graph_node *n);
 cg_jv *cg_graph_edge_to_json(cg_arena *a, const cg_graph_edge *e);
 cg_jv *cg_graph_summary_to_json(cg_arena *a, const cg_graph_summary *s);

@@ -642,25 +642,64 @@ static cg_jv *by_device_json(cg_arena *a, const cg_logical_memory *l, const uint
     return o;
 }
 
+static cg_jv *lifetime_item(cg_arena *a, void *ctx, size_t i) {
+    return cg_lifetime_to_json(a, &((const cg_logical_memory *)ctx)->lifetimes[i]);
+}
+
+static cg_jv *peak_live_item(cg_arena *a, void *ctx, size_t i) {
+    return cg_lifetime_to_json(a, &((const cg_logical_memory *)ctx)->peak_live_allocations[i]);
+}
+
+/* Timeline generator: live bytes per device carried from point to point
+ * (items come in order; state restarts at point 0). */
+typedef struct timeline_gen {
+    const cg_logical_memory *l;
+    uint64_t *live;
+    bool *seen;
+} timeline_gen;
+
+static cg_jv *timeline_item(cg_arena *a, void *ctx, size_t p) {
+    timeline_gen *g = ctx;
+    const cg_logical_memory *l = g->l;
+    if (p == 0) {
+        for (size_t d = 0; d < l->n_devices; d++) {
+            g->live[d] = 0;
+            g->seen[d] = false;
+        }
+    }
+    const cg_logical_point *pt = &l->timeline[p];
+    for (size_t k = 0; k < pt->n_changes; k++) {
+        const cg_device_live_change *c = &l->changes[pt->change_first + k];
+        g->live[c->device] = c->live_bytes;
+        g->seen[c->device] = true;
+    }
+    cg_jv *e = cg_jv_obj(a);
+    cg_jv_obj_put(a, e, "timestamp_ns", cg_jv_u64(a, pt->timestamp_ns));
+    cg_jv_obj_put(a, e, "live_bytes", cg_jv_u64(a, pt->live_bytes));
+    cg_jv_obj_put(a, e, "live_bytes_by_device", by_device_json(a, l, g->live, g->seen));
+    cg_jv_obj_put(a, e, "live_bytes_by_category", by_category_json(a, pt->live_bytes_by_category));
+    return e;
+}
+
 static cg_jv *logical_json(cg_arena *a, const cg_logical_memory *l) {
+    void *ctx = (void *)(uintptr_t)l; /* items only read the profile */
     cg_jv *o = cg_jv_obj(a);
     cg_jv_obj_put(a, o, "storage_allocation_count", cg_jv_u64(a, l->storage_allocation_count));
     cg_jv_obj_put(a, o, "matched_storage_free_count", cg_jv_u64(a, l->matched_storage_free_count));
     cg_jv_obj_put(a, o, "total_allocated_bytes", cg_jv_u64(a, l->total_allocated_bytes));
-    uint64_t *live = xcalloc(l->n_devices, sizeof *live);
-    bool *seen = xcalloc(l->n_devices, sizeof *seen);
+    timeline_gen *tg = cg_arena_alloc(a, sizeof *tg);
+    tg->l = l;
+    tg->live = cg_arena_zalloc(a, (l->n_devices ? l->n_devices : 1) * sizeof *tg->live);
+    tg->seen = cg_arena_zalloc(a, (l->n_devices ? l->n_devices : 1) * sizeof *tg->seen);
 
     const cg_logical_point *pk = &l->timeline[l->peak_point];
-    cg_logical_live_by_device(l, l->peak_point, live, seen);
+    cg_logical_live_by_device(l, l->peak_point, tg->live, tg->seen);
     cg_jv *peak = cg_jv_obj(a);
     cg_jv_obj_put(a, peak, "timestamp_ns", cg_jv_u64(a, pk->timestamp_ns));
     cg_jv_obj_put(a, peak, "live_bytes", cg_jv_u64(a, pk->live_bytes));
-    cg_jv_obj_put(a, peak, "live_bytes_by_device", by_device_json(a, l, live, seen));
+    cg_jv_obj_put(a, peak, "live_bytes_by_device", by_device_json(a, l, tg->live, tg->seen));
     cg_jv_obj_put(a, peak, "live_bytes_by_category", by_category_json(a, pk->live_bytes_by_category));
-    cg_jv *la = cg_jv_arr(a);
-    for (size_t i = 0; i < l->n_peak_live_allocations; i++)
-        cg_jv_arr_push(a, la, cg_lifetime_to_json(a, &l->peak_live_allocations[i]));
-    cg_jv_obj_put(a, peak, "live_allocations", la);
+    cg_jv_obj_put(a, peak, "live_allocations", cg_jv_lazy_arr(a, l->n_peak_live_allocations, peak_live_item, ctx));
     cg_jv_obj_put(a, o, "peak", peak);
 
     cg_jv *devs = cg_jv_obj(a);
@@ -675,33 +714,8 @@ static cg_jv *logical_json(cg_arena *a, const cg_logical_memory *l) {
         cg_jv_obj_put(a, devs, dv->device, e);
     }
     cg_jv_obj_put(a, o, "devices", devs);
-
-    cg_jv *lts = cg_jv_arr(a);
-    for (size_t i = 0; i < l->n_lifetimes; i++) cg_jv_arr_push(a, lts, cg_lifetime_to_json(a, &l->lifetimes[i]));
-    cg_jv_obj_put(a, o, "lifetimes", lts);
-
-    cg_jv *tl = cg_jv_arr(a);
-    for (size_t d = 0; d < l->n_devices; d++) {
-        live[d] = 0;
-        seen[d] = false;
-    }
-    for (size_t p = 0; p < l->n_timeline; p++) {
-        const cg_logical_point *pt = &l->timeline[p];
-        for (size_t k = 0; k < pt->n_changes; k++) {
-            const cg_device_live_change *c = &l->changes[pt->change_first + k];
-            live[c->device] = c->live_bytes;
-            seen[c->device] = true;
-        }
-        cg_jv *e = cg_jv_obj(a);
-        cg_jv_obj_put(a, e, "timestamp_ns", cg_jv_u64(a, pt->timestamp_ns));
-        cg_jv_obj_put(a, e, "live_bytes", cg_jv_u64(a, pt->live_bytes));
-        cg_jv_obj_put(a, e, "live_bytes_by_device", by_device_json(a, l, live, seen));
-        cg_jv_obj_put(a, e, "live_bytes_by_category", by_category_json(a, pt->live_bytes_by_category));
-        cg_jv_arr_push(a, tl, e);
-    }
-    cg_jv_obj_put(a, o, "timeline", tl);
-    free(live);
-    free(seen);
+    cg_jv_obj_put(a, o, "lifetimes", cg_jv_lazy_arr(a, l->n_lifetimes, lifetime_item, ctx));
+    cg_jv_obj_put(a, o, "timeline", cg_jv_lazy_arr(a, l->n_timeline, timeline_item, tg));
     return o;
 }
 
@@ -709,21 +723,21 @@ static void put_opt(cg_arena *a, cg_jv *o, const char *k, bool has, uint64_t v) 
     if (has) cg_jv_obj_put(a, o, k, cg_jv_u64(a, v));
 }
 
+static cg_jv *physical_item(cg_arena *a, void *ctx, size_t i) {
+    const cg_device_memory *s = ((const cg_physical_memory *)ctx)->timeline[i];
+    cg_jv *e = cg_jv_obj(a);
+    cg_jv_obj_put(a, e, "timestamp_ns", cg_jv_u64(a, s->timestamp_ns));
+    cg_jv_obj_put(a, e, "device", cg_jv_str_nocopy(a, s->device));
+    put_opt(a, e, "used_bytes", s->has_used, s->used_bytes);
+    put_opt(a, e, "free_bytes", s->has_free, s->free_bytes);
+    put_opt(a, e, "reserved_bytes", s->has_reserved, s->reserved_bytes);
+    put_opt(a, e, "capacity_bytes", s->has_capacity, s->capacity_bytes);
+    return e;
+}
+
 static cg_jv *physical_json(cg_arena *a, const cg_physical_memory *pm) {
     cg_jv *o = cg_jv_obj(a);
-    cg_jv *tl = cg_jv_arr(a);
-    for (size_t i = 0; i < pm->n_timeline; i++) {
-        const cg_device_memory *s = pm->timeline[i];
-        cg_jv *e = cg_jv_obj(a);
-        cg_jv_obj_put(a, e, "timestamp_ns", cg_jv_u64(a, s->timestamp_ns));
-        cg_jv_obj_put(a, e, "device", cg_jv_str_nocopy(a, s->device));
-        put_opt(a, e, "used_bytes", s->has_used, s->used_bytes);
-        put_opt(a, e, "free_bytes", s->has_free, s->free_bytes);
-        put_opt(a, e, "reserved_bytes", s->has_reserved, s->reserved_bytes);
-        put_opt(a, e, "capacity_bytes", s->has_capacity, s->capacity_bytes);
-        cg_jv_arr_push(a, tl, e);
-    }
-    cg_jv_obj_put(a, o, "timeline", tl);
+    cg_jv_obj_put(a, o, "timeline", cg_jv_lazy_arr(a, pm->n_timeline, physical_item, (void *)(uintptr_t)pm));
     cg_jv *devs = cg_jv_obj(a);
     for (size_t d = 0; d < pm->n_devices; d++) {
         const cg_physical_device *pd = &pm->devices[d];
@@ -748,6 +762,10 @@ static cg_jv *physical_json(cg_arena *a, const cg_physical_memory *pm) {
 }
 
 cg_jv *cg_memory_to_json(cg_arena *a, const cg_memory_profile *p) {
+    return cg_jv_materialize(a, cg_memory_to_json_lazy(a, p));
+}
+
+cg_jv *cg_memory_to_json_lazy(cg_arena *a, const cg_memory_profile *p) {
     cg_jv *o = cg_jv_obj(a);
     cg_jv_obj_put(a, o, "logical", p->logical ? logical_json(a, p->logical) : cg_jv_null(a));
     cg_jv_obj_put(a, o, "physical", p->physical ? physical_json(a, p->physical) : cg_jv_null(a));

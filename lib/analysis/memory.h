@@ -125,6 +125,9 @@ cg_span_memory *cg_memory_span_metrics(const cg_trace *t, const cg_memory_profil
 /* MemoryProfile JSON {logical, physical} (absent plane = null). Field names in
  * docs/compatibility-analysis.md. */
 cg_jv *cg_memory_to_json(cg_arena *a, const cg_memory_profile *p);
+/* The same value with lifetimes, peak live allocations and both timelines as
+ * lazy arrays (json.h); p and its trace must outlive every use of the value. */
+cg_jv *cg_memory_to_json_lazy(cg_arena *a, const cg_memory_profile *p);
 cg_jv *cg_lifetime_to_json(cg_arena *a, const cg_lifetime *l);
 
 #endif

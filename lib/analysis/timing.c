@@ -177,33 +177,38 @@ static cg_jv *str_array(cg_arena *a, const char **s, size_t n) {
     return arr;
 }
 
-cg_jv *cg_timing_to_json(cg_arena *a, const cg_timing_profile *p) {
+static cg_jv *device_span_item(cg_arena *a, void *ctx, size_t i) {
+    const cg_device_span_timing *s = &((const cg_timing_profile *)ctx)->device_spans[i];
+    cg_jv *e = cg_jv_obj(a);
+    cg_jv_obj_put(a, e, "span_id", cg_jv_str_nocopy(a, s->span_id));
+    cg_jv_obj_put(a, e, "device", cg_jv_str_nocopy(a, s->device));
+    cg_jv_obj_put(a, e, "clock_id", cg_jv_str_nocopy(a, s->clock_id));
+    cg_jv_obj_put(a, e, "backends", str_array(a, s->backends, s->n_backends));
+    cg_jv_obj_put(a, e, "streams", str_array(a, s->streams, s->n_streams));
+    cg_jv_obj_put(a, e, "interval_count", cg_jv_u64(a, s->interval_count));
+    cg_jv_obj_put(a, e, "busy_ns", cg_jv_u64(a, s->busy_ns));
+    return e;
+}
+
+static cg_jv *device_clock_item(cg_arena *a, void *ctx, size_t i) {
+    const cg_device_clock_timing *c = &((const cg_timing_profile *)ctx)->device_clocks[i];
+    cg_jv *e = cg_jv_obj(a);
+    cg_jv_obj_put(a, e, "device", cg_jv_str_nocopy(a, c->device));
+    cg_jv_obj_put(a, e, "clock_id", cg_jv_str_nocopy(a, c->clock_id));
+    cg_jv_obj_put(a, e, "interval_count", cg_jv_u64(a, c->interval_count));
+    cg_jv_obj_put(a, e, "busy_ns", cg_jv_u64(a, c->busy_ns));
+    return e;
+}
+
+cg_jv *cg_timing_to_json_lazy(cg_arena *a, const cg_timing_profile *p) {
+    void *ctx = (void *)(uintptr_t)p; /* items only read the profile */
     cg_jv *o = cg_jv_obj(a);
     cg_jv_obj_put(a, o, "device_coverage", cg_jv_str_nocopy(a, cg_coverage_name(p->device_coverage)));
-    cg_jv *spans = cg_jv_arr(a);
-    for (size_t i = 0; i < p->n_device_spans; i++) {
-        const cg_device_span_timing *s = &p->device_spans[i];
-        cg_jv *e = cg_jv_obj(a);
-        cg_jv_obj_put(a, e, "span_id", cg_jv_str_nocopy(a, s->span_id));
-        cg_jv_obj_put(a, e, "device", cg_jv_str_nocopy(a, s->device));
-        cg_jv_obj_put(a, e, "clock_id", cg_jv_str_nocopy(a, s->clock_id));
-        cg_jv_obj_put(a, e, "backends", str_array(a, s->backends, s->n_backends));
-        cg_jv_obj_put(a, e, "streams", str_array(a, s->streams, s->n_streams));
-        cg_jv_obj_put(a, e, "interval_count", cg_jv_u64(a, s->interval_count));
-        cg_jv_obj_put(a, e, "busy_ns", cg_jv_u64(a, s->busy_ns));
-        cg_jv_arr_push(a, spans, e);
-    }
-    cg_jv_obj_put(a, o, "device_spans", spans);
-    cg_jv *clocks = cg_jv_arr(a);
-    for (size_t i = 0; i < p->n_device_clocks; i++) {
-        const cg_device_clock_timing *c = &p->device_clocks[i];
-        cg_jv *e = cg_jv_obj(a);
-        cg_jv_obj_put(a, e, "device", cg_jv_str_nocopy(a, c->device));
-        cg_jv_obj_put(a, e, "clock_id", cg_jv_str_nocopy(a, c->clock_id));
-        cg_jv_obj_put(a, e, "interval_count", cg_jv_u64(a, c->interval_count));
-        cg_jv_obj_put(a, e, "busy_ns", cg_jv_u64(a, c->busy_ns));
-        cg_jv_arr_push(a, clocks, e);
-    }
-    cg_jv_obj_put(a, o, "device_clocks", clocks);
+    cg_jv_obj_put(a, o, "device_spans", cg_jv_lazy_arr(a, p->n_device_spans, device_span_item, ctx));
+    cg_jv_obj_put(a, o, "device_clocks", cg_jv_lazy_arr(a, p->n_device_clocks, device_clock_item, ctx));
     return o;
+}
+
+cg_jv *cg_timing_to_json(cg_arena *a, const cg_timing_profile *p) {
+    return cg_jv_materialize(a, cg_timing_to_json_lazy(a, p));
 }

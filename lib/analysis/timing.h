@@ -68,5 +68,8 @@ const cg_device_span_timing *cg_timing_find_span(const cg_timing_profile *p, con
  * backends, streams, interval_count, busy_ns}], device_clocks: [{device, clock_id,
  * interval_count, busy_ns}]}. */
 cg_jv *cg_timing_to_json(cg_arena *a, const cg_timing_profile *p);
+/* The same value with device_spans / device_clocks as lazy arrays (json.h);
+ * p and its trace must outlive every use of the value. */
+cg_jv *cg_timing_to_json_lazy(cg_arena *a, const cg_timing_profile *p);
 
 #endif

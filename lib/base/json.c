@@ -1,10 +1,12 @@
 #include "base/json.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void cg_json_limits_default(cg_json_limits *l) {
     l->max_depth = 64;
@@ -396,6 +398,39 @@ cg_jv *cg_jv_str_nocopy(cg_arena *a, const char *s) {
 cg_jv *cg_jv_arr(cg_arena *a) { return jv_new(a, CG_JARR); }
 cg_jv *cg_jv_obj(cg_arena *a) { return jv_new(a, CG_JOBJ); }
 
+cg_jv *cg_jv_lazy_arr(cg_arena *a, size_t n, cg_jv_item_fn item, void *ctx) {
+    cg_jv *v = jv_new(a, CG_JLAZY);
+    v->u.lazy.item = item;
+    v->u.lazy.ctx = ctx;
+    v->u.lazy.n = n;
+    return v;
+}
+
+cg_jv *cg_jv_materialize(cg_arena *a, cg_jv *v) {
+    if (!v) return v;
+    switch (v->type) {
+    case CG_JARR:
+        for (size_t i = 0; i < v->u.arr.n; i++) cg_jv_materialize(a, v->u.arr.items[i]);
+        break;
+    case CG_JOBJ:
+        for (size_t i = 0; i < v->u.obj.n; i++) cg_jv_materialize(a, v->u.obj.m[i].val);
+        break;
+    case CG_JLAZY: {
+        cg_jv_item_fn item = v->u.lazy.item;
+        void *ctx = v->u.lazy.ctx;
+        size_t n = v->u.lazy.n;
+        cg_jv **items = n ? cg_arena_alloc(a, n * sizeof *items) : NULL;
+        for (size_t i = 0; i < n; i++) items[i] = cg_jv_materialize(a, item(a, ctx, i));
+        v->type = CG_JARR;
+        v->u.arr.items = items;
+        v->u.arr.n = v->u.arr.cap = n;
+        break;
+    }
+    default: break;
+    }
+    return v;
+}
+
 void cg_jv_arr_push(cg_arena *a, cg_jv *arr, cg_jv *v) {
     if (arr->u.arr.n == arr->u.arr.cap) {
         size_t cap = arr->u.arr.cap ? arr->u.arr.cap * 2 : 4;
@@ -450,6 +485,20 @@ cg_jv *cg_jv_clone(cg_arena *a, const cg_jv *v) {
             c->u.obj.m[c->u.obj.n - 1].key_len = m->key_len;
         }
         break;
+    case CG_JLAZY: {
+        c->type = CG_JARR;
+        size_t n = v->u.lazy.n;
+        c->u.arr.items = n ? cg_arena_alloc(a, n * sizeof *c->u.arr.items) : NULL;
+        c->u.arr.n = c->u.arr.cap = n;
+        cg_arena scratch;
+        cg_arena_init(&scratch, 0);
+        for (size_t i = 0; i < n; i++) {
+            c->u.arr.items[i] = cg_jv_clone(a, v->u.lazy.item(&scratch, v->u.lazy.ctx, i));
+            cg_arena_reset(&scratch);
+        }
+        cg_arena_free(&scratch);
+        break;
+    }
     default:
         c->u = v->u;
     }
@@ -480,17 +529,53 @@ bool cg_jv_obj_remove(cg_jv *obj, const char *key) {
     return false;
 }
 
+/* key order for duplicate detection: bytes, then length, then document position */
+typedef struct dup_ref {
+    const cg_jmember *m;
+    size_t pos;
+} dup_ref;
+
+static int dup_ref_cmp(const void *x, const void *y) {
+    const dup_ref *a = x, *b = y;
+    size_t n = a->m->key_len < b->m->key_len ? a->m->key_len : b->m->key_len;
+    int c = memcmp(a->m->key, b->m->key, n);
+    if (c) return c;
+    if (a->m->key_len != b->m->key_len) return a->m->key_len < b->m->key_len ? -1 : 1;
+    return a->pos < b->pos ? -1 : a->pos > b->pos;
+}
+
+static bool same_key(const cg_jmember *a, const cg_jmember *b) {
+    return a->key_len == b->key_len && memcmp(a->key, b->key, a->key_len) == 0;
+}
+
+/* Returns the key whose second occurrence comes first in document order. Small
+ * objects are scanned pairwise; larger ones through a sorted index, so an
+ * object with many members costs O(n log n), not O(n^2). */
 const char *cg_jv_obj_dup_key(const cg_jv *obj) {
     if (!obj || obj->type != CG_JOBJ) return NULL;
     size_t n = obj->u.obj.n;
+    if (n <= 32) {
+        for (size_t i = 1; i < n; i++)
+            for (size_t j = 0; j < i; j++)
+                if (same_key(&obj->u.obj.m[i], &obj->u.obj.m[j])) return obj->u.obj.m[i].key;
+        return NULL;
+    }
+    dup_ref *v = malloc(n * sizeof *v);
+    if (!v) abort(); /* like the arena: out of memory is not recoverable here */
+    for (size_t i = 0; i < n; i++) v[i] = (dup_ref){&obj->u.obj.m[i], i};
+    qsort(v, n, sizeof *v, dup_ref_cmp);
+    const char *key = NULL;
+    size_t best = SIZE_MAX;
     for (size_t i = 1; i < n; i++) {
-        const cg_jmember *a = &obj->u.obj.m[i];
-        for (size_t j = 0; j < i; j++) {
-            const cg_jmember *b = &obj->u.obj.m[j];
-            if (a->key_len == b->key_len && memcmp(a->key, b->key, a->key_len) == 0) return a->key;
+        /* v[i] is a second occurrence when it equals v[i-1] but not v[i-2] */
+        if (!same_key(v[i].m, v[i - 1].m) || (i >= 2 && same_key(v[i].m, v[i - 2].m))) continue;
+        if (v[i].pos < best) {
+            best = v[i].pos;
+            key = v[i].m->key;
         }
     }
-    return NULL;
+    free(v);
+    return key;
 }
 
 bool cg_jv_is_u64(const cg_jv *v) { return v && v->type == CG_JINT && !v->u.i.neg; }
@@ -528,9 +613,35 @@ bool cg_jv_as_f64(const cg_jv *v, double *out) {
 
 const char *cg_jv_as_str(const cg_jv *v) { return v && v->type == CG_JSTR ? v->u.str.s : NULL; }
 
+static size_t arr_like_len(const cg_jv *v) { return v->type == CG_JLAZY ? v->u.lazy.n : v->u.arr.n; }
+
+/* Equality when at least one side is lazy: items pairwise, each lazy item
+ * built in its own scratch arena, reset per item. */
+static bool equal_lazy(const cg_jv *a, const cg_jv *b) {
+    if ((a->type != CG_JARR && a->type != CG_JLAZY) || (b->type != CG_JARR && b->type != CG_JLAZY)) return false;
+    size_t n = arr_like_len(a);
+    if (n != arr_like_len(b)) return false;
+    cg_arena sa, sb;
+    cg_arena_init(&sa, 0);
+    cg_arena_init(&sb, 0);
+    bool eq = true;
+    for (size_t i = 0; i < n && eq; i++) {
+        const cg_jv *x = a->type == CG_JLAZY ? a->u.lazy.item(&sa, a->u.lazy.ctx, i) : a->u.arr.items[i];
+        const cg_jv *y = b->type == CG_JLAZY ? b->u.lazy.item(&sb, b->u.lazy.ctx, i) : b->u.arr.items[i];
+        eq = cg_jv_equal(x, y);
+        cg_arena_reset(&sa);
+        cg_arena_reset(&sb);
+    }
+    cg_arena_free(&sa);
+    cg_arena_free(&sb);
+    return eq;
+}
+
 bool cg_jv_equal(const cg_jv *a, const cg_jv *b) {
     if (a == b) return true;
-    if (!a || !b || a->type != b->type) return false;
+    if (!a || !b) return false;
+    if (a->type == CG_JLAZY || b->type == CG_JLAZY) return equal_lazy(a, b);
+    if (a->type != b->type) return false;
     switch (a->type) {
     case CG_JNULL: return true;
     case CG_JBOOL: return a->u.b == b->u.b;
@@ -557,11 +668,25 @@ bool cg_jv_equal(const cg_jv *a, const cg_jv *b) {
             if (!o || !cg_jv_equal(m->val, o)) return false;
         }
         return true;
+    case CG_JLAZY: break; /* handled above */
     }
     return false;
 }
 
 /* ------------------------------------------------------------------ output */
+
+/* Appends without re-terminating; public entry points restore the NUL. */
+static inline void w_putc(cg_buf *b, char c) {
+    if (b->len + 2 > b->cap) cg_buf_reserve(b, 1);
+    b->data[b->len++] = c;
+}
+
+static inline void w_put(cg_buf *b, const char *s, size_t n) {
+    if (b->len + n + 1 > b->cap) cg_buf_reserve(b, n);
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+}
+
 
 void cg_json_write_u64(cg_buf *out, uint64_t v) {
     char tmp[24];
@@ -643,88 +768,186 @@ void cg_json_write_f64(cg_buf *out, double d) {
 void cg_json_write_str(cg_buf *out, const char *s, size_t len) {
     static const char hex[] = "0123456789abcdef";
     cg_buf_reserve(out, len + 2);
-    cg_buf_putc(out, '"');
+    w_putc(out, '"');
     size_t run = 0;
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c >= 0x20 && c != '"' && c != '\\') continue;
-        if (i > run) cg_buf_append(out, s + run, i - run);
+        if (i > run) w_put(out, s + run, i - run);
         run = i + 1;
         switch (c) {
-        case '"': cg_buf_append(out, "\\\"", 2); break;
-        case '\\': cg_buf_append(out, "\\\\", 2); break;
-        case '\b': cg_buf_append(out, "\\b", 2); break;
-        case '\f': cg_buf_append(out, "\\f", 2); break;
-        case '\n': cg_buf_append(out, "\\n", 2); break;
-        case '\r': cg_buf_append(out, "\\r", 2); break;
-        case '\t': cg_buf_append(out, "\\t", 2); break;
+        case '"': w_put(out, "\\\"", 2); break;
+        case '\\': w_put(out, "\\\\", 2); break;
+        case '\b': w_put(out, "\\b", 2); break;
+        case '\f': w_put(out, "\\f", 2); break;
+        case '\n': w_put(out, "\\n", 2); break;
+        case '\r': w_put(out, "\\r", 2); break;
+        case '\t': w_put(out, "\\t", 2); break;
         default: {
             char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-            cg_buf_append(out, u, 6);
+            w_put(out, u, 6);
         }
         }
     }
-    if (len > run) cg_buf_append(out, s + run, len - run);
-    cg_buf_putc(out, '"');
+    if (len > run) w_put(out, s + run, len - run);
+    w_putc(out, '"');
+    out->data[out->len] = '\0';
+}
+
+/* Writer state. `out` accumulates bytes; with a sink, it is handed over and
+ * reset whenever it reaches CG_JSON_CHUNK (checked between container items). */
+typedef struct jw {
+    cg_buf *out;
+    bool pretty;
+    cg_json_sink sink;
+    void *sink_ctx;
+    int stop; /* non-zero: the sink asked to stop */
+} jw;
+
+static void w_flush(jw *w) {
+    if (!w->sink || w->stop || !w->out->len) return;
+    w->stop = w->sink(w->sink_ctx, w->out->data, w->out->len);
+    w->out->len = 0;
+}
+
+static inline void w_maybe_flush(jw *w) {
+    if (w->sink && w->out->len >= CG_JSON_CHUNK) w_flush(w);
 }
 
 static void indent(cg_buf *out, int level) {
-    cg_buf_putc(out, '\n');
-    for (int i = 0; i < level; i++) cg_buf_append(out, "  ", 2);
+    static const char spaces[] = "\n                                                                ";
+    size_t n = 2 * (size_t)level + 1;
+    if (n <= sizeof spaces - 1) {
+        w_put(out, spaces, n);
+        return;
+    }
+    w_putc(out, '\n');
+    for (int i = 0; i < level; i++) w_put(out, "  ", 2);
 }
 
-static void write_value(cg_buf *out, const cg_jv *v, bool pretty, int level) {
+static void write_value(jw *w, const cg_jv *v, int level);
+
+static void write_lazy(jw *w, const cg_jv *v, int level) {
+    cg_buf *out = w->out;
+    w_putc(out, '[');
+    if (!v->u.lazy.n) {
+        w_putc(out, ']');
+        return;
+    }
+    cg_arena scratch;
+    cg_arena_init(&scratch, 0);
+    for (size_t i = 0; i < v->u.lazy.n && !w->stop; i++) {
+        if (i) w_putc(out, ',');
+        if (w->pretty) indent(out, level + 1);
+        cg_jv *item = v->u.lazy.item(&scratch, v->u.lazy.ctx, i);
+        write_value(w, item, level + 1);
+        cg_arena_reset(&scratch);
+        w_maybe_flush(w);
+    }
+    cg_arena_free(&scratch);
+    if (w->pretty) indent(out, level);
+    w_putc(out, ']');
+}
+
+static void write_value(jw *w, const cg_jv *v, int level) {
+    cg_buf *out = w->out;
+    if (w->stop) return;
     switch (v->type) {
-    case CG_JNULL: cg_buf_append(out, "null", 4); break;
-    case CG_JBOOL: cg_buf_puts(out, v->u.b ? "true" : "false"); break;
+    case CG_JNULL: w_put(out, "null", 4); break;
+    case CG_JBOOL:
+        if (v->u.b) w_put(out, "true", 4);
+        else w_put(out, "false", 5);
+        break;
     case CG_JINT:
-        if (v->u.i.neg) cg_buf_putc(out, '-');
+        if (v->u.i.neg) w_putc(out, '-');
         cg_json_write_u64(out, v->u.i.mag);
         break;
     case CG_JREAL: cg_json_write_f64(out, v->u.d); break;
     case CG_JSTR: cg_json_write_str(out, v->u.str.s, v->u.str.len); break;
     case CG_JARR:
-        cg_buf_putc(out, '[');
+        w_putc(out, '[');
         for (size_t i = 0; i < v->u.arr.n; i++) {
-            if (i) cg_buf_putc(out, ',');
-            if (pretty) indent(out, level + 1);
-            write_value(out, v->u.arr.items[i], pretty, level + 1);
+            if (i) w_putc(out, ',');
+            if (w->pretty) indent(out, level + 1);
+            write_value(w, v->u.arr.items[i], level + 1);
+            w_maybe_flush(w);
         }
-        if (pretty && v->u.arr.n) indent(out, level);
-        cg_buf_putc(out, ']');
+        if (w->pretty && v->u.arr.n) indent(out, level);
+        w_putc(out, ']');
         break;
     case CG_JOBJ:
-        cg_buf_putc(out, '{');
+        w_putc(out, '{');
         for (size_t i = 0; i < v->u.obj.n; i++) {
             const cg_jmember *m = &v->u.obj.m[i];
-            if (i) cg_buf_putc(out, ',');
-            if (pretty) indent(out, level + 1);
+            if (i) w_putc(out, ',');
+            if (w->pretty) indent(out, level + 1);
             cg_json_write_str(out, m->key, m->key_len);
-            if (pretty) cg_buf_append(out, ": ", 2);
-            else cg_buf_putc(out, ':');
-            write_value(out, m->val, pretty, level + 1);
+            if (w->pretty) w_put(out, ": ", 2);
+            else w_putc(out, ':');
+            write_value(w, m->val, level + 1);
+            w_maybe_flush(w);
         }
-        if (pretty && v->u.obj.n) indent(out, level);
-        cg_buf_putc(out, '}');
+        if (w->pretty && v->u.obj.n) indent(out, level);
+        w_putc(out, '}');
         break;
+    case CG_JLAZY: write_lazy(w, v, level); break;
     }
 }
 
-void cg_json_write(cg_buf *out, const cg_jv *v, bool pretty) { write_value(out, v, pretty, 0); }
+void cg_json_write(cg_buf *out, const cg_jv *v, bool pretty) {
+    jw w = {out, pretty, NULL, NULL, 0};
+    write_value(&w, v, 0);
+    cg_buf_reserve(out, 0);
+    out->data[out->len] = '\0';
+}
+
+int cg_json_write_sink(const cg_jv *v, bool pretty, bool newline, cg_json_sink sink, void *ctx) {
+    cg_buf b = CG_BUF_INIT;
+    cg_buf_reserve(&b, CG_JSON_CHUNK + 64 * 1024);
+    jw w = {&b, pretty, sink, ctx, 0};
+    write_value(&w, v, 0);
+    if (newline) w_putc(&b, '\n');
+    w_flush(&w);
+    cg_buf_free(&b);
+    return w.stop;
+}
+
+typedef struct fd_sink {
+    int fd;
+    int err_no;
+} fd_sink;
+
+static int fd_write(void *ctx, const char *data, size_t len) {
+    fd_sink *s = ctx;
+    while (len) {
+        ssize_t n = write(s->fd, data, len);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            s->err_no = errno;
+            return -1;
+        }
+        data += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int cg_json_write_fd(int fd, const cg_jv *v, bool pretty, bool newline, cg_error *err) {
+    fd_sink s = {fd, 0};
+    if (cg_json_write_sink(v, pretty, newline, fd_write, &s) != 0)
+        return cg_err_set(err, CG_EIO, "write: %s", strerror(s.err_no));
+    return 0;
+}
 
 int cg_json_write_file(const char *path, const cg_jv *v, bool pretty, cg_error *err) {
-    cg_buf b = CG_BUF_INIT;
-    cg_json_write(&b, v, pretty);
-    cg_buf_putc(&b, '\n');
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        cg_buf_free(&b);
-        return cg_err_set(err, CG_EIO, "create %s: %s", path, strerror(errno));
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) return cg_err_set(err, CG_EIO, "create %s: %s", path, strerror(errno));
+    fd_sink s = {fd, 0};
+    int rc = cg_json_write_sink(v, pretty, true, fd_write, &s);
+    if (close(fd) != 0 && rc == 0) {
+        s.err_no = errno;
+        rc = -1;
     }
-    size_t want = b.len;
-    size_t w = fwrite(b.data, 1, want, f);
-    int rc = fclose(f);
-    cg_buf_free(&b);
-    if (w != want || rc != 0) return cg_err_set(err, CG_EIO, "write %s: %s", path, strerror(errno));
+    if (rc != 0) return cg_err_set(err, CG_EIO, "write %s: %s", path, strerror(s.err_no));
     return 0;
 }

@@ -36,9 +36,18 @@ typedef enum cg_jtype {
     CG_JSTR,
     CG_JARR,
     CG_JOBJ,
+    CG_JLAZY,  /* an array whose items are produced on demand (cg_jv_lazy_arr) */
 } cg_jtype;
 
 typedef struct cg_jv cg_jv;
+
+/* Produces item i of a lazy array into arena a. Items are always requested in
+ * order 0, 1, …, n-1 within one pass (a generator may keep running state in
+ * ctx and reset it when i == 0); a value may be walked several times (write,
+ * compare, materialize), each walk being a new pass. The returned value may use
+ * strings that outlive the pass (nocopy) and may itself contain lazy arrays. */
+typedef cg_jv *(*cg_jv_item_fn)(cg_arena *a, void *ctx, size_t i);
+
 typedef struct cg_jmember {
     const char *key;
     size_t key_len;
@@ -54,6 +63,7 @@ struct cg_jv {
         struct { const char *s; size_t len; } str;  /* NUL-terminated, may contain NUL */
         struct { cg_jv **items; size_t n, cap; } arr;
         struct { cg_jmember *m; size_t n, cap; } obj;
+        struct { cg_jv_item_fn item; void *ctx; size_t n; } lazy;
     } u;
 };
 
@@ -85,8 +95,24 @@ void cg_jv_arr_push(cg_arena *a, cg_jv *arr, cg_jv *v);
 void cg_jv_obj_put(cg_arena *a, cg_jv *obj, const char *key, cg_jv *v);
 /* Replaces the first member named key, or appends. */
 void cg_jv_obj_set(cg_arena *a, cg_jv *obj, const char *key, cg_jv *v);
-/* Deep copy into arena a. */
+/* Deep copy into arena a (strings and keys copied). Lazy arrays are
+ * materialized into ordinary arrays in the copy. */
 cg_jv *cg_jv_clone(cg_arena *a, const cg_jv *v);
+
+/* ---- lazy arrays (streaming) ----
+ * A CG_JLAZY value is an array of n items that item(a, ctx, i) produces when
+ * the value is written, compared, cloned or materialized; nothing of the items
+ * is kept. The writers produce exactly the bytes of the equivalent ordinary
+ * array (pretty indentation included), building each item in a scratch arena
+ * that is reset per item, so a document of lazy arrays is written in memory
+ * bounded by its largest item. ctx and whatever the items reference must
+ * outlive every use of the value. The access functions below (cg_jv_len,
+ * cg_jv_at, cg_jv_get on items) see a lazy array as an opaque value: call
+ * cg_jv_materialize first when a DOM is needed. */
+cg_jv *cg_jv_lazy_arr(cg_arena *a, size_t n, cg_jv_item_fn item, void *ctx);
+/* Replaces, in place, every lazy array reachable from v by an ordinary array
+ * whose items are built in arena a; returns v. Keys and strings are not copied. */
+cg_jv *cg_jv_materialize(cg_arena *a, cg_jv *v);
 
 /* ---- access ---- */
 cg_jv *cg_jv_get(const cg_jv *obj, const char *key);  /* NULL if absent or not an object */
@@ -102,7 +128,7 @@ static inline size_t cg_jv_len(const cg_jv *v) {
 }
 static inline cg_jv *cg_jv_at(const cg_jv *v, size_t i) { return v->u.arr.items[i]; }
 
-/* serde_json::Value equality: same type; integers equal by value; an integer
+/* serde_json::Value equality (a lazy array equals the array it produces): same type; integers equal by value; an integer
  * never equals a real (serde_json keeps them apart); objects equal as key sets
  * regardless of order; arrays element-wise. */
 bool cg_jv_equal(const cg_jv *a, const cg_jv *b);
@@ -112,7 +138,20 @@ void cg_json_write(cg_buf *out, const cg_jv *v, bool pretty);
 void cg_json_write_str(cg_buf *out, const char *s, size_t len);  /* quoted + escaped */
 void cg_json_write_f64(cg_buf *out, double d);                    /* ryu-style shortest */
 void cg_json_write_u64(cg_buf *out, uint64_t v);
-/* Writes `v` pretty + one trailing newline into path (not atomic; caller decides). */
+/* Writes `v` (pretty or compact) + one trailing newline into path (not atomic;
+ * caller decides). Streams through a bounded buffer. */
 int cg_json_write_file(const char *path, const cg_jv *v, bool pretty, cg_error *err);
+
+/* Streaming output: the same bytes as cg_json_write (+ "\n" when newline),
+ * handed to sink in chunks of about CG_JSON_CHUNK bytes (a chunk may exceed it
+ * by the size of one scalar / one indentation run; never by a whole container),
+ * so memory stays bounded by the chunk plus the largest lazy item. sink returns
+ * 0 to continue, non-zero to stop; the writer then stops early and returns that
+ * value. Returns 0 when everything was delivered. */
+#define CG_JSON_CHUNK ((size_t)1 << 20)
+typedef int (*cg_json_sink)(void *ctx, const char *data, size_t len);
+int cg_json_write_sink(const cg_jv *v, bool pretty, bool newline, cg_json_sink sink, void *ctx);
+/* Streams to an open file descriptor (not closed). Errors: CG_EIO with strerror. */
+int cg_json_write_fd(int fd, const cg_jv *v, bool pretty, bool newline, cg_error *err);
 
 #endif

@@ -14,6 +14,7 @@
 #include "base/fs.h"
 #include "base/json.h"
 #include "base/sha256.h"
+#include "bundle/manifest.h"
 
 #define KEY_FILE_MAX ((size_t)64 * 1024)
 
@@ -391,7 +392,7 @@ static char *verified_manifest(const char *bundle, cg_bundle_receipt *r, size_t 
         cg_err_set(err, CG_ENOMEM, "out of memory");
         return NULL;
     }
-    char *m = cg_read_file(mp, 0, len, err);
+    char *m = cg_read_file(mp, CG_BUNDLE_MANIFEST_MAX, len, err);
     free(mp);
     if (!m) return NULL;
     char hex[65];

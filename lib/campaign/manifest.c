@@ -57,6 +57,25 @@ int cg_campaign_manifest_parse(cg_arena *a, const char *text, size_t len, cg_cam
     return check_schema_and_validate(out, schema, err);
 }
 
+/* Indices sorted by (capture_step, index) or (bundle, index): the entries after
+ * the first of each run of equal keys are the ones that repeat an earlier one. */
+typedef struct plan_ref {
+    const cg_planned_capture *p;
+    size_t i;
+} plan_ref;
+
+static int by_step(const void *x, const void *y) {
+    const plan_ref *a = x, *b = y;
+    if (a->p->capture_step != b->p->capture_step) return a->p->capture_step < b->p->capture_step ? -1 : 1;
+    return a->i < b->i ? -1 : a->i > b->i;
+}
+
+static int by_bundle(const void *x, const void *y) {
+    const plan_ref *a = x, *b = y;
+    int c = strcmp(a->p->bundle, b->p->bundle);
+    return c ? c : (a->i < b->i ? -1 : a->i > b->i);
+}
+
 int cg_campaign_manifest_validate(const cg_campaign_manifest *m, cg_error *err) {
     if (cg_str_blank(m->campaign_id))
         return cg_err_set(err, CG_EINVAL, "campaign manifest requires a non-empty campaign_id");
@@ -64,22 +83,35 @@ int cg_campaign_manifest_validate(const cg_campaign_manifest *m, cg_error *err) 
         return cg_err_set(err, CG_EINVAL, "campaign manifest requires a non-empty entrypoint");
     if (m->n_planned == 0)
         return cg_err_set(err, CG_EINVAL, "campaign manifest requires at least one planned capture");
-    for (size_t i = 0; i < m->n_planned; i++) {
+    /* repeats found by sorting (O(n log n); a pairwise scan let a large plan burn CPU for minutes) */
+    size_t n = m->n_planned;
+    plan_ref *r = malloc(n * sizeof *r);
+    unsigned char *rep = calloc(n, 1); /* bit 0: repeats a step, bit 1: repeats a bundle */
+    if (!r || !rep) abort();
+    for (size_t i = 0; i < n; i++) r[i] = (plan_ref){&m->planned[i], i};
+    qsort(r, n, sizeof *r, by_step);
+    for (size_t j = 1; j < n; j++)
+        if (r[j].p->capture_step == r[j - 1].p->capture_step) rep[r[j].i] |= 1;
+    qsort(r, n, sizeof *r, by_bundle);
+    for (size_t j = 1; j < n; j++)
+        if (!strcmp(r[j].p->bundle, r[j - 1].p->bundle)) rep[r[j].i] |= 2;
+    free(r);
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
         const cg_planned_capture *p = &m->planned[i];
-        for (size_t k = 0; k < i; k++)
-            if (m->planned[k].capture_step == p->capture_step)
-                return cg_err_set(err, CG_EINVAL, "campaign manifest plans duplicate capture_step %llu",
-                                  (unsigned long long)p->capture_step);
-        if (!cg_bundle_path_is_safe(p->bundle))
-            return cg_err_set(err, CG_EINVAL,
-                              "campaign manifest has an unsafe bundle path %s; bundle paths must be non-empty "
-                              "relative paths without `..` or backslashes",
-                              p->bundle);
-        for (size_t k = 0; k < i; k++)
-            if (!strcmp(m->planned[k].bundle, p->bundle))
-                return cg_err_set(err, CG_EINVAL, "campaign manifest plans duplicate bundle path %s", p->bundle);
+        if (rep[i] & 1)
+            rc = cg_err_set(err, CG_EINVAL, "campaign manifest plans duplicate capture_step %llu",
+                            (unsigned long long)p->capture_step);
+        else if (!cg_bundle_path_is_safe(p->bundle))
+            rc = cg_err_set(err, CG_EINVAL,
+                            "campaign manifest has an unsafe bundle path %s; bundle paths must be non-empty "
+                            "relative paths without `..` or backslashes",
+                            p->bundle);
+        else if (rep[i] & 2)
+            rc = cg_err_set(err, CG_EINVAL, "campaign manifest plans duplicate bundle path %s", p->bundle);
     }
-    return 0;
+    free(rep);
+    return rc;
 }
 
 int cg_campaign_manifest_load(cg_arena *a, const char *path, cg_campaign_manifest *out, cg_error *err) {

@@ -1,7 +1,16 @@
-/* artifacts.c — evidence.json, report.md and viewer.html of a bundle. */
+/* artifacts.c — evidence.json, report.md and viewer.html of a bundle, and the
+ * semantic comparison of a stored evidence.json with its rebuilt packet. */
 #include "render/artifacts.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "analysis/evidence.h"
+#include "base/fs.h"
 #include "render/payload.h"
 #include "render/report.h"
 #include "render/viewer_html.h"
@@ -10,21 +19,152 @@ cg_jv *cg_evidence_build_json(cg_arena *a, const char *trace_path, const char *n
     return cg_evidence_build_file(a, trace_path, nsight_dir, err);
 }
 
+static int buf_sink(void *ctx, const char *data, size_t len) {
+    cg_buf_append(ctx, data, len);
+    return 0;
+}
+
 int cg_render_bundle_artifacts(const char *trace_path, const char *nsight_dir, cg_buf *evidence_json,
                                cg_buf *report_md, cg_buf *viewer_html, cg_error *err) {
+    cg_trace *t = cg_trace_read_file(trace_path, NULL, err);
+    if (!t) return -1;
     cg_arena a;
     cg_arena_init(&a, 1 << 20);
     int rc = -1;
-    cg_jv *packet = cg_evidence_build_file(&a, trace_path, nsight_dir, err);
-    if (!packet) goto done;
-    if (evidence_json) {
-        cg_json_write(evidence_json, packet, true);
-        cg_buf_putc(evidence_json, '\n');
-    }
+    cg_evidence *e = cg_evidence_build(&a, t, nsight_dir, err);
+    if (!e) goto done;
+    cg_jv *packet = cg_evidence_to_json_lazy(&a, e);
+    if (evidence_json) cg_json_write_sink(packet, true, true, buf_sink, evidence_json);
+    if (report_md || viewer_html) cg_jv_materialize(&a, packet);
     if (report_md && cg_report_render(packet, report_md, err) != 0) goto done;
     if (viewer_html && cg_viewer_render_html(cg_viewer_payload(&a, packet), viewer_html, err) != 0) goto done;
     rc = 0;
 done:
+    cg_evidence_free(e);
     cg_arena_free(&a);
+    cg_trace_free(t);
+    return rc;
+}
+
+/* Compares the streamed bytes with the file, chunk by chunk. */
+typedef struct cmp_sink {
+    int fd;
+    char *buf;
+    size_t cap;
+    int err_no;   /* read error */
+    bool differs; /* bytes differ or the file is shorter */
+} cmp_sink;
+
+static ssize_t read_full(int fd, char *p, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, p + got, n - got);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        if (r == 0) break;
+        got += (size_t)r;
+    }
+    return (ssize_t)got;
+}
+
+static int cmp_write(void *ctx, const char *data, size_t len) {
+    cmp_sink *s = ctx;
+    while (len) {
+        size_t n = len < s->cap ? len : s->cap;
+        ssize_t r = read_full(s->fd, s->buf, n);
+        if (r < 0) {
+            s->err_no = errno;
+            return -1;
+        }
+        if ((size_t)r != n || memcmp(s->buf, data, n) != 0) {
+            s->differs = true;
+            return 1;
+        }
+        data += n;
+        len -= n;
+    }
+    return 0;
+}
+
+int cg_evidence_semantic_match(const char *trace_path, const char *nsight_dir, const char *evidence_json_path,
+                               bool *match, cg_error *err) {
+    *match = false;
+    cg_trace *t = cg_trace_read_file(trace_path, NULL, err);
+    if (!t) return -1;
+    cg_arena a;
+    cg_arena_init(&a, 1 << 20);
+    int rc = -1, fd = -1;
+    cmp_sink cs = {-1, NULL, 0, 0, false};
+    char *stored_text = NULL;
+    cg_evidence *e = cg_evidence_build(&a, t, nsight_dir, err);
+    if (!e) goto done;
+    cg_jv *packet = cg_evidence_to_json_lazy(&a, e);
+
+    /* fast path: identical bytes (the writer is deterministic) */
+    fd = open(evidence_json_path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        cg_err_set(err, CG_EIO, "open %s: %s", evidence_json_path, strerror(errno));
+        goto done;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        cg_err_set(err, CG_EIO, "stat %s: %s", evidence_json_path, strerror(errno));
+        goto done;
+    }
+    cs.fd = fd;
+    cs.cap = CG_JSON_CHUNK + 64 * 1024;
+    cs.buf = malloc(cs.cap);
+    if (!cs.buf) {
+        cg_err_set(err, CG_ENOMEM, "out of memory");
+        goto done;
+    }
+    int wr = cg_json_write_sink(packet, true, true, cmp_write, &cs);
+    if (cs.err_no) {
+        cg_err_set(err, CG_EIO, "read %s: %s", evidence_json_path, strerror(cs.err_no));
+        goto done;
+    }
+    if (wr == 0 && !cs.differs) {
+        char extra;
+        ssize_t r = read_full(fd, &extra, 1);
+        if (r < 0) {
+            cg_err_set(err, CG_EIO, "read %s: %s", evidence_json_path, strerror(errno));
+            goto done;
+        }
+        if (r == 0) {
+            *match = true;
+            rc = 0;
+            goto done;
+        }
+    }
+
+    /* slow path: JSON value equality (key order, whitespace, number spelling may differ) */
+    if ((uint64_t)st.st_size > CG_EVIDENCE_VALUE_COMPARE_MAX) {
+        cg_err_set(err, CG_ELIMIT,
+                   "%s differs byte-wise from the rebuilt evidence packet and, at %llu bytes, exceeds the %llu-byte "
+                   "limit for JSON value comparison",
+                   evidence_json_path, (unsigned long long)st.st_size,
+                   (unsigned long long)CG_EVIDENCE_VALUE_COMPARE_MAX);
+        goto done;
+    }
+    size_t len = 0;
+    stored_text = cg_read_file(evidence_json_path, CG_EVIDENCE_VALUE_COMPARE_MAX, &len, err);
+    if (!stored_text) goto done;
+    cg_json_limits lim;
+    cg_json_limits_default(&lim);
+    lim.max_depth = 128;
+    cg_error perr;
+    cg_err_clear(&perr);
+    cg_jv *stored = cg_json_parse(&a, stored_text, len, &lim, &perr);
+    *match = stored && cg_jv_equal(stored, packet); /* unparsable JSON never matches */
+    rc = 0;
+done:
+    free(stored_text);
+    free(cs.buf);
+    if (fd >= 0) close(fd);
+    cg_evidence_free(e);
+    cg_arena_free(&a);
+    cg_trace_free(t);
     return rc;
 }

@@ -20,4 +20,19 @@ cg_jv *cg_evidence_build_json(cg_arena *a, const char *trace_path, const char *n
 int cg_render_bundle_artifacts(const char *trace_path, const char *nsight_dir, cg_buf *evidence_json,
                                cg_buf *report_md, cg_buf *viewer_html, cg_error *err);
 
+/* Semantic verification: does the JSON at evidence_json_path equal, as a JSON
+ * value (cg_jv_equal), the evidence packet rebuilt from trace_path and
+ * nsight_dir (NULL = none)? The rebuilt packet is streamed (lazy arrays, no
+ * DOM) and compared byte for byte with the file: equal bytes (pretty JSON +
+ * "\n", as published) mean a match without building any DOM, in memory bounded
+ * by the trace model plus ~2 MiB. Only when the bytes differ is the file parsed
+ * and compared by value (lazy items built one at a time); files larger than
+ * CG_EVIDENCE_VALUE_COMPARE_MAX are then refused with CG_ELIMIT.
+ * Returns 0 with *match set (a file that is not valid JSON sets false);
+ * -1 with err for trace read / evidence construction errors (their messages),
+ * an unreadable evidence file (CG_EIO) or the size limit (CG_ELIMIT). */
+#define CG_EVIDENCE_VALUE_COMPARE_MAX ((uint64_t)256 << 20)
+int cg_evidence_semantic_match(const char *trace_path, const char *nsight_dir, const char *evidence_json_path,
+                               bool *match, cg_error *err);
+
 #endif

@@ -34,6 +34,18 @@ void cg_trace_limits_default(cg_trace_limits *l) {
         (n)++;                                                                       \
     } while (0)
 
+/* Interning table (reader-local): open addressing, linear probing, at most
+ * half full; a slot keeps the string, its length and 32 bits of its hash. */
+typedef struct islot {
+    const char *s;
+    uint32_t len, h;
+} islot;
+
+typedef struct itab {
+    islot *slots;
+    size_t cap, n;
+} itab;
+
 typedef struct rd {
     cg_trace *t;
     const char *path;
@@ -41,10 +53,15 @@ typedef struct rd {
     size_t line;
     size_t index;    /* 0-based index among non-empty records */
     cg_arena la;     /* per-line JSON arena */
-    cg_strmap intern;
+    itab intern;
     cg_strmap span_ix; /* span id -> index into t->spans (before sorting) */
     size_t cap_spans, cap_ops, cap_tensors, cap_stats, cap_memory, cap_dm, cap_di, cap_grad, cap_edges;
     bool have_meta, have_terminal, trace9;
+    /* §3: every line is deserialized before the rules of from_events run, so
+     * the first rule failure is held here and reported only if no later line
+     * fails to deserialize. */
+    bool rule_failed;
+    cg_error rule_err;
     const cg_trace_limits *lim;
 } rd;
 
@@ -62,33 +79,112 @@ static int json_fail(rd *r, const char *fmt, ...) {
     return -1;
 }
 
-static int rule_fail(rd *r, bool with_line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int rule_fail(rd *r, bool with_line, const char *fmt, ...) {
+static int rule_vset(rd *r, cg_error *err, bool with_line, const char *fmt, va_list ap) {
     char msg[2048];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    if (with_line) {
+        cg_err_set(err, CG_EPARSE, "invalid trace %s: line %zu: %s", r->path, r->line, msg);
+        if (err) err->line = (int)r->line;
+    } else {
+        cg_err_set(err, CG_EPARSE, "invalid trace %s: %s", r->path, msg);
+        if (err) err->line = 0;
+    }
+    return -1;
+}
+
+/* A rule failure inside the stream: held (first one wins) until the end of the
+ * document; parsing continues so later serde failures still take precedence. */
+static void rule_defer(rd *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void rule_defer(rd *r, const char *fmt, ...) {
+    if (r->rule_failed) return;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    rule_vset(r, &r->rule_err, true, fmt, ap);
     va_end(ap);
-    if (with_line) {
-        cg_err_set(r->err, CG_EPARSE, "invalid trace %s: line %zu: %s", r->path, r->line, msg);
-        if (r->err) r->err->line = (int)r->line;
-    } else {
-        cg_err_set(r->err, CG_EPARSE, "invalid trace %s: %s", r->path, msg);
-        if (r->err) r->err->line = 0;
-    }
+    r->rule_failed = true;
+}
+
+static int rule_fail(rd *r, bool with_line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int rule_fail(rd *r, bool with_line, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    rule_vset(r, r->err, with_line, fmt, ap);
+    va_end(ap);
     return -1;
 }
 
 /* ---- interning ---- */
 
+static inline uint64_t load64(const unsigned char *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+/* 8 bytes per step, multiply-xorshift mixing (strings here are short ids and names). */
+static uint64_t str_hash64(const char *s, size_t n) {
+    const unsigned char *p = (const unsigned char *)s;
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ ((uint64_t)n * 0xff51afd7ed558ccdull);
+    while (n >= 8) {
+        h = (h ^ load64(p)) * 0xbf58476d1ce4e5b9ull;
+        h ^= h >> 29;
+        p += 8;
+        n -= 8;
+    }
+    uint64_t tail = 0;
+    if (n) memcpy(&tail, p, n);
+    h = (h ^ tail) * 0x94d049bb133111ebull;
+    h ^= h >> 32;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 29;
+    return h;
+}
+
+static void itab_grow(itab *m) {
+    size_t ncap = m->cap ? m->cap * 2 : 1024;
+    islot *ns = calloc(ncap, sizeof *ns);
+    if (!ns) abort();
+    for (size_t i = 0; i < m->cap; i++) {
+        const islot *o = &m->slots[i];
+        if (!o->s) continue;
+        size_t j = o->h & (ncap - 1);
+        while (ns[j].s) j = (j + 1) & (ncap - 1);
+        ns[j] = *o;
+    }
+    free(m->slots);
+    m->slots = ns;
+    m->cap = ncap;
+}
+
+static void itab_free(itab *m) {
+    free(m->slots);
+    m->slots = NULL;
+    m->cap = m->n = 0;
+}
+
 static const char *intern(rd *r, const char *s, size_t len) {
     if (len > 96) return cg_arena_strndup(&r->t->arena, s, len);
-    size_t *v = cg_strmap_getn(&r->intern, s, len);
-    if (v) return (const char *)(uintptr_t)*v;
-    char *c = cg_arena_strndup(&r->t->arena, s, len);
-    cg_strmap_putn(&r->intern, c, len, (size_t)(uintptr_t)c, NULL);
-    return c;
+    itab *m = &r->intern;
+    if (2 * (m->n + 1) > m->cap) itab_grow(m);
+    uint32_t h = (uint32_t)(str_hash64(s, len) >> 32);
+    size_t mask = m->cap - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+        islot *sl = &m->slots[i];
+        if (!sl->s) {
+            char *c = cg_arena_strndup(&r->t->arena, s, len);
+            sl->s = c;
+            sl->len = (uint32_t)len;
+            sl->h = h;
+            m->n++;
+            return c;
+        }
+        if (sl->h == h && sl->len == len && memcmp(sl->s, s, len) == 0) return sl->s;
+    }
 }
+
+/* Nearly unique identifiers (a record's own id): copied, not interned — they
+ * would only grow the table; references to them elsewhere are still interned. */
+static const char *copy_str(rd *r, const char *s, size_t len) { return cg_arena_strndup(&r->t->arena, s, len); }
 
 /* ---- typed field access (serde semantics) ---- */
 
@@ -101,6 +197,7 @@ static const char *type_name(const cg_jv *v) {
     case CG_JSTR: return "string";
     case CG_JARR: return "sequence";
     case CG_JOBJ: return "map";
+    case CG_JLAZY: return "sequence";
     }
     return "value";
 }
@@ -116,6 +213,15 @@ static int f_str(rd *r, const cg_jv *o, const char *k, const char **out) {
     if (!v) return missing(r, k);
     if (v->type != CG_JSTR) return bad_type(r, k, v, "a string");
     *out = intern(r, v->u.str.s, v->u.str.len);
+    return 0;
+}
+
+/* required string, a nearly unique identifier (copied, not interned) */
+static int f_id(rd *r, const cg_jv *o, const char *k, const char **out) {
+    cg_jv *v = cg_jv_get(o, k);
+    if (!v) return missing(r, k);
+    if (v->type != CG_JSTR) return bad_type(r, k, v, "a string");
+    *out = copy_str(r, v->u.str.s, v->u.str.len);
     return 0;
 }
 
@@ -243,8 +349,15 @@ static int f_shape(rd *r, const cg_jv *o, const char *k, bool required, cg_shape
 
 /* ---- meta ---- */
 
+/* serde refuses a repeated field of a struct at any depth (maps such as tags excepted). */
+static int no_dup_field(rd *r, const cg_jv *o) {
+    const char *dup = o->u.obj.n <= 64 ? cg_jv_obj_dup_key(o) : NULL;
+    return dup ? json_fail(r, "duplicate field `%s`", dup) : 0;
+}
+
 static int parse_gradient_contract(rd *r, const cg_jv *v, cg_gradient_contract **out) {
     if (v->type != CG_JOBJ) return bad_type(r, "gradient_contract", v, "struct GradientContract");
+    if (no_dup_field(r, v)) return -1;
     cg_gradient_contract *g = cg_arena_zalloc(&r->t->arena, sizeof *g);
     if (f_str(r, v, "manifest_sha256", &g->manifest_sha256)) return -1;
     cg_jv *exp = cg_jv_get(v, "expected");
@@ -255,6 +368,7 @@ static int parse_gradient_contract(rd *r, const cg_jv *v, cg_gradient_contract *
     for (size_t i = 0; i < g->n_expected; i++) {
         const cg_jv *e = exp->u.arr.items[i];
         if (e->type != CG_JOBJ) return bad_type(r, "expected", e, "struct ExpectedGradient");
+        if (no_dup_field(r, e)) return -1;
         if (f_str(r, e, "root", &g->expected[i].root) || f_str(r, e, "key", &g->expected[i].key) ||
             f_str(r, e, "family", &g->expected[i].family))
             return -1;
@@ -267,6 +381,7 @@ static int parse_gradient_contract(rd *r, const cg_jv *v, cg_gradient_contract *
     for (size_t i = 0; i < g->n_families; i++) {
         const cg_jv *f = fam->u.arr.items[i];
         if (f->type != CG_JOBJ) return bad_type(r, "families", f, "struct GradientFamilyContract");
+        if (no_dup_field(r, f)) return -1;
         int x;
         if (f_str(r, f, "family", &g->families[i].family) ||
             f_enum(r, f, "expectation", cg_family_expectation_parse, "`active`, `inactive`, `data_conditional`", &x) ||
@@ -280,6 +395,7 @@ static int parse_gradient_contract(rd *r, const cg_jv *v, cg_gradient_contract *
 
 static int parse_contract(rd *r, const cg_jv *v, cg_capture_contract *c) {
     if (v->type != CG_JOBJ) return bad_type(r, "capture_contract", v, "struct CaptureContract");
+    if (no_dup_field(r, v)) return -1;
     int x;
     if (f_enum(r, v, "measurement_scope", cg_scope_parse, "`unknown`, `profiled_work`, `production_equivalent`", &x))
         return -1;
@@ -308,6 +424,7 @@ static int parse_contract(rd *r, const cg_jv *v, cg_capture_contract *c) {
 
 static int parse_identity(rd *r, const cg_jv *v, cg_comparison_identity **out) {
     if (v->type != CG_JOBJ) return bad_type(r, "comparison_identity", v, "struct ComparisonIdentity");
+    if (no_dup_field(r, v)) return -1;
     cg_comparison_identity *id = cg_arena_zalloc(&r->t->arena, sizeof *id);
     if (f_ostr(r, v, "implementation_id", &id->implementation_id) || f_str(r, v, "workload_id", &id->workload_id) ||
         f_str(r, v, "model_id", &id->model_id) || f_str(r, v, "config_id", &id->config_id) ||
@@ -328,8 +445,8 @@ static int parse_meta(rd *r, const cg_jv *o) {
     const char *schema;
     if (f_str(r, o, "schema", &schema)) return -1;
     if (strcmp(schema, CG_TRACE_SCHEMA) != 0 && strcmp(schema, CG_TRACE_SCHEMA_PREVIOUS) != 0)
-        return rule_fail(r, true, "unsupported trace schema %s; expected %s or %s", schema, CG_TRACE_SCHEMA,
-                         CG_TRACE_SCHEMA_PREVIOUS);
+        rule_defer(r, "unsupported trace schema %s; expected %s or %s", schema, CG_TRACE_SCHEMA,
+                   CG_TRACE_SCHEMA_PREVIOUS);
     t->schema = schema;
     r->trace9 = strcmp(schema, CG_TRACE_SCHEMA_PREVIOUS) == 0;
     int x;
@@ -393,7 +510,7 @@ static int parse_span_start(rd *r, const cg_jv *o) {
     cg_span s;
     memset(&s, 0, sizeof s);
     int x;
-    if (f_str(r, o, "id", &s.id) || f_ostr(r, o, "parent_id", &s.parent_id) || f_str(r, o, "name", &s.name) ||
+    if (f_id(r, o, "id", &s.id) || f_ostr(r, o, "parent_id", &s.parent_id) || f_str(r, o, "name", &s.name) ||
         f_u64(r, o, "start_ns", &s.start_ns))
         return -1;
     if (f_enum(r, o, "span_kind", cg_span_kind_parse, "`function`, `op`, `module`", &x)) return -1;
@@ -406,8 +523,10 @@ static int parse_span_start(rd *r, const cg_jv *o) {
         s.step = (cg_step)x;
     }
     s.line = r->line;
-    if (!cg_strmap_put(&r->span_ix, s.id, t->n_spans, NULL))
-        return rule_fail(r, true, "duplicate span_start for span %s", s.id);
+    if (!cg_strmap_put(&r->span_ix, s.id, t->n_spans, NULL)) {
+        rule_defer(r, "duplicate span_start for span %s", s.id);
+        return 0;
+    }
     VEC_PUSH(t->spans, t->n_spans, r->cap_spans);
     t->spans[t->n_spans - 1] = s;
     return 0;
@@ -418,9 +537,15 @@ static int parse_span_end(rd *r, const cg_jv *o) {
     uint64_t dur;
     if (f_str(r, o, "id", &id) || f_u64_def(r, o, "duration_ns", &dur)) return -1;
     size_t *ix = cg_strmap_get(&r->span_ix, id);
-    if (!ix) return rule_fail(r, true, "span_end for unknown span %s", id);
+    if (!ix) {
+        rule_defer(r, "span_end for unknown span %s", id);
+        return 0;
+    }
     cg_span *s = &r->t->spans[*ix];
-    if (s->closed) return rule_fail(r, true, "duplicate span_end for span %s", id);
+    if (s->closed) {
+        rule_defer(r, "duplicate span_end for span %s", id);
+        return 0;
+    }
     s->closed = true;
     s->duration_ns = dur;
     return 0;
@@ -455,7 +580,7 @@ static int parse_tensor(rd *r, const cg_jv *o) {
     memset(&tn, 0, sizeof tn);
     bool has;
     int x;
-    if (f_str(r, o, "span_id", &tn.span_id) || f_str(r, o, "tensor_id", &tn.tensor_id) ||
+    if (f_str(r, o, "span_id", &tn.span_id) || f_id(r, o, "tensor_id", &tn.tensor_id) ||
         f_ostr(r, o, "label", &tn.label) || f_shape(r, o, "shape", true, &tn.shape) ||
         f_str(r, o, "dtype", &tn.dtype) || f_str(r, o, "device", &tn.device) ||
         f_bool_def(r, o, "requires_grad", &tn.requires_grad) || f_ou64(r, o, "dense_bytes", &has, &tn.dense_bytes) ||
@@ -497,7 +622,10 @@ static int parse_tensor_stats(rd *r, const cg_jv *o) {
     else if (!(s.abs_max >= 0) || s.abs_max > 1.7976931348623157e308) why = "abs_max must be finite and non-negative";
     else if (s.mean != s.mean || s.mean > 1.7976931348623157e308 || s.mean < -1.7976931348623157e308)
         why = "mean must be finite";
-    if (why) return rule_fail(r, true, "invalid tensor_stats event at index %zu: %s", r->index, why);
+    if (why) {
+        rule_defer(r, "invalid tensor_stats event at index %zu: %s", r->index, why);
+        return 0;
+    }
     VEC_PUSH(t->tensor_stats, t->n_tensor_stats, r->cap_stats);
     t->tensor_stats[t->n_tensor_stats - 1] = s;
     return 0;
@@ -508,7 +636,7 @@ static int parse_memory(rd *r, const cg_jv *o) {
     cg_memory m;
     memset(&m, 0, sizeof m);
     int x, act;
-    if (f_u64(r, o, "timestamp_ns", &m.timestamp_ns) || f_str(r, o, "storage_id", &m.storage_id) ||
+    if (f_u64(r, o, "timestamp_ns", &m.timestamp_ns) || f_id(r, o, "storage_id", &m.storage_id) ||
         f_str(r, o, "tensor_id", &m.tensor_id) || f_str(r, o, "span_id", &m.span_id) ||
         f_ostr(r, o, "op_name", &m.op_name) || f_str(r, o, "device", &m.device) || f_u64(r, o, "bytes", &m.bytes))
         return -1;
@@ -564,7 +692,7 @@ static int parse_gradient(rd *r, const cg_jv *o) {
     cg_gradient g;
     memset(&g, 0, sizeof g);
     int x;
-    if (f_str(r, o, "event_id", &g.event_id) || f_str(r, o, "root", &g.root) || f_str(r, o, "key", &g.key) ||
+    if (f_id(r, o, "event_id", &g.event_id) || f_str(r, o, "root", &g.root) || f_str(r, o, "key", &g.key) ||
         f_enum(r, o, "state", cg_grad_state_parse, "`present`, `missing`, `zero`, `non_finite`", &x))
         return -1;
     g.state = (cg_grad_state)x;
@@ -620,6 +748,10 @@ static int handle_line(rd *r, const char *p, size_t n) {
     cg_error jerr;
     cg_err_clear(&jerr);
     cg_arena_reset(&r->la);
+    /* Rust's str::trim is Unicode-aware: a line of U+00A0, U+3000, … is blank too */
+    if ((unsigned char)p[k] >= 0x80 && !memchr(p + k, '\0', n - k) &&
+        cg_str_blank(cg_arena_strndup(&r->la, p + k, n - k)))
+        return 0;
     cg_jv *o = cg_json_parse(&r->la, p, n, &r->lim->json, &jerr);
     if (!o) {
         if (jerr.code == CG_ELIMIT) {
@@ -630,7 +762,7 @@ static int handle_line(rd *r, const char *p, size_t n) {
         return json_fail(r, "%s", jerr.msg);
     }
     if (o->type != CG_JOBJ) return json_fail(r, "invalid type: %s, expected a trace event object", type_name(o));
-    const char *dup = o->u.obj.n <= 64 ? cg_jv_obj_dup_key(o) : NULL;
+    const char *dup = cg_jv_obj_dup_key(o);
     if (dup) return json_fail(r, "duplicate field `%s`", dup);
     cg_jv *kind = cg_jv_get(o, "kind");
     if (!kind) return json_fail(r, "missing field `kind`");
@@ -654,12 +786,12 @@ static int handle_line(rd *r, const char *p, size_t n) {
                          "`tensor_stats`, `memory`, `device_memory`, `device_interval`, `gradient`, `edge`, `terminal`",
                          ks);
     /* ordering rules */
-    if (r->have_terminal) return rule_fail(r, true, "terminal event must be the final trace record");
+    if (r->have_terminal) rule_defer(r, "terminal event must be the final trace record");
     if (ki == 0) {
-        if (r->have_meta) return rule_fail(r, true, "duplicate meta event");
-        if (r->index != 0) return rule_fail(r, true, "meta event must be the first non-empty trace record");
+        if (r->have_meta) rule_defer(r, "duplicate meta event");
+        else if (r->index != 0) rule_defer(r, "meta event must be the first non-empty trace record");
     } else if (!r->have_meta) {
-        return rule_fail(r, true, "meta event must be the first non-empty trace record");
+        rule_defer(r, "meta event must be the first non-empty trace record");
     }
     int rc = 0;
     switch (ki) {
@@ -669,7 +801,7 @@ static int handle_line(rd *r, const char *p, size_t n) {
     case 3: rc = parse_op(r, o); break;
     case 4: rc = parse_tensor(r, o); break;
     case 5:
-        if (r->trace9) return rule_fail(r, true, "trace/9 does not define tensor_stats events");
+        if (r->trace9) rule_defer(r, "trace/9 does not define tensor_stats events");
         rc = parse_tensor_stats(r, o);
         break;
     case 6: rc = parse_memory(r, o); break;
@@ -689,6 +821,10 @@ static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UI
 
 static int finish_doc(rd *r) {
     cg_trace *t = r->t;
+    if (r->rule_failed) {
+        if (r->err) *r->err = r->rule_err;
+        return -1;
+    }
     if (!r->have_meta) return rule_fail(r, false, "missing a meta event with run metadata");
     if (!r->have_terminal) return rule_fail(r, false, "missing a terminal event");
     const cg_terminal *tm = &t->terminal;
@@ -732,14 +868,13 @@ static void rd_init(rd *r, cg_trace *t, const char *path, cg_error *err, cg_trac
     r->path = path;
     r->err = err;
     cg_arena_init(&r->la, 64 * 1024);
-    cg_strmap_init(&r->intern);
     cg_strmap_init(&r->span_ix);
     r->lim = lim;
 }
 
 static void rd_done(rd *r) {
     cg_arena_free(&r->la);
-    cg_strmap_free(&r->intern);
+    itab_free(&r->intern);
     cg_strmap_free(&r->span_ix);
 }
 

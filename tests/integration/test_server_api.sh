@@ -130,7 +130,7 @@ FIX=$SRC/tests/fixtures/bundles
 code_for() {
   case "$1" in
     bad_fifo|bad_symlink|bad_manifest_symlink) echo special_file; return ;;
-    good_empty) echo missing_file; return ;;
+    good_empty) echo trace_invalid; return ;;
     good_*) echo trace_invalid; return ;;
   esac
   case "$(cat "$FIX/$1/expected_check.txt")" in
@@ -221,11 +221,7 @@ jq -e --arg k "$K1" '.schema == "candle-graph/signature/1" and .key_id == $k' "$
 http GET "/bundles/$ID1/archive" -H "$(auth "$RD")"; expect 200 "" "GET /archive"
 mkdir -p "$T/unpacked"; zstd -q -d -c "$T/body" | tar -x -C "$T/unpacked" && pass "archive unpacks" || fail "archive does not unpack"
 for f in bundle.json trace.jsonl evidence.json report.md; do cmp -s "$T/unpacked/$f" "$T/b1/$f" || fail "archive $f differs"; done
-if "$CLI" help 2>/dev/null | grep -q '^  verify '; then
-  "$CLI" verify "$T/unpacked" >/dev/null 2>&1 && pass "downloaded archive verifies with candle-graph verify" || fail "candle-graph verify rejects the archive"
-else
-  note "note: candle-graph verify not built yet; archive checked byte for byte instead"
-fi
+"$CLI" verify "$T/unpacked" >/dev/null 2>&1 && pass "downloaded archive verifies with candle-graph verify" || fail "candle-graph verify rejects the archive"
 http GET "/bundles/$ID1/evidence" -H "$(auth "$RD")"; expect 200 "" "GET /evidence (rebuilt for not_rederivable)"
 jq -e '.schema == "candle-graph/evidence/4"' "$T/body" >/dev/null && pass "evidence/4" || fail "evidence: $(head -c 300 "$T/body")"
 cp "$T/body" "$T/evidence4.json"
@@ -234,16 +230,47 @@ jq -e '.schema == "candle-graph/graph/5"' "$T/body" >/dev/null && pass "graph/5"
 http GET "/bundles/$ID1/viewer" -H "$(auth "$RD")"; expect 200 "" "GET /viewer"
 grep -qi '^Content-Type: text/html' "$T/hdr" && pass "viewer is HTML" || fail "viewer content type"
 
-# evidence/4 that matches the trace → rederived_match
-make_bundle "$T/e4" run-e4
-sed 's/run-b1/run-e4/g' "$T/evidence4.json" >"$T/e4/evidence.json"; manifest "$T/e4" run-e4
-sign "$T/e4" "$T/k1"; pack "$T/e4" "$T/e4.tar"
-upload "$T/e4.tar" "$UP" "$T/e4.sig.json"; expect 201 "" "evidence/4 bundle → 201"
+# a bundle published by `candle-graph report` (evidence/4, report.md, viewer.html) → rederived_match
+mkdir -p "$T/rt"; make_bundle "$T/rt" run-r1 ci-2
+"$CLI" report "$T/rt/trace.jsonl" --bundle "$T/r1" >/dev/null 2>"$T/report.err" || die "candle-graph report failed: $(cat "$T/report.err")"
+sign "$T/r1" "$T/k1"; pack "$T/r1" "$T/r1.tar.zst" z
+upload "$T/r1.tar.zst" "$UP" "$T/r1.sig.json"; expect 201 "" "report-published bundle → 201"
 jq -e '.semantic.status == "rederived_match" and .semantic.evidence_schema == "candle-graph/evidence/4"' "$T/body" >/dev/null \
   && pass "semantic rederived_match" || fail "semantic: $BODY"
 ID4=$(jq -r .id "$T/body")
 http GET "/bundles/$ID4/evidence" -H "$(auth "$RD")"; expect 200 "" "GET /evidence (stored)"
-cmp -s "$T/body" "$T/e4/evidence.json" && pass "stored evidence bytes" || fail "stored evidence differs"
+cmp -s "$T/body" "$T/r1/evidence.json" && pass "stored evidence bytes" || fail "stored evidence differs"
+http GET "/bundles/$ID4/viewer" -H "$(auth "$RD")"; expect 200 "" "GET /viewer (stored)"
+cmp -s "$T/body" "$T/r1/viewer.html" && pass "stored viewer bytes" || fail "stored viewer differs"
+grep -qi '^Content-Security-Policy:' "$T/hdr" && pass "viewer has a CSP" || fail "viewer without CSP"
+http GET "/bundles/$ID4/archive" -H "$(auth "$RD")"; expect 200 "" "GET /archive (report bundle)"
+mkdir -p "$T/r1dl"; zstd -q -d -c "$T/body" | tar -x -C "$T/r1dl"
+"$CLI" verify "$T/r1dl" --semantic >"$T/r1v.json" 2>"$T/r1v.err" && jq -e '.semantic.status == "rederived_match"' "$T/r1v.json" >/dev/null \
+  && pass "downloaded archive verifies with candle-graph verify --semantic" || fail "verify --semantic: $(cat "$T/r1v.err")"
+"$CLI" unpack "$T/body" --into "$T/r1dl2" >/dev/null 2>&1 && pass "candle-graph unpack accepts the archive" || fail "candle-graph unpack rejects the archive"
+
+# ---------------------------------------------------------------- derived index + campaign link
+# (PUT /campaigns lands with issue 7; the campaign rows are seeded directly here)
+psqlc "INSERT INTO campaigns (campaign_id, manifest, manifest_sha256) VALUES ('camp1', '{}', repeat('0', 64));
+       INSERT INTO campaign_captures (campaign_id, name, position, planned) VALUES ('camp1', 'step-3', 0, '{}')" >/dev/null
+make_bundle "$T/cp" run-camp; sign "$T/cp" "$T/k1"; pack "$T/cp" "$T/cp.tar"
+http POST "/bundles?campaign=camp1&planned=nope" -H "$(auth "$UP")" -H 'Content-Type: application/x-tar' \
+  -H "Candle-Graph-Signature: $(base64 -w0 "$T/cp.sig.json")" --data-binary @"$T/cp.tar"
+expect 404 not_found "unknown planned capture → not_found"
+http POST "/bundles?campaign=camp1&planned=step-3" -H "$(auth "$UP")" -H 'Content-Type: application/x-tar' --data-binary @"$T/cp.tar"
+expect 422 signature_missing "campaign upload without signature → signature_missing"
+http POST "/bundles?campaign=camp1&planned=step-3" -H "$(auth "$UP")" -H 'Content-Type: application/x-tar' \
+  -H "Candle-Graph-Signature: $(base64 -w0 "$T/cp.sig.json")" --data-binary @"$T/cp.tar"
+expect 201 "" "campaign upload → 201"
+[ "$(psqlc "SELECT state || ':' || coalesce(code, '-') FROM upload_attempts WHERE campaign_id = 'camp1' ORDER BY id" | tr '\n' ' ')" \
+  = "verification_failed:signature_missing published:- " ] && pass "upload attempts recorded (failed, then published)" || fail "upload attempts"
+ROW=$(psqlc "SELECT campaign_id, planned_name, host, device, phase, workload_id, physical_batch, measured_ns IS NOT NULL,
+             measured_span_count, structurally_valid, outcome, measurement_scope FROM bundles WHERE run_id = 'run-camp'")
+[ "$ROW" = "camp1|step-3|ci-1|cuda:0|train|toy-train|8|t|1|t|complete|profiled_work" ] && pass "derived index row" || fail "index row: $ROW"
+[ "$(psqlc "SELECT count(*) FROM bundle_tensor_stats s JOIN bundles b ON b.id = s.bundle_id WHERE b.run_id = 'run-camp'")" -ge 1 ] \
+  && pass "tensor-stat sums indexed" || fail "no tensor-stat rows"
+http GET "/bundles?campaign=camp1" -H "$(auth "$RD")"
+[ "$(jq -r '.items[0].campaign.planned' "$T/body")" = step-3 ] && pass "campaign filter and link" || fail "campaign list: $BODY"
 
 # ---------------------------------------------------------------- revocation, admin CLI
 http DELETE "/tokens/$RD_ID" -H "$(auth "$ADMIN")"; expect 200 "" "DELETE /tokens/{id}"
@@ -275,6 +302,10 @@ if "$CLI" help 2>/dev/null | grep -q '^  upload '; then
     && pass "candle-graph upload → published" || fail "candle-graph upload: $(cat "$T/u1.err")"
   "$CLI" upload "$T/u1" --server "$URL" --token "$UP" >"$T/u1.out" 2>"$T/u1.err" && jq -e '.status == "already_published"' "$T/u1.out" >/dev/null \
     && pass "candle-graph upload again → already_published" || fail "candle-graph upload again: $(cat "$T/u1.err")"
+  make_bundle "$T/u3" run-u3
+  "$CLI" upload "$T/u3" --server "$URL" --token "$UP" --key "$T/k1" >"$T/u3.out" 2>"$T/u3.err" \
+    && jq -e --arg k "$K1" '.status == "published" and .signature.key_id == $k' "$T/u3.out" >/dev/null \
+    && pass "candle-graph upload --key signs on the fly" || fail "upload --key: $(cat "$T/u3.err")"
   make_bundle "$T/u2" run-u2
   if "$CLI" upload "$T/u2" --server "$URL" --token "$UP" >"$T/u2.out" 2>"$T/u2.err"; then fail "unsigned upload succeeded"
   else grep -q signature_missing "$T/u2.err" && pass "candle-graph upload prints the error envelope" || fail "upload stderr: $(cat "$T/u2.err")"; fi
@@ -322,6 +353,8 @@ srv_stop
 "$SERVER" fsck --data-dir "$SRV_DATA" --blob-store pg --database-url "$DBURL" | jq -e '.clean and .blobs_checked == 4' >/dev/null \
   && pass "fsck (pg store) clean" || fail "fsck pg store"
 DBURL=$DBURL_MAIN
+
+"$SERVER" migrate --database-url "$DBURL" | jq -e '.schema_version == 1' >/dev/null && pass "migrate (idempotent)" || fail "migrate"
 
 # ---------------------------------------------------------------- schema newer than the binary
 psqlc "INSERT INTO schema_migrations (version, name, sha256) VALUES (9999, '9999_future.sql', 'x')" >/dev/null

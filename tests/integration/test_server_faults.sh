@@ -28,6 +28,24 @@ upload "$T/b.tar" "$TOK"; expect 201 "" "upload after PostgreSQL returned (no se
 http GET /bundles -H "$(auth "$TOK")"; expect 200 "" "read after PostgreSQL returned"
 [ "$(jq '.items | length' "$T/body")" = 2 ] && pass "both bundles listed" || fail "list after recovery: $BODY"
 
+# ---------------------------------------------------------------- the upload client retries through an outage
+make_bundle "$T/r" run-retry
+pg_down fast
+"$CLI" upload "$T/r" --server "$URL" --token "$TOK" --retries 10 >"$T/r.out" 2>"$T/r.err" &
+UPID=$!
+sleep 1.5
+pg_up
+if wait $UPID && jq -e '.status == "published"' "$T/r.out" >/dev/null; then pass "candle-graph upload retried through a database outage"
+else fail "upload through outage: $(cat "$T/r.err")"; fi
+grep -q 'retrying in' "$T/r.err" && pass "upload client reported its retries" || fail "no retry lines: $(cat "$T/r.err")"
+
+# ---------------------------------------------------------------- client abort: temp files go away
+head -c 3000000 /dev/urandom >"$T/abort.tar"
+curl -s -o /dev/null --max-time 0.5 --limit-rate 500k -X POST -H "$(auth "$TOK")" -H 'Content-Type: application/x-tar' \
+  --data-binary @"$T/abort.tar" "$URL/bundles" || true
+sleep 0.3
+[ -z "$(ls "$SRV_DATA/tmp")" ] && pass "client abort: upload temp file removed" || fail "client abort left $(ls "$SRV_DATA/tmp")"
+
 # ---------------------------------------------------------------- kill -9 during uploads
 N=16
 for i in $(seq 1 $N); do
@@ -38,17 +56,20 @@ for i in $(seq 1 $N); do
 done
 PIDS=""
 for i in $(seq 1 $N); do
-  rate=""; [ $((i % 2)) = 0 ] && rate="--limit-rate 2M"   # half of them are still sending at the kill
+  rate=""; [ $((i % 2)) = 0 ] && rate="--limit-rate 400k"   # half of them are still sending at the kill
   curl -s $rate -o "$T/k$i.out" -w '%{http_code}' -X POST -H "$(auth "$TOK")" -H 'Content-Type: application/x-tar' \
     --data-binary @"$T/k$i.tar" "$URL/bundles" >"$T/k$i.code" 2>/dev/null &
   PIDS="$PIDS $!"
 done
-sleep 0.5
+# kill once some uploads were acknowledged while the slow half is still sending
+for w in $(seq 1 80); do cat "$T"/k*.code 2>/dev/null | grep -q 201 && break; sleep 0.1; done
 srv_kill9
 wait $PIDS 2>/dev/null
 acked=""
 for i in $(seq 1 $N); do [ "$(cat "$T/k$i.code")" = 201 ] && acked="$acked $i"; done
 note "acknowledged before kill -9:${acked:- none}"
+[ -n "$acked" ] || fail "no upload was acknowledged before the kill (the check below would be vacuous)"
+[ "$(echo $acked | wc -w)" -lt $N ] || note "note: every upload finished before the kill"
 srv_start main --require-signature no
 for i in $acked; do
   id=$(jq -r .id "$T/k$i.out")
@@ -63,7 +84,7 @@ for i in $(seq 1 $N); do
   upload "$T/k$i.tar" "$TOK"
   [ "$CODE" = 201 ] || [ "$CODE" = 200 ] || fail "retry of k$i after restart: $CODE"
 done
-[ "$(bundle_count)" = $((N + 2)) ] && pass "retries after the crash: one row per bundle" || fail "rows: $(bundle_count)"
+[ "$(bundle_count)" = $((N + 3)) ] && pass "retries after the crash: one row per bundle" || fail "rows: $(bundle_count)"
 srv_stop
 FS=$("$SERVER" fsck --data-dir "$SRV_DATA" --database-url "$DBURL") && jq -e '.clean' <<<"$FS" >/dev/null \
   && pass "fsck clean after kill -9" || fail "fsck after kill -9: $FS"
@@ -87,6 +108,19 @@ done
 http GET "/bundles/$(jq -r .id "$T/k1.out" 2>/dev/null || true)/files/trace.jsonl" -H "$(auth "$TOK")"
 FS=$("$SERVER" fsck --data-dir "$SRV_DATA" --database-url "$DBURL") && jq -e '.clean and (.orphans | length) == 0' <<<"$FS" >/dev/null \
   && pass "janitor kept every referenced blob (fsck clean, no orphans)" || fail "fsck after janitor: $FS"
+
+# ---------------------------------------------------------------- whole-request deadline (slow bodies)
+srv_stop
+srv_start main --require-signature no --request-timeout 1
+before=$(ls "$SRV_DATA/tmp" | sort)
+if curl -s -o /dev/null --max-time 10 --limit-rate 100k -X POST -H "$(auth "$TOK")" -H 'Content-Type: application/x-tar' \
+  --data-binary @"$T/abort.tar" "$URL/bundles"; then fail "a body slower than the request deadline was answered"
+else pass "a body slower than the request deadline is cut off"; fi
+sleep 0.3
+[ "$(ls "$SRV_DATA/tmp" | sort)" = "$before" ] && pass "deadline: upload temp file removed" || fail "deadline left temp files"
+grep -q 'request deadline exceeded' "$SRV_LOG" && pass "deadline logged" || fail "deadline not logged"
+srv_stop
+srv_start main --require-signature no
 
 # ---------------------------------------------------------------- SIGTERM finishes an in-flight upload
 make_bundle "$T/s" run-s; head -c 400000 /dev/urandom >"$T/s/report.md"; manifest "$T/s" run-s; pack "$T/s" "$T/s.tar"

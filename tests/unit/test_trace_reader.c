@@ -160,7 +160,9 @@ static void test_parse_rules(void **st) {
     expect_error("{\"kind\":\"tensor_stats\",\"span_id\":\"s1\",\"label\":\"a\",\"shape\":[2,3],\"dtype\":\"f32\","
                  "\"elements\":5,\"non_finite\":0,\"rms\":1,\"abs_max\":1,\"mean\":0}\n",
                  "invalid tensor_stats event at index 1", 2);
-    expect_error("{\"kind\":\"meta\"}\n", "duplicate meta event", 2);
+    /* a second meta that deserializes (a bare {"kind":"meta"} is a serde failure first, §3 rule 1) */
+    expect_error(META, "duplicate meta event", 2);
+    expect_error("{\"kind\":\"meta\"}\n", "missing field `schema`", 2);
     expect_error("{\"kind\":\"op\",\"span_id\":\"s1\",\"op_name\":\"x\",\"shape\":[],\"dtype\":\"f32\",\"device\":\"cpu\",\"duration_ns\":1,\"input_dense_bytes\":1,\"input_dense_bytes\":2}\n",
                  "duplicate field `input_dense_bytes`", 2);
     expect_error("{\"kind\":\"span_start\" \n", "parse trace JSONL line 2", 2);

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Ingest benchmark: POST /bundles of ~1 MB bundles at concurrency 8 for 30 s against
+# candle-graph-server with its embedded PostgreSQL (loopback only). Reports bundles/s,
+# p50/p99 latency, and throughput as a ratio to the unavoidable work done on the same
+# bytes in the same run: `zstd -d | sha256sum` over the same archives.
+#
+# usage: bench/ingest/run.sh [BUILD_DIR]
+# env:   CG_BENCH_BUNDLES (distinct bundles, default 300), CG_BENCH_RECORDS (records per
+#        trace, default 600 ≈ 1 MB bundle), CG_BENCH_SECONDS (30), CG_BENCH_CONCURRENCY (8)
+# Targets: throughput ratio >= 0.5, p99 < 250 ms (this 2-core machine).
+set -euo pipefail
+BUILD="${1:-build}"
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+cd "$ROOT"
+CG="$BUILD/agent/candle-graph"
+SERVER="$BUILD/server/candle-graph-server"
+GEN="$BUILD/bench/trace_ingest/bench_gen_trace"
+LOAD="$BUILD/bench/ingest/bench_ingest_load"
+N="${CG_BENCH_BUNDLES:-300}"
+REC="${CG_BENCH_RECORDS:-600}"
+SECS="${CG_BENCH_SECONDS:-30}"
+CONC="${CG_BENCH_CONCURRENCY:-8}"
+for exe in "$CG" "$SERVER" "$GEN" "$LOAD"; do
+  [ -x "$exe" ] || { echo "ingest: $exe is not built" >&2; exit 1; }
+done
+
+TMP="$(mktemp -d "${TMPDIR:-/tmp}/cg-bench-ingest.XXXXXX")"
+chmod 755 "$TMP"
+SRV_PID=""
+cleanup() {
+  [ -n "$SRV_PID" ] && { kill -TERM "$SRV_PID" 2>/dev/null || true; wait "$SRV_PID" 2>/dev/null || true; }
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+echo "ingest: generating $N distinct bundles ($REC records per trace)"
+mkdir -p "$TMP/b"
+for i in $(seq "$N"); do
+  "$GEN" --records "$REC" --run-id "bench-ingest-$i-$$" --out "$TMP/b/$i.jsonl"
+  "$CG" report "$TMP/b/$i.jsonl" --bundle "$TMP/b/$i" >/dev/null
+  "$CG" pack "$TMP/b/$i" -o "$TMP/b/$i.tar.zst" >/dev/null
+  rm -rf "$TMP/b/$i" "$TMP/b/$i.jsonl"
+done
+ARCH=("$TMP"/b/*.tar.zst)
+TOTAL=$(cat "${ARCH[@]}" | wc -c)
+UNPACKED=$(for f in "${ARCH[@]}"; do zstd -dc "$f"; done | wc -c)
+echo "ingest: $N archives, $(awk -v b="$TOTAL" -v n="$N" 'BEGIN{printf "%.0f", b/n/1024}') KiB compressed / $(awk -v b="$UNPACKED" -v n="$N" 'BEGIN{printf "%.0f", b/n/1024}') KiB unpacked on average"
+
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+mkdir -p "$TMP/data"
+"$SERVER" serve --data-dir "$TMP/data" --listen "127.0.0.1:$PORT" --require-signature no >"$TMP/server.log" 2>&1 &
+SRV_PID=$!
+for _ in $(seq 240); do curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break; sleep 0.25; done
+TOKEN=$("$SERVER" admin bootstrap --data-dir "$TMP/data" | sed -n 's/.*"token": *"\([^"]*\)".*/\1/p')
+
+# baseline: the unavoidable work on the same bytes (decompress + hash), best of 3
+best=""
+for _ in 1 2 3; do
+  t0=$(date +%s%N)
+  for f in "${ARCH[@]}"; do zstd -dc "$f" | sha256sum >/dev/null; done
+  t1=$(date +%s%N)
+  s=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f",(b-a)/1e9}')
+  if [ -z "$best" ] || awk -v a="$s" -v b="$best" 'BEGIN{exit !(a<b)}'; then best="$s"; fi
+done
+BASE_BPS=$(awk -v b="$TOTAL" -v s="$best" 'BEGIN{print b/s}')
+
+OUT=$("$LOAD" "http://127.0.0.1:$PORT" "$TOKEN" "$CONC" "$SECS" "${ARCH[@]}")
+echo "load: $OUT"
+REQ=$(printf '%s' "$OUT" | jq .requests); OK=$(printf '%s' "$OUT" | jq .ok)
+BYTES=$(printf '%s' "$OUT" | jq .bytes); WALL=$(printf '%s' "$OUT" | jq .wall_s)
+P50=$(printf '%s' "$OUT" | jq .p50_ms); P99=$(printf '%s' "$OUT" | jq .p99_ms)
+ROWS=$(curl -fsS "http://127.0.0.1:$PORT/bundles?limit=500" -H "Authorization: Bearer $TOKEN" | jq '.items|length')
+SRV_BPS=$(awk -v b="$BYTES" -v s="$WALL" 'BEGIN{print b/s}')
+RATIO=$(awk -v a="$SRV_BPS" -v b="$BASE_BPS" 'BEGIN{printf "%.2f", a/b}')
+echo
+echo "host: $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+printf 'uploads:          %s requests (%s 2xx) in %s s = %.1f bundles/s, concurrency %s\n' "$REQ" "$OK" "$WALL" "$(awk -v r="$REQ" -v s="$WALL" 'BEGIN{print r/s}')" "$CONC"
+printf 'distinct stored:  %s bundles (uploads beyond %s repeat bundles: 200 already_published)\n' "$ROWS" "$N"
+printf 'latency:          p50 %s ms, p99 %s ms (target p99 < 250 ms)\n' "$P50" "$P99"
+printf 'throughput:       %.1f MB/s compressed through the server vs %.1f MB/s for zstd -d | sha256sum\n' "$(awk -v x="$SRV_BPS" 'BEGIN{print x/1e6}')" "$(awk -v x="$BASE_BPS" 'BEGIN{print x/1e6}')"
+echo "ratio:            ${RATIO}x of the unavoidable work (target >= 0.5)"

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Spec conformance of the evidence-reading commands (protocol-trace-evidence.md §13,
+# protocol-bundles-comparison.md §7):
+#  - any file whose parent directory holds bundle.json is read as that verified bundle
+#    (not only bundle/trace.jsonl);
+#  - graph query kinds on a failed capture fail with the exact spec message, the others work;
+#  - --label/--label-prefix only for spans, tensors, tensor-stats and gradients.
+set -euo pipefail
+CG="${CG_BINARY_DIR:?}/agent/candle-graph"
+SRC="${CG_SOURCE_DIR:-$(pwd)}"
+GOOD="$SRC/tests/fixtures/bundles/semantic_good_trace_only/trace.jsonl"
+FAILED="$SRC/tests/fixtures/trace/capture_failed/trace.jsonl"
+T="$(mktemp -d)"
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+json() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+for k in sys.argv[2].split("."): d=d[k]
+print(d)' "$1" "$2"; }
+cd "$T"
+
+"$CG" report "$GOOD" --bundle b -o receipt.json
+
+# §7: "A file whose parent has bundle.json (e.g. bundle/trace.jsonl) -> verified bundle of the parent."
+for f in trace.jsonl report.md evidence.json; do
+    "$CG" summary "b/$f" -o "s_${f}.json" 2>err.txt || fail "summary b/$f: $(cat err.txt)"
+    [ "$(json "s_${f}.json" input.kind)" = verified_bundle ] || fail "b/$f not read as a verified bundle"
+    [ "$(json "s_${f}.json" input.evidence_source)" = verified_evidence_json ] || fail "b/$f evidence_source"
+done
+
+# §13: graph kinds need a complete, structurally valid capture
+for k in slowest-host slowest-device heaviest spans tensors gradients; do
+    if "$CG" query "$FAILED" --kind "$k" >out.json 2>err.txt; then fail "query --kind $k on a failed capture succeeded"; fi
+    grep -qF "query requires a complete, structurally valid capture" err.txt || fail "query --kind $k message: $(cat err.txt)"
+done
+for k in memory tensor-stats capabilities gpu-status gpu-correlation gpu-phases gpu-kernels gpu-attribution-gaps; do
+    "$CG" query "$FAILED" --kind "$k" -o q.json 2>err.txt || fail "query --kind $k on a failed capture: $(cat err.txt)"
+    [ "$(json q.json schema)" = candle-graph/trace-query/4 ] || fail "query schema"
+    [ "$(json q.json kind)" = "$k" ] || fail "query kind"
+done
+
+# §13: --label / --label-prefix apply to spans, tensors, tensor-stats, gradients only
+if "$CG" query "$GOOD" --kind memory --label x >/dev/null 2>&1; then fail "--label accepted for memory"; fi
+"$CG" query "$GOOD" --kind tensor-stats --label-prefix "" -o q.json || fail "--label-prefix for tensor-stats"
+echo "review cli: ok"
