@@ -52,6 +52,7 @@ setup() {
     done
   done
   Q="/compare?a=$a&b=$b"
+  echo "$URL$Q" >"$T/url_$size"
   http GET "$Q" -H "$(auth "$TOKEN")"
   [ "$CODE" = 200 ] || die "GET /compare ($size): $CODE"
   "$CLI" compare $(for i in $(seq 1 "$N"); do echo --baseline "$d/a$i"; done) \
@@ -61,12 +62,12 @@ setup() {
   rm -rf "$d"
   # 400 distinct cohort orders (rotations x direction of each cohort): more than
   # the server's answer cache holds, so every request computes its comparison
-  : >"$T/urls"
+  : >"$T/urls_$size"
   local ra rb da db
   for da in f r; do for ra in $(seq 0 $((N - 1))); do
     local av; av=$(order "$da" "$ra" "${AIDS[@]}")
     for db in f r; do for rb in $(seq 0 $((N - 1))); do
-      echo "$URL/compare?a=$av&b=$(order "$db" "$rb" "${BIDS[@]}")" >>"$T/urls"
+      echo "$URL/compare?a=$av&b=$(order "$db" "$rb" "${BIDS[@]}")" >>"$T/urls_$size"
     done; done
   done; done
 }
@@ -80,24 +81,29 @@ order() { # DIR(f|r) ROT IDS… → comma list
 }
 
 measure() { # SIZE CONCURRENCY MODE(computed|cached) → JSON line
-  local target="@$T/urls"; [ "$3" = cached ] && target="$URL$Q"
+  local target="@$T/urls_$1"; [ "$3" = cached ] && target="@$T/url_$1"
   "$LOAD" "$target" "$TOKEN" 1 2 >/dev/null # warm-up
   local r; r=$("$LOAD" "$target" "$TOKEN" "$2" "$SECS")
   printf '{"records":%s,"cohorts":"%s vs %s","concurrency":%s,"answers":"%s",%s\n' "$1" "$N" "$N" "$2" "$3" "${r#\{}"
 }
 
-run_size() { # SIZE → sets LAST_COMPUTED, LAST_CACHED
-  setup "$1"
-  measure "$1" 1 computed
-  LAST_COMPUTED=$(measure "$1" "$CONC" computed); echo "$LAST_COMPUTED"
-  LAST_CACHED=$(measure "$1" "$CONC" cached); echo "$LAST_CACHED"
-}
-run_size "$RECORDS_SMALL"; SMALL=$LAST_COMPUTED; SMALL_C=$LAST_CACHED
-run_size "$RECORDS_BIG"; BIG=$LAST_COMPUTED; BIG_C=$LAST_CACHED
-jq -n --argjson s "$SMALL" --argjson b "$BIG" --argjson sc "$SMALL_C" --argjson bc "$BIG_C" -c \
-  '{concurrency: $s.concurrency,
-    computed: {p99_ratio_big_over_small: (($b.p99_ms / $s.p99_ms) * 100 | round / 100), rps_small: $s.rps, rps_big: $b.rps, p99_ms_small: $s.p99_ms, p99_ms_big: $b.p99_ms},
-    cached: {p99_ratio_big_over_small: (($bc.p99_ms / $sc.p99_ms) * 100 | round / 100), rps_small: $sc.rps, rps_big: $bc.rps, p99_ms_small: $sc.p99_ms, p99_ms_big: $bc.p99_ms}}'
-for x in "$SMALL" "$BIG" "$SMALL_C" "$BIG_C"; do
-  [ "$(jq -r '.failures + .other_status' <<<"$x")" = 0 ] || die "non-2xx answers during the run"
+setup "$RECORDS_SMALL"
+setup "$RECORDS_BIG"
+# both sets live in one database; settle it (no autovacuum/analyze during timing),
+# then measure the two sizes back to back, twice, so both see the same machine
+psqlc "VACUUM ANALYZE" >/dev/null || die "vacuum"
+for round in 1 2; do
+  for mode in computed cached; do
+    for conc in 1 "$CONC"; do
+      [ "$mode" = cached ] && [ "$conc" = 1 ] && continue
+      S=$(measure "$RECORDS_SMALL" "$conc" "$mode"); echo "$S"
+      B=$(measure "$RECORDS_BIG" "$conc" "$mode"); echo "$B"
+      [ "$(jq -r '.failures + .other_status' <<<"$S")" = 0 ] && [ "$(jq -r '.failures + .other_status' <<<"$B")" = 0 ] \
+        || die "non-2xx answers during the run"
+      [ "$conc" = "$CONC" ] && jq -n --argjson s "$S" --argjson b "$B" --arg round "$round" -c \
+        '{round: ($round | tonumber), answers: $s.answers, concurrency: $s.concurrency,
+          p99_ratio_big_over_small: (($b.p99_ms / $s.p99_ms) * 100 | round / 100),
+          rps_small: $s.rps, rps_big: $b.rps, p99_ms_small: $s.p99_ms, p99_ms_big: $b.p99_ms}'
+    done
+  done
 done
