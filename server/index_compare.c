@@ -66,33 +66,34 @@ static tot *map_add(totmap *m, char kind, const char *path, uint64_t ns) {
 /* Name path of every span ("root/child/…"), memoized by span index. A parent
  * that is missing (or a cycle) ends the chain there. */
 static const char **span_paths(cg_arena *a, const cg_trace *t) {
-    const char **paths = cg_arena_zalloc(a, (t->n_spans ? t->n_spans : 1) * sizeof *paths);
-    size_t *chain = malloc((t->n_spans ? t->n_spans : 1) * sizeof *chain);
-    if (!chain) abort();
+    size_t n = t->n_spans ? t->n_spans : 1;
+    const char **paths = cg_arena_zalloc(a, n * sizeof *paths);
+    size_t *chain = malloc(n * sizeof *chain);
+    unsigned char *on_chain = calloc(n, 1);
+    if (!chain || !on_chain) abort();
     for (size_t i = 0; i < t->n_spans; i++) {
         if (paths[i]) continue;
         size_t depth = 0, k = i;
-        for (;;) {
+        for (;;) { /* walk up until a span with a path, a root, or a cycle */
             chain[depth++] = k;
+            on_chain[k] = 1;
             const cg_span *sp = &t->spans[k];
             const cg_span *par = sp->parent_id ? cg_trace_find_span(t, sp->parent_id) : NULL;
-            if (!par || depth >= t->n_spans) break;
+            if (!par) break;
             k = (size_t)(par - t->spans);
-            if (paths[k]) break;
-            bool cyc = false;
-            for (size_t q = 0; q < depth && !cyc; q++) cyc = chain[q] == k;
-            if (cyc) break;
+            if (paths[k] || on_chain[k]) break;
         }
-        /* chain[depth-1] is the top; its parent (if any) already has a path */
+        /* top of the chain first: its parent (if any, and not on the chain) has a path */
         for (size_t q = depth; q-- > 0;) {
             size_t x = chain[q];
-            if (paths[x]) continue;
             const cg_span *sp = &t->spans[x];
             const cg_span *par = sp->parent_id ? cg_trace_find_span(t, sp->parent_id) : NULL;
             const char *pp = par ? paths[par - t->spans] : NULL;
             paths[x] = pp ? cg_arena_printf(a, "%s/%s", pp, sp->name) : sp->name;
         }
+        for (size_t q = 0; q < depth; q++) on_chain[chain[q]] = 0;
     }
+    free(on_chain);
     free(chain);
     return paths;
 }
