@@ -24,6 +24,7 @@ static const struct filter filters[] = {
     {"entrypoint", "b.entrypoint =", ""},
     {"phase", "b.phase =", ""},
     {"device", "b.device =", ""},
+    {"implementation_id", "b.implementation_id =", ""},
     {"workload_id", "b.workload_id =", ""},
     {"campaign", "b.campaign_id =", ""},
     {"capture_step", "b.capture_step =", "::bigint"},

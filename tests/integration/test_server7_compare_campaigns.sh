@@ -213,6 +213,10 @@ http GET "/compare?a=implementation:impl-a&b=implementation:impl-a&tag=host:host
 cli_compare "$W/cli_cmp3.json" $(for q in q10 q20 q30; do echo --baseline "$W/$q"; done) $(for i in 1 2 3 4 5; do echo --candidate "$W/b$i"; done)
 http GET "/compare?a=campaign:camp2&b=$(csv "${B[@]}")" -H "$H"; cp "$T/body" "$W/srv_sel3.json"; expect 200 "" "campaign selector"
 same_bytes "campaign selector = its published captures in step order" "$W/cli_cmp3.json" "$W/srv_sel3.json"
+http GET "/compare?a=campaign:camp2&b=implementation:impl-b&implementation_id=impl-q" -H "$H"; expect 404 not_found "implementation_id filter applies to both selector cohorts"
+http GET "/compare?a=campaign:camp2&b=$(csv "${B[@]}")&implementation_id=impl-q&tag=host:host-a" -H "$H"; cp "$T/body" "$W/srv_sel5.json"; expect 200 "" "campaign selector with filters (explicit ids unfiltered)"
+cli_compare "$W/cli_cmp5.json" --baseline "$W/q10" --baseline "$W/q30" $(for i in 1 2 3 4 5; do echo --candidate "$W/b$i"; done)
+same_bytes "filters narrow the campaign cohort to host-a captures" "$W/cli_cmp5.json" "$W/srv_sel5.json"
 cli_compare "$W/cli_cmp4.json" --baseline "$W/s1" --baseline "$W/s2" --baseline "$W/s5" --candidate "$W/b1"
 http GET "/compare?a=campaign:camp1&b=${B[0]}" -H "$H"; cp "$T/body" "$W/srv_sel4.json"; expect 200 "" "campaign selector skips unpublished captures"
 same_bytes "campaign:camp1 = s1, s2, s5" "$W/cli_cmp4.json" "$W/srv_sel4.json"
