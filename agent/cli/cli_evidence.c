@@ -40,6 +40,35 @@ static cg_jv *input_json(cg_arena *a, const char *requested, const cli_loaded *l
     return o;
 }
 
+/* TraceRunMeta as compared by upstream (struct equality, bundles spec §7): a
+ * null Option equals an absent one, and a defaulted field written with its
+ * default equals an absent one. Returns a copy without such members. */
+static bool defaulted_member(bool in_contract, bool in_meta, const char *k, const cg_jv *v) {
+    if (v->type == CG_JNULL) return true;
+    if (in_meta && !strcmp(k, "measured_region_device_synchronized")) return v->type == CG_JBOOL && !v->u.b;
+    if (!in_contract) return false;
+    if (!strcmp(k, "tensors") || !strcmp(k, "gradients")) {
+        const char *s = cg_jv_as_str(v);
+        return s && !strcmp(s, "none");
+    }
+    if (!strcmp(k, "required_semantic_labels") || !strcmp(k, "gpu_expected_semantic_labels") ||
+        !strcmp(k, "cpu_only_semantic_labels"))
+        return v->type == CG_JARR && cg_jv_len(v) == 0;
+    return false;
+}
+
+static cg_jv *meta_canonical(cg_arena *a, const cg_jv *v, bool in_meta, bool in_contract) {
+    if (!v || v->type != CG_JOBJ) return (cg_jv *)v;
+    cg_jv *o = cg_jv_obj(a);
+    for (size_t i = 0; i < v->u.obj.n; i++) {
+        const cg_jmember *m = &v->u.obj.m[i];
+        if (defaulted_member(in_contract, in_meta, m->key, m->val)) continue;
+        bool contract = in_meta && !strcmp(m->key, "capture_contract");
+        cg_jv_obj_put(a, o, m->key, meta_canonical(a, m->val, false, contract));
+    }
+    return o;
+}
+
 static int load_bundle(cg_arena *a, cli_loaded *l, cg_error *err) {
     cg_bundle_check chk;
     if (cg_bundle_verify(l->bundle_root, &l->receipt, &chk, err) != 0)
@@ -63,7 +92,8 @@ static int load_bundle(cg_arena *a, cli_loaded *l, cg_error *err) {
     if (!l->packet) return cg_err_context(err, "parse verified evidence packet %s", ev_path);
     if (cg_evidence_validate_schema(l->packet, err) != 0) return cg_err_context(err, "verified evidence packet");
     cg_jv *prov = cg_run_meta_to_json(a, &l->trace->run);
-    if (!cg_jv_equal(prov, cg_jv_get(l->packet, "provenance")))
+    if (!cg_jv_equal(meta_canonical(a, prov, true, false),
+                     meta_canonical(a, cg_jv_get(l->packet, "provenance"), true, false)))
         return cg_err_set(err, CG_EVERIFY, "verified evidence packet provenance does not match its trace metadata");
     const char *consumed[] = {"trace.jsonl", "evidence.json"};
     if (cg_bundle_verify_consumed(l->bundle_root, &l->receipt, consumed, 2, err) != 0)
