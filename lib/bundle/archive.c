@@ -208,14 +208,11 @@ static int pack_tree(struct archive *a, pack_out *o, const char *root, const cha
     if (!dir) return cg_err_set(err, CG_ENOMEM, "out of memory");
     char **names;
     size_t n;
-    int rc = 0;
-    if (cg_dir_names_sorted(dir, &names, &n) != 0) {
-        int e = errno;
-        rc = e == ENOMEM ? cg_err_set(err, CG_ENOMEM, "out of memory")
-                         : cg_err_set(err, CG_EIO, "read bundle directory %s: %s", dir, strerror(e));
+    if (cg_dir_names_sorted(dir, "bundle", &names, &n, err) != 0) {
         free(dir);
-        return rc;
+        return -1;
     }
+    int rc = 0;
     for (size_t i = 0; rc == 0 && i < n; i++) {
         if (!rel && !strcmp(names[i], CG_BUNDLE_MANIFEST_NAME)) continue; /* written first */
         char *crel = rel ? cg_path_join(rel, names[i]) : strdup(names[i]);

@@ -13,11 +13,16 @@ void cg_dir_names_free(char **names, size_t n) {
     free(names);
 }
 
-int cg_dir_names_sorted(const char *dir, char ***out, size_t *out_n) {
+static int names_error(const char *dir, const char *what, int e, cg_error *err) {
+    if (e == ENOMEM) return cg_err_set(err, CG_ENOMEM, "out of memory");
+    return cg_err_set(err, CG_EIO, "read %s directory %s: %s", what, dir, strerror(e));
+}
+
+int cg_dir_names_sorted(const char *dir, const char *what, char ***out, size_t *out_n, cg_error *err) {
     *out = NULL;
     *out_n = 0;
     DIR *d = opendir(dir);
-    if (!d) return -1;
+    if (!d) return names_error(dir, what, errno, err);
     char **names = NULL;
     size_t n = 0, cap = 0;
     int e = 0;
@@ -45,8 +50,7 @@ int cg_dir_names_sorted(const char *dir, char ***out, size_t *out_n) {
     closedir(d);
     if (e) {
         cg_dir_names_free(names, n);
-        errno = e;
-        return -1;
+        return names_error(dir, what, e, err);
     }
     if (n > 1) qsort(names, n, sizeof *names, cg_dir_name_cmp);
     *out = names;

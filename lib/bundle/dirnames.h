@@ -4,15 +4,17 @@
  *
  * Ownership: *names and every string in it are malloc'd; free them with
  * cg_dir_names_free (also safe after a failure, which leaves *names NULL).
- * Errors: -1 with errno set (ENOMEM when out of memory, else the
- * opendir/readdir error); callers word their own message. No limit on the
- * number of entries. */
+ * Errors: -1 with err: CG_ENOMEM "out of memory", or CG_EIO
+ * "read <what> directory <dir>: <strerror>" when opendir/readdir fails.
+ * No limit on the number of entries. */
 #ifndef CG_BUNDLE_DIRNAMES_H
 #define CG_BUNDLE_DIRNAMES_H
 
 #include <stddef.h>
 
-int cg_dir_names_sorted(const char *dir, char ***names, size_t *n);
+#include "base/error.h"
+
+int cg_dir_names_sorted(const char *dir, const char *what, char ***names, size_t *n, cg_error *err);
 void cg_dir_names_free(char **names, size_t n);
 /* qsort/bsearch comparator over an array of char * (strcmp order). */
 int cg_dir_name_cmp(const void *x, const void *y);

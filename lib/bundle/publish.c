@@ -161,14 +161,11 @@ static int copy_nsight(const char *staging, const char *nsight_dir, staged *s, c
     }
     char **names;
     size_t n;
-    int rc = 0;
-    if (cg_dir_names_sorted(nsight_dir, &names, &n) != 0) {
-        int e = errno;
-        rc = e == ENOMEM ? cg_err_set(err, CG_ENOMEM, "out of memory")
-                         : cg_err_set(err, CG_EIO, "read Nsight directory %s: %s", nsight_dir, strerror(e));
+    if (cg_dir_names_sorted(nsight_dir, "Nsight", &names, &n, err) != 0) {
         free(dst_dir);
-        return rc;
+        return -1;
     }
+    int rc = 0;
     for (size_t i = 0; rc == 0 && i < n; i++) {
         char *src = cg_path_join(nsight_dir, names[i]);
         struct stat st;

@@ -76,14 +76,12 @@ static int walk_dir(const char *root, const char *rel, walk *w, cg_bundle_check 
     if (!dir) return fail(check, CG_BCHK_IO, err, CG_ENOMEM, "out of memory");
     char **names;
     size_t nn;
-    int rc = 0;
-    if (cg_dir_names_sorted(dir, &names, &nn) != 0) {
-        int e = errno;
-        rc = e == ENOMEM ? fail(check, CG_BCHK_IO, err, CG_ENOMEM, "out of memory")
-                         : fail(check, CG_BCHK_IO, err, CG_EIO, "read bundle directory %s: %s", dir, strerror(e));
+    if (cg_dir_names_sorted(dir, "bundle", &names, &nn, err) != 0) {
+        if (check) *check = CG_BCHK_IO;
         free(dir);
-        return rc;
+        return -1;
     }
+    int rc = 0;
     for (size_t i = 0; rc == 0 && i < nn; i++) {
         char *child_rel = rel ? cg_path_join(rel, names[i]) : strdup(names[i]);
         char *child = child_rel ? cg_path_join(root, child_rel) : NULL;
