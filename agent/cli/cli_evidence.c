@@ -9,6 +9,7 @@
 
 #include "base/fs.h"
 #include "bundle/outpath.h"
+#include "cli_util.h"
 
 static bool has_file(const char *dir, const char *name) {
     char p[4200];
@@ -144,4 +145,43 @@ void cli_loaded_free(cli_loaded *l) {
     cg_trace_free(l->trace);
     l->evidence = NULL;
     l->trace = NULL;
+}
+
+int cli_evidence_arg(const char *cmd, int argc, char **argv, int *i, bool allow_nsight, cli_evidence_args *ea) {
+    int r;
+    if ((r = cli_take_value(argc, argv, i, "--output", "-o", &ea->out))) return r < 0 ? 2 : 0;
+    if (allow_nsight && (r = cli_take_value(argc, argv, i, "--nsight-dir", NULL, &ea->nsight_dir)))
+        return r < 0 ? 2 : 0;
+    if (argv[*i][0] == '-' && argv[*i][1]) return cli_usage_error(cmd, "unknown flag %s", argv[*i]);
+    if (ea->input) return cli_usage_error(cmd, "takes one INPUT");
+    ea->input = argv[*i];
+    return 0;
+}
+
+int cli_evidence_require_input(const char *cmd, const cli_evidence_args *ea) {
+    return ea->input ? 0 : cli_usage_error(cmd, "INPUT is required");
+}
+
+int cli_evidence_parse(const char *cmd, int argc, char **argv, cli_evidence_args *ea) {
+    memset(ea, 0, sizeof *ea);
+    for (int i = 1; i < argc; i++) {
+        int rc = cli_evidence_arg(cmd, argc, argv, &i, true, ea);
+        if (rc) return rc;
+    }
+    return cli_evidence_require_input(cmd, ea);
+}
+
+int cli_evidence_open(const cli_evidence_args *ea, bool lazy, cli_evidence *ev) {
+    cg_arena_init(&ev->arena, 1 << 20);
+    cg_error err;
+    cg_err_clear(&err);
+    if (cli_load_evidence_ex(&ev->arena, ea->input, ea->nsight_dir, lazy, &ev->l, &err) != 0 ||
+        cli_check_output_outside(ea->out, ev->l.is_bundle ? ev->l.bundle_root : NULL, &err) != 0)
+        return cli_fail(&err);
+    return 0;
+}
+
+void cli_evidence_close(cli_evidence *ev) {
+    cli_loaded_free(&ev->l);
+    cg_arena_free(&ev->arena);
 }
