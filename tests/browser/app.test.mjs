@@ -244,9 +244,25 @@ test('campaigns: list and the grid shows each state', async () => {
   const want = await api('/campaigns/' + CAMPAIGN + '/status');
   const states = await page.$$eval('.wa-cell', (c) => c.map((x) => x.dataset.state));
   assert.deepEqual(states, want.body.captures.map((c) => c.state.state));
-  for (const s of ['published', 'failed_run', 'identity_mismatch']) assert.ok(states.includes(s), s);
-  await shot(page, 'app-campaign.png');
+  for (const s of ['published', 'missing', 'verification_failed', 'identity_mismatch', 'failed_run']) assert.ok(states.includes(s), s);
+  assert.match(await page.textContent('.wa-cell[data-state=published]'), /cpu/, 'the device a capture ran on');
+  assert.match(await page.textContent('.wa-charts'), /409/, 'series refused while captures are not all published');
+  await shot(page, 'app-campaign-states.png');
   assertClean(log, 1); // series answers 409 while captures are not all published
+  // a fully published campaign: the three series charts over capture steps
+  await page.goto(URL0 + '/#/campaign/web-series');
+  await page.waitForSelector('.wa-page[data-page=campaign][data-ready="true"] .wa-charts figure');
+  const series = await api('/campaigns/web-series/series');
+  assert.equal(series.status, 200);
+  assert.deepEqual(await page.$$eval('.wa-cell', (c) => c.map((x) => x.dataset.state)), ['published', 'published', 'published']);
+  const captions = await page.$$eval('.wa-charts figcaption', (f) => f.map((x) => x.textContent));
+  assert.deepEqual(captions, ['Outer wall time (host)', 'Tensor-stat RMS by label', 'Gradient norms']);
+  assert.equal(await page.locator('.wa-charts figure').first().locator('circle').count(), series.body.outer_wall_time.filter((p) => p.outer_wall_time_ns !== null).length);
+  const labels = Object.keys(series.body.tensor_stats);
+  assert.ok(labels.length > 0);
+  assert.equal(await page.locator('.wa-charts figure').nth(1).locator('polyline').count(), labels.length, 'one RMS line per label');
+  await shot(page, 'app-campaign.png');
+  assertClean(log, 1);
   await context.close();
 });
 

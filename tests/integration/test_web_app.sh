@@ -2,7 +2,8 @@
 # Web app (issue 8) in headless Chromium against the real candle-graph-server and
 # a real PostgreSQL (tests/support/server_lib.sh), with bundles uploaded through
 # POST /bundles: toy_train traces (5 runs of impl-a, 5 of impl-b, production-
-# equivalent; 2 non-production runs for an ineligible compare) and a synthetic
+# equivalent, one seed so the identity conditions match; 2 non-production
+# runs for an ineligible compare) and a synthetic
 # trace with device intervals for the timeline. The browser checks live in
 # tests/browser/app.test.mjs; screenshots go to $CG_SCREENSHOT_DIR
 # (docs/screenshots when run with CG_SCREENSHOT_DIR=docs/screenshots).
@@ -34,9 +35,9 @@ up() { # up DIR → prints the bundle id
 }
 A_IDS=""; B_IDS=""; X_IDS=""
 for i in 1 2 3 4 5; do
-  toy_bundle "$T/a$i" --step 3 --implementation impl-a --seed $i --production
+  toy_bundle "$T/a$i" --step 3 --implementation impl-a --seed 1 --production
   A_IDS="$A_IDS${A_IDS:+,}$(up "$T/a$i")"
-  toy_bundle "$T/b$i" --step 3 --implementation impl-b --seed $i --production --slow
+  toy_bundle "$T/b$i" --step 3 --implementation impl-b --seed 1 --production --slow
   B_IDS="$B_IDS${B_IDS:+,}$(up "$T/b$i")"
 done
 for i in 1 2; do
@@ -54,13 +55,26 @@ pass "uploaded 13 bundles"
 # when the campaign routes exist on this server.
 CAMPAIGN=""
 http PUT /campaigns/web-camp -H "$(auth "$ADMIN")" -H 'Content-Type: application/json' \
-  -d '{"schema":"candle-graph/campaign/1","campaign_id":"web-camp","entrypoint":"toy::train::update","planned":[{"capture_step":1,"bundle":"s1"},{"capture_step":2,"bundle":"s2"},{"capture_step":3,"bundle":"s3"},{"capture_step":4,"bundle":"s4"}]}'
+  -d '{"schema":"candle-graph/campaign/1","campaign_id":"web-camp","entrypoint":"toy::train::update","planned":[{"capture_step":1,"bundle":"s1"},{"capture_step":2,"bundle":"s2"},{"capture_step":3,"bundle":"s3"},{"capture_step":4,"bundle":"s4"},{"capture_step":5,"bundle":"s5"},{"capture_step":6,"bundle":"s6"}]}'
 if [ "$CODE" = 201 ] || [ "$CODE" = 200 ]; then
   CAMPAIGN=web-camp
-  toy_bundle "$T/c1" --step 1 --implementation impl-a --seed 21 --production; pack "$T/c1" "$T/c1.tar"; upload "$T/c1.tar" "$ADMIN" "" "--url-query" "campaign=web-camp" --url-query "planned=s1"
-  toy_bundle "$T/c2" --step 2 --implementation impl-a --seed 22 --production; pack "$T/c2" "$T/c2.tar"; upload "$T/c2.tar" "$ADMIN" "" --url-query "campaign=web-camp" --url-query "planned=s2"
-  toy_bundle "$T/c3" --step 3 --implementation impl-a --seed 23 --fail; pack "$T/c3" "$T/c3.tar"; upload "$T/c3.tar" "$ADMIN" "" --url-query "campaign=web-camp" --url-query "planned=s3"
-  toy_bundle "$T/c4" --step 9 --implementation impl-a --seed 24; pack "$T/c4" "$T/c4.tar"; upload "$T/c4.tar" "$ADMIN" "" --url-query "campaign=web-camp" --url-query "planned=s4"
+  toy_bundle "$T/c1" --step 1 --implementation impl-c --seed 1 --production; pack "$T/c1" "$T/c1.tar"; upload "$T/c1.tar" "$ADMIN" "" "--url-query" "campaign=web-camp" --url-query "planned=s1"
+  toy_bundle "$T/c2" --step 2 --implementation impl-c --seed 1 --production; pack "$T/c2" "$T/c2.tar"; upload "$T/c2.tar" "$ADMIN" "" --url-query "campaign=web-camp" --url-query "planned=s2"
+  toy_bundle "$T/c3" --step 3 --implementation impl-c --seed 1 --fail; pack "$T/c3" "$T/c3.tar"; upload "$T/c3.tar" "$ADMIN" "" --url-query "campaign=web-camp" --url-query "planned=s3"
+  toy_bundle "$T/c4" --step 9 --implementation impl-c --seed 1; pack "$T/c4" "$T/c4.tar"; upload "$T/c4.tar" "$ADMIN" "" --url-query "campaign=web-camp" --url-query "planned=s4"
+  # s5 stays missing; s6 gets a bundle whose trace no longer matches its manifest (422, recorded as verification_failed)
+  toy_bundle "$T/c6" --step 6 --implementation impl-c --seed 1; printf '\n' >>"$T/c6/trace.jsonl"; pack "$T/c6" "$T/c6.tar"
+  upload "$T/c6.tar" "$ADMIN" "" --url-query "campaign=web-camp" --url-query "planned=s6"
+  [ "$CODE" = 422 ] || die "tampered upload answered $CODE"
+  # a second campaign with every capture published, for the series charts
+  http PUT /campaigns/web-series -H "$(auth "$ADMIN")" -H 'Content-Type: application/json' \
+    -d '{"schema":"candle-graph/campaign/1","campaign_id":"web-series","entrypoint":"toy::train::update","planned":[{"capture_step":1,"bundle":"p1"},{"capture_step":2,"bundle":"p2"},{"capture_step":3,"bundle":"p3"}]}'
+  [ "$CODE" = 201 ] || die "PUT /campaigns/web-series: $CODE $BODY"
+  for k in 1 2 3; do
+    toy_bundle "$T/p$k" --step $k --implementation impl-c --seed 1 --production; pack "$T/p$k" "$T/p$k.tar"
+    upload "$T/p$k.tar" "$ADMIN" "" --url-query "campaign=web-series" --url-query "planned=p$k"
+    [ "$CODE" = 201 ] || die "upload p$k: $CODE $BODY"
+  done
 else
   note "campaign routes answer $CODE on this server (issue 7 not merged): campaign checks expect the error panel"
 fi
