@@ -22,7 +22,8 @@
  * per track, names copied once) is built from trace.jsonl on first use and
  * kept in an LRU cache of CACHE_SLOTS bundles (bundles are immutable, so
  * entries never go stale); a request costs O(log n + k) per track for k
- * intervals in the window, and never re-reads the trace. Uploads queue their
+ * intervals in the window (O(boxes of a coarse level) for a window holding the
+ * whole track at coarse pixel sizes), and never re-reads the trace. Uploads queue their
  * bundle for a background build (srv_timeline_warm), and a request for an
  * index being built waits for that build rather than starting another. A built
  * index is also written to <data_dir>/timeline/<id>.idx and read back after a
@@ -42,6 +43,7 @@
 #define CACHE_SLOTS 4
 #define PX_DEFAULT 1000
 #define PX_MAX 10000
+#define COARSE_BOXES 8192
 
 typedef struct tl_track {
     char *id, *label, *device; /* device: NULL for host tracks */
@@ -50,6 +52,12 @@ typedef struct tl_track {
     size_t n, cap;
     uint64_t *start, *end, *maxend; /* maxend[i] = max(end[0..i]) */
     const char **name;              /* interned in the index arena */
+    /* coarse level: the intervals merged at gap coarse_gap (extent / COARSE_BOXES),
+     * used for windows that cover the whole track at that pixel size or coarser */
+    size_t nc;
+    uint64_t coarse_gap;
+    uint64_t *cs, *ce, *cn;
+    const char **cname;
 } tl_track;
 
 typedef struct tl_clock {
@@ -70,6 +78,8 @@ typedef struct tl_index {
     unsigned refs;      /* guarded by cache_mu */
     uint64_t last_use;  /* guarded by cache_mu */
 } tl_index;
+
+static void build_coarse(tl_track *t);
 
 /* ---------------------------------------------------------------- building */
 
@@ -206,6 +216,10 @@ static void index_free(tl_index *x) {
         free(x->tracks[i].end);
         free(x->tracks[i].maxend);
         free(x->tracks[i].name);
+        free(x->tracks[i].cs);
+        free(x->tracks[i].ce);
+        free(x->tracks[i].cn);
+        free(x->tracks[i].cname);
     }
     free(x->tracks);
     free(x->clocks);
@@ -303,7 +317,10 @@ static tl_index *index_build(const char *id, const cg_trace *t) {
     free(b.keys);
     free(b.vals);
 
-    for (size_t k = 0; k < x->n_tracks; k++) finish_track(&x->tracks[k]);
+    for (size_t k = 0; k < x->n_tracks; k++) {
+        finish_track(&x->tracks[k]);
+        build_coarse(&x->tracks[k]);
+    }
     for (size_t c = 0; c < x->n_clocks; c++) {
         tl_clock *ck = &x->clocks[c];
         bool any = false;
@@ -542,6 +559,7 @@ static tl_index *index_load(const char *id, const char *path) {
         index_free(x);
         return NULL;
     }
+    for (size_t k = 0; k < x->n_tracks; k++) build_coarse(&x->tracks[k]);
     return x;
 }
 
@@ -615,6 +633,43 @@ void srv_timeline_cache_clear(void) {
 
 /* ---------------------------------------------------------------- query */
 
+/* Merges t's intervals with gap coarse_gap into the coarse level (same rule as
+ * a query: the next interval joins when it starts within the gap of the box's
+ * end; a box keeps a name only when all its intervals share it). Merging these
+ * boxes again with any gap >= coarse_gap gives exactly what merging the
+ * intervals with that gap gives, so whole-track windows cost O(boxes). */
+static void build_coarse(tl_track *t) {
+    if (!t->n) return;
+    uint64_t g = (t->maxend[t->n - 1] - t->start[0]) / COARSE_BOXES;
+    t->coarse_gap = g ? g : 1;
+    size_t cap = 64;
+    t->cs = xrealloc(NULL, cap * sizeof *t->cs);
+    t->ce = xrealloc(NULL, cap * sizeof *t->ce);
+    t->cn = xrealloc(NULL, cap * sizeof *t->cn);
+    t->cname = xrealloc(NULL, cap * sizeof *t->cname);
+    for (size_t i = 0; i < t->n; i++) {
+        if (t->nc && t->start[i] <= sat_add(t->ce[t->nc - 1], t->coarse_gap)) {
+            size_t k = t->nc - 1;
+            if (t->end[i] > t->ce[k]) t->ce[k] = t->end[i];
+            if (t->cname[k] != t->name[i]) t->cname[k] = NULL;
+            t->cn[k]++;
+            continue;
+        }
+        if (t->nc == cap) {
+            cap *= 2;
+            t->cs = xrealloc(t->cs, cap * sizeof *t->cs);
+            t->ce = xrealloc(t->ce, cap * sizeof *t->ce);
+            t->cn = xrealloc(t->cn, cap * sizeof *t->cn);
+            t->cname = xrealloc(t->cname, cap * sizeof *t->cname);
+        }
+        t->cs[t->nc] = t->start[i];
+        t->ce[t->nc] = t->end[i];
+        t->cn[t->nc] = 1;
+        t->cname[t->nc] = t->name[i];
+        t->nc++;
+    }
+}
+
 static size_t first_overlap(const tl_track *t, uint64_t qs) {
     size_t lo = 0, hi = t->n; /* first i with maxend[i] >= qs */
     while (lo < hi) {
@@ -638,14 +693,19 @@ static cg_jv *track_json(cg_arena *a, const tl_track *t, uint64_t qs, uint64_t q
     if (w == 0) w = 1;
     uint64_t in_window = 0, bs = 0, be = 0, bn = 0;
     const char *bname = NULL;
-    for (size_t i = first_overlap(t, qs); i < t->n && t->start[i] < qe; i++) {
-        uint64_t s = t->start[i], e = t->end[i];
+    /* a window holding the whole track at coarse_gap per pixel or coarser reads the coarse level */
+    bool coarse = t->nc && qs <= t->start[0] && qe > t->maxend[t->n - 1] && w >= t->coarse_gap;
+    const uint64_t *S = coarse ? t->cs : t->start, *E = coarse ? t->ce : t->end;
+    const char *const *NM = coarse ? t->cname : t->name;
+    size_t n = coarse ? t->nc : t->n;
+    for (size_t i = coarse ? 0 : first_overlap(t, qs); i < n && S[i] < qe; i++) {
+        uint64_t s = S[i], e = E[i], c = coarse ? t->cn[i] : 1;
         if (e < qs || (e == qs && s < qs)) continue;
-        in_window++;
+        in_window += c;
         if (bn && s <= sat_add(be, w)) {
             if (e > be) be = e;
-            if (bname && bname != t->name[i]) bname = NULL;
-            bn++;
+            if (bname != NM[i]) bname = NULL;
+            bn += c;
             continue;
         }
         if (bn) {
@@ -658,8 +718,8 @@ static cg_jv *track_json(cg_arena *a, const tl_track *t, uint64_t qs, uint64_t q
         }
         bs = s;
         be = e;
-        bn = 1;
-        bname = t->name[i];
+        bn = c;
+        bname = NM[i];
     }
     if (bn) {
         cg_jv *bx = cg_jv_arr(a);

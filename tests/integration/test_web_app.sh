@@ -94,6 +94,21 @@ jq -e '[.tracks[] | .window_records == .records and ([.boxes[][2]] | add) == .re
 jq -e '[.tracks[].label] == ["host spans, depth 0", "host spans, depth 1", "host spans, depth 2", "host ops"]' "$T/body" >/dev/null \
   && pass "host tracks: spans by depth, then ops" || fail "host tracks: $(jq -c '[.tracks[].label]' "$T/body")"
 cp "$T/body" "$T/tl_full.json"
+# The whole-track answer (read from the coarse level) equals merging a fine answer
+# (px=10000, read from the intervals) again at the coarser pixel size.
+tl "?px=10000"; expect 200 "" "timeline at px=10000"
+if node -e '
+  const fs = require("fs");
+  const fine = JSON.parse(fs.readFileSync(process.argv[1])), coarse = JSON.parse(fs.readFileSync(process.argv[2]));
+  const w = Math.max(1, Math.floor((coarse.end_ns - coarse.start_ns) / coarse.px));
+  const remerge = (boxes) => { const out = []; for (const [s, e, c, n] of boxes) { const b = out[out.length - 1];
+    if (b && s <= b[1] + w) { b[1] = Math.max(b[1], e); b[2] += c; if (b[3] !== n) b[3] = null; } else out.push([s, e, c, n]); } return out; };
+  const ok = fine.tracks.every((t, i) => JSON.stringify(remerge(t.boxes)) === JSON.stringify(coarse.tracks[i].boxes));
+  process.exit(ok && fine.start_ns === coarse.start_ns && fine.end_ns === coarse.end_ns ? 0 : 1);' "$T/body" "$T/tl_full.json"; then
+  pass "coarse level answers like the intervals"
+else
+  fail "coarse level differs from merging the intervals"
+fi
 tl "?clock=cuda-event-0&px=200"; expect 200 "" "timeline, device clock"
 jq -e '[.tracks[].device] == ["cuda:0", "cuda:1"] and .start_ns == 5000 and ([.tracks[].records] | add) == ([.clocks[] | select(.clock == "cuda-event-0") | .records] | add)' "$T/body" >/dev/null \
   && pass "device clock: one track per device on its own axis" || fail "device tracks: $(head -c 400 "$T/body")"
