@@ -285,6 +285,8 @@ static const char *sidecar_str(const cg_jv *o, const char *key, cg_error *err) {
 int cg_sig_verify_manifest(const void *manifest, size_t manifest_len, const char *sidecar, size_t sidecar_len,
                            const unsigned char *expected_pk, cg_signature_info *info, cg_error *err) {
     if (sodium_ready(err) != 0) return -1;
+    if (sidecar_len > KEY_FILE_MAX) /* the cap the file loaders apply, for sidecars given as bytes */
+        return cg_err_set(err, CG_ELIMIT, "signature sidecar is larger than the limit of %zu bytes", KEY_FILE_MAX);
     cg_arena a;
     cg_arena_init(&a, 0);
     int rc = -1;

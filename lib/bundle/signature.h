@@ -16,7 +16,8 @@
  *
  * Ownership: key material lives in caller buffers; functions that touch a seed
  * wipe their own temporaries (sodium_memzero); callers wipe theirs.
- * Limits: key files and sidecars are read with a 64 KiB cap.
+ * Limits: key files and sidecars are read with a 64 KiB cap; cg_sig_verify_manifest
+ * refuses a larger sidecar given as bytes (CG_ELIMIT).
  * Errors: -1 with err set; CG_EVERIFY for a signature/identity mismatch,
  * CG_EPARSE for malformed keys or sidecars, CG_EIO for file errors,
  * CG_EEXIST when keygen would overwrite a file. */

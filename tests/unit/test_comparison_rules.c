@@ -14,7 +14,7 @@
 
 #include "base/sha256.h"
 #include "comparison/compare.h"
-#include "test_comparison_support.h"
+#include "comparison_runs.h"
 
 #define MAXR 10
 
@@ -40,22 +40,9 @@ static void case_default(cmp_case *k) {
 }
 
 static void build_row(cg_arena *a, const ts_run *r, cg_cohort_row *out) {
-    cg_buf b = CG_BUF_INIT;
-    ts_run_text(&b, r);
     cg_error err;
     cg_err_clear(&err);
-    cg_trace *t = cg_trace_read_mem(b.data, b.len, r->run_id, NULL, &err);
-    if (!t) fail_msg("trace %s: %s\n%s", r->run_id, err.msg, b.data);
-    cg_health h;
-    memset(&h, 0, sizeof h);
-    h.structurally_valid = true;
-    h.capture_complete = true;
-    char hex[65];
-    cg_sha256_hex(r->run_id, strlen(r->run_id), hex);
-    cg_cohort_receipt rc = {r->run_id, hex};
-    cg_cohort_row_from_trace(a, t, &h, &rc, out);
-    cg_trace_free(t);
-    cg_buf_free(&b);
+    if (ts_cohort_row(a, r, out, &err) != 0) fail_msg("%s", err.msg);
 }
 
 static void case_build(cmp_case *k) {
