@@ -98,8 +98,7 @@ static const char **span_paths(cg_arena *a, const cg_trace *t) {
     return paths;
 }
 
-/* The totals as a JSON array [{"k","p","t","n"}] for json_to_recordset. */
-static void totals_json(cg_arena *a, const cg_trace *t, cg_buf *out) {
+void srv_span_totals_json(cg_arena *a, const cg_trace *t, cg_buf *out) {
     totmap m = {0};
     const char **paths = span_paths(a, t);
     for (size_t i = 0; i < t->n_spans; i++)
@@ -145,7 +144,7 @@ int srv_facts_insert(PGconn *c, const char *id, const char *run_id, const cg_tra
     cg_series_point sp;
     cg_series_point_from_trace(&a, t, id, run_id, id, &sp);
     cg_json_write(&spt, cg_series_point_to_json(&a, &sp), false);
-    totals_json(&a, t, &tots);
+    srv_span_totals_json(&a, t, &tots);
     int ret = -1;
     const char *p[4] = {id, crow.data, spt.data, t->terminal.reason};
     PGresult *x = srv_q(c,

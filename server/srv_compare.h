@@ -21,6 +21,14 @@
 int srv_facts_insert(PGconn *c, const char *id, const char *run_id, const cg_trace *t, const cg_health *h,
                      char sqlstate[6], cg_error *err);
 
+/* The per-path totals of a trace as a JSON array [{"k": "span"|"op"|"device",
+ * "p": path, "t": total_ns, "n": occurrences}] (any order; paths in arena a):
+ * span paths join names from the root with "/" (a missing parent or a cycle
+ * ends the chain), closed spans only; op path = span path + "/" + op name;
+ * device path = "device:<device>/<clock_id>" with the clock's busy time and
+ * interval count. Totals saturate at 2^63-1. */
+void srv_span_totals_json(cg_arena *a, const cg_trace *t, cg_buf *out);
+
 /* Computes and stores the facts of an already stored bundle that has none
  * (reads its trace.jsonl blob once). Concurrent backfills of the same bundle
  * converge on one row. Runs its own transaction on c. */

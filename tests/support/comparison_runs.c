@@ -162,3 +162,11 @@ int ts_cohort_row(cg_arena *a, const ts_run *r, cg_cohort_row *out, cg_error *er
     cg_trace_free(t);
     return 0;
 }
+
+int ts_cohorts_build(ts_cohorts *k, cg_error *err) {
+    for (size_t i = 0; i < k->nb; i++)
+        if (ts_cohort_row(&k->a, &k->b[i], &k->rb[i], err) != 0) return -1;
+    for (size_t i = 0; i < k->nc; i++)
+        if (ts_cohort_row(&k->a, &k->c[i], &k->rc[i], err) != 0) return -1;
+    return 0;
+}

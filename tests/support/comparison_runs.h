@@ -68,4 +68,19 @@ int ts_write_run_bundle(const char *dir, const ts_run *r);
  * {run_id, sha256(run_id)}. -1 with err when the text does not parse. */
 int ts_cohort_row(cg_arena *a, const ts_run *r, cg_cohort_row *out, cg_error *err);
 
+#define TS_MAX_RUNS 10
+
+/* A baseline (b) and a candidate (c) cohort of runs with their rows; the rows
+ * live in `a` (the caller initialises and frees it). */
+typedef struct ts_cohorts {
+    ts_run b[TS_MAX_RUNS], c[TS_MAX_RUNS];
+    size_t nb, nc;
+    cg_cohort_row rb[TS_MAX_RUNS], rc[TS_MAX_RUNS];
+    cg_arena a;
+} ts_cohorts;
+
+/* Builds rb[0..nb) and rc[0..nc) from b and c with ts_cohort_row; -1 with err
+ * at the first run that does not parse. */
+int ts_cohorts_build(ts_cohorts *k, cg_error *err);
+
 #endif

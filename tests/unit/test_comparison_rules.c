@@ -16,14 +16,7 @@
 #include "comparison/compare.h"
 #include "comparison_runs.h"
 
-#define MAXR 10
-
-typedef struct cmp_case {
-    ts_run b[MAXR], c[MAXR];
-    size_t nb, nc;
-    cg_cohort_row rb[MAXR], rc[MAXR];
-    cg_arena a;
-} cmp_case;
+typedef ts_cohorts cmp_case;
 
 static void case_default(cmp_case *k) {
     static const uint64_t bd[] = {100, 102, 99, 101, 103}, cd[] = {75, 80, 78, 79, 77};
@@ -39,15 +32,10 @@ static void case_default(cmp_case *k) {
     k->nb = k->nc = 5;
 }
 
-static void build_row(cg_arena *a, const ts_run *r, cg_cohort_row *out) {
+static void case_build(cmp_case *k) {
     cg_error err;
     cg_err_clear(&err);
-    if (ts_cohort_row(a, r, out, &err) != 0) fail_msg("%s", err.msg);
-}
-
-static void case_build(cmp_case *k) {
-    for (size_t i = 0; i < k->nb; i++) build_row(&k->a, &k->b[i], &k->rb[i]);
-    for (size_t i = 0; i < k->nc; i++) build_row(&k->a, &k->c[i], &k->rc[i]);
+    if (ts_cohorts_build(k, &err) != 0) fail_msg("%s", err.msg);
 }
 
 static cg_jv *case_compare(cmp_case *k, cg_comparison_verification kind) {

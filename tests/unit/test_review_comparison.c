@@ -17,14 +17,9 @@
 #include "comparison/stats.h"
 #include "comparison_runs.h"
 
-#define MAXR 8
+#define MAXR 8 /* runs prepared per cohort */
 
-typedef struct rv_case {
-    ts_run b[MAXR], c[MAXR];
-    size_t nb, nc;
-    cg_cohort_row rb[MAXR], rc[MAXR];
-    cg_arena a;
-} rv_case;
+typedef ts_cohorts rv_case;
 
 static rv_case *rv_new(size_t nb, size_t nc) {
     rv_case *k = calloc(1, sizeof *k);
@@ -42,15 +37,10 @@ static rv_case *rv_new(size_t nb, size_t nc) {
     return k;
 }
 
-static void rv_row(cg_arena *a, const ts_run *r, cg_cohort_row *out) {
+static cg_jv *rv_compare(rv_case *k) {
     cg_error err;
     cg_err_clear(&err);
-    if (ts_cohort_row(a, r, out, &err) != 0) fail_msg("%s", err.msg);
-}
-
-static cg_jv *rv_compare(rv_case *k) {
-    for (size_t i = 0; i < k->nb; i++) rv_row(&k->a, &k->b[i], &k->rb[i]);
-    for (size_t i = 0; i < k->nc; i++) rv_row(&k->a, &k->c[i], &k->rc[i]);
+    if (ts_cohorts_build(k, &err) != 0) fail_msg("%s", err.msg);
     return cg_compare_rows(&k->a, k->rb, k->nb, k->rc, k->nc, CG_CMP_VERIFIED_BUNDLES);
 }
 
