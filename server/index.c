@@ -20,6 +20,31 @@ static const char *jtext(cg_arena *a, const cg_jv *v) {
 
 static const char *u64s(cg_arena *a, uint64_t v) { return cg_arena_printf(a, "%" PRIu64, v); }
 
+/* Several rows in one round trip: a JSON array of objects whose values are
+ * strings (or null) is expanded by json_to_recordset(… text …), and each value
+ * gets the same cast the text parameter of a one-row INSERT would get. */
+typedef struct rowset {
+    cg_arena *a;
+    cg_jv *rows, *cur;
+} rowset;
+
+static void rs_row(rowset *r) {
+    r->cur = cg_jv_obj(r->a);
+    cg_jv_arr_push(r->a, r->rows, r->cur);
+}
+
+static void rs_put(rowset *r, const char *key, const char *val) {
+    cg_jv_obj_put(r->a, r->cur, key, val ? cg_jv_str(r->a, val) : cg_jv_null(r->a));
+}
+
+static int rs_insert(PGconn *c, const char *sql, const char *id, rowset *r, char sqlstate[6], cg_error *err) {
+    const char *p[2] = {id, jtext(r->a, r->rows)};
+    PGresult *x = srv_q(c, sql, 2, p, NULL, sqlstate, err);
+    if (!x) return -1;
+    PQclear(x);
+    return 0;
+}
+
 static const char *tag(const cg_run_meta *m, const char *key) {
     for (size_t i = 0; i < m->n_tags; i++)
         if (strcmp(m->tags[i].key, key) == 0) return m->tags[i].value;
@@ -55,8 +80,8 @@ static int insert_tensor_stats(PGconn *c, const char *id, const cg_trace *t, cg_
     if (!v) return cg_err_set(err, CG_ENOMEM, "out of memory");
     for (size_t i = 0; i < t->n_tensor_stats; i++) v[i] = &t->tensor_stats[i];
     qsort(v, t->n_tensor_stats, sizeof *v, cmp_stats);
-    int rc = 0;
-    for (size_t i = 0; i < t->n_tensor_stats && rc == 0;) {
+    rowset rs = {a, cg_jv_arr(a), NULL};
+    for (size_t i = 0; i < t->n_tensor_stats;) {
         size_t j = i;
         double rms = 0, absmax = 0, mean = 0;
         uint64_t elements = 0, nonfinite = 0;
@@ -67,23 +92,22 @@ static int insert_tensor_stats(PGconn *c, const char *id, const cg_trace *t, cg_
             elements += v[j]->elements;
             nonfinite += v[j]->non_finite;
         }
-        const char *p[8] = {id,
-                            v[i]->label,
-                            u64s(a, j - i),
-                            cg_arena_printf(a, "%.17g", rms),
-                            cg_arena_printf(a, "%.17g", absmax),
-                            cg_arena_printf(a, "%.17g", mean),
-                            u64s(a, elements),
-                            u64s(a, nonfinite)};
-        PGresult *r = srv_q(c,
-                            "INSERT INTO bundle_tensor_stats (bundle_id, label, samples, sum_rms, sum_abs_max, sum_mean, "
-                            "sum_elements, sum_non_finite) VALUES ($1, $2, $3::bigint, $4::float8, $5::float8, "
-                            "$6::float8, $7::numeric, $8::numeric)",
-                            8, p, NULL, sqlstate, err);
-        if (!r) rc = -1;
-        PQclear(r);
+        rs_row(&rs);
+        rs_put(&rs, "l", v[i]->label);
+        rs_put(&rs, "n", u64s(a, j - i));
+        rs_put(&rs, "r", cg_arena_printf(a, "%.17g", rms));
+        rs_put(&rs, "x", cg_arena_printf(a, "%.17g", absmax));
+        rs_put(&rs, "m", cg_arena_printf(a, "%.17g", mean));
+        rs_put(&rs, "e", u64s(a, elements));
+        rs_put(&rs, "f", u64s(a, nonfinite));
         i = j;
     }
+    int rc = rs_insert(c,
+                       "INSERT INTO bundle_tensor_stats (bundle_id, label, samples, sum_rms, sum_abs_max, sum_mean, "
+                       "sum_elements, sum_non_finite) SELECT $1, r.l, r.n::bigint, r.r::float8, r.x::float8, "
+                       "r.m::float8, r.e::numeric, r.f::numeric FROM json_to_recordset($2::json) AS "
+                       "r(l text, n text, r text, x text, m text, e text, f text)",
+                       id, &rs, sqlstate, err);
     free(v);
     return rc;
 }
@@ -150,19 +174,31 @@ int srv_index_insert(PGconn *c, const srv_index_row *row, cg_arena *a, char sqls
         34, p, lens, sqlstate, err);
     if (!r) return -1;
     PQclear(r);
+    rowset files = {a, cg_jv_arr(a), NULL};
     for (size_t i = 0; i < row->n_files; i++) {
-        const char *q[4] = {row->id, row->files[i].path, row->files[i].sha256, u64s(a, row->files[i].bytes)};
-        r = srv_q(c, "INSERT INTO bundle_files (bundle_id, path, sha256, bytes) VALUES ($1, $2, $3, $4::bigint)", 4, q,
-                  NULL, sqlstate, err);
-        if (!r) return -1;
-        PQclear(r);
+        rs_row(&files);
+        rs_put(&files, "p", row->files[i].path);
+        rs_put(&files, "s", row->files[i].sha256);
+        rs_put(&files, "b", u64s(a, row->files[i].bytes));
     }
+    if (row->n_files &&
+        rs_insert(c,
+                  "INSERT INTO bundle_files (bundle_id, path, sha256, bytes) SELECT $1, r.p, r.s, r.b::bigint "
+                  "FROM json_to_recordset($2::json) AS r(p text, s text, b text)",
+                  row->id, &files, sqlstate, err) < 0)
+        return -1;
+    /* rows go in tag order, so of two equal keys the first wins, as before */
+    rowset tags = {a, cg_jv_arr(a), NULL};
     for (size_t i = 0; i < m->n_tags; i++) {
-        const char *q[3] = {row->id, m->tags[i].key, m->tags[i].value};
-        r = srv_q(c, "INSERT INTO bundle_tags (bundle_id, key, value) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING", 3, q,
-                  NULL, sqlstate, err);
-        if (!r) return -1;
-        PQclear(r);
+        rs_row(&tags);
+        rs_put(&tags, "k", m->tags[i].key);
+        rs_put(&tags, "v", m->tags[i].value);
     }
+    if (m->n_tags &&
+        rs_insert(c,
+                  "INSERT INTO bundle_tags (bundle_id, key, value) SELECT $1, r.k, r.v "
+                  "FROM json_to_recordset($2::json) AS r(k text, v text) ON CONFLICT DO NOTHING",
+                  row->id, &tags, sqlstate, err) < 0)
+        return -1;
     return insert_tensor_stats(c, row->id, t, a, sqlstate, err);
 }

@@ -255,6 +255,10 @@ static cg_jv *links(cg_arena *a, const char *id) {
     return o;
 }
 
+#include <stdio.h>
+static __thread double stg_t;
+static __thread char stg_buf[512];
+#define STG(n) do { double _t = now_s(); if (strcmp(n, "start")) { size_t _l = strlen(stg_buf); snprintf(stg_buf + _l, sizeof stg_buf - _l, "%s=%.2f ", n, (_t - stg_t) * 1e3); } else stg_buf[0] = 0; stg_t = _t; if (!strcmp(n, "db")) { FILE *_f = fopen("/tmp/perf2b/stages.log", "a"); if (_f) { fprintf(_f, "%s\n", stg_buf); fclose(_f); } } } while (0)
 static enum MHD_Result run(ingest *g) {
     srv_req *r = g->r;
     srv_server *s = r->s;
@@ -264,6 +268,7 @@ static enum MHD_Result run(ingest *g) {
     enum MHD_Result res = check_campaign(g, &answered);
     if (answered) return res;
 
+    STG("start");
     /* 3. unpack */
     if (snprintf(g->stage, sizeof g->stage, "%s/staging/%s", s->cfg.data_dir, r->id) >= (int)sizeof g->stage ||
         snprintf(g->root, sizeof g->root, "%s/bundle", g->stage) >= (int)sizeof g->root) {
@@ -283,6 +288,7 @@ static enum MHD_Result run(ingest *g) {
     lim.max_total_bytes = s->cfg.max_decoded_bytes;
     lim.max_file_bytes = s->cfg.max_decoded_bytes;
     lim.max_stream_bytes = s->cfg.max_decoded_bytes + 1536 * lim.max_entries + (1u << 20);
+    lim.scratch = true; /* staging is private and always removed; the blobs are the durable copies */
     cg_archive_error kind = CG_ARCHIVE_OK;
     if (cg_archive_unpack_fd(r->body_fd, g->root, &lim, &kind, &err) < 0) {
         switch (kind) {
@@ -297,6 +303,7 @@ static enum MHD_Result run(ingest *g) {
             return srv_fail_unavailable(r, &err);
         }
     }
+    STG("unpack");
     /* 4. bundle/1 verification, exactly as upstream */
     cg_bundle_receipt rcpt;
     cg_bundle_check chk = CG_BCHK_NONE;
@@ -317,10 +324,11 @@ static enum MHD_Result run(ingest *g) {
     if (cg_bundle_manifest_parse(a, g->manifest, g->manifest_len, &man, &err) < 0)
         return reject(g, "malformed_manifest", NULL, err.msg);
 
+    STG("verify");
     /* run-ID binding and semantic verification, as `candle-graph verify --semantic` */
     cg_semantic_result sres = CG_SEMANTIC_NOT_REDERIVABLE;
     cg_semantic_failure sfail = CG_SEMF_NONE;
-    if (cg_bundle_verify_semantic(g->root, &rcpt, true, &sres, &sfail, &err) < 0) {
+    if (cg_bundle_verify_semantic_trace(g->root, &rcpt, true, &sres, &sfail, &g->trace, &err) < 0) {
         switch (sfail) {
         case CG_SEMF_TRACE_INVALID:
             return reject(g, "trace_invalid",
@@ -335,9 +343,9 @@ static enum MHD_Result run(ingest *g) {
         default: return srv_fail_unavailable(r, &err);
         }
     }
+    STG("semantic");
     const char *semantic = cg_semantic_result_name(sres), *evidence_schema = NULL;
-    char tpath[PATH_MAX + 16], epath[PATH_MAX + 16];
-    snprintf(tpath, sizeof tpath, "%s/trace.jsonl", g->root);
+    char epath[PATH_MAX + 16];
     snprintf(epath, sizeof epath, "%s/evidence.json", g->root);
     if (sres == CG_SEMANTIC_REDERIVED_MATCH) {
         evidence_schema = EVIDENCE4;
@@ -351,15 +359,14 @@ static enum MHD_Result run(ingest *g) {
         const char *es = stored ? cg_jv_as_str(cg_jv_get(stored, "schema")) : NULL;
         evidence_schema = es ? cg_arena_strdup(a, es) : NULL;
     }
-    /* the trace once more, for the derived index */
-    cg_trace_limits tl;
-    cg_trace_limits_default(&tl);
-    g->trace = cg_trace_read_file(tpath, &tl, &err);
-    if (!g->trace) return reject(g, "trace_invalid", NULL, err.msg);
+    /* the derived index uses the trace semantic verification parsed (default
+     * limits) and its post-read check confirmed */
+    STG("tracereread");
     /* 5. signature */
     const char *sig_json, *key_id;
     if (!check_signature(g, &sig_json, &key_id, &res)) return res;
 
+    STG("signature");
     /* derived index inputs */
     g->health = cg_health_analyze(g->trace);
     srv_file_row *files = cg_arena_zalloc(a, (man.n_files + 1) * sizeof *files);
@@ -375,6 +382,7 @@ static enum MHD_Result run(ingest *g) {
         total += man.files[i].bytes;
     }
 
+    STG("health");
     /* 6. store blobs (fs: before the transaction; pg: inside it) */
     bool pg_blobs = s->blobs.kind == SRV_BLOB_PG;
     if (!pg_blobs) {
@@ -387,6 +395,7 @@ static enum MHD_Result run(ingest *g) {
                               : srv_fail_unavailable(r, &err);
         }
     }
+    STG("blobs");
     PGconn *c = srv_pool_get(s->pool, &err);
     if (!c) return srv_fail_unavailable(r, &err);
     char sqlstate[6] = "";
@@ -456,6 +465,7 @@ static enum MHD_Result run(ingest *g) {
     if (srv_exec(c, "COMMIT", &err) < 0) goto dberr;
     srv_pool_put(s->pool, c);
 
+    STG("db");
     /* 7. answer */
     cg_jv *o = cg_jv_obj(a);
     cg_jv_obj_put(a, o, "schema", cg_jv_str(a, INGEST_SCHEMA));

@@ -34,6 +34,7 @@ void cg_archive_limits_default(cg_archive_limits *l) {
     l->max_total_bytes = (uint64_t)8 << 30;
     l->max_stream_bytes = 0; /* derived */
     l->window_log_max = 27;
+    l->scratch = false;
 }
 
 const char *cg_archive_error_name(cg_archive_error e) {
@@ -622,7 +623,7 @@ static int extract_file(unpack_state *s, struct archive *a, const char *rel, str
         }
     }
     s->total_bytes += written;
-    if (fsync(fd) != 0 || close(fd) != 0)
+    if ((!s->lim->scratch && fsync(fd) != 0) || close(fd) != 0)
         return st_fail(s, CG_ARCHIVE_LOCAL, CG_EIO, "sync %s: %s", path, strerror(errno));
     return 0;
 }
@@ -796,7 +797,7 @@ int cg_archive_unpack_fd(int fd, const char *dest, const cg_archive_limits *lim_
         }
     }
     if (unpack_entries(&s, &u) != 0) goto out;
-    if (sync_dirs(staging, err) != 0) {
+    if (!lim.scratch && sync_dirs(staging, err) != 0) {
         s.cls = CG_ARCHIVE_LOCAL;
         goto out;
     }
@@ -808,7 +809,7 @@ int cg_archive_unpack_fd(int fd, const char *dest, const cg_archive_limits *lim_
             st_fail(&s, CG_ARCHIVE_LOCAL, CG_EIO, "rename %s to %s: %s", staging, dest, strerror(en));
         goto out;
     }
-    if (cg_fsync_path(parent, err) != 0) {
+    if (!lim.scratch && cg_fsync_path(parent, err) != 0) {
         s.cls = CG_ARCHIVE_LOCAL;
         goto out; /* dest exists but its parent entry is not durable: report, keep data */
     }

@@ -49,6 +49,14 @@ typedef struct cg_archive_limits {
     uint64_t max_total_bytes;   /* sum of file sizes; default 8 GiB */
     uint64_t max_stream_bytes;  /* decoded tar stream; default max_total_bytes + 1536*max_entries + 1 MiB */
     int window_log_max;         /* zstd windowLogMax; default 27 (128 MiB) */
+    /* Unpack durability. false (default): every file and directory is fsynced
+     * before the staging directory is renamed to dest, and dest's parent after.
+     * true: dest is a scratch copy that the caller reads and then deletes (the
+     * server's private ingest staging, whose durable copies are the blobs it
+     * stores later) — nothing is fsynced; all checks and the rename are the
+     * same. After a crash such a dest may be incomplete; only use it for data
+     * whose leftovers are collected, never kept. */
+    bool scratch;
 } cg_archive_limits;
 
 void cg_archive_limits_default(cg_archive_limits *l);

@@ -42,6 +42,13 @@ static const char *first_difference(const cg_jv *a, const cg_jv *b) {
 
 int cg_bundle_verify_semantic(const char *root, const cg_bundle_receipt *receipt, bool allow_not_rederivable,
                               cg_semantic_result *result, cg_semantic_failure *failure, cg_error *err) {
+    return cg_bundle_verify_semantic_trace(root, receipt, allow_not_rederivable, result, failure, NULL, err);
+}
+
+int cg_bundle_verify_semantic_trace(const char *root, const cg_bundle_receipt *receipt, bool allow_not_rederivable,
+                                    cg_semantic_result *result, cg_semantic_failure *failure, cg_trace **trace_out,
+                                    cg_error *err) {
+    if (trace_out) *trace_out = NULL;
     if (failure) *failure = CG_SEMF_NONE;
     int rc = -1;
     cg_arena a;
@@ -75,7 +82,7 @@ int cg_bundle_verify_semantic(const char *root, const cg_bundle_receipt *receipt
         bool match = false;
         cg_error merr;
         cg_err_clear(&merr);
-        if (cg_evidence_semantic_match(tp, cg_is_dir(np) ? np : NULL, ep, &match, &merr) == 0 && match)
+        if (cg_evidence_semantic_match_trace(t, cg_is_dir(np) ? np : NULL, ep, &match, &merr) == 0 && match)
             goto post_read;
     }
     size_t elen = 0;
@@ -136,6 +143,10 @@ post_read:
         goto out;
     }
     if (result) *result = res;
+    if (trace_out) {
+        *trace_out = t;
+        t = NULL;
+    }
     rc = 0;
 out:
     free(consumed);

@@ -19,6 +19,7 @@
 
 #include "base/error.h"
 #include "bundle/verify.h"
+#include "trace/trace.h"
 
 typedef enum cg_semantic_result {
     CG_SEMANTIC_REDERIVED_MATCH = 0,
@@ -37,5 +38,12 @@ const char *cg_semantic_result_name(cg_semantic_result r); /* "rederived_match" 
 
 int cg_bundle_verify_semantic(const char *root, const cg_bundle_receipt *receipt, bool allow_not_rederivable,
                               cg_semantic_result *result, cg_semantic_failure *failure, cg_error *err);
+/* The same, handing the parsed trace.jsonl (cg_trace_read_file with default
+ * limits — the bytes the post-read check then confirmed) to the caller on
+ * success: *trace_out is the caller's (cg_trace_free); NULL on failure. Lets a
+ * consumer that needs the trace model too (server ingest) parse it once. */
+int cg_bundle_verify_semantic_trace(const char *root, const cg_bundle_receipt *receipt, bool allow_not_rederivable,
+                                    cg_semantic_result *result, cg_semantic_failure *failure, cg_trace **trace_out,
+                                    cg_error *err);
 
 #endif

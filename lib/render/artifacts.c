@@ -93,6 +93,14 @@ int cg_evidence_semantic_match(const char *trace_path, const char *nsight_dir, c
     *match = false;
     cg_trace *t = cg_trace_read_file(trace_path, NULL, err);
     if (!t) return -1;
+    int rc = cg_evidence_semantic_match_trace(t, nsight_dir, evidence_json_path, match, err);
+    cg_trace_free(t);
+    return rc;
+}
+
+int cg_evidence_semantic_match_trace(const cg_trace *t, const char *nsight_dir, const char *evidence_json_path,
+                                     bool *match, cg_error *err) {
+    *match = false;
     cg_arena a;
     cg_arena_init(&a, 1 << 20);
     int rc = -1, fd = -1;
@@ -165,6 +173,5 @@ done:
     if (fd >= 0) close(fd);
     cg_evidence_free(e);
     cg_arena_free(&a);
-    cg_trace_free(t);
     return rc;
 }

@@ -12,6 +12,7 @@
 #include "base/buf.h"
 #include "base/error.h"
 #include "base/json.h"
+#include "trace/trace.h"
 
 /* Builds the evidence packet JSON value (evidence/4) into arena a. */
 cg_jv *cg_evidence_build_json(cg_arena *a, const char *trace_path, const char *nsight_dir, cg_error *err);
@@ -34,5 +35,9 @@ int cg_render_bundle_artifacts(const char *trace_path, const char *nsight_dir, c
 #define CG_EVIDENCE_VALUE_COMPARE_MAX ((uint64_t)256 << 20)
 int cg_evidence_semantic_match(const char *trace_path, const char *nsight_dir, const char *evidence_json_path,
                                bool *match, cg_error *err);
+/* The same over a trace the caller already read (cg_trace_read_file with
+ * default limits, as above); `t` is only read and stays the caller's. */
+int cg_evidence_semantic_match_trace(const cg_trace *t, const char *nsight_dir, const char *evidence_json_path,
+                                     bool *match, cg_error *err);
 
 #endif
