@@ -24,6 +24,7 @@
 #include "bundle/semantic.h"
 #include "bundle/signature.h"
 #include "bundle/verify.h"
+#include "srv_compare.h"
 #include "srv_index.h"
 
 #define INGEST_SCHEMA "candle-graph/ingest/1"
@@ -432,6 +433,7 @@ static enum MHD_Result run(ingest *g) {
             if (strcmp(sqlstate, "23505") == 0) conflict = true; /* run_id raced with another bundle */
             else goto dberr;
         }
+        if (!conflict && srv_facts_insert(c, id, rcpt.run_id, g->trace, g->health, sqlstate, &err) < 0) goto dberr;
         if (!conflict && g->campaign) {
             const char *pa[7] = {g->campaign, g->planned, id, rcpt.run_id, srv_trace_host(g->trace),
                                  g->trace->run.device, NULL};

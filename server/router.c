@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "srv.h"
+#include "srv_compare.h"
 
 const srv_route srv_routes[] = {
     {"GET", "/healthz", SRV_SCOPE_NONE, SRV_BODY_NONE, srv_h_healthz},
@@ -25,6 +26,15 @@ const srv_route srv_routes[] = {
     {"POST", "/keys", SRV_SCOPE_ADMIN, SRV_BODY_JSON, srv_h_keys_create},
     {"GET", "/keys", SRV_SCOPE_ADMIN, SRV_BODY_NONE, srv_h_keys_list},
     {"DELETE", "/keys/{key_id}", SRV_SCOPE_ADMIN, SRV_BODY_NONE, srv_h_keys_delete},
+    {"GET", "/compare", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_compare_get},
+    {"POST", "/compare", SRV_SCOPE_READ, SRV_BODY_JSON, srv_h_compare_post},
+    {"GET", "/compare/spans", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_compare_spans},
+    {"PUT", "/campaigns/{id}", SRV_SCOPE_UPLOAD, SRV_BODY_JSON, srv_h_campaign_put},
+    {"GET", "/campaigns", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_campaigns_list},
+    {"GET", "/campaigns/{id}", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_campaign_get},
+    {"GET", "/campaigns/{id}/status", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_campaign_status},
+    {"GET", "/campaigns/{id}/series", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_campaign_series},
+    {"GET", "/series", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_series},
 };
 const size_t srv_n_routes = sizeof srv_routes / sizeof srv_routes[0];
 

@@ -9,6 +9,7 @@
 
 #include "base/fs.h"
 #include "bundle/outpath.h"
+#include "cli_util.h"
 
 static bool has_file(const char *dir, const char *name) {
     char p[4200];
@@ -39,6 +40,35 @@ static cg_jv *input_json(cg_arena *a, const char *requested, const cli_loaded *l
     return o;
 }
 
+/* TraceRunMeta as compared by upstream (struct equality, bundles spec §7): a
+ * null Option equals an absent one, and a defaulted field written with its
+ * default equals an absent one. Returns a copy without such members. */
+static bool defaulted_member(bool in_contract, bool in_meta, const char *k, const cg_jv *v) {
+    if (v->type == CG_JNULL) return true;
+    if (in_meta && !strcmp(k, "measured_region_device_synchronized")) return v->type == CG_JBOOL && !v->u.b;
+    if (!in_contract) return false;
+    if (!strcmp(k, "tensors") || !strcmp(k, "gradients")) {
+        const char *s = cg_jv_as_str(v);
+        return s && !strcmp(s, "none");
+    }
+    if (!strcmp(k, "required_semantic_labels") || !strcmp(k, "gpu_expected_semantic_labels") ||
+        !strcmp(k, "cpu_only_semantic_labels"))
+        return v->type == CG_JARR && cg_jv_len(v) == 0;
+    return false;
+}
+
+static cg_jv *meta_canonical(cg_arena *a, const cg_jv *v, bool in_meta, bool in_contract) {
+    if (!v || v->type != CG_JOBJ) return (cg_jv *)v;
+    cg_jv *o = cg_jv_obj(a);
+    for (size_t i = 0; i < v->u.obj.n; i++) {
+        const cg_jmember *m = &v->u.obj.m[i];
+        if (defaulted_member(in_contract, in_meta, m->key, m->val)) continue;
+        bool contract = in_meta && !strcmp(m->key, "capture_contract");
+        cg_jv_obj_put(a, o, m->key, meta_canonical(a, m->val, false, contract));
+    }
+    return o;
+}
+
 static int load_bundle(cg_arena *a, cli_loaded *l, cg_error *err) {
     cg_bundle_check chk;
     if (cg_bundle_verify(l->bundle_root, &l->receipt, &chk, err) != 0)
@@ -62,7 +92,8 @@ static int load_bundle(cg_arena *a, cli_loaded *l, cg_error *err) {
     if (!l->packet) return cg_err_context(err, "parse verified evidence packet %s", ev_path);
     if (cg_evidence_validate_schema(l->packet, err) != 0) return cg_err_context(err, "verified evidence packet");
     cg_jv *prov = cg_run_meta_to_json(a, &l->trace->run);
-    if (!cg_jv_equal(prov, cg_jv_get(l->packet, "provenance")))
+    if (!cg_jv_equal(meta_canonical(a, prov, true, false),
+                     meta_canonical(a, cg_jv_get(l->packet, "provenance"), true, false)))
         return cg_err_set(err, CG_EVERIFY, "verified evidence packet provenance does not match its trace metadata");
     const char *consumed[] = {"trace.jsonl", "evidence.json"};
     if (cg_bundle_verify_consumed(l->bundle_root, &l->receipt, consumed, 2, err) != 0)
@@ -114,4 +145,43 @@ void cli_loaded_free(cli_loaded *l) {
     cg_trace_free(l->trace);
     l->evidence = NULL;
     l->trace = NULL;
+}
+
+int cli_evidence_arg(const char *cmd, int argc, char **argv, int *i, bool allow_nsight, cli_evidence_args *ea) {
+    int r;
+    if ((r = cli_take_value(argc, argv, i, "--output", "-o", &ea->out))) return r < 0 ? 2 : 0;
+    if (allow_nsight && (r = cli_take_value(argc, argv, i, "--nsight-dir", NULL, &ea->nsight_dir)))
+        return r < 0 ? 2 : 0;
+    if (argv[*i][0] == '-' && argv[*i][1]) return cli_usage_error(cmd, "unknown flag %s", argv[*i]);
+    if (ea->input) return cli_usage_error(cmd, "takes one INPUT");
+    ea->input = argv[*i];
+    return 0;
+}
+
+int cli_evidence_require_input(const char *cmd, const cli_evidence_args *ea) {
+    return ea->input ? 0 : cli_usage_error(cmd, "INPUT is required");
+}
+
+int cli_evidence_parse(const char *cmd, int argc, char **argv, cli_evidence_args *ea) {
+    memset(ea, 0, sizeof *ea);
+    for (int i = 1; i < argc; i++) {
+        int rc = cli_evidence_arg(cmd, argc, argv, &i, true, ea);
+        if (rc) return rc;
+    }
+    return cli_evidence_require_input(cmd, ea);
+}
+
+int cli_evidence_open(const cli_evidence_args *ea, bool lazy, cli_evidence *ev) {
+    cg_arena_init(&ev->arena, 1 << 20);
+    cg_error err;
+    cg_err_clear(&err);
+    if (cli_load_evidence_ex(&ev->arena, ea->input, ea->nsight_dir, lazy, &ev->l, &err) != 0 ||
+        cli_check_output_outside(ea->out, ev->l.is_bundle ? ev->l.bundle_root : NULL, &err) != 0)
+        return cli_fail(&err);
+    return 0;
+}
+
+void cli_evidence_close(cli_evidence *ev) {
+    cli_loaded_free(&ev->l);
+    cg_arena_free(&ev->arena);
 }

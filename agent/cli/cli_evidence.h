@@ -7,7 +7,12 @@
  * no bundle.json is refused rather than silently rebuilt as trace-only.
  *
  * Ownership: every JSON value lives in the arena; `trace` is owned by the
- * loaded struct (cli_loaded_free frees it and the evidence). */
+ * loaded struct (cli_loaded_free frees it and the evidence).
+ *
+ * The commands built on it (import, overview, query, summary, view) share the
+ * INPUT / -o FILE / --nsight-dir flags (cli_evidence_arg, cli_evidence_parse)
+ * and the load → refuse-output-inside-the-bundle → free sequence
+ * (cli_evidence_open / cli_evidence_close). */
 #ifndef CG_CLI_EVIDENCE_H
 #define CG_CLI_EVIDENCE_H
 
@@ -43,5 +48,36 @@ void cli_loaded_free(cli_loaded *l);
 /* Refuses output paths that resolve inside (or onto) the bundle root:
  * "refusing to write command output … inside verified bundle …". NULL/"-" = stdout, fine. */
 int cli_check_output_outside(const char *out_path, const char *bundle_root, cg_error *err);
+
+/* The INPUT and flags every evidence command takes; the strings point into argv. */
+typedef struct cli_evidence_args {
+    const char *input;      /* the one INPUT */
+    const char *out;        /* -o/--output FILE; NULL = stdout */
+    const char *nsight_dir; /* --nsight-dir DIR (only when allowed) */
+} cli_evidence_args;
+
+/* Takes argv[*i] when it is -o/--output FILE, --nsight-dir DIR (allow_nsight)
+ * or the INPUT, advancing *i past a flag's value. Returns 0 when taken, else
+ * the exit status 2 after a usage error for `candle-graph cmd` on stderr
+ * ("unknown flag X", "takes one INPUT", a flag without its value). Commands
+ * test their own flags before calling it. */
+int cli_evidence_arg(const char *cmd, int argc, char **argv, int *i, bool allow_nsight, cli_evidence_args *ea);
+/* 0 when ea->input is set, else 2 after "INPUT is required". */
+int cli_evidence_require_input(const char *cmd, const cli_evidence_args *ea);
+/* The whole argv of a command with no flags of its own (--nsight-dir allowed);
+ * memsets ea; 0, or the exit status 2 after a usage error. */
+int cli_evidence_parse(const char *cmd, int argc, char **argv, cli_evidence_args *ea);
+
+/* A loaded INPUT with the arena its JSON lives in (do not copy the struct). */
+typedef struct cli_evidence {
+    cg_arena arena;
+    cli_loaded l;
+} cli_evidence;
+
+/* Initialises ev->arena, loads ea->input (lazy as in cli_load_evidence_ex)
+ * and refuses ea->out inside a loaded bundle. Returns 0, or 1 after printing
+ * the error (cli_fail). Call cli_evidence_close(ev) in both cases. */
+int cli_evidence_open(const cli_evidence_args *ea, bool lazy, cli_evidence *ev);
+void cli_evidence_close(cli_evidence *ev);
 
 #endif

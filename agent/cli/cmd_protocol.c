@@ -31,7 +31,7 @@ static const char *const schema_map[][2] = {
 static const char *const commands[] = {
     "import", "view", "summary", "query", "overview", "compare", "report", "verify", "protocol",
     "campaign-status", "series", "keygen", "sign", "verify-signature", "pack", "unpack", "upload",
-    "capture", "daemon",
+    "capture", "daemon", "version",
 };
 
 int cg_cmd_protocol(int argc, char **argv) {

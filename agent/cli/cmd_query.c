@@ -138,54 +138,44 @@ static cg_jv *result_for(cg_arena *a, const char *kind, cg_jv *p, const char *ex
 }
 
 int cg_cmd_query(int argc, char **argv) {
-    const char *input = NULL, *out = NULL, *nsight = NULL, *kind = NULL, *label = NULL, *prefix = NULL;
+    cli_evidence_args ea = {0};
+    const char *kind = NULL, *label = NULL, *prefix = NULL;
     for (int i = 1; i < argc; i++) {
         int r;
-        if ((r = cli_take_value(argc, argv, &i, "--output", "-o", &out))) { if (r < 0) return 2; continue; }
-        if ((r = cli_take_value(argc, argv, &i, "--nsight-dir", NULL, &nsight))) { if (r < 0) return 2; continue; }
         if ((r = cli_take_value(argc, argv, &i, "--kind", NULL, &kind))) { if (r < 0) return 2; continue; }
         if ((r = cli_take_value(argc, argv, &i, "--label", NULL, &label))) { if (r < 0) return 2; continue; }
         if ((r = cli_take_value(argc, argv, &i, "--label-prefix", NULL, &prefix))) { if (r < 0) return 2; continue; }
-        if (argv[i][0] == '-' && argv[i][1]) return cli_usage_error("query", "unknown flag %s", argv[i]);
-        if (input) return cli_usage_error("query", "takes one INPUT");
-        input = argv[i];
+        if ((r = cli_evidence_arg("query", argc, argv, &i, true, &ea))) return r;
     }
-    if (!input) return cli_usage_error("query", "INPUT is required");
+    int rc = cli_evidence_require_input("query", &ea);
+    if (rc) return rc;
     if (!kind) return cli_usage_error("query", "--kind is required");
     if (!IN(kind, graph_kinds) && !IN(kind, other_kinds)) return cli_usage_error("query", "unknown kind %s", kind);
     if (label && prefix) return cli_usage_error("query", "--label and --label-prefix are exclusive");
     if ((label || prefix) && !IN(kind, label_kinds))
         return cli_usage_error("query", "--label/--label-prefix apply to spans, tensors, tensor-stats and gradients only");
-    cg_arena a;
-    cg_arena_init(&a, 1 << 20);
-    cg_error err;
-    cg_err_clear(&err);
-    cli_loaded l;
-    int rc = 1;
-    if (cli_load_evidence(&a, input, nsight, &l, &err) != 0 ||
-        cli_check_output_outside(out, l.is_bundle ? l.bundle_root : NULL, &err) != 0) {
-        rc = cli_fail(&err);
-    } else {
-        cg_jv *graph = cg_jv_get(l.packet, "graph");
+    cli_evidence ev;
+    if ((rc = cli_evidence_open(&ea, false, &ev)) == 0) {
+        cg_arena *a = &ev.arena;
+        cg_jv *graph = cg_jv_get(ev.l.packet, "graph");
         if (IN(kind, graph_kinds) && (!graph || graph->type == CG_JNULL)) {
             rc = cli_failf("query requires a complete, structurally valid capture");
         } else {
-            cg_jv *o = cg_jv_obj(&a);
-            cg_jv_obj_put(&a, o, "schema", cg_jv_str_nocopy(&a, QUERY_SCHEMA));
-            cg_jv_obj_put(&a, o, "tool", cli_tool_json(&a));
-            cg_jv_obj_put(&a, o, "kind", cg_jv_str(&a, kind));
-            cg_jv_obj_put(&a, o, "input", l.input);
-            cg_jv_obj_put(&a, o, "capabilities", cg_jv_get(l.packet, "capabilities"));
+            cg_jv *o = cg_jv_obj(a);
+            cg_jv_obj_put(a, o, "schema", cg_jv_str_nocopy(a, QUERY_SCHEMA));
+            cg_jv_obj_put(a, o, "tool", cli_tool_json(a));
+            cg_jv_obj_put(a, o, "kind", cg_jv_str(a, kind));
+            cg_jv_obj_put(a, o, "input", ev.l.input);
+            cg_jv_obj_put(a, o, "capabilities", cg_jv_get(ev.l.packet, "capabilities"));
             if (label || prefix) {
-                cg_jv *f = cg_jv_obj(&a);
-                cg_jv_obj_put(&a, f, label ? "label" : "label_prefix", cg_jv_str(&a, label ? label : prefix));
-                cg_jv_obj_put(&a, o, "filter", f);
+                cg_jv *f = cg_jv_obj(a);
+                cg_jv_obj_put(a, f, label ? "label" : "label_prefix", cg_jv_str(a, label ? label : prefix));
+                cg_jv_obj_put(a, o, "filter", f);
             }
-            cg_jv_obj_put(&a, o, "result", result_for(&a, kind, l.packet, label, prefix));
-            rc = cli_write_json(out, o);
+            cg_jv_obj_put(a, o, "result", result_for(a, kind, ev.l.packet, label, prefix));
+            rc = cli_write_json(ea.out, o);
         }
     }
-    cli_loaded_free(&l);
-    cg_arena_free(&a);
+    cli_evidence_close(&ev);
     return rc;
 }

@@ -63,40 +63,25 @@ static cg_jv *summary_envelope(cg_arena *a, const cli_loaded *l) {
 }
 
 int cg_cmd_summary(int argc, char **argv) {
-    const char *input = NULL, *out = NULL;
+    cli_evidence_args ea = {0};
     bool require_valid = false;
     for (int i = 1; i < argc; i++) {
-        int r;
-        if ((r = cli_take_value(argc, argv, &i, "--output", "-o", &out))) {
-            if (r < 0) return 2;
-            continue;
-        }
         if (cli_is_flag(argv[i], "--require-valid", NULL)) {
             require_valid = true;
             continue;
         }
-        if (argv[i][0] == '-' && argv[i][1]) return cli_usage_error("summary", "unknown flag %s", argv[i]);
-        if (input) return cli_usage_error("summary", "takes one INPUT");
-        input = argv[i];
+        int r = cli_evidence_arg("summary", argc, argv, &i, false, &ea);
+        if (r) return r;
     }
-    if (!input) return cli_usage_error("summary", "INPUT is required");
-
-    cg_error err;
-    cg_err_clear(&err);
-    cg_arena a;
-    cg_arena_init(&a, 1 << 20);
-    cli_loaded l;
-    int rc;
-    if (cli_load_evidence_ex(&a, input, NULL, true, &l, &err) != 0 ||
-        cli_check_output_outside(out, l.is_bundle ? l.bundle_root : NULL, &err) != 0) {
-        rc = cli_fail(&err);
-    } else {
-        cg_jv *env = summary_envelope(&a, &l);
-        rc = cli_write_json(out, env);
-        if (rc == 0 && require_valid && !health_ok(cg_jv_get(l.packet, "health")))
-            rc = cli_failf("--require-valid: %s is not a structurally valid, complete capture", input);
+    int rc = cli_evidence_require_input("summary", &ea);
+    if (rc) return rc;
+    cli_evidence ev;
+    if ((rc = cli_evidence_open(&ea, true, &ev)) == 0) {
+        cg_jv *env = summary_envelope(&ev.arena, &ev.l);
+        rc = cli_write_json(ea.out, env);
+        if (rc == 0 && require_valid && !health_ok(cg_jv_get(ev.l.packet, "health")))
+            rc = cli_failf("--require-valid: %s is not a structurally valid, complete capture", ea.input);
     }
-    cli_loaded_free(&l);
-    cg_arena_free(&a);
+    cli_evidence_close(&ev);
     return rc;
 }

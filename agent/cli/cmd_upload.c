@@ -1,8 +1,8 @@
 /* cmd_upload.c — `candle-graph upload BUNDLE --server URL --token T [--key KEYFILE]`.
  *
- * Packs the bundle with the library's archive packer (tar.zst, verified and
- * re-hashed while packing) into a temp file, signs bundle.json with --key (or
- * sends the existing <bundle>.sig.json sidecar), and POSTs it to URL/bundles.
+ * Packs and POSTs the bundle through cli_upload.h (tar.zst, verified and
+ * re-hashed while packing, packed once for all attempts), signing bundle.json
+ * with --key (or sending the existing <bundle>.sig.json sidecar).
  * Uploads are idempotent by content address, so every retry is safe: connection
  * errors, 408, 429, 500, 502, 503 and 504 are retried with exponential backoff
  * and full jitter (honouring Retry-After). Prints the candle-graph/ingest/1
@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,8 +20,8 @@
 
 #include "base/buf.h"
 #include "base/fs.h"
-#include "bundle/archive.h"
 #include "bundle/signature.h"
+#include "cli_upload.h"
 #include "cli_util.h"
 
 const char cg_cmd_upload_help[] =
@@ -44,12 +43,12 @@ int cg_cmd_upload(int argc, char **argv) {
 
 #else
 
-#include <curl/curl.h>
+#define BODY_MAX ((size_t)64 << 20) /* bounded response */
 
 typedef struct progress {
     bool tty;
     double t0;
-    curl_off_t last_shown;
+    uint64_t last_shown;
 } progress;
 
 static double now_s(void) {
@@ -68,11 +67,10 @@ static void human(double b, char *out, size_t n) {
     snprintf(out, n, "%.1f %s", b, u[i]);
 }
 
-static int on_progress(void *cls, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow) {
-    (void)dltotal;
-    (void)dlnow;
+/* The terminal progress bar (bytes, rate); nothing when stderr is no terminal. */
+static void on_progress(void *cls, uint64_t ulnow, uint64_t ultotal) {
     progress *p = cls;
-    if (!p->tty || ultotal <= 0 || ulnow == p->last_shown) return 0;
+    if (!p->tty || ultotal == 0 || ulnow == p->last_shown) return;
     p->last_shown = ulnow;
     double el = now_s() - p->t0;
     char a[32], b[32], r[32];
@@ -84,73 +82,46 @@ static int on_progress(void *cls, curl_off_t dltotal, curl_off_t dlnow, curl_off
     for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
     bar[width] = 0;
     fprintf(stderr, "\r[%s] %s / %s  %s/s ", bar, a, b, r);
-    return 0;
-}
-
-static size_t on_body(char *data, size_t size, size_t n, void *cls) {
-    cg_buf *b = cls;
-    if (b->len + size * n > (64u << 20)) return 0; /* bounded response */
-    cg_buf_append(b, data, size * n);
-    return size * n;
-}
-
-static int on_seek(void *cls, curl_off_t off, int origin) {
-    return fseeko((FILE *)cls, (off_t)off, origin) == 0 ? CURL_SEEKFUNC_OK : CURL_SEEKFUNC_FAIL;
-}
-
-static bool retryable_curl(CURLcode c) {
-    return c == CURLE_COULDNT_RESOLVE_HOST || c == CURLE_COULDNT_CONNECT || c == CURLE_OPERATION_TIMEDOUT ||
-           c == CURLE_SEND_ERROR || c == CURLE_RECV_ERROR || c == CURLE_GOT_NOTHING || c == CURLE_PARTIAL_FILE ||
-           c == CURLE_HTTP2_STREAM || c == CURLE_HTTP2;
 }
 
 static bool retryable_status(long s) { return s == 408 || s == 429 || s == 500 || s == 502 || s == 503 || s == 504; }
 
-/* Signature header value (base64 of the sidecar JSON), or NULL when unsigned. */
-static char *signature_header(const char *bundle, const char *key, cg_error *err, bool *failed) {
-    *failed = false;
-    cg_buf sidecar = CG_BUF_INIT;
+/* The signature sidecar to send: made now with --key, else the existing
+ * <bundle>.sig.json; *unsigned_upload when there is neither. -1 on error. */
+static int sidecar_bytes(const char *bundle, const char *key, cg_buf *sidecar, bool *unsigned_upload, cg_error *err) {
+    *unsigned_upload = false;
     if (key) {
         unsigned char seed[CG_SIG_SEED_BYTES], pk[CG_SIG_PUBLIC_BYTES];
         char *mpath = cg_path_join(bundle, "bundle.json");
         size_t mlen = 0;
         char *manifest = cg_read_file(mpath, (size_t)256 << 20, &mlen, err);
         free(mpath);
-        if (!manifest || cg_sig_load_private(key, seed, pk, err) < 0 ||
-            cg_sig_sign_manifest(manifest, mlen, seed, &sidecar, err) < 0) {
-            sodium_memzero(seed, sizeof seed);
-            free(manifest);
-            cg_buf_free(&sidecar);
-            *failed = true;
-            return NULL;
-        }
+        int rc = !manifest || cg_sig_load_private(key, seed, pk, err) < 0 ||
+                         cg_sig_sign_manifest(manifest, mlen, seed, sidecar, err) < 0
+                     ? -1
+                     : 0;
         sodium_memzero(seed, sizeof seed);
         free(manifest);
-    } else {
-        char *sp = cg_signature_sidecar_path(bundle, err);
-        if (!sp || !cg_path_exists(sp)) {
-            free(sp);
-            return NULL;
-        }
-        size_t len = 0;
-        char *text = cg_read_file(sp, 64 * 1024, &len, err);
+        return rc;
+    }
+    char *sp = cg_signature_sidecar_path(bundle, err);
+    if (!sp || !cg_path_exists(sp)) {
         free(sp);
-        if (!text) {
-            *failed = true;
-            return NULL;
-        }
-        cg_buf_append(&sidecar, text, len);
-        free(text);
+        *unsigned_upload = true;
+        return 0;
     }
-    size_t b64len = sodium_base64_encoded_len(sidecar.len, sodium_base64_VARIANT_ORIGINAL);
-    char *hdr = malloc(b64len + 32);
-    if (hdr) {
-        memcpy(hdr, "Candle-Graph-Signature: ", 24);
-        sodium_bin2base64(hdr + 24, b64len, (const unsigned char *)sidecar.data, sidecar.len,
-                          sodium_base64_VARIANT_ORIGINAL);
-    }
-    cg_buf_free(&sidecar);
-    return hdr;
+    size_t len = 0;
+    char *text = cg_read_file(sp, 64 * 1024, &len, err);
+    free(sp);
+    if (!text) return -1;
+    cg_buf_append(sidecar, text, len);
+    free(text);
+    return 0;
+}
+
+static void print_body(FILE *to, const cli_upload_result *r) {
+    fwrite(r->body ? r->body : "", 1, r->body_len, to);
+    if (r->body_len && r->body[r->body_len - 1] != '\n') fputc('\n', to);
 }
 
 int cg_cmd_upload(int argc, char **argv) {
@@ -180,130 +151,75 @@ int cg_cmd_upload(int argc, char **argv) {
         retries = strtol(retries_s, &end, 10);
         if (errno || *end || retries < 0 || retries > 100) return cli_usage_error("upload", "invalid --retries");
     }
-    if (sodium_init() < 0) return cli_failf("upload: libsodium initialisation failed");
     cg_error err = {0};
-    bool sig_failed;
-    char *sig_hdr = signature_header(bundle, key, &err, &sig_failed);
-    if (sig_failed) return cli_fail(&err);
-
-    /* pack into a private temp file (tar.zst) */
-    const char *tmpdir = getenv("TMPDIR");
-    char *tmp = malloc(4096);
-    if (!tmp || snprintf(tmp, 4096, "%s/cg-upload-%ld-%ld.tar.zst", tmpdir && *tmpdir ? tmpdir : "/tmp",
-                         (long)getpid(), (long)time(NULL)) >= 4096) {
-        free(tmp);
-        free(sig_hdr);
-        return cli_failf("upload: temp path too long");
-    }
-    if (cg_archive_pack(bundle, tmp, true, &err) < 0) {
-        free(sig_hdr);
-        free(tmp);
+    if (cli_upload_global_init(&err) != 0) return cli_fail(&err);
+    cg_buf sidecar = CG_BUF_INIT;
+    bool unsigned_upload;
+    cli_upload *up = NULL;
+    if (sidecar_bytes(bundle, key, &sidecar, &unsigned_upload, &err) != 0 ||
+        cli_upload_prepare(bundle, unsigned_upload ? NULL : (sidecar.data ? sidecar.data : ""), sidecar.len, &up,
+                           &err) != 0) {
+        cg_buf_free(&sidecar);
+        cli_upload_global_cleanup();
         return cli_fail(&err);
     }
-    FILE *f = fopen(tmp, "rb");
-    struct stat st;
-    if (!f || fstat(fileno(f), &st) != 0) {
-        if (f) fclose(f);
-        unlink(tmp);
-        free(tmp);
-        free(sig_hdr);
-        return cli_failf("upload: cannot reopen the packed archive");
-    }
-    unlink(tmp); /* the open stream keeps it; nothing is left behind */
-    free(tmp);
-
-    size_t sl = strlen(server), tl = strlen(token);
-    char *url = malloc(sl + 16), *auth = malloc(tl + 32);
-    if (url) snprintf(url, sl + 16, "%.*s/bundles", (int)(sl && server[sl - 1] == '/' ? sl - 1 : sl), server);
-    if (auth) snprintf(auth, tl + 32, "Authorization: Bearer %s", token);
-    if (!url || !auth || curl_global_init(CURL_GLOBAL_DEFAULT) != 0) {
-        fclose(f);
-        free(url);
-        free(auth);
-        free(sig_hdr);
-        return cli_failf("upload: initialisation failed");
-    }
-    CURL *h = curl_easy_init();
-    struct curl_slist *hdrs = NULL;
-    hdrs = curl_slist_append(hdrs, "Content-Type: application/zstd");
-    hdrs = curl_slist_append(hdrs, auth);
-    if (sig_hdr) hdrs = curl_slist_append(hdrs, sig_hdr);
-    progress prog = {isatty(STDERR_FILENO) != 0, 0, -1};
-    cg_buf body = CG_BUF_INIT;
-    char errbuf[CURL_ERROR_SIZE];
+    cg_buf_free(&sidecar);
+    char *url = cli_upload_url(server);
+    if (!url) abort();
+    progress prog = {isatty(STDERR_FILENO) != 0, 0, 0};
+    cli_upload_opts opts = {.abort_stalled = true, .expect_continue = true, .body_max = BODY_MAX,
+                            .progress = on_progress, .progress_ud = &prog};
     int rc = 1;
-    long status = 0;
     char sz[32];
-    human((double)st.st_size, sz, sizeof sz);
-    for (long attempt = 0; h; attempt++) {
-        rewind(f);
-        cg_buf_reset(&body);
-        errbuf[0] = 0;
-        curl_easy_reset(h);
-        curl_easy_setopt(h, CURLOPT_URL, url);
-        curl_easy_setopt(h, CURLOPT_POST, 1L);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)st.st_size);
-        curl_easy_setopt(h, CURLOPT_READDATA, f);
-        curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, on_seek);
-        curl_easy_setopt(h, CURLOPT_SEEKDATA, f);
-        curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-        curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
-        curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-        curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
-        curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1024L);
-        curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 60L);
-        curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
-        curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-        curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-        curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
-        curl_easy_setopt(h, CURLOPT_XFERINFODATA, &prog);
+    human((double)cli_upload_size(up), sz, sizeof sz);
+    for (long attempt = 0;; attempt++) {
         prog.t0 = now_s();
-        prog.last_shown = -1;
+        prog.last_shown = UINT64_MAX;
         if (!prog.tty) fprintf(stderr, "candle-graph upload: sending %s to %s (attempt %ld)\n", sz, url, attempt + 1);
-        CURLcode cc = curl_easy_perform(h);
-        if (prog.tty) fputc('\n', stderr);
-        status = 0;
-        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-        bool again = cc != CURLE_OK ? retryable_curl(cc) : retryable_status(status);
-        if (cc == CURLE_OK && status >= 200 && status < 300) {
-            fwrite(body.data ? body.data : "", 1, body.len, stdout);
-            if (body.len && body.data[body.len - 1] != '\n') fputc('\n', stdout);
-            rc = fflush(stdout) == 0 ? 0 : 1;
+        cli_upload_result r;
+        if (cli_upload_send(up, server, token, &opts, &r, &err) != 0) {
+            rc = cli_fail(&err);
             break;
         }
+        if (prog.tty) fputc('\n', stderr);
+        bool sent = r.http_status != 0;
+        if (sent && r.body_truncated) {
+            fprintf(stderr, "candle-graph: upload failed: response larger than %zu bytes\n", BODY_MAX);
+            cli_upload_result_free(&r);
+            break;
+        }
+        if (sent && r.http_status >= 200 && r.http_status < 300) {
+            print_body(stdout, &r);
+            rc = fflush(stdout) == 0 ? 0 : 1;
+            cli_upload_result_free(&r);
+            break;
+        }
+        bool again = sent ? retryable_status(r.http_status) : r.transport_retryable;
         if (!again || attempt >= retries) {
-            if (cc != CURLE_OK)
-                fprintf(stderr, "candle-graph: upload failed: %s\n", errbuf[0] ? errbuf : curl_easy_strerror(cc));
-            else {
-                fprintf(stderr, "candle-graph: upload rejected with HTTP %ld\n", status);
-                fwrite(body.data ? body.data : "", 1, body.len, stderr);
-                if (body.len && body.data[body.len - 1] != '\n') fputc('\n', stderr);
+            if (!sent) {
+                fprintf(stderr, "candle-graph: upload failed: %s\n", r.curl_error);
+            } else {
+                fprintf(stderr, "candle-graph: upload rejected with HTTP %ld\n", r.http_status);
+                print_body(stderr, &r);
             }
+            cli_upload_result_free(&r);
             break;
         }
         /* exponential backoff with full jitter, at least Retry-After */
         double cap = 0.5 * (double)(1L << (attempt < 6 ? attempt : 6));
         if (cap > 30) cap = 30;
         double wait = cap * ((double)randombytes_uniform(1000) / 1000.0);
-        curl_off_t ra = 0;
-        if (cc == CURLE_OK && curl_easy_getinfo(h, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0 &&
-            (double)ra > wait)
-            wait = ra > 60 ? 60 : (double)ra;
+        if (sent && r.retry_after_s > 0 && (double)r.retry_after_s > wait)
+            wait = r.retry_after_s > 60 ? 60 : (double)r.retry_after_s;
         fprintf(stderr, "candle-graph upload: %s; retrying in %.1fs\n",
-                cc != CURLE_OK ? (errbuf[0] ? errbuf : curl_easy_strerror(cc)) : "server busy or unavailable", wait);
+                sent ? "server busy or unavailable" : r.curl_error, wait);
+        cli_upload_result_free(&r);
         struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
         nanosleep(&ts, NULL);
     }
-    curl_slist_free_all(hdrs);
-    curl_easy_cleanup(h);
-    curl_global_cleanup();
-    cg_buf_free(&body);
-    fclose(f);
+    cli_upload_free(up);
+    cli_upload_global_cleanup();
     free(url);
-    free(auth);
-    free(sig_hdr);
     return rc;
 }
 

@@ -13,32 +13,21 @@ const char cg_cmd_view_help[] =
     "  --nsight-dir DIR   nsys stats CSV directory for a raw trace (rejected for bundles)\n";
 
 int cg_cmd_view(int argc, char **argv) {
-    const char *input = NULL, *out = NULL, *nsight = NULL;
-    for (int i = 1; i < argc; i++) {
-        int r;
-        if ((r = cli_take_value(argc, argv, &i, "--output", "-o", &out))) { if (r < 0) return 2; continue; }
-        if ((r = cli_take_value(argc, argv, &i, "--nsight-dir", NULL, &nsight))) { if (r < 0) return 2; continue; }
-        if (argv[i][0] == '-' && argv[i][1]) return cli_usage_error("view", "unknown flag %s", argv[i]);
-        if (input) return cli_usage_error("view", "takes one INPUT");
-        input = argv[i];
-    }
-    if (!input) return cli_usage_error("view", "INPUT is required");
-    if (!out) return cli_usage_error("view", "--output FILE is required");
-    cg_arena a;
-    cg_arena_init(&a, 1 << 20);
-    cg_error err;
-    cg_err_clear(&err);
-    cli_loaded l;
+    cli_evidence_args ea;
+    int rc = cli_evidence_parse("view", argc, argv, &ea);
+    if (rc) return rc;
+    if (!ea.out) return cli_usage_error("view", "--output FILE is required");
+    cli_evidence ev;
     cg_buf html = CG_BUF_INIT;
-    int rc = 1;
-    if (cli_load_evidence(&a, input, nsight, &l, &err) != 0 ||
-        cli_check_output_outside(out, l.is_bundle ? l.bundle_root : NULL, &err) != 0 ||
-        cg_viewer_render_html(cg_viewer_payload(&a, l.packet), &html, &err) != 0)
-        rc = cli_fail(&err);
-    else
-        rc = cli_write_bytes(out, html.data, html.len);
+    if ((rc = cli_evidence_open(&ea, false, &ev)) == 0) {
+        cg_error err;
+        cg_err_clear(&err);
+        if (cg_viewer_render_html(cg_viewer_payload(&ev.arena, ev.l.packet), &html, &err) != 0)
+            rc = cli_fail(&err);
+        else
+            rc = cli_write_bytes(ea.out, html.data, html.len);
+    }
     cg_buf_free(&html);
-    cli_loaded_free(&l);
-    cg_arena_free(&a);
+    cli_evidence_close(&ev);
     return rc;
 }

@@ -5,7 +5,8 @@
  *
  * usage: bench_ingest_load URL TOKEN CONCURRENCY SECONDS FILE...
  *   each FILE is a .tar.zst; FILE.sig (base64 signature/1 JSON) is sent as the
- *   Candle-Graph-Signature header when present. */
+ *   Candle-Graph-Signature header when present. SECONDS = 0 sends every file
+ *   exactly once (fresh ingest) instead of cycling until the time is up. */
 #include <curl/curl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -27,7 +28,8 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static size_t next_file;
 static double *lat;
 static size_t n_lat, cap_lat;
-static unsigned long long bytes_sent, status_2xx, status_other, failures;
+static unsigned long long bytes_sent, status_2xx, status_201, status_other, failures;
+static int once;
 
 static double now_s(void) {
     struct timespec ts;
@@ -65,8 +67,12 @@ static void *worker(void *arg) {
     char target[2048], auth[1024];
     snprintf(target, sizeof target, "%s/bundles", url);
     snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
-    while (now_s() < deadline) {
+    while (once || now_s() < deadline) {
         pthread_mutex_lock(&mu);
+        if (once && next_file >= n_files) {
+            pthread_mutex_unlock(&mu);
+            break;
+        }
         file_t *f = &files[next_file++ % n_files];
         pthread_mutex_unlock(&mu);
         struct curl_slist *h = NULL;
@@ -96,7 +102,10 @@ static void *worker(void *arg) {
         free(sighdr);
         pthread_mutex_lock(&mu);
         if (rc != CURLE_OK) failures++;
-        else if (code >= 200 && code < 300) status_2xx++;
+        else if (code >= 200 && code < 300) {
+            status_2xx++;
+            if (code == 201) status_201++;
+        }
         else status_other++;
         bytes_sent += f->len;
         if (n_lat == cap_lat) {
@@ -131,7 +140,8 @@ int main(int argc, char **argv) {
     token = argv[2];
     int conc = (int)strtol(argv[3], NULL, 10);
     double secs = strtod(argv[4], NULL);
-    if (conc < 1 || conc > 256 || secs <= 0) return 2;
+    if (conc < 1 || conc > 256 || secs < 0) return 2;
+    once = secs == 0;
     n_files = (size_t)(argc - 5);
     files = calloc(n_files, sizeof *files);
     for (size_t i = 0; i < n_files; i++) {
@@ -155,9 +165,9 @@ int main(int argc, char **argv) {
     for (int i = 0; i < conc; i++) pthread_join(th[i], NULL);
     double wall = now_s() - t0;
     qsort(lat, n_lat, sizeof *lat, cmpd);
-    printf("{\"requests\":%zu,\"ok\":%llu,\"other_status\":%llu,\"failures\":%llu,\"bytes\":%llu,\"wall_s\":%.3f,"
+    printf("{\"requests\":%zu,\"ok\":%llu,\"created\":%llu,\"other_status\":%llu,\"failures\":%llu,\"bytes\":%llu,\"wall_s\":%.3f,"
            "\"p50_ms\":%.2f,\"p99_ms\":%.2f}\n",
-           n_lat, status_2xx, status_other, failures, bytes_sent, wall, pct(0.5) * 1000, pct(0.99) * 1000);
+           n_lat, status_2xx, status_201, status_other, failures, bytes_sent, wall, pct(0.5) * 1000, pct(0.99) * 1000);
     curl_global_cleanup();
     return 0;
 }

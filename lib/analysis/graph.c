@@ -49,6 +49,25 @@ static int cmp_strp(const void *pa, const void *pb) {
     return strcmp(*(const char *const *)pa, *(const char *const *)pb);
 }
 
+/* qsort, skipped when the input is already in order (records usually come in
+ * id order; the comparators are total orders or compare string content only,
+ * so the result is the same either way) */
+static void sort_sref(sref *v, size_t n) {
+    for (size_t i = 1; i < n; i++)
+        if (cmp_sref(&v[i - 1], &v[i]) > 0) {
+            qsort(v, n, sizeof *v, cmp_sref);
+            return;
+        }
+}
+
+static void sort_strp(const char **v, size_t n) {
+    for (size_t i = 1; i < n; i++)
+        if (cmp_strp(&v[i - 1], &v[i]) > 0) {
+            qsort(v, n, sizeof *v, cmp_strp);
+            return;
+        }
+}
+
 /* index of s in the sorted unique array, or NONE */
 static size_t find_sorted(const char **arr, size_t n, const char *s) {
     size_t lo = 0, hi = n;
@@ -164,7 +183,7 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
         for (size_t k = 0; k < t->ops[i].inputs.n; k++) tids[nt++] = t->ops[i].inputs.items[k];
         if (t->ops[i].output) tids[nt++] = t->ops[i].output;
     }
-    qsort(tids, nt, sizeof *tids, cmp_strp);
+    sort_strp(tids, nt);
     size_t nu = 0;
     for (size_t i = 0; i < nt; i++)
         if (nu == 0 || strcmp(tids[nu - 1], tids[i])) tids[nu++] = tids[i];
@@ -284,12 +303,12 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
     /* tensor nodes: first tensor event per id; producing op fills dense bytes */
     sref *tev = xmalloc((t->n_tensors ? t->n_tensors : 1) * sizeof *tev);
     for (size_t i = 0; i < t->n_tensors; i++) tev[i] = (sref){t->tensors[i].tensor_id, i};
-    qsort(tev, t->n_tensors, sizeof *tev, cmp_sref);
+    sort_sref(tev, t->n_tensors);
     sref *outs = xmalloc((no ? no : 1) * sizeof *outs);
     size_t n_outs = 0;
     for (size_t i = 0; i < no; i++)
         if (t->ops[i].output && t->ops[i].has_output_dense_bytes) outs[n_outs++] = (sref){t->ops[i].output, i};
-    qsort(outs, n_outs, sizeof *outs, cmp_sref);
+    sort_sref(outs, n_outs);
     for (size_t u = 0, p = 0, q = 0; u < nu; u++) {
         cg_graph_node *n = &nodes[ns + no + u];
         n->id = cg_arena_printf(a, "tensor/%s", tids[u]);
@@ -322,7 +341,7 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
     {
         sref *ids = xmalloc((g->n_nodes ? g->n_nodes : 1) * sizeof *ids);
         for (size_t i = 0; i < g->n_nodes; i++) ids[i] = (sref){nodes[i].id, i};
-        qsort(ids, g->n_nodes, sizeof *ids, cmp_sref);
+        sort_sref(ids, g->n_nodes);
         size_t *by_id = cg_arena_alloc(a, (g->n_nodes ? g->n_nodes : 1) * sizeof *by_id);
         for (size_t i = 0; i < g->n_nodes; i++) {
             by_id[i] = ids[i].idx;

@@ -442,7 +442,7 @@ void cg_jv_arr_push(cg_arena *a, cg_jv *arr, cg_jv *v) {
     arr->u.arr.items[arr->u.arr.n++] = v;
 }
 
-void cg_jv_obj_put(cg_arena *a, cg_jv *obj, const char *key, cg_jv *v) {
+void cg_jv_obj_putn(cg_arena *a, cg_jv *obj, const char *key, size_t key_len, cg_jv *v) {
     if (obj->u.obj.n == obj->u.obj.cap) {
         size_t cap = obj->u.obj.cap ? obj->u.obj.cap * 2 : 8;
         cg_jmember *m = cg_arena_alloc(a, cap * sizeof *m);
@@ -452,7 +452,7 @@ void cg_jv_obj_put(cg_arena *a, cg_jv *obj, const char *key, cg_jv *v) {
     }
     cg_jmember *mm = &obj->u.obj.m[obj->u.obj.n++];
     mm->key = key;
-    mm->key_len = strlen(key);
+    mm->key_len = key_len;
     mm->val = v;
 }
 
@@ -765,16 +765,32 @@ void cg_json_write_f64(cg_buf *out, double d) {
     cg_buf_append(out, o, (size_t)n);
 }
 
+/* true when none of the 8 bytes at p needs escaping (no byte < 0x20, '"' or
+ * '\\'); exact as a whole-word test (SWAR has-less / has-zero). */
+static inline bool word_plain(const char *p) {
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    uint64_t x;
+    memcpy(&x, p, 8);
+    uint64_t lt = (x - ones * 0x20) & ~x & highs;
+    uint64_t q = x ^ (ones * (unsigned char)'"'), b = x ^ (ones * (unsigned char)'\\');
+    uint64_t hq = (q - ones) & ~q & highs, hb = (b - ones) & ~b & highs;
+    return !(lt | hq | hb);
+}
+
 void cg_json_write_str(cg_buf *out, const char *s, size_t len) {
     static const char hex[] = "0123456789abcdef";
     cg_buf_reserve(out, len + 2);
     w_putc(out, '"');
     size_t run = 0;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
+    for (size_t i = 0; i < len;) {
+        if (i + 8 <= len && word_plain(s + i)) {
+            i += 8;
+            continue;
+        }
+        unsigned char c = (unsigned char)s[i++];
         if (c >= 0x20 && c != '"' && c != '\\') continue;
-        if (i > run) w_put(out, s + run, i - run);
-        run = i + 1;
+        if (i - 1 > run) w_put(out, s + run, i - 1 - run);
+        run = i;
         switch (c) {
         case '"': w_put(out, "\\\"", 2); break;
         case '\\': w_put(out, "\\\\", 2); break;

@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "base/arena.h"
 #include "base/buf.h"
@@ -91,8 +92,12 @@ cg_jv *cg_jv_str_nocopy(cg_arena *a, const char *s);   /* s must outlive the val
 cg_jv *cg_jv_arr(cg_arena *a);
 cg_jv *cg_jv_obj(cg_arena *a);
 void cg_jv_arr_push(cg_arena *a, cg_jv *arr, cg_jv *v);
-/* Appends a member (no duplicate check); key is NOT copied (use literals or arena strings). */
-void cg_jv_obj_put(cg_arena *a, cg_jv *obj, const char *key, cg_jv *v);
+/* Appends a member (no duplicate check); key is NOT copied (use literals or arena strings).
+ * Inline so that strlen of a literal key folds to a constant. */
+void cg_jv_obj_putn(cg_arena *a, cg_jv *obj, const char *key, size_t key_len, cg_jv *v);
+static inline void cg_jv_obj_put(cg_arena *a, cg_jv *obj, const char *key, cg_jv *v) {
+    cg_jv_obj_putn(a, obj, key, strlen(key), v);
+}
 /* Replaces the first member named key, or appends. */
 void cg_jv_obj_set(cg_arena *a, cg_jv *obj, const char *key, cg_jv *v);
 /* Deep copy into arena a (strings and keys copied). Lazy arrays are

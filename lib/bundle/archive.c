@@ -21,6 +21,7 @@
 
 #include "base/fs.h"
 #include "base/sha256.h"
+#include "bundle/dirnames.h"
 #include "bundle/manifest.h"
 #include "bundle/verify.h"
 
@@ -198,8 +199,6 @@ static int file_path_cmp(const void *key, const void *elem) {
     return strcmp((const char *)key, ((const cg_bundle_file *)elem)->path);
 }
 
-static int dirent_name_cmp(const void *x, const void *y) { return strcmp(*(char *const *)x, *(char *const *)y); }
-
 /* Walks the verified bundle (names sorted) and archives every directory (so
  * empty ones such as an empty nsight/ survive transport) and every declared
  * file; anything else means the bundle changed after verification. */
@@ -207,29 +206,13 @@ static int pack_tree(struct archive *a, pack_out *o, const char *root, const cha
                      unsigned char *chunk, size_t *packed, cg_error *err) {
     char *dir = rel ? cg_path_join(root, rel) : strdup(root);
     if (!dir) return cg_err_set(err, CG_ENOMEM, "out of memory");
-    DIR *d = opendir(dir);
-    if (!d) {
-        int rc = cg_err_set(err, CG_EIO, "read bundle directory %s: %s", dir, strerror(errno));
+    char **names;
+    size_t n;
+    if (cg_dir_names_sorted(dir, "bundle", &names, &n, err) != 0) {
         free(dir);
-        return rc;
+        return -1;
     }
-    char **names = NULL;
-    size_t n = 0, cap = 0;
     int rc = 0;
-    struct dirent *de;
-    while (rc == 0 && (de = readdir(d))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            char **nn = realloc(names, cap * sizeof *nn);
-            if (!nn) { rc = cg_err_set(err, CG_ENOMEM, "out of memory"); break; }
-            names = nn;
-        }
-        if (!(names[n] = strdup(de->d_name))) { rc = cg_err_set(err, CG_ENOMEM, "out of memory"); break; }
-        n++;
-    }
-    closedir(d);
-    if (rc == 0 && n > 1) qsort(names, n, sizeof *names, dirent_name_cmp);
     for (size_t i = 0; rc == 0 && i < n; i++) {
         if (!rel && !strcmp(names[i], CG_BUNDLE_MANIFEST_NAME)) continue; /* written first */
         char *crel = rel ? cg_path_join(rel, names[i]) : strdup(names[i]);
@@ -262,8 +245,7 @@ static int pack_tree(struct archive *a, pack_out *o, const char *root, const cha
         free(full);
         free(crel);
     }
-    for (size_t i = 0; i < n; i++) free(names[i]);
-    free(names);
+    cg_dir_names_free(names, n);
     free(dir);
     return rc;
 }

@@ -9,18 +9,22 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Absolute, lexically normalized form of p (".", "..", "//" resolved). */
-static int lexical_abs(const char *p, char out[PATH_MAX]) {
-    char tmp[PATH_MAX * 2];
+/* p made absolute against the cwd (not normalized) into buf. */
+static int join_cwd(const char *p, char *buf, size_t size) {
     if (p[0] == '/') {
-        if (strlen(p) >= sizeof tmp) return -1;
-        memcpy(tmp, p, strlen(p) + 1);
-    } else {
-        char cwd[PATH_MAX];
-        if (!getcwd(cwd, sizeof cwd)) return -1;
-        int n = snprintf(tmp, sizeof tmp, "%s/%s", cwd, p);
-        if (n < 0 || (size_t)n >= sizeof tmp) return -1;
+        if (strlen(p) >= size) return -1;
+        memcpy(buf, p, strlen(p) + 1);
+        return 0;
     }
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd)) return -1;
+    int n = snprintf(buf, size, "%s/%s", cwd, p);
+    return n < 0 || (size_t)n >= size ? -1 : 0;
+}
+
+int cg_bundle_path_lexical_abs(const char *p, char out[PATH_MAX]) {
+    char tmp[PATH_MAX * 2];
+    if (join_cwd(p, tmp, sizeof tmp) != 0) return -1;
     size_t o = 0;
     out[0] = '\0';
     for (char *s = tmp; *s;) {
@@ -52,15 +56,7 @@ static int lexical_abs(const char *p, char out[PATH_MAX]) {
 /* Physical resolution: realpath of the longest existing prefix + the rest. */
 static int physical(const char *p, char out[PATH_MAX]) {
     char work[PATH_MAX * 2];
-    if (p[0] == '/') {
-        if (strlen(p) >= sizeof work) return -1;
-        memcpy(work, p, strlen(p) + 1);
-    } else {
-        char cwd[PATH_MAX];
-        if (!getcwd(cwd, sizeof cwd)) return -1;
-        int n = snprintf(work, sizeof work, "%s/%s", cwd, p);
-        if (n < 0 || (size_t)n >= sizeof work) return -1;
-    }
+    if (join_cwd(p, work, sizeof work) != 0) return -1;
     size_t len = strlen(work);
     for (;;) {
         char save = work[len];
@@ -71,11 +67,11 @@ static int physical(const char *p, char out[PATH_MAX]) {
         if (ok) {
             char joined[PATH_MAX * 3];
             snprintf(joined, sizeof joined, "%s/%s", real, work + len);
-            return lexical_abs(joined, out);
+            return cg_bundle_path_lexical_abs(joined, out);
         }
         size_t k = len;
         while (k > 0 && work[k - 1] != '/') k--;
-        if (k <= 1) return lexical_abs(work, out);
+        if (k <= 1) return cg_bundle_path_lexical_abs(work, out);
         len = k - 1;
     }
 }
@@ -89,7 +85,8 @@ static bool inside(const char *path, const char *root) {
 int cg_bundle_check_output_path(const char *output, const char *bundle_root, cg_error *err) {
     if (!output || !strcmp(output, "-")) return 0;
     char out_lex[PATH_MAX], root_lex[PATH_MAX], out_phys[PATH_MAX], root_phys[PATH_MAX];
-    if (lexical_abs(output, out_lex) != 0 || lexical_abs(bundle_root, root_lex) != 0)
+    if (cg_bundle_path_lexical_abs(output, out_lex) != 0 ||
+        cg_bundle_path_lexical_abs(bundle_root, root_lex) != 0)
         return cg_err_set(err, CG_EIO, "resolve output path %s: %s", output, strerror(errno ? errno : ENAMETOOLONG));
     if (physical(output, out_phys) != 0) memcpy(out_phys, out_lex, sizeof out_lex);
     if (physical(bundle_root, root_phys) != 0) memcpy(root_phys, root_lex, sizeof root_lex);

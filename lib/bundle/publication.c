@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/fs.h"
+#include "bundle/outpath.h"
 #include "bundle/publish.h"
 #include "trace/trace.h"
 
@@ -133,43 +134,12 @@ int cg_reconcile_published_bundle(const char *destination, const cg_profile_run 
     return rc;
 }
 
-/* Lexically absolute form of path (cwd-relative paths made absolute, "." and
- * ".." folded) so every proper ancestor up to "/" is checked. */
-static int absolute_lexical(const char *path, char *out, size_t outsz) {
-    char tmp[PATH_MAX * 2];
-    if (path[0] == '/') {
-        snprintf(tmp, sizeof tmp, "%s", path);
-    } else {
-        char cwd[PATH_MAX];
-        if (!getcwd(cwd, sizeof cwd)) return -1;
-        snprintf(tmp, sizeof tmp, "%s/%s", cwd, path);
-    }
-    size_t o = 0;
-    for (char *s = tmp; *s;) {
-        while (*s == '/') s++;
-        if (!*s) break;
-        char *e = strchr(s, '/');
-        size_t n = e ? (size_t)(e - s) : strlen(s);
-        if (n == 1 && s[0] == '.') {
-        } else if (n == 2 && s[0] == '.' && s[1] == '.') {
-            while (o > 0 && out[o - 1] != '/') o--;
-            if (o > 0) o--;
-        } else {
-            if (o + 1 + n + 1 >= outsz) return -1;
-            out[o++] = '/';
-            memcpy(out + o, s, n);
-            o += n;
-        }
-        s += n;
-    }
-    out[o] = '\0';
-    return 0;
-}
-
 int cg_publication_check_not_nested(const char *destination, cg_error *err) {
     char abs[PATH_MAX];
-    if (absolute_lexical(destination, abs, sizeof abs) != 0)
+    /* lexically absolute, so every proper ancestor up to "/" is checked */
+    if (cg_bundle_path_lexical_abs(destination, abs) != 0)
         return cg_err_set(err, CG_EINVAL, "bundle destination path is too long: %s", destination);
+    if (!strcmp(abs, "/")) return 0; /* the root has no proper ancestor */
     size_t n = strlen(abs);
     /* proper ancestors: cut at each '/' from the right, ending with "/" */
     while (n > 0) {

@@ -17,6 +17,7 @@
 #include "base/fs.h"
 #include "base/json.h"
 #include "base/sha256.h"
+#include "bundle/dirnames.h"
 #include "bundle/manifest.h"
 #include "bundle/verify.h"
 #include "render/artifacts.h"
@@ -149,8 +150,6 @@ static int write_synced(const char *root, const char *rel, const cg_buf *b, cg_e
     return 0;
 }
 
-static int name_cmp(const void *x, const void *y) { return strcmp(*(char *const *)x, *(char *const *)y); }
-
 /* Step 5.2: copy the regular files of nsight_dir into staging/nsight/. */
 static int copy_nsight(const char *staging, const char *nsight_dir, staged *s, cg_error *err) {
     char *dst_dir = cg_path_join(staging, "nsight");
@@ -160,32 +159,13 @@ static int copy_nsight(const char *staging, const char *nsight_dir, staged *s, c
         free(dst_dir);
         return rc;
     }
-    DIR *d = opendir(nsight_dir);
-    if (!d) {
-        int rc = cg_err_set(err, CG_EIO, "read Nsight directory %s: %s", nsight_dir, strerror(errno));
+    char **names;
+    size_t n;
+    if (cg_dir_names_sorted(nsight_dir, "Nsight", &names, &n, err) != 0) {
         free(dst_dir);
-        return rc;
+        return -1;
     }
-    char **names = NULL;
-    size_t n = 0, cap = 0;
     int rc = 0;
-    struct dirent *de;
-    errno = 0;
-    while ((de = readdir(d))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            char **nn = realloc(names, cap * sizeof *nn);
-            if (!nn) { rc = cg_err_set(err, CG_ENOMEM, "out of memory"); break; }
-            names = nn;
-        }
-        if (!(names[n] = strdup(de->d_name))) { rc = cg_err_set(err, CG_ENOMEM, "out of memory"); break; }
-        n++;
-        errno = 0;
-    }
-    if (rc == 0 && errno) rc = cg_err_set(err, CG_EIO, "read Nsight directory %s: %s", nsight_dir, strerror(errno));
-    closedir(d);
-    if (rc == 0 && n > 1) qsort(names, n, sizeof *names, name_cmp);
     for (size_t i = 0; rc == 0 && i < n; i++) {
         char *src = cg_path_join(nsight_dir, names[i]);
         struct stat st;
@@ -210,8 +190,7 @@ static int copy_nsight(const char *staging, const char *nsight_dir, staged *s, c
         }
         free(src);
     }
-    for (size_t i = 0; i < n; i++) free(names[i]);
-    free(names);
+    cg_dir_names_free(names, n);
     free(dst_dir);
     return rc;
 }

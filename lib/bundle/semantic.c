@@ -68,6 +68,16 @@ int cg_bundle_verify_semantic(const char *root, const cg_bundle_receipt *receipt
                 receipt->run_id, trace_run);
         goto out;
     }
+    cg_semantic_result res = CG_SEMANTIC_REDERIVED_MATCH;
+    {
+        /* fast path: stream the rebuilt packet and compare bytes (no DOM); any
+         * other outcome falls through to the value comparison with its messages */
+        bool match = false;
+        cg_error merr;
+        cg_err_clear(&merr);
+        if (cg_evidence_semantic_match(tp, cg_is_dir(np) ? np : NULL, ep, &match, &merr) == 0 && match)
+            goto post_read;
+    }
     size_t elen = 0;
     edata = cg_read_file(ep, EVIDENCE_MAX, &elen, &terr);
     cg_jv *stored = edata ? cg_json_parse(&a, edata, elen, NULL, &terr) : NULL;
@@ -77,7 +87,6 @@ int cg_bundle_verify_semantic(const char *root, const cg_bundle_receipt *receipt
         goto out;
     }
     const char *schema = cg_jv_as_str(cg_jv_get(stored, "schema"));
-    cg_semantic_result res = CG_SEMANTIC_REDERIVED_MATCH;
     if (!schema || strcmp(schema, CG_EVIDENCE_SCHEMA) != 0) {
         if (!allow_not_rederivable) {
             semfail(failure, CG_SEMF_EVIDENCE_MISMATCH, err,
@@ -102,6 +111,7 @@ int cg_bundle_verify_semantic(const char *root, const cg_bundle_receipt *receipt
             goto out;
         }
     }
+post_read:
     /* post-read re-check of everything read: trace, evidence and nsight inputs */
     size_t mlen = 0;
     mdata = cg_read_file(mp, CG_BUNDLE_MANIFEST_MAX, &mlen, &terr);

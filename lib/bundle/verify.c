@@ -9,7 +9,6 @@
  *    file swapped for a FIFO or link between the walk and hashing is refused. */
 #include "bundle/verify.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -20,6 +19,7 @@
 
 #include "base/fs.h"
 #include "base/sha256.h"
+#include "bundle/dirnames.h"
 #include "bundle/manifest.h"
 
 #define HASH_CHUNK ((size_t)1 << 20)
@@ -70,40 +70,18 @@ static void walk_free(walk *w) {
     free(w->files);
 }
 
-static int name_cmp(const void *x, const void *y) { return strcmp(*(char *const *)x, *(char *const *)y); }
 
 static int walk_dir(const char *root, const char *rel, walk *w, cg_bundle_check *check, cg_error *err) {
     char *dir = rel ? cg_path_join(root, rel) : strdup(root);
     if (!dir) return fail(check, CG_BCHK_IO, err, CG_ENOMEM, "out of memory");
-    DIR *d = opendir(dir);
-    if (!d) {
-        int e = errno;
-        int rc = fail(check, CG_BCHK_IO, err, CG_EIO, "read bundle directory %s: %s", dir, strerror(e));
+    char **names;
+    size_t nn;
+    if (cg_dir_names_sorted(dir, "bundle", &names, &nn, err) != 0) {
+        if (check) *check = CG_BCHK_IO;
         free(dir);
-        return rc;
+        return -1;
     }
-    char **names = NULL;
-    size_t nn = 0, ncap = 0;
-    struct dirent *de;
     int rc = 0;
-    errno = 0;
-    while ((de = readdir(d))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
-        if (nn == ncap) {
-            ncap = ncap ? ncap * 2 : 16;
-            char **nv = realloc(names, ncap * sizeof *names);
-            if (!nv) { rc = fail(check, CG_BCHK_IO, err, CG_ENOMEM, "out of memory"); break; }
-            names = nv;
-        }
-        names[nn] = strdup(de->d_name);
-        if (!names[nn]) { rc = fail(check, CG_BCHK_IO, err, CG_ENOMEM, "out of memory"); break; }
-        nn++;
-        errno = 0;
-    }
-    if (rc == 0 && errno != 0)
-        rc = fail(check, CG_BCHK_IO, err, CG_EIO, "read bundle directory %s: %s", dir, strerror(errno));
-    closedir(d);
-    if (rc == 0 && nn > 1) qsort(names, nn, sizeof *names, name_cmp);
     for (size_t i = 0; rc == 0 && i < nn; i++) {
         char *child_rel = rel ? cg_path_join(rel, names[i]) : strdup(names[i]);
         char *child = child_rel ? cg_path_join(root, child_rel) : NULL;
@@ -139,8 +117,7 @@ static int walk_dir(const char *root, const char *rel, walk *w, cg_bundle_check 
         free(child_rel);
         free(child);
     }
-    for (size_t i = 0; i < nn; i++) free(names[i]);
-    free(names);
+    cg_dir_names_free(names, nn);
     free(dir);
     return rc;
 }
@@ -353,10 +330,10 @@ int cg_bundle_verify(const char *root, cg_bundle_receipt *out, cg_bundle_check *
     /* 10 */
     if (observed != m.n_files) {
         /* first declared path (in path order) that was not observed */
-        qsort(w.files, w.n, sizeof *w.files, name_cmp);
+        qsort(w.files, w.n, sizeof *w.files, cg_dir_name_cmp);
         const char *missing = NULL;
         for (size_t i = 0; i < m.n_files && !missing; i++)
-            if (!bsearch(&sorted[i]->path, w.files, w.n, sizeof *w.files, name_cmp)) missing = sorted[i]->path;
+            if (!bsearch(&sorted[i]->path, w.files, w.n, sizeof *w.files, cg_dir_name_cmp)) missing = sorted[i]->path;
         fail(check, CG_BCHK_MISSING_FILE, err, CG_EVERIFY, "declared bundle file is missing: %s",
              missing ? missing : "?");
         goto out;

@@ -160,12 +160,11 @@ cg_jv *cg_capture_contract_to_json(cg_arena *a, const cg_capture_contract *c) {
     PUT("physical_memory", STR(cg_coverage_name(c->physical_memory)));
     PUT("device_timing", STR(cg_coverage_name(c->device_timing)));
     PUT("required_semantic_labels", cg_strlist_to_json(a, &c->required_semantic_labels));
-    /* Compatibility choice (docs/compatibility.md): the trace/10-era partition lists are
-     * written only when non-empty, so legacy contracts keep their trace/9 shape. */
-    if (c->gpu_expected_semantic_labels.n)
-        PUT("gpu_expected_semantic_labels", cg_strlist_to_json(a, &c->gpu_expected_semantic_labels));
-    if (c->cpu_only_semantic_labels.n)
-        PUT("cpu_only_semantic_labels", cg_strlist_to_json(a, &c->cpu_only_semantic_labels));
+    /* Compatibility choice (docs/compatibility.md): the trace/10 partition lists are
+     * plain Vec fields upstream (serde default on read, always serialized), so they
+     * are always written, empty when the contract is legacy. */
+    PUT("gpu_expected_semantic_labels", cg_strlist_to_json(a, &c->gpu_expected_semantic_labels));
+    PUT("cpu_only_semantic_labels", cg_strlist_to_json(a, &c->cpu_only_semantic_labels));
     return o;
 }
 

@@ -351,7 +351,7 @@ static int f_shape(rd *r, const cg_jv *o, const char *k, bool required, cg_shape
 
 /* serde refuses a repeated field of a struct at any depth (maps such as tags excepted). */
 static int no_dup_field(rd *r, const cg_jv *o) {
-    const char *dup = o->u.obj.n <= 64 ? cg_jv_obj_dup_key(o) : NULL;
+    const char *dup = cg_jv_obj_dup_key(o);
     return dup ? json_fail(r, "duplicate field `%s`", dup) : 0;
 }
 

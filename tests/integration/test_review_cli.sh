@@ -27,6 +27,45 @@ for f in trace.jsonl report.md evidence.json; do
     [ "$(json "s_${f}.json" input.evidence_source)" = verified_evidence_json ] || fail "b/$f evidence_source"
 done
 
+# §7: "packet.provenance must equal the trace meta" is TraceRunMeta (struct) equality: a defaulted
+# field written with its default (e.g. the trace/10 partition lists as []) equals an absent one.
+cp -r b b2
+python3 - b2 <<'PY'
+import hashlib, json, os, sys
+root = sys.argv[1]
+ev = json.load(open(os.path.join(root, "evidence.json")))
+cc = ev["provenance"]["capture_contract"]
+cc["gpu_expected_semantic_labels"] = []
+cc["cpu_only_semantic_labels"] = []
+ev["provenance"]["comparison_identity"]["pair_id"] = None
+raw = (json.dumps(ev, indent=2, ensure_ascii=False) + "\n").encode()
+open(os.path.join(root, "evidence.json"), "wb").write(raw)
+m = json.load(open(os.path.join(root, "bundle.json")))
+for f in m["files"]:
+    if f["path"] == "evidence.json":
+        f["sha256"], f["bytes"] = hashlib.sha256(raw).hexdigest(), len(raw)
+open(os.path.join(root, "bundle.json"), "w").write(json.dumps(m, indent=2) + "\n")
+PY
+"$CG" verify b2 -o v2.json || fail "re-hashed bundle b2 does not verify"
+"$CG" summary b2 -o s2.json 2>err.txt || fail "summary of a bundle whose provenance writes defaulted fields: $(cat err.txt)"
+# a real difference is still refused
+cp -r b b3
+python3 - b3 <<'PY'
+import hashlib, json, os, sys
+root = sys.argv[1]
+ev = json.load(open(os.path.join(root, "evidence.json")))
+ev["provenance"]["capture_contract"]["gpu_expected_semantic_labels"] = ["x"]
+raw = (json.dumps(ev, indent=2, ensure_ascii=False) + "\n").encode()
+open(os.path.join(root, "evidence.json"), "wb").write(raw)
+m = json.load(open(os.path.join(root, "bundle.json")))
+for f in m["files"]:
+    if f["path"] == "evidence.json":
+        f["sha256"], f["bytes"] = hashlib.sha256(raw).hexdigest(), len(raw)
+open(os.path.join(root, "bundle.json"), "w").write(json.dumps(m, indent=2) + "\n")
+PY
+if "$CG" summary b3 -o s3.json 2>err.txt; then fail "a differing provenance was accepted"; fi
+grep -qF "verified evidence packet provenance does not match its trace metadata" err.txt || fail "b3 message: $(cat err.txt)"
+
 # §13: graph kinds need a complete, structurally valid capture
 for k in slowest-host slowest-device heaviest spans tensors gradients; do
     if "$CG" query "$FAILED" --kind "$k" >out.json 2>err.txt; then fail "query --kind $k on a failed capture succeeded"; fi

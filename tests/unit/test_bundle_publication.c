@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include "bundle_publish_support.h"
 #include "test_bundle_util.h"
 
 #include "bundle/publication.h"
@@ -35,33 +36,6 @@ static void capture_some(cg_capture_run *run) {
     assert_int_equal(cg_session_begin_span(s, "forward", CG_SPAN_FUNCTION, &f, &err), 0);
     assert_int_equal(cg_session_end_span(s, f, &err), 0);
     assert_int_equal(cg_session_end_span(s, m, &err), 0);
-}
-
-static char *listing_hidden_free(const char *dir) {
-    /* names in dir that do not start with '.', newline-joined, sorted */
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    char *names[64];
-    size_t n = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) && n < 64)
-        if (de->d_name[0] != '.') names[n++] = strdup(de->d_name);
-    closedir(d);
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = i + 1; j < n; j++)
-            if (strcmp(names[j], names[i]) < 0) {
-                char *t = names[i];
-                names[i] = names[j];
-                names[j] = t;
-            }
-    cg_buf b = CG_BUF_INIT;
-    cg_buf_puts(&b, "");
-    for (size_t i = 0; i < n; i++) {
-        cg_buf_puts(&b, names[i]);
-        cg_buf_putc(&b, '\n');
-        free(names[i]);
-    }
-    return cg_buf_take(&b, NULL);
 }
 
 static void test_capture_publish_and_reconcile(void **st) {
@@ -246,30 +220,6 @@ static void test_publish_failure_keeps_staged_trace(void **st) {
 }
 
 /* ---- crash, then retry with the same planned capture ---- */
-static int g_kill_at;
-static void kill_at_step(cg_publish_step s, const char *staging, void *ctx) {
-    (void)staging;
-    (void)ctx;
-    if ((int)s == g_kill_at) raise(SIGKILL);
-}
-
-static int count_bundles(const char *parent) {
-    DIR *d = opendir(parent);
-    assert_non_null(d);
-    int n = 0;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
-        char *p = tb_join(parent, de->d_name);
-        char *m = tb_join(p, "bundle.json");
-        if (cg_is_dir(p) && cg_path_exists(m)) n++;
-        free(m);
-        free(p);
-    }
-    closedir(d);
-    return n;
-}
-
 /* kill_at: a publish step, or 0 = die in the middle of the capture. */
 static void crash_then_retry(int kill_at) {
     char *tmp = tb_tempdir("bpubc");
@@ -284,8 +234,7 @@ static void crash_then_retry(int kill_at) {
         if (cg_capture_run_begin(dest, p, &cb, &e) != 0) _exit(4);
         capture_some(cb.run);
         if (kill_at == 0) raise(SIGKILL);
-        g_kill_at = kill_at;
-        cg_publish_set_hook(kill_at_step, NULL);
+        tbs_kill_at_publish_step(kill_at);
         cg_publication_receipt r;
         cg_capture_run_publish(cb.run, &r, &e);
         _exit(3);
@@ -321,14 +270,14 @@ static void crash_then_retry(int kill_at) {
     assert_memory_equal(&v, &rec.verification, sizeof v);
     cg_semantic_result res;
     if (cg_bundle_verify_semantic(dest, &v, false, &res, NULL, &err) != 0) fail_msg("%s", err.msg);
-    assert_int_equal(count_bundles(tmp), 1);
-    char *l = listing_hidden_free(tmp);
+    assert_int_equal(tbs_count_bundles(tmp), 1);
+    char *l = tbs_listing(tmp, true);
     assert_string_equal(l, "b\n");
     free(l);
     /* a second retry is idempotent */
     assert_int_equal(cg_capture_run_begin(dest, p, &cb, &err), 0);
     assert_int_equal(cb.kind, CG_CAPTURE_ALREADY_PUBLISHED);
-    assert_int_equal(count_bundles(tmp), 1);
+    assert_int_equal(tbs_count_bundles(tmp), 1);
     cg_profile_run_free(p);
     cg_rm_rf(tmp);
     free(dest);
@@ -375,7 +324,7 @@ static void test_concurrent_retry_converges(void **st) {
     cg_bundle_receipt v;
     assert_int_equal(cg_bundle_verify(dest, &v, NULL, &err), 0);
     assert_memory_equal(&v, &rec.verification, sizeof v);
-    assert_int_equal(count_bundles(tmp), 1);
+    assert_int_equal(tbs_count_bundles(tmp), 1);
     cg_capture_run_free(cb.run);
     cg_profile_run_free(p);
     free(staged);

@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include "bundle_publish_support.h"
 #include "test_bundle_util.h"
 
 #include "bundle/publish.h"
@@ -24,35 +25,6 @@ static char *fixture_trace(void) {
     return tb_join(fx, "analysis/illustrative/trace.jsonl");
 }
 
-/* Names in dir (sorted, newline-joined) for whole-directory assertions. */
-static char *listing(const char *dir) {
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    char *names[64];
-    size_t n = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) && n < 64) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
-        names[n++] = strdup(de->d_name);
-    }
-    closedir(d);
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = i + 1; j < n; j++)
-            if (strcmp(names[j], names[i]) < 0) {
-                char *t = names[i];
-                names[i] = names[j];
-                names[j] = t;
-            }
-    cg_buf b = CG_BUF_INIT;
-    for (size_t i = 0; i < n; i++) {
-        cg_buf_puts(&b, names[i]);
-        cg_buf_putc(&b, '\n');
-        free(names[i]);
-    }
-    if (!b.data) cg_buf_puts(&b, "");
-    return cg_buf_take(&b, NULL);
-}
-
 static void test_layout_and_manifest(void **st) {
     (void)st;
     char *tmp = tb_tempdir("bpub");
@@ -61,11 +33,11 @@ static void test_layout_and_manifest(void **st) {
     cg_buf man = CG_BUF_INIT;
     cg_error err;
     if (cg_publish_bundle(dest, trace, NULL, &man, &err) != 0) fail_msg("%s", err.msg);
-    char *l = listing(dest);
+    char *l = tbs_listing(dest, false);
     assert_string_equal(l, "bundle.json\nevidence.json\nreport.md\ntrace.jsonl\nviewer.html\n");
     free(l);
     char *parent = tb_join(tmp, "out");
-    l = listing(parent);
+    l = tbs_listing(parent, false);
     assert_string_equal(l, "b\n"); /* no staging directory left beside it */
     free(l);
     /* trace.jsonl is a byte copy */
@@ -152,7 +124,7 @@ static void test_nsight_inputs(void **st) {
     cg_error err;
     if (cg_publish_bundle(dest, trace, ns, NULL, &err) != 0) fail_msg("%s", err.msg);
     char *nsd = tb_join(dest, "nsight");
-    char *l = listing(nsd);
+    char *l = tbs_listing(nsd, false);
     assert_string_equal(l, ".hidden\na.nsys-rep\nb_cuda_gpu_kern_sum.csv\n");
     free(l);
     size_t n1, n2;
@@ -192,7 +164,7 @@ static void test_nsight_inputs(void **st) {
         assert_int_equal(cg_publish_bundle(dest, trace, bad, NULL, &err), -1);
         if (!strstr(err.msg, cases[i].want)) fail_msg("%s: %s", cases[i].setup, err.msg);
         assert_false(cg_path_exists(dest));
-        l = listing(tmp);
+        l = tbs_listing(tmp, false);
         assert_string_equal(l, "bad\nempty\nns\n");
         free(l);
         free(p);
@@ -206,7 +178,7 @@ static void test_nsight_inputs(void **st) {
     char *broken = tb_join(tmp, "broken.jsonl");
     assert_int_equal(cg_publish_bundle(dest, broken, NULL, NULL, &err), -1);
     assert_false(cg_path_exists(dest));
-    l = listing(tmp);
+    l = tbs_listing(tmp, false);
     assert_string_equal(l, "broken.jsonl\nempty\nns\n");
     free(l);
     free(broken);
@@ -255,31 +227,6 @@ static void test_step_order_and_name(void **st) {
 }
 
 /* ---- crash safety ---- */
-static int g_kill_at;
-static void kill_at_step(cg_publish_step s, const char *staging, void *ctx) {
-    (void)staging;
-    (void)ctx;
-    if ((int)s == g_kill_at) raise(SIGKILL);
-}
-
-/* Counts directories below parent (one level) that hold a bundle.json. */
-static int count_bundles(const char *parent) {
-    DIR *d = opendir(parent);
-    assert_non_null(d);
-    int n = 0;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
-        char *p = tb_join(parent, de->d_name);
-        char *m = tb_join(p, "bundle.json");
-        if (cg_is_dir(p) && cg_path_exists(m)) n++;
-        free(m);
-        free(p);
-    }
-    closedir(d);
-    return n;
-}
-
 static void test_crash_at_every_step_then_retry(void **st) {
     (void)st;
     char *trace = fixture_trace();
@@ -290,8 +237,7 @@ static void test_crash_at_every_step_then_retry(void **st) {
         pid_t pid = fork();
         assert_true(pid >= 0);
         if (pid == 0) {
-            g_kill_at = k;
-            cg_publish_set_hook(kill_at_step, NULL);
+            tbs_kill_at_publish_step(k);
             cg_error e;
             cg_publish_bundle(dest, trace, NULL, NULL, &e);
             _exit(3); /* not reached: the hook kills us */
@@ -313,8 +259,8 @@ static void test_crash_at_every_step_then_retry(void **st) {
         }
         if (cg_bundle_verify(dest, &r, NULL, &err) != 0) fail_msg("after step %d: %s", k, err.msg);
         /* exactly one bundle: the dead child's staging dir was swept by the retry */
-        assert_int_equal(count_bundles(tmp), 1);
-        char *l = listing(tmp);
+        assert_int_equal(tbs_count_bundles(tmp), 1);
+        char *l = tbs_listing(tmp, false);
         assert_string_equal(l, "b\n");
         free(l);
         cg_rm_rf(tmp);

@@ -17,7 +17,7 @@
 #include "base/fs.h"
 #include "campaign/campaign.h"
 #include "campaign/series.h"
-#include "test_comparison_support.h"
+#include "comparison_runs.h"
 
 static char g_tmp[256];
 

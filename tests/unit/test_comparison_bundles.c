@@ -21,7 +21,7 @@
 #include "bundle/publish.h"
 #include "bundle/verify.h"
 #include "comparison/compare.h"
-#include "test_comparison_support.h"
+#include "comparison_runs.h"
 
 static char g_tmp[256];
 

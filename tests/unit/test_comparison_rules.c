@@ -14,16 +14,9 @@
 
 #include "base/sha256.h"
 #include "comparison/compare.h"
-#include "test_comparison_support.h"
+#include "comparison_runs.h"
 
-#define MAXR 10
-
-typedef struct cmp_case {
-    ts_run b[MAXR], c[MAXR];
-    size_t nb, nc;
-    cg_cohort_row rb[MAXR], rc[MAXR];
-    cg_arena a;
-} cmp_case;
+typedef ts_cohorts cmp_case;
 
 static void case_default(cmp_case *k) {
     static const uint64_t bd[] = {100, 102, 99, 101, 103}, cd[] = {75, 80, 78, 79, 77};
@@ -39,28 +32,10 @@ static void case_default(cmp_case *k) {
     k->nb = k->nc = 5;
 }
 
-static void build_row(cg_arena *a, const ts_run *r, cg_cohort_row *out) {
-    cg_buf b = CG_BUF_INIT;
-    ts_run_text(&b, r);
+static void case_build(cmp_case *k) {
     cg_error err;
     cg_err_clear(&err);
-    cg_trace *t = cg_trace_read_mem(b.data, b.len, r->run_id, NULL, &err);
-    if (!t) fail_msg("trace %s: %s\n%s", r->run_id, err.msg, b.data);
-    cg_health h;
-    memset(&h, 0, sizeof h);
-    h.structurally_valid = true;
-    h.capture_complete = true;
-    char hex[65];
-    cg_sha256_hex(r->run_id, strlen(r->run_id), hex);
-    cg_cohort_receipt rc = {r->run_id, hex};
-    cg_cohort_row_from_trace(a, t, &h, &rc, out);
-    cg_trace_free(t);
-    cg_buf_free(&b);
-}
-
-static void case_build(cmp_case *k) {
-    for (size_t i = 0; i < k->nb; i++) build_row(&k->a, &k->b[i], &k->rb[i]);
-    for (size_t i = 0; i < k->nc; i++) build_row(&k->a, &k->c[i], &k->rc[i]);
+    if (ts_cohorts_build(k, &err) != 0) fail_msg("%s", err.msg);
 }
 
 static cg_jv *case_compare(cmp_case *k, cg_comparison_verification kind) {

@@ -166,6 +166,54 @@ static void test_sink_chunks_and_stop(void **state) {
     cg_arena_free(&a);
 }
 
+/* reference escaper: serde_json rules, one byte at a time */
+static void ref_escape(cg_buf *b, const unsigned char *s, size_t n) {
+    static const char hex[] = "0123456789abcdef";
+    cg_buf_putc(b, '"');
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = s[i];
+        if (c == '"') cg_buf_puts(b, "\\\"");
+        else if (c == '\\') cg_buf_puts(b, "\\\\");
+        else if (c == '\b') cg_buf_puts(b, "\\b");
+        else if (c == '\f') cg_buf_puts(b, "\\f");
+        else if (c == '\n') cg_buf_puts(b, "\\n");
+        else if (c == '\r') cg_buf_puts(b, "\\r");
+        else if (c == '\t') cg_buf_puts(b, "\\t");
+        else if (c < 0x20) {
+            char u[7] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15], 0};
+            cg_buf_puts(b, u);
+        } else cg_buf_putc(b, (char)c);
+    }
+    cg_buf_putc(b, '"');
+}
+
+static void test_string_escaping_word_at_a_time(void **state) {
+    (void)state;
+    /* every special byte at every offset of strings up to 40 bytes, on plain,
+     * UTF-8 and boundary (0x1f/0x20/0x7f/0x80/0xff) backgrounds */
+    static const unsigned char special[] = {'"', '\\', 0, 1, '\b', '\t', '\n', '\f', '\r', 0x1f};
+    static const unsigned char bg[] = {'a', 0x20, 0x7f, 0x80, 0xc3, 0xff, '!', '#', '[', ']'};
+    unsigned char s[48];
+    size_t checked = 0;
+    for (size_t len = 0; len <= 40; len++)
+        for (size_t k = 0; k < sizeof bg; k++)
+            for (size_t sp = 0; sp <= sizeof special; sp++)
+                for (size_t pos = 0; pos < (len ? len : 1); pos++) {
+                    for (size_t i = 0; i < len; i++) s[i] = bg[(k + i) % sizeof bg];
+                    if (sp < sizeof special && len) s[pos] = special[sp];
+                    cg_buf got = CG_BUF_INIT, want = CG_BUF_INIT;
+                    cg_json_write_str(&got, (const char *)s, len);
+                    ref_escape(&want, s, len);
+                    assert_int_equal(got.len, want.len);
+                    assert_memory_equal(got.data, want.data, want.len);
+                    assert_int_equal(got.data[got.len], '\0');
+                    cg_buf_free(&got);
+                    cg_buf_free(&want);
+                    checked++;
+                }
+    assert_true(checked > 10000);
+}
+
 /* ----------------------------------------------------------- evidence level */
 
 static const char *fixtures(void) {
@@ -344,6 +392,7 @@ int main(void) {
         cmocka_unit_test(test_lazy_matches_dom),
         cmocka_unit_test(test_lazy_inequality),
         cmocka_unit_test(test_sink_chunks_and_stop),
+        cmocka_unit_test(test_string_escaping_word_at_a_time),
         cmocka_unit_test(test_fixture_packets_stream_identically),
         cmocka_unit_test(test_generated_trace_streams_identically),
         cmocka_unit_test(test_semantic_match),

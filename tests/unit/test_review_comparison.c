@@ -15,16 +15,11 @@
 #include "base/sha256.h"
 #include "comparison/compare.h"
 #include "comparison/stats.h"
-#include "test_comparison_support.h"
+#include "comparison_runs.h"
 
-#define MAXR 8
+#define MAXR 8 /* runs prepared per cohort */
 
-typedef struct rv_case {
-    ts_run b[MAXR], c[MAXR];
-    size_t nb, nc;
-    cg_cohort_row rb[MAXR], rc[MAXR];
-    cg_arena a;
-} rv_case;
+typedef ts_cohorts rv_case;
 
 static rv_case *rv_new(size_t nb, size_t nc) {
     rv_case *k = calloc(1, sizeof *k);
@@ -42,28 +37,10 @@ static rv_case *rv_new(size_t nb, size_t nc) {
     return k;
 }
 
-static void rv_row(cg_arena *a, const ts_run *r, cg_cohort_row *out) {
-    cg_buf b = CG_BUF_INIT;
-    ts_run_text(&b, r);
+static cg_jv *rv_compare(rv_case *k) {
     cg_error err;
     cg_err_clear(&err);
-    cg_trace *t = cg_trace_read_mem(b.data, b.len, r->run_id, NULL, &err);
-    if (!t) fail_msg("trace %s: %s", r->run_id, err.msg);
-    cg_health h;
-    memset(&h, 0, sizeof h);
-    h.structurally_valid = true;
-    h.capture_complete = true;
-    char hex[65];
-    cg_sha256_hex(r->run_id, strlen(r->run_id), hex);
-    cg_cohort_receipt rc = {r->run_id, hex};
-    cg_cohort_row_from_trace(a, t, &h, &rc, out);
-    cg_trace_free(t);
-    cg_buf_free(&b);
-}
-
-static cg_jv *rv_compare(rv_case *k) {
-    for (size_t i = 0; i < k->nb; i++) rv_row(&k->a, &k->b[i], &k->rb[i]);
-    for (size_t i = 0; i < k->nc; i++) rv_row(&k->a, &k->c[i], &k->rc[i]);
+    if (ts_cohorts_build(k, &err) != 0) fail_msg("%s", err.msg);
     return cg_compare_rows(&k->a, k->rb, k->nb, k->rc, k->nc, CG_CMP_VERIFIED_BUNDLES);
 }
 

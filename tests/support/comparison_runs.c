@@ -1,53 +1,12 @@
-/* test_comparison_support.h — builds trace/10 texts for comparison tests.
- * Included by tests/unit/test_comparison_*.c only (static helpers). */
-#ifndef TEST_COMPARISON_SUPPORT_H
-#define TEST_COMPARISON_SUPPORT_H
+/* comparison_runs.c — see comparison_runs.h. */
+#include "comparison_runs.h"
 
-#include <stdbool.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "base/buf.h"
-#include "base/fs.h"
-#include "base/sha256.h"
-#include "bundle/manifest.h"
-#include "comparison/cohort.h"
-#include "trace/trace.h"
+#include "base/json.h"
 
-typedef struct ts_grad {
-    const char *root, *key, *state;
-    double norm; /* written when state is present or zero */
-} ts_grad;
-
-typedef struct ts_event {
-    const char *label;
-    double rms, abs_max;
-    uint64_t non_finite;
-} ts_event;
-
-/* One run's knobs; ts_run_default() gives a valid, comparable CPU run. */
-typedef struct ts_run {
-    char run_id[64];
-    const char *entrypoint, *phase, *device, *timing_mode, *scope, *operations;
-    bool sync;
-    uint64_t capture_step, warmup_steps;
-    bool has_identity;
-    const char *impl_id;  /* NULL = omitted */
-    const char *pair_id;  /* NULL = omitted */
-    const char *workload_id;
-    uint64_t physical_batch;
-    int measured;          /* number of closed measured spans (0, 1, 2) */
-    bool open_measured;    /* add one measured span that never ends */
-    uint64_t duration_ns;  /* of each measured span */
-    ts_event ts[8];
-    size_t n_ts;
-    ts_grad grads[4];
-    size_t n_grads;
-    const char *failed_reason; /* non-NULL: terminal outcome failed */
-} ts_run;
-
-static inline void ts_run_default(ts_run *r, const char *run_id, const char *impl, uint64_t duration) {
+void ts_run_default(ts_run *r, const char *run_id, const char *impl, uint64_t duration) {
     memset(r, 0, sizeof *r);
     snprintf(r->run_id, sizeof r->run_id, "%s", run_id);
     r->entrypoint = "train";
@@ -66,12 +25,11 @@ static inline void ts_run_default(ts_run *r, const char *run_id, const char *imp
     r->duration_ns = duration;
 }
 
-static inline void ts_json_str(cg_buf *b, const char *s) {
+static void ts_json_str(cg_buf *b, const char *s) {
     cg_json_write_str(b, s, strlen(s));
 }
 
-/* Appends the run's JSONL trace text. */
-static inline void ts_run_text(cg_buf *b, const ts_run *r) {
+void ts_run_text(cg_buf *b, const ts_run *r) {
     cg_buf_puts(b, "{\"kind\":\"meta\",\"schema\":\"candle-graph/trace/10\",\"run_id\":");
     ts_json_str(b, r->run_id);
     cg_buf_printf(b, ",\"correlation_id\":\"%s/update-%llu\",\"entrypoint\":", r->entrypoint,
@@ -158,10 +116,7 @@ static inline void ts_run_text(cg_buf *b, const ts_run *r) {
     }
 }
 
-/* Writes a bundle/1 directory at `dir` holding `trace` as trace.jsonl and a
- * placeholder evidence.json, with a correct bundle.json (run_id as given).
- * Test helper only: real bundles come from publication. Returns 0 or -1. */
-static inline int ts_write_bundle(const char *dir, const char *trace, size_t len, const char *run_id) {
+int ts_write_bundle(const char *dir, const char *trace, size_t len, const char *run_id) {
     cg_error err;
     if (cg_mkdir_p(dir, &err) != 0) return -1;
     static const char evidence[] = "{}\n";
@@ -183,13 +138,35 @@ static inline int ts_write_bundle(const char *dir, const char *trace, size_t len
     return rc;
 }
 
-/* ts_run → bundle directory. */
-static inline int ts_write_run_bundle(const char *dir, const ts_run *r) {
+int ts_write_run_bundle(const char *dir, const ts_run *r) {
     cg_buf b = CG_BUF_INIT;
     ts_run_text(&b, r);
     int rc = ts_write_bundle(dir, b.data, b.len, r->run_id);
     cg_buf_free(&b);
     return rc;
 }
+int ts_cohort_row(cg_arena *a, const ts_run *r, cg_cohort_row *out, cg_error *err) {
+    cg_buf b = CG_BUF_INIT;
+    ts_run_text(&b, r);
+    cg_trace *t = cg_trace_read_mem(b.data, b.len, r->run_id, NULL, err);
+    cg_buf_free(&b);
+    if (!t) return cg_err_context(err, "trace %s", r->run_id);
+    cg_health h;
+    memset(&h, 0, sizeof h);
+    h.structurally_valid = true;
+    h.capture_complete = true;
+    char hex[65];
+    cg_sha256_hex(r->run_id, strlen(r->run_id), hex);
+    cg_cohort_receipt rc = {r->run_id, hex};
+    cg_cohort_row_from_trace(a, t, &h, &rc, out);
+    cg_trace_free(t);
+    return 0;
+}
 
-#endif
+int ts_cohorts_build(ts_cohorts *k, cg_error *err) {
+    for (size_t i = 0; i < k->nb; i++)
+        if (ts_cohort_row(&k->a, &k->b[i], &k->rb[i], err) != 0) return -1;
+    for (size_t i = 0; i < k->nc; i++)
+        if (ts_cohort_row(&k->a, &k->c[i], &k->rc[i], err) != 0) return -1;
+    return 0;
+}

@@ -1,0 +1,512 @@
+/* routes_compare.c — GET/POST /compare (comparison/6 from the stored cohort
+ * rows of verified bundles, byte-identical to `candle-graph compare` on the
+ * same bundles), GET /compare/spans (span-diff/1 from the stored per-path
+ * totals) and the cohort resolution they share with GET /series: id lists
+ * (unique ≥ 12-hex prefixes) or selectors `campaign:<id>` (its published
+ * captures) / `implementation:<id>`, with the GET /bundles list filters applied
+ * to selector cohorts. No trace is read on any of these paths. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comparison/compare.h"
+#include "srv_compare.h"
+
+#define MAX_COHORT 1000
+
+int srv_campaign_published_ids(srv_req *r, PGconn *c, const char *cid, const char ***ids, size_t *n,
+                               enum MHD_Result *res); /* routes_campaigns.c */
+
+/* ------------------------------------------------------------ cohorts */
+
+struct filter { const char *param, *lhs, *cast; };
+static const struct filter filters[] = {
+    {"entrypoint", "b.entrypoint =", ""},
+    {"phase", "b.phase =", ""},
+    {"device", "b.device =", ""},
+    {"implementation_id", "b.implementation_id =", ""},
+    {"workload_id", "b.workload_id =", ""},
+    {"campaign", "b.campaign_id =", ""},
+    {"capture_step", "b.capture_step =", "::bigint"},
+    {"outcome", "b.outcome =", ""},
+    {"signer", "b.signer_key_id =", ""},
+    {"since", "b.uploaded_at >=", "::timestamptz"},
+    {"until", "b.uploaded_at <", "::timestamptz"},
+};
+
+static bool is_uint(const char *s) {
+    if (!*s || strlen(s) > 19) return false;
+    for (; *s; s++)
+        if (*s < '0' || *s > '9') return false;
+    return true;
+}
+
+static bool is_hex_prefix(const char *s) {
+    size_t n = strlen(s);
+    if (n < 12 || n > 64) return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return false;
+    return true;
+}
+
+/* Appends " AND <filter>" for each list filter of the request; params from *np. */
+static int add_filters(srv_req *r, cg_buf *where, const char **params, int *np, enum MHD_Result *res) {
+    for (size_t k = 0; k < sizeof filters / sizeof filters[0]; k++) {
+        const char *v = srv_query(r, filters[k].param);
+        if (!v) continue;
+        if (!strcmp(filters[k].param, "capture_step") && !is_uint(v)) {
+            *res = srv_fail(r, "invalid_parameter", NULL, "capture_step must be a non-negative integer");
+            return 0;
+        }
+        params[(*np)++] = v;
+        cg_buf_printf(where, " AND %s $%d%s", filters[k].lhs, *np, filters[k].cast);
+    }
+    const char *tag = srv_query(r, "tag");
+    if (tag) {
+        const char *colon = strchr(tag, ':');
+        if (!colon || colon == tag) {
+            *res = srv_fail(r, "invalid_parameter", NULL, "tag must be key:value");
+            return 0;
+        }
+        params[(*np)++] = cg_arena_strndup(&r->arena, tag, (size_t)(colon - tag));
+        params[(*np)++] = colon + 1;
+        cg_buf_printf(where,
+                      " AND EXISTS (SELECT 1 FROM bundle_tags t WHERE t.bundle_id = b.id AND t.key = $%d AND t.value = $%d)",
+                      *np - 1, *np);
+    }
+    return 1;
+}
+
+/* A selector cohort: base condition + list filters, in `order`. */
+static int select_ids(srv_req *r, PGconn *c, const char *name, const char *base, const char *arg, const char *order,
+                      srv_cohort *out, enum MHD_Result *res) {
+    const char *params[24];
+    int np = 0;
+    params[np++] = arg;
+    cg_buf where = CG_BUF_INIT;
+    cg_buf_puts(&where, base);
+    if (!add_filters(r, &where, params, &np, res)) {
+        cg_buf_free(&where);
+        return 0;
+    }
+    char *sql = cg_arena_printf(&r->arena, "SELECT b.id FROM bundles b WHERE %s ORDER BY %s LIMIT %d", where.data, order,
+                                MAX_COHORT + 1);
+    cg_buf_free(&where);
+    cg_error err = {0};
+    char sqlstate[6] = "";
+    PGresult *x = srv_q(c, sql, np, params, NULL, sqlstate, &err);
+    if (!x) {
+        *res = !strncmp(sqlstate, "22", 2) ? srv_fail(r, "invalid_parameter", NULL, "invalid since/until timestamp")
+                                           : srv_fail_unavailable(r, &err);
+        return 0;
+    }
+    int rows = PQntuples(x);
+    if (rows > MAX_COHORT) {
+        PQclear(x);
+        *res = srv_fail(r, "invalid_parameter", NULL, "cohort %s selects more than %d bundles", name, MAX_COHORT);
+        return 0;
+    }
+    out->n = (size_t)rows;
+    out->ids = cg_arena_zalloc(&r->arena, ((size_t)rows + 1) * sizeof *out->ids);
+    for (int i = 0; i < rows; i++) out->ids[i] = cg_arena_strdup(&r->arena, PQgetvalue(x, i, 0));
+    out->given = out->ids;
+    PQclear(x);
+    return 1;
+}
+
+/* Explicit tokens → full ids in one query (0 rows: unknown, 2: ambiguous). */
+static int resolve_tokens(srv_req *r, PGconn *c, const char *name, const char **tok, size_t n, srv_cohort *out,
+                          enum MHD_Result *res) {
+    for (size_t i = 0; i < n; i++)
+        if (!is_hex_prefix(tok[i])) {
+            *res = srv_fail(r, "invalid_parameter", NULL,
+                            "cohort %s: %s is not a bundle id (12 to 64 lowercase hex characters) or a selector", name,
+                            tok[i]);
+            return 0;
+        }
+    const char *p[1] = {srv_id_array(&r->arena, tok, n)};
+    cg_error err = {0};
+    PGresult *x = srv_q(c,
+                        "SELECT u.ord, b.id FROM unnest($1::text[]) WITH ORDINALITY AS u(p, ord) "
+                        "LEFT JOIN LATERAL (SELECT id FROM bundles WHERE id >= u.p AND id < u.p || 'g' ORDER BY id "
+                        "LIMIT 2) b ON true ORDER BY u.ord, b.id",
+                        1, p, NULL, NULL, &err);
+    if (!x) {
+        *res = srv_fail_unavailable(r, &err);
+        return 0;
+    }
+    out->n = n;
+    out->given = tok;
+    out->ids = cg_arena_zalloc(&r->arena, (n + 1) * sizeof *out->ids);
+    int rows = PQntuples(x);
+    for (int i = 0; i < rows; i++) {
+        size_t k = strtoull(PQgetvalue(x, i, 0), NULL, 10) - 1;
+        if (k >= n) continue;
+        if (PQgetisnull(x, i, 1)) {
+            PQclear(x);
+            *res = srv_fail(r, "not_found", NULL, "no bundle with id %s", tok[k]);
+            return 0;
+        }
+        if (out->ids[k]) {
+            PQclear(x);
+            *res = srv_fail(r, "invalid_parameter", NULL, "bundle id prefix %s is ambiguous", tok[k]);
+            return 0;
+        }
+        out->ids[k] = cg_arena_strdup(&r->arena, PQgetvalue(x, i, 1));
+    }
+    PQclear(x);
+    for (size_t k = 0; k < n; k++)
+        if (!out->ids[k]) {
+            *res = srv_fail(r, "not_found", NULL, "no bundle with id %s", tok[k]);
+            return 0;
+        }
+    return 1;
+}
+
+int srv_cohort_resolve(srv_req *r, PGconn *c, const char *name, const char *text, const cg_jv *json, srv_cohort *out,
+                       enum MHD_Result *res) {
+    cg_arena *a = &r->arena;
+    memset(out, 0, sizeof *out);
+    const char *selector = NULL;
+    const char **tok = NULL;
+    size_t n = 0;
+    if (json) {
+        if (json->type == CG_JSTR) {
+            selector = cg_jv_as_str(json);
+        } else if (json->type == CG_JARR) {
+            n = cg_jv_len(json);
+            tok = cg_arena_zalloc(a, (n + 1) * sizeof *tok);
+            for (size_t i = 0; i < n; i++)
+                if (!(tok[i] = cg_jv_as_str(cg_jv_at(json, i)))) {
+                    *res = srv_fail(r, "bad_request", NULL, "%s must be an array of bundle ids or a selector string", name);
+                    return 0;
+                }
+        } else {
+            *res = srv_fail(r, "bad_request", NULL, "%s must be an array of bundle ids or a selector string", name);
+            return 0;
+        }
+    } else if (!text || !*text) {
+        *res = srv_fail(r, "invalid_parameter", NULL, "cohort %s is required (ids or a selector)", name);
+        return 0;
+    } else if (strchr(text, ':')) {
+        selector = text;
+    } else {
+        for (const char *p = text; p; p = strchr(p, ',')) {
+            n++;
+            p++;
+        }
+        tok = cg_arena_zalloc(a, (n + 1) * sizeof *tok);
+        const char *p = text;
+        for (size_t i = 0; i < n; i++) {
+            const char *e = strchr(p, ',');
+            if (!e) e = p + strlen(p);
+            tok[i] = cg_arena_strndup(a, p, (size_t)(e - p));
+            p = *e ? e + 1 : e;
+        }
+    }
+    int ok;
+    if (selector) {
+        if (!strncmp(selector, "implementation:", 15) && selector[15]) {
+            ok = select_ids(r, c, name, "b.implementation_id = $1", selector + 15, "b.seq", out, res);
+        } else if (!strncmp(selector, "campaign:", 9) && selector[9]) {
+            const char **ids;
+            size_t m;
+            if (!srv_campaign_published_ids(r, c, selector + 9, &ids, &m, res)) return 0;
+            ok = select_ids(r, c, name, "b.id = ANY($1::text[])", srv_id_array(a, ids, m),
+                            "array_position($1::text[], b.id)", out, res);
+        } else {
+            *res = srv_fail(r, "invalid_parameter", NULL,
+                            "unknown cohort selector %s (use campaign:<id> or implementation:<id>)", selector);
+            return 0;
+        }
+    } else {
+        if (n == 0 || n > MAX_COHORT) {
+            *res = srv_fail(r, "invalid_parameter", NULL, "cohort %s needs 1 to %d bundle ids", name, MAX_COHORT);
+            return 0;
+        }
+        ok = resolve_tokens(r, c, name, tok, n, out, res);
+    }
+    if (ok && out->n == 0) {
+        *res = srv_fail(r, "not_found", NULL, "cohort %s selects no bundle", name);
+        return 0;
+    }
+    return ok;
+}
+
+int srv_facts_load(srv_req *r, PGconn *c, const char *column, const char *const *ids, size_t n, const char **texts,
+                   enum MHD_Result *res) {
+    const char *p[1] = {srv_id_array(&r->arena, ids, n)};
+    char *sql = cg_arena_printf(&r->arena,
+                                "SELECT u.ord, f.%s FROM unnest($1::text[]) WITH ORDINALITY AS u(id, ord) "
+                                "LEFT JOIN bundle_facts f ON f.bundle_id = u.id ORDER BY u.ord",
+                                strcmp(column, "series_point") == 0 ? "series_point" : "cohort_row");
+    for (int attempt = 0; attempt < 2; attempt++) {
+        cg_error err = {0};
+        PGresult *x = srv_q(c, sql, 1, p, NULL, NULL, &err);
+        if (!x) {
+            *res = srv_fail_unavailable(r, &err);
+            return 0;
+        }
+        bool missing = false;
+        for (int i = 0; i < PQntuples(x) && (size_t)i < n; i++) {
+            if (PQgetisnull(x, i, 1)) {
+                missing = true;
+                if (attempt == 0 && srv_facts_backfill(r->s, c, ids[i], &err) < 0) {
+                    PQclear(x);
+                    *res = srv_fail_unavailable(r, &err);
+                    return 0;
+                }
+                continue;
+            }
+            texts[i] = cg_arena_strndup(&r->arena, PQgetvalue(x, i, 1), (size_t)PQgetlength(x, i, 1));
+        }
+        PQclear(x);
+        if (!missing) return 1;
+    }
+    cg_error err = {0};
+    cg_err_set(&err, CG_EIO, "comparison facts still missing after backfill");
+    *res = srv_fail_unavailable(r, &err);
+    return 0;
+}
+
+/* ------------------------------------------------------------ /compare */
+
+static int load_rows(srv_req *r, PGconn *c, const srv_cohort *co, cg_cohort_row **rows, enum MHD_Result *res) {
+    const char **texts = cg_arena_zalloc(&r->arena, (co->n + 1) * sizeof *texts);
+    if (!srv_facts_load(r, c, "cohort_row", co->ids, co->n, texts, res)) return 0;
+    *rows = cg_arena_zalloc(&r->arena, (co->n + 1) * sizeof **rows);
+    for (size_t i = 0; i < co->n; i++) {
+        cg_error err = {0};
+        if (cg_cohort_row_parse(&r->arena, texts[i], strlen(texts[i]), &(*rows)[i], &err) < 0) {
+            srv_log("error", "stored cohort row unreadable", "id", co->ids[i], "error", err.msg, NULL);
+            *res = srv_fail(r, "internal", NULL, "stored comparison facts of %s are unreadable", co->ids[i]);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static enum MHD_Result compare(srv_req *r, const char *atext, const char *btext, const cg_jv *ajson, const cg_jv *bjson) {
+    cg_arena *a = &r->arena;
+    const char *re = srv_query(r, "require_eligible");
+    bool require = re && (!strcmp(re, "1") || !strcmp(re, "true"));
+    if (re && !require && strcmp(re, "0") && strcmp(re, "false"))
+        return srv_fail(r, "invalid_parameter", NULL, "require_eligible must be 0 or 1");
+    cg_error err = {0};
+    PGconn *c = srv_pool_get(r->s->pool, &err);
+    if (!c) return srv_fail_unavailable(r, &err);
+    enum MHD_Result res;
+    srv_cohort ca, cb;
+    cg_cohort_row *ra, *rb;
+    if (!srv_cohort_resolve(r, c, "a", atext, ajson, &ca, &res) || !srv_cohort_resolve(r, c, "b", btext, bjson, &cb, &res)) {
+        srv_pool_put(r->s->pool, c);
+        return res;
+    }
+    char key[65];
+    srv_compare_cache_key(&ca, &cb, key);
+    size_t len = 0;
+    bool ineligible = false;
+    char *hit = srv_compare_cache_get(key, &len, &ineligible);
+    cg_jv *out = NULL;
+    if (hit) {
+        srv_pool_put(r->s->pool, c);
+        if (!(require && ineligible)) {
+            const char *hdrs[] = {"Cache-Control", "no-store", NULL};
+            res = srv_reply_bytes(r, 200, "application/json; charset=utf-8", hit, len, hdrs);
+            free(hit);
+            return res;
+        }
+        cg_json_limits lim;
+        cg_json_limits_default(&lim);
+        out = cg_json_parse(a, hit, len, &lim, &err);
+        free(hit);
+        if (!out) return srv_fail(r, "internal", NULL, "cached comparison unreadable");
+    } else {
+        if (!load_rows(r, c, &ca, &ra, &res) || !load_rows(r, c, &cb, &rb, &res)) {
+            srv_pool_put(r->s->pool, c);
+            return res;
+        }
+        srv_pool_put(r->s->pool, c);
+        out = cg_compare_rows(a, ra, ca.n, rb, cb.n, CG_CMP_VERIFIED_BUNDLES);
+        ineligible = cg_comparison_is_ineligible(out);
+        cg_buf b = CG_BUF_INIT;
+        cg_json_write(&b, out, true);
+        cg_buf_putc(&b, '\n');
+        srv_compare_cache_put(key, b.data, b.len, ineligible);
+        if (!(require && ineligible)) {
+            const char *hdrs[] = {"Cache-Control", "no-store", NULL};
+            res = srv_reply_bytes(r, 200, "application/json; charset=utf-8", b.data, b.len, hdrs);
+            cg_buf_free(&b);
+            return res;
+        }
+        cg_buf_free(&b);
+    }
+    cg_buf m = CG_BUF_INIT;
+    cg_comparison_ineligible_message(out, &m);
+    res = srv_fail(r, "ineligible", out, "%s", m.data ? m.data : "comparison ineligible");
+    cg_buf_free(&m);
+    return res;
+}
+
+enum MHD_Result srv_h_compare_get(srv_req *r) { return compare(r, srv_query(r, "a"), srv_query(r, "b"), NULL, NULL); }
+
+enum MHD_Result srv_h_compare_post(srv_req *r) {
+    cg_json_limits lim;
+    cg_json_limits_default(&lim);
+    lim.max_depth = 8;
+    cg_error err = {0};
+    cg_jv *v = r->body.len ? cg_json_parse(&r->arena, r->body.data, r->body.len, &lim, &err) : NULL;
+    if (!v) return srv_fail(r, "malformed_json", NULL, "the body is not a JSON document%s%s", err.msg[0] ? ": " : "", err.msg);
+    if (v->type != CG_JOBJ || !cg_jv_get(v, "a") || !cg_jv_get(v, "b"))
+        return srv_fail(r, "bad_request", NULL, "the body must be {\"a\": [...], \"b\": [...]}");
+    return compare(r, NULL, NULL, cg_jv_get(v, "a"), cg_jv_get(v, "b"));
+}
+
+/* ------------------------------------------------------------ /compare/spans */
+
+typedef struct group {
+    const char *kind, *path;
+    uint64_t median;
+    uint64_t runs;
+} group;
+
+/* Groups of one cohort, sorted by (kind, path) in byte order, aggregated in
+ * the database: runs containing the path and the two middle per-run totals
+ * (equal for an odd count); the median is their mean, rounded down. */
+static int load_groups(srv_req *r, PGconn *c, const srv_cohort *co, group **out, size_t *n, enum MHD_Result *res) {
+    const char *p[1] = {srv_id_array(&r->arena, co->ids, co->n)};
+    cg_error err = {0};
+    PGresult *x = srv_q(c,
+                        "SELECT t.kind, t.path, count(*), "
+                        "(array_agg(t.total_ns ORDER BY t.total_ns))[(count(*) + 1) / 2], "
+                        "(array_agg(t.total_ns ORDER BY t.total_ns))[count(*) / 2 + 1] "
+                        "FROM unnest($1::text[]) AS u(id) JOIN bundle_span_totals t ON t.bundle_id = u.id "
+                        "GROUP BY t.kind, t.path ORDER BY t.kind COLLATE \"C\", t.path COLLATE \"C\"",
+                        1, p, NULL, NULL, &err);
+    if (!x) {
+        *res = srv_fail_unavailable(r, &err);
+        return 0;
+    }
+    int rows = PQntuples(x);
+    group *g = cg_arena_zalloc(&r->arena, ((size_t)rows + 1) * sizeof *g);
+    for (int i = 0; i < rows; i++) {
+        uint64_t lo = strtoull(PQgetvalue(x, i, 3), NULL, 10), hi = strtoull(PQgetvalue(x, i, 4), NULL, 10);
+        g[i].kind = cg_arena_strdup(&r->arena, PQgetvalue(x, i, 0));
+        g[i].path = cg_arena_strdup(&r->arena, PQgetvalue(x, i, 1));
+        g[i].runs = strtoull(PQgetvalue(x, i, 2), NULL, 10);
+        g[i].median = lo + (hi - lo) / 2;
+    }
+    PQclear(x);
+    *out = g;
+    *n = (size_t)rows;
+    return 1;
+}
+
+/* Backfills the facts of cohort members that have none. 1, or 0 after answering. */
+static int facts_ensure(srv_req *r, PGconn *c, const srv_cohort *co, enum MHD_Result *res) {
+    const char *p[1] = {srv_id_array(&r->arena, co->ids, co->n)};
+    cg_error err = {0};
+    PGresult *x = srv_q(c,
+                        "SELECT DISTINCT u.id FROM unnest($1::text[]) AS u(id) "
+                        "WHERE NOT EXISTS (SELECT 1 FROM bundle_facts f WHERE f.bundle_id = u.id)",
+                        1, p, NULL, NULL, &err);
+    if (!x) {
+        *res = srv_fail_unavailable(r, &err);
+        return 0;
+    }
+    for (int i = 0; i < PQntuples(x); i++)
+        if (srv_facts_backfill(r->s, c, PQgetvalue(x, i, 0), &err) < 0) {
+            PQclear(x);
+            *res = srv_fail_unavailable(r, &err);
+            return 0;
+        }
+    PQclear(x);
+    return 1;
+}
+
+typedef struct diffrow {
+    const group *a, *b;
+    int64_t delta;
+} diffrow;
+
+static int cmp_diff(const void *x, const void *y) {
+    const diffrow *p = x, *q = y;
+    uint64_t dp = p->delta < 0 ? (uint64_t)0 - (uint64_t)p->delta : (uint64_t)p->delta;
+    uint64_t dq = q->delta < 0 ? (uint64_t)0 - (uint64_t)q->delta : (uint64_t)q->delta;
+    if (dp != dq) return dp > dq ? -1 : 1;
+    int k = strcmp(p->a->kind, q->a->kind);
+    return k ? k : strcmp(p->a->path, q->a->path);
+}
+
+static int cmp_group(const group *a, const group *b) {
+    int k = strcmp(a->kind, b->kind);
+    return k ? k : strcmp(a->path, b->path);
+}
+
+enum MHD_Result srv_h_compare_spans(srv_req *r) {
+    cg_arena *a = &r->arena;
+    cg_error err = {0};
+    PGconn *c = srv_pool_get(r->s->pool, &err);
+    if (!c) return srv_fail_unavailable(r, &err);
+    enum MHD_Result res;
+    srv_cohort ca, cb;
+    group *ga, *gb;
+    size_t na, nb;
+    if (!srv_cohort_resolve(r, c, "a", srv_query(r, "a"), NULL, &ca, &res) ||
+        !srv_cohort_resolve(r, c, "b", srv_query(r, "b"), NULL, &cb, &res)) {
+        srv_pool_put(r->s->pool, c);
+        return res;
+    }
+    /* bundles from before migration 0002 get their facts first */
+    if (!facts_ensure(r, c, &ca, &res) || !facts_ensure(r, c, &cb, &res) || !load_groups(r, c, &ca, &ga, &na, &res) || !load_groups(r, c, &cb, &gb, &nb, &res)) {
+        srv_pool_put(r->s->pool, c);
+        return res;
+    }
+    srv_pool_put(r->s->pool, c);
+    diffrow *rows = malloc((na + nb + 1) * sizeof *rows);
+    if (!rows) abort();
+    size_t nr = 0, i = 0, j = 0;
+    cg_jv *only_a = cg_jv_arr(a), *only_b = cg_jv_arr(a);
+    while (i < na || j < nb) {
+        int k = i >= na ? 1 : j >= nb ? -1 : cmp_group(&ga[i], &gb[j]);
+        if (k < 0) {
+            cg_jv_arr_push(a, only_a, cg_jv_str(a, ga[i++].path));
+        } else if (k > 0) {
+            cg_jv_arr_push(a, only_b, cg_jv_str(a, gb[j++].path));
+        } else {
+            rows[nr].a = &ga[i];
+            rows[nr].b = &gb[j];
+            rows[nr].delta = (int64_t)gb[j].median - (int64_t)ga[i].median; /* totals are ≤ 2^63-1 */
+            nr++;
+            i++;
+            j++;
+        }
+    }
+    qsort(rows, nr, sizeof *rows, cmp_diff);
+    cg_jv *out = cg_jv_obj(a), *arr = cg_jv_arr(a);
+    cg_jv_obj_put(a, out, "schema", cg_jv_str(a, "candle-graph/span-diff/1"));
+    cg_jv *ja = cg_jv_obj(a), *jb = cg_jv_obj(a);
+    cg_jv_obj_put(a, ja, "runs", cg_jv_u64(a, ca.n));
+    cg_jv_obj_put(a, jb, "runs", cg_jv_u64(a, cb.n));
+    cg_jv_obj_put(a, out, "a", ja);
+    cg_jv_obj_put(a, out, "b", jb);
+    for (size_t k = 0; k < nr; k++) {
+        cg_jv *o = cg_jv_obj(a);
+        cg_jv_obj_put(a, o, "path", cg_jv_str(a, rows[k].a->path));
+        cg_jv_obj_put(a, o, "kind", cg_jv_str(a, rows[k].a->kind));
+        cg_jv_obj_put(a, o, "a_median_ns", cg_jv_u64(a, rows[k].a->median));
+        cg_jv_obj_put(a, o, "b_median_ns", cg_jv_u64(a, rows[k].b->median));
+        cg_jv_obj_put(a, o, "delta_ns", cg_jv_i64(a, rows[k].delta));
+        cg_jv_obj_put(a, o, "delta_percent",
+                      rows[k].a->median ? cg_jv_f64(a, (double)rows[k].delta * 100.0 / (double)rows[k].a->median)
+                                        : cg_jv_null(a));
+        cg_jv_obj_put(a, o, "a_count", cg_jv_u64(a, rows[k].a->runs));
+        cg_jv_obj_put(a, o, "b_count", cg_jv_u64(a, rows[k].b->runs));
+        cg_jv_arr_push(a, arr, o);
+    }
+    free(rows);
+    cg_jv_obj_put(a, out, "rows", arr);
+    cg_jv_obj_put(a, out, "only_a", only_a);
+    cg_jv_obj_put(a, out, "only_b", only_b);
+    return srv_reply_json(r, 200, out);
+}
