@@ -18,6 +18,7 @@
 #include <sodium.h>
 
 #include "srv.h"
+#include "srv_web.h"
 
 #define JSON_CT "application/json; charset=utf-8"
 
@@ -413,6 +414,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *con_cls = r;
         const char *m = strcmp(method, "HEAD") == 0 ? "GET" : method;
         int idx = srv_route_match(&r->arena, m, url, r->params, r->allow, sizeof r->allow);
+        enum MHD_Result sres;
+        if (idx == -1 && srv_static_try(r, method, url, &sres)) return sres; /* the web app (web/) */
         if (idx == -1) return srv_fail(r, "not_found", NULL, "no route for %s", url);
         if (idx == -2) return srv_fail(r, "method_not_allowed", NULL, "%s is not allowed here", method);
         r->route = idx;

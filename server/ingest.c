@@ -26,6 +26,7 @@
 #include "bundle/verify.h"
 #include "srv_compare.h"
 #include "srv_index.h"
+#include "srv_web.h"
 
 #define INGEST_SCHEMA "candle-graph/ingest/1"
 #define EVIDENCE4 "candle-graph/evidence/4"
@@ -483,6 +484,7 @@ static enum MHD_Result run(ingest *g) {
     srv_metrics_ingest(existed ? "already_published" : "published", r->body_len, now_s() - g->t0);
     srv_log("info", existed ? "bundle already published" : "bundle published", "request_id", r->id, "id", id, "run_id",
             rcpt.run_id, "key_id", key_id, NULL);
+    if (!existed) srv_timeline_warm(r->s, id); /* build the Timeline index in the background */
     char loc[96];
     snprintf(loc, sizeof loc, "/bundles/%s", id);
     cg_buf b = CG_BUF_INIT;

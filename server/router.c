@@ -4,6 +4,7 @@
 
 #include "srv.h"
 #include "srv_compare.h"
+#include "srv_web.h"
 
 const srv_route srv_routes[] = {
     {"GET", "/healthz", SRV_SCOPE_NONE, SRV_BODY_NONE, srv_h_healthz},
@@ -20,6 +21,7 @@ const srv_route srv_routes[] = {
     {"GET", "/bundles/{id}/evidence", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_bundle_evidence},
     {"GET", "/bundles/{id}/graph", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_bundle_graph},
     {"GET", "/bundles/{id}/viewer", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_bundle_viewer},
+    {"GET", "/bundles/{id}/timeline", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_bundle_timeline},
     {"POST", "/tokens", SRV_SCOPE_ADMIN, SRV_BODY_JSON, srv_h_tokens_create},
     {"GET", "/tokens", SRV_SCOPE_ADMIN, SRV_BODY_NONE, srv_h_tokens_list},
     {"DELETE", "/tokens/{id}", SRV_SCOPE_ADMIN, SRV_BODY_NONE, srv_h_tokens_delete},

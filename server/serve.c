@@ -12,6 +12,7 @@
 
 #include "base/fs.h"
 #include "srv.h"
+#include "srv_web.h"
 
 static int prepare_dirs(const srv_config *cfg, cg_error *err) {
     char p[PATH_MAX + 32];
@@ -100,6 +101,7 @@ fail:
     srv_log("error", "cannot start", "error", err.msg, NULL);
     fprintf(stderr, "candle-graph-server: %s\n", err.msg);
 done:
+    srv_timeline_stop();
     srv_pool_free(s->pool);
     srv_pgembed_stop(&pg);
     if (rc == 0) srv_log("info", "stopped", NULL);
