@@ -63,7 +63,7 @@ done
 CAMPAIGN='{"schema":"candle-graph/campaign/1","campaign_id":"toy-nightly","entrypoint":"toy::train::update","planned":[{"capture_step":1,"bundle":"step-1"},{"capture_step":2,"bundle":"step-2"},{"capture_step":3,"bundle":"step-3"},{"capture_step":4,"bundle":"step-4"}]}'
 curl -fsS -X PUT "$URL/campaigns/toy-nightly" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' --data "$CAMPAIGN" >/dev/null 2>&1 || true
 for s in 1 2 3; do
-  "$TOY" --out "$RUNS/step-$s.jsonl" --step "$s" --implementation toy-baseline --seed 7 --production >/dev/null 2>&1
+  "$TOY" --out "$RUNS/step-$s.jsonl" --step "$s" --implementation toy-nightly --seed 7 --production >/dev/null 2>&1
   rm -rf "$RUNS/step-$s"; "$CG" report "$RUNS/step-$s.jsonl" --bundle "$RUNS/step-$s" >/dev/null
   "$CG" pack "$RUNS/step-$s" -o "$RUNS/step-$s.tar.zst" >/dev/null
   "$CG" sign "$RUNS/step-$s" --key "$KEY" >/dev/null

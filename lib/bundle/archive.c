@@ -672,6 +672,15 @@ static int unpack_entries(unpack_state *s, unpack_in *u) {
             st_fail(s, CG_ARCHIVE_MALFORMED, CG_EPARSE, "archive entry without a path");
             goto out;
         }
+        /* control characters (newlines, escapes) in a name would forge log lines and
+         * terminal output wherever the name is echoed: refuse, without echoing it */
+        for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
+            if (*c < 0x20 || *c == 0x7f) {
+                st_fail(s, CG_ARCHIVE_UNSAFE_PATH, CG_EVERIFY,
+                        "unsafe path in archive: entry name contains control character 0x%02x", *c);
+                goto out;
+            }
+        }
         mode_t type = archive_entry_filetype(e);
         bool is_dir = type == AE_IFDIR;
         char rel[PATH_MAX];

@@ -118,7 +118,7 @@ int cg_bundle_verify_semantic_trace(const char *root, const cg_bundle_receipt *r
             goto out;
         }
     }
-post_read:
+post_read:; /* a label cannot precede a declaration in C11 (clang refuses it) */
     /* post-read re-check of everything read: trace, evidence and nsight inputs */
     size_t mlen = 0;
     mdata = cg_read_file(mp, CG_BUNDLE_MANIFEST_MAX, &mlen, &terr);

@@ -139,6 +139,9 @@ static void test_hostile_paths_and_types(void **st) {
         expect(unpack_tar(trav2, 1, z, msg, sizeof msg), CG_ARCHIVE_UNSAFE_PATH, msg, NULL);
         tent absol[] = {REG("/tmp/evil-absolute", "x")};
         expect(unpack_tar(absol, 1, z, msg, sizeof msg), CG_ARCHIVE_UNSAFE_PATH, msg, "unsafe path");
+        tent ctl[] = {REG("bundle.json", "{}"), REG("nsight/evil\nINFO forged log line", "x")};
+        expect(unpack_tar(ctl, 2, z, msg, sizeof msg), CG_ARCHIVE_UNSAFE_PATH, msg, "control character 0x0a");
+        if (strchr(msg, '\n')) fail_msg("refusal message echoes the control character");
         tent bslash[] = {REG("a\\b", "x")};
         expect(unpack_tar(bslash, 1, z, msg, sizeof msg), CG_ARCHIVE_UNSAFE_PATH, msg, NULL);
         tent sym[] = {REG("bundle.json", "{}"), {"trace.jsonl", AE_IFLNK, NULL, 0, "/etc/passwd", NULL}};

@@ -51,7 +51,9 @@ static const target targets[] = {
  * not a handler, is what survives. On SIGABRT the handler also prints the name
  * and writes the input to fuzz-regress-<target>.bin. Mutants are deterministic:
  * CG_FUZZ_REGRESS_SAVE=<n> writes mutant #n of every target to that .bin file
- * without running anything else, to replay it with tests/fuzz binaries. */
+ * without running anything else, to replay it with tests/fuzz binaries.
+ * Soak runs: CG_FUZZ_REGRESS_SCALE=<k> runs k times the mutants (other seeds of
+ * the same generator) and CG_FUZZ_REGRESS_ONLY=<target> skips the others. */
 static char current_name[512];
 static const uint8_t *current_data;
 static size_t current_size;
@@ -330,6 +332,12 @@ static void mutate(cg_buf *b, const seeds *s) {
 /* ---- tests ---- */
 static void replay_target(void **state) {
     const target *t = *state;
+    const char *only = getenv("CG_FUZZ_REGRESS_ONLY");
+    if (only && strcmp(only, t->name) != 0) skip();
+    const char *scale_env = getenv("CG_FUZZ_REGRESS_SCALE");
+    unsigned long scale = scale_env ? strtoul(scale_env, NULL, 10) : 1;
+    if (scale < 1) scale = 1;
+    unsigned long n_mutants = (unsigned long)t->mutants * scale;
     seeds s = {0};
     char *corpus = fuzz_dir("corpus", t->name);
     char *crashes = fuzz_dir("crashes", t->name);
@@ -350,22 +358,22 @@ static void replay_target(void **state) {
     cg_buf m = CG_BUF_INIT;
     const char *save_env = getenv("CG_FUZZ_REGRESS_SAVE");
     long save_index = save_env ? strtol(save_env, NULL, 10) : -1;
-    for (unsigned i = 0; i < t->mutants; i++) {
+    for (unsigned long i = 0; i < n_mutants; i++) {
         mutate(&m, &s);
         if (save_index >= 0) {
-            if ((long)i == save_index) save(dump_path, m.data ? m.data : "", m.len);
+            if ((unsigned long)save_index == i) save(dump_path, m.data ? m.data : "", m.len);
             continue;
         }
         char name[64];
-        snprintf(name, sizeof name, "mutant #%u", i);
+        snprintf(name, sizeof name, "mutant #%lu", i);
         run_one(t, name, (const uint8_t *)(m.data ? m.data : ""), m.len);
     }
     cg_buf_free(&m);
     close(name_fd);
     name_fd = -1;
     unlink(name_path);
-    print_message("%s: replayed %zu corpus and %zu crash files, %u mutants\n", t->name, n_corpus, s.n - n_corpus,
-                  t->mutants);
+    print_message("%s: replayed %zu corpus and %zu crash files, %lu mutants\n", t->name, n_corpus, s.n - n_corpus,
+                  n_mutants);
     seeds_free(&s);
     free(corpus);
     free(crashes);
