@@ -106,17 +106,24 @@ static cg_archive_error unpack_bytes(const void *data, size_t len, const cg_arch
     return kind;
 }
 
+/* true: unpack_tar runs with lim.scratch (no fsync) — the same checks apply */
+static bool g_scratch;
+
 static cg_archive_error unpack_tar(const tent *ents, size_t n, bool zstd, char *msg, size_t msgsz) {
     size_t len;
     unsigned char *tar = make_tar(ents, n, &len);
     cg_archive_error k;
+    cg_archive_limits sl;
+    cg_archive_limits_default(&sl);
+    sl.scratch = true;
+    const cg_archive_limits *lim = g_scratch ? &sl : NULL;
     if (zstd) {
         size_t zl;
         unsigned char *z = zstd_of(tar, len, &zl);
-        k = unpack_bytes(z, zl, NULL, msg, msgsz);
+        k = unpack_bytes(z, zl, lim, msg, msgsz);
         free(z);
     } else {
-        k = unpack_bytes(tar, len, NULL, msg, msgsz);
+        k = unpack_bytes(tar, len, lim, msg, msgsz);
     }
     free(tar);
     return k;
@@ -129,8 +136,7 @@ static void expect(cg_archive_error got, cg_archive_error want, const char *msg,
     if (substr && !strstr(msg, substr)) fail_msg("message %s lacks %s", msg, substr);
 }
 
-static void test_hostile_paths_and_types(void **st) {
-    (void)st;
+static void hostile_paths_and_types(void) {
     char msg[CG_ERROR_MAX];
     for (int z = 0; z < 2; z++) {
         tent trav[] = {REG("bundle.json", "{}"), REG("../evil", "x")};
@@ -165,6 +171,15 @@ static void test_hostile_paths_and_types(void **st) {
                      {"./nsight/", AE_IFDIR, NULL, 0, NULL, NULL}, REG("./nsight/a.csv", "x,y\n")};
         expect(unpack_tar(ok, 4, z, msg, sizeof msg), CG_ARCHIVE_OK, msg, NULL);
     }
+}
+
+static void test_hostile_paths_and_types(void **st) {
+    (void)st;
+    g_scratch = false;
+    hostile_paths_and_types();
+    g_scratch = true; /* the server's scratch unpack refuses exactly the same */
+    hostile_paths_and_types();
+    g_scratch = false;
 }
 
 static void test_zstd_bombs_and_corruption(void **st) {
@@ -279,6 +294,23 @@ static void test_pack_unpack_roundtrip(void **st) {
     }
     assert_memory_equal(&r0, &r1, sizeof r0);
     assert_memory_equal(&r0, &r2, sizeof r0);
+    {
+        /* scratch unpack (no fsync): the same tree */
+        char *arch = tb_join(tmp, "b.tar.zst"), *out = tb_join(tmp, "uns");
+        cg_archive_limits sl;
+        cg_archive_limits_default(&sl);
+        sl.scratch = true;
+        cg_archive_error kind;
+        cg_bundle_receipt r3;
+        assert_int_equal(cg_archive_unpack(arch, out, &sl, &kind, &err), 0);
+        assert_int_equal(cg_bundle_verify(out, &r3, NULL, &err), 0);
+        assert_memory_equal(&r0, &r3, sizeof r0);
+        char *inner = tb_join(out, "empty/inner");
+        assert_true(cg_is_dir(inner));
+        free(inner);
+        free(arch);
+        free(out);
+    }
     /* packing is deterministic */
     char *a1 = tb_join(tmp, "again.tar.zst");
     assert_int_equal(cg_archive_pack(root, a1, true, &err), 0);
