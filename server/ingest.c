@@ -455,6 +455,27 @@ static enum MHD_Result run(ingest *g) {
             PQclear(q);
         }
     }
+    if (existed && g->campaign) {
+        /* an identical re-upload for a planned capture attaches the stored bundle when it
+         * belongs to no campaign yet (a bundle is linked to at most one planned capture) */
+        const char *pa[3] = {id, g->campaign, g->planned};
+        q = srv_q(c,
+                  "UPDATE bundles SET campaign_id = $2, planned_name = $3 WHERE id = $1 AND campaign_id IS NULL",
+                  3, pa, NULL, sqlstate, &err);
+        if (!q) goto dberr;
+        bool attached = strcmp(PQcmdTuples(q), "1") == 0;
+        PQclear(q);
+        if (attached) {
+            const char *pb[6] = {g->campaign, g->planned, id, rcpt.run_id, srv_trace_host(g->trace),
+                                 g->trace->run.device};
+            q = srv_q(c,
+                      "INSERT INTO upload_attempts (campaign_id, planned_name, state, bundle_id, run_id, host, device) "
+                      "VALUES ($1, $2, 'published', $3, $4, $5, $6)",
+                      6, pb, NULL, sqlstate, &err);
+            if (!q) goto dberr;
+            PQclear(q);
+        }
+    }
     if (conflict) {
         srv_exec(c, "ROLLBACK", &err);
         srv_pool_put(s->pool, c);

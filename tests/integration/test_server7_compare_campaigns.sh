@@ -92,7 +92,9 @@ cp -r "$W/s5" "$W/s5bad"; printf 'x' >>"$W/s5bad/report.md"
 pack "$W/s5bad" "$W/s5bad.tar.zst" z
 
 up 1 s1 "campaign=camp1&planned=s1"; expect 201 "" "s1 uploaded through instance 1 (host-a)"
-up 2 s2 "campaign=camp1&planned=s2"; expect 201 "" "s2 uploaded through instance 2 (host-b)"
+up 2 s2 ""; expect 201 "" "s2 uploaded through instance 2 (host-b) without a campaign"
+up 2 s2 "campaign=camp1&planned=s2"; expect 200 "" "identical re-upload of s2 for its planned capture → 200 (attaches it)"
+[ "$(jq -r .status "$T/body")" = already_published ] && pass "re-upload answers already_published" || fail "re-upload: $BODY"
 up 1 s3 "campaign=camp1&planned=s3"; expect 201 "" "s3 (failed run) uploaded"
 up 2 s4 "campaign=camp1&planned=s4"; expect 201 "" "s4 (wrong step) uploaded"
 up 1 s5bad "campaign=camp1&planned=s5"; expect 422 size_mismatch "s5 corrupted upload rejected"
