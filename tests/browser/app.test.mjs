@@ -51,7 +51,7 @@ async function open(hash, { token = TOKEN, viewport = { width: 1280, height: 720
   page.on('console', (m) => { if (m.type() === 'error') log.consoleErrors.push(m.text()); });
   page.on('pageerror', (e) => log.pageErrors.push(String(e)));
   await page.goto(URL0 + '/' + hash, { waitUntil: 'load' });
-  await page.waitForSelector('.wa-page[data-ready="true"]');
+  await ready(page);
   return { context, page, log };
 }
 function assertClean(log, expectedStatusErrors = 0) {
@@ -64,6 +64,13 @@ function assertClean(log, expectedStatusErrors = 0) {
 }
 const shot = (page, name) => page.screenshot({ path: join(shotDir, name), fullPage: false });
 const rows = (page) => page.$$eval('table.wa-bundles tbody tr', (trs) => trs.map((t) => t.dataset.id));
+// Waits until the page of the *current* route has finished rendering (a hash-only
+// navigation leaves the previous route's finished page in place for a moment).
+const ready = (page, sel = '') =>
+  page.waitForFunction((s) => {
+    const p = document.querySelector('.wa-page[data-ready="true"]');
+    return !!p && p.dataset.route === location.hash && (!s || !!p.querySelector(s));
+  }, sel);
 
 test('static files: index, modules, viewer code and vendor are served with types and ETags; traversal is refused', async () => {
   const idx = await fetch(URL0 + '/');
@@ -95,24 +102,24 @@ test('bundle list loads clean, shows badges; filters and keyset paging change th
   await shot(page, 'app-bundles.png');
   await page.fill('#wf-implementation_id', 'impl-a');
   await page.click('form.wa-filters button[type=submit]');
-  await page.waitForFunction(() => location.hash.includes('implementation_id=impl-a') && document.querySelector('.wa-page[data-ready="true"]'));
+  await page.waitForFunction(() => location.hash.includes('implementation_id=impl-a') && (document.querySelector('.wa-page[data-ready="true"]')?.dataset.route === location.hash));
   const filtered = await rows(page);
   assert.deepEqual(new Set(filtered), new Set(A), 'implementation filter gives cohort A');
   await page.goto(URL0 + '/#/bundles?limit=4');
-  await page.waitForSelector('.wa-page[data-ready="true"] table.wa-bundles');
+  await ready(page, 'table.wa-bundles');
   const p1 = await rows(page);
   assert.equal(p1.length, 4);
   await page.click('[data-action=next]');
-  await page.waitForFunction(() => location.hash.includes('cursor=') && document.querySelector('.wa-page[data-ready="true"]'));
+  await page.waitForFunction(() => location.hash.includes('cursor=') && (document.querySelector('.wa-page[data-ready="true"]')?.dataset.route === location.hash));
   const p2 = await rows(page);
   assert.equal(p2.length, 4);
   assert.equal(p1.filter((x) => p2.includes(x)).length, 0, 'page 2 holds other bundles');
   await page.click('[data-action=prev]');
-  await page.waitForFunction(() => !location.hash.includes('cursor=') && document.querySelector('.wa-page[data-ready="true"]'));
+  await page.waitForFunction(() => !location.hash.includes('cursor=') && (document.querySelector('.wa-page[data-ready="true"]')?.dataset.route === location.hash));
   assert.deepEqual(await rows(page), p1);
   // select A and B into cohorts
   await page.goto(URL0 + '/#/bundles?implementation_id=impl-a');
-  await page.waitForSelector('.wa-page[data-ready="true"] table.wa-bundles');
+  await ready(page, 'table.wa-bundles');
   await page.check('thead input[type=checkbox]');
   await page.click('[data-action=add-a]');
   assert.match(await page.textContent('[data-cohort-count=a]'), /5 runs/);

@@ -115,7 +115,12 @@ export async function renderBundle(host, id, ctx) {
   body.append(header(b));
   const initial = ctx.params.get('tab') || 'evidence';
   const t = tabs('Bundle sections', defs, { initial, viewerStyle: true, onChange: (tab) => {
-    if (ctx.isCurrent()) history.replaceState(null, '', '#/bundle/' + fullId + '?tab=' + tab);
+    if (ctx.isCurrent()) {
+      history.replaceState(null, '', '#/bundle/' + fullId + '?tab=' + tab);
+      // same page, new address: keep the page's route in step (see main.js data-route)
+      const page = body.closest('.wa-page');
+      if (page) page.dataset.route = location.hash;
+    }
   } });
   body.append(t.root);
 }

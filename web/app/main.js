@@ -60,7 +60,9 @@ async function route() {
     const on = a.dataset.nav === page || (page === 'bundle' && a.dataset.nav === 'bundles') || (page === 'campaign' && a.dataset.nav === 'campaigns');
     if (on) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
   });
-  const host = h('div', { class: 'wa-page', 'data-page': page });
+  // data-route records which route this page renders, so a reader (or a test) can tell a
+  // finished page of the current route from the previous route's page during navigation
+  const host = h('div', { class: 'wa-page', 'data-page': page, 'data-route': location.hash });
   main.textContent = '';
   main.append(host);
   const ctx = { params, isCurrent: () => seq === renderSeq, navigate };
