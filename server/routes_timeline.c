@@ -86,10 +86,11 @@ static void build_coarse(tl_track *t);
 typedef struct tl_builder {
     tl_index *x;
     size_t cap_tracks;
-    /* pointer-keyed intern of names (trace strings are mostly interned) */
-    const char **keys;
-    const char **vals;
-    size_t hcap, hn;
+    /* pointer-keyed intern of names (trace strings are mostly interned): names maps a
+     * trace string to its index in copies (arena copies owned by the index) */
+    struct ptrmap *names;
+    const char **order;
+    const char **copies;
 } tl_builder;
 
 static void *xrealloc(void *p, size_t n) {
@@ -98,34 +99,49 @@ static void *xrealloc(void *p, size_t n) {
     return q;
 }
 
+/* Pointer-keyed open-addressing map; keys are appended to *order in insertion order
+ * and the value of a key is its insertion index. */
+typedef struct ptrmap { const char **k; uint32_t *v; size_t cap, n; } ptrmap;
+static uint32_t ptrmap_get(ptrmap *m, const char *p, const char ***order) {
+    if (m->n * 2 >= m->cap) {
+        size_t ncap = m->cap ? m->cap * 2 : 1024;
+        const char **nk = calloc(ncap, sizeof *nk);
+        uint32_t *nv = calloc(ncap, sizeof *nv);
+        if (!nk || !nv) abort();
+        for (size_t i = 0; i < m->cap; i++) {
+            if (!m->k[i]) continue;
+            size_t h = ((uintptr_t)m->k[i] >> 3) * 11400714819323198485ull & (ncap - 1);
+            while (nk[h]) h = (h + 1) & (ncap - 1);
+            nk[h] = m->k[i];
+            nv[h] = m->v[i];
+        }
+        free(m->k);
+        free(m->v);
+        m->k = nk;
+        m->v = nv;
+        m->cap = ncap;
+    }
+    size_t h = ((uintptr_t)p >> 3) * 11400714819323198485ull & (m->cap - 1);
+    while (m->k[h]) {
+        if (m->k[h] == p) return m->v[h];
+        h = (h + 1) & (m->cap - 1);
+    }
+    m->k[h] = p;
+    m->v[h] = (uint32_t)m->n;
+    *order = xrealloc(*order, (m->n + 1) * sizeof **order);
+    (*order)[m->n] = p;
+    return (uint32_t)m->n++;
+}
+
 static const char *intern(tl_builder *b, const char *s) {
     if (!s) return NULL;
-    if (b->hn * 2 >= b->hcap) {
-        size_t ncap = b->hcap ? b->hcap * 2 : 1024;
-        const char **nk = calloc(ncap, sizeof *nk), **nv = calloc(ncap, sizeof *nv);
-        if (!nk || !nv) abort();
-        for (size_t i = 0; i < b->hcap; i++) {
-            if (!b->keys[i]) continue;
-            size_t h = ((uintptr_t)b->keys[i] >> 3) * 11400714819323198485ull & (ncap - 1);
-            while (nk[h]) h = (h + 1) & (ncap - 1);
-            nk[h] = b->keys[i];
-            nv[h] = b->vals[i];
-        }
-        free(b->keys);
-        free(b->vals);
-        b->keys = nk;
-        b->vals = nv;
-        b->hcap = ncap;
+    size_t before = b->names->n;
+    uint32_t i = ptrmap_get(b->names, s, &b->order);
+    if (b->names->n != before) {
+        b->copies = xrealloc(b->copies, b->names->n * sizeof *b->copies);
+        b->copies[i] = cg_arena_strdup(&b->x->arena, s);
     }
-    size_t h = ((uintptr_t)s >> 3) * 11400714819323198485ull & (b->hcap - 1);
-    while (b->keys[h]) {
-        if (b->keys[h] == s) return b->vals[h];
-        h = (h + 1) & (b->hcap - 1);
-    }
-    b->keys[h] = s;
-    b->vals[h] = cg_arena_strdup(&b->x->arena, s);
-    b->hn++;
-    return b->vals[h];
+    return b->copies[i];
 }
 
 static tl_track *add_track(tl_builder *b, const char *kind, const char *device, int depth, const char *label) {
@@ -236,7 +252,8 @@ static tl_index *index_build(const char *id, const cg_trace *t) {
     if (!x) abort();
     snprintf(x->id, sizeof x->id, "%s", id);
     cg_arena_init(&x->arena, 0);
-    tl_builder b = {.x = x};
+    ptrmap names = {0};
+    tl_builder b = {.x = x, .names = &names};
 
     /* host clock: span lanes by depth, then one op lane */
     int *depth = span_depths(t);
@@ -314,8 +331,10 @@ static tl_index *index_build(const char *id, const cg_trace *t) {
     }
     free(devs);
     free(clk);
-    free(b.keys);
-    free(b.vals);
+    free(names.k);
+    free(names.v);
+    free(b.order);
+    free(b.copies);
 
     for (size_t k = 0; k < x->n_tracks; k++) {
         finish_track(&x->tracks[k]);
@@ -362,38 +381,6 @@ static void put_str(cg_buf *b, const char *s) {
 }
 
 /* pointer → name number (names are interned, so equal pointers = equal names) */
-typedef struct ptrmap { const char **k; uint32_t *v; size_t cap, n; } ptrmap;
-static uint32_t ptrmap_get(ptrmap *m, const char *p, const char ***order) {
-    if (m->n * 2 >= m->cap) {
-        size_t ncap = m->cap ? m->cap * 2 : 1024;
-        const char **nk = calloc(ncap, sizeof *nk);
-        uint32_t *nv = calloc(ncap, sizeof *nv);
-        if (!nk || !nv) abort();
-        for (size_t i = 0; i < m->cap; i++) {
-            if (!m->k[i]) continue;
-            size_t h = ((uintptr_t)m->k[i] >> 3) * 11400714819323198485ull & (ncap - 1);
-            while (nk[h]) h = (h + 1) & (ncap - 1);
-            nk[h] = m->k[i];
-            nv[h] = m->v[i];
-        }
-        free(m->k);
-        free(m->v);
-        m->k = nk;
-        m->v = nv;
-        m->cap = ncap;
-    }
-    size_t h = ((uintptr_t)p >> 3) * 11400714819323198485ull & (m->cap - 1);
-    while (m->k[h]) {
-        if (m->k[h] == p) return m->v[h];
-        h = (h + 1) & (m->cap - 1);
-    }
-    m->k[h] = p;
-    m->v[h] = (uint32_t)m->n;
-    *order = xrealloc(*order, (m->n + 1) * sizeof **order);
-    (*order)[m->n] = p;
-    return (uint32_t)m->n++;
-}
-
 static int index_save(const tl_index *x, const char *path, cg_error *err) {
     ptrmap m = {0};
     const char **order = NULL;
