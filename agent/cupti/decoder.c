@@ -7,6 +7,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Memcpy6, MemcpyPtoP4 and Memset4 are distinct record types whose shared fields
+ * have the same names: one field mapping for all three. */
+#define COPY_TRANSFER_FIELDS(out, m)                \
+    do {                                            \
+        (out)->device_id = (m)->deviceId;           \
+        (out)->context_id = (m)->contextId;         \
+        (out)->stream_id = (m)->streamId;           \
+        (out)->correlation_id = (m)->correlationId; \
+        (out)->start_ns = (m)->start;               \
+        (out)->end_ns = (m)->end;                   \
+        (out)->bytes = (m)->bytes;                  \
+        (out)->graph_id = (m)->graphId;             \
+        (out)->graph_node_id = (m)->graphNodeId;    \
+    } while (0)
+
 /* The layouts this decoder reads (CUDA 13.0 headers, LIBRARIES.md §8.1): a
  * header upgrade that moves these fields fails the build instead of reading
  * the wrong bytes. */
@@ -106,43 +121,19 @@ cg_cupti_result cg_cupti_decode(const void *record, size_t avail, cg_cupti_event
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
         const CUpti_ActivityMemcpy6 *m = record;
         out->op = CG_CUPTI_OP_MEMCPY;
-        out->device_id = m->deviceId;
-        out->context_id = m->contextId;
-        out->stream_id = m->streamId;
-        out->correlation_id = m->correlationId;
-        out->start_ns = m->start;
-        out->end_ns = m->end;
-        out->bytes = m->bytes;
-        out->graph_id = m->graphId;
-        out->graph_node_id = m->graphNodeId;
+        COPY_TRANSFER_FIELDS(out, m);
         return finish(out, counts);
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY2: {
         const CUpti_ActivityMemcpyPtoP4 *m = record;
         out->op = CG_CUPTI_OP_MEMCPY;
-        out->device_id = m->deviceId;
-        out->context_id = m->contextId;
-        out->stream_id = m->streamId;
-        out->correlation_id = m->correlationId;
-        out->start_ns = m->start;
-        out->end_ns = m->end;
-        out->bytes = m->bytes;
-        out->graph_id = m->graphId;
-        out->graph_node_id = m->graphNodeId;
+        COPY_TRANSFER_FIELDS(out, m);
         return finish(out, counts);
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
         const CUpti_ActivityMemset4 *m = record;
         out->op = CG_CUPTI_OP_MEMSET;
-        out->device_id = m->deviceId;
-        out->context_id = m->contextId;
-        out->stream_id = m->streamId;
-        out->correlation_id = m->correlationId;
-        out->start_ns = m->start;
-        out->end_ns = m->end;
-        out->bytes = m->bytes;
-        out->graph_id = m->graphId;
-        out->graph_node_id = m->graphNodeId;
+        COPY_TRANSFER_FIELDS(out, m);
         return finish(out, counts);
     }
     default:
