@@ -44,7 +44,7 @@ setup() {
         || die "prep $name"
       # ingest requires evidence.json; a non-evidence/4 schema keeps the bundle
       # not_rederivable (no rederivation of a 1M-record packet during setup)
-      printf '{"schema":"candle-graph/bench-placeholder"}\n' >"$d/$name/evidence.json"
+      printf '{"schema":"candle-graph/bench-not-rederivable"}\n' >"$d/$name/evidence.json"
       manifest "$d/$name" "bench-$size-$name"
       pack "$d/$name" "$d/$name.tar.zst" z
       URL=$URL http POST /bundles -H "$(auth "$TOKEN")" -H 'Content-Type: application/zstd' --data-binary @"$d/$name.tar.zst"
