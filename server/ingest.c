@@ -255,10 +255,6 @@ static cg_jv *links(cg_arena *a, const char *id) {
     return o;
 }
 
-#include <stdio.h>
-static __thread double stg_t;
-static __thread char stg_buf[512];
-#define STG(n) do { double _t = now_s(); if (strcmp(n, "start")) { size_t _l = strlen(stg_buf); snprintf(stg_buf + _l, sizeof stg_buf - _l, "%s=%.2f ", n, (_t - stg_t) * 1e3); } else stg_buf[0] = 0; stg_t = _t; if (!strcmp(n, "db")) { FILE *_f = fopen("/tmp/perf2b/stages.log", "a"); if (_f) { fprintf(_f, "%s\n", stg_buf); fclose(_f); } } } while (0)
 static enum MHD_Result run(ingest *g) {
     srv_req *r = g->r;
     srv_server *s = r->s;
@@ -268,7 +264,6 @@ static enum MHD_Result run(ingest *g) {
     enum MHD_Result res = check_campaign(g, &answered);
     if (answered) return res;
 
-    STG("start");
     /* 3. unpack */
     if (snprintf(g->stage, sizeof g->stage, "%s/staging/%s", s->cfg.data_dir, r->id) >= (int)sizeof g->stage ||
         snprintf(g->root, sizeof g->root, "%s/bundle", g->stage) >= (int)sizeof g->root) {
@@ -303,7 +298,6 @@ static enum MHD_Result run(ingest *g) {
             return srv_fail_unavailable(r, &err);
         }
     }
-    STG("unpack");
     /* 4. bundle/1 verification, exactly as upstream */
     cg_bundle_receipt rcpt;
     cg_bundle_check chk = CG_BCHK_NONE;
@@ -324,7 +318,6 @@ static enum MHD_Result run(ingest *g) {
     if (cg_bundle_manifest_parse(a, g->manifest, g->manifest_len, &man, &err) < 0)
         return reject(g, "malformed_manifest", NULL, err.msg);
 
-    STG("verify");
     /* run-ID binding and semantic verification, as `candle-graph verify --semantic` */
     cg_semantic_result sres = CG_SEMANTIC_NOT_REDERIVABLE;
     cg_semantic_failure sfail = CG_SEMF_NONE;
@@ -343,7 +336,6 @@ static enum MHD_Result run(ingest *g) {
         default: return srv_fail_unavailable(r, &err);
         }
     }
-    STG("semantic");
     const char *semantic = cg_semantic_result_name(sres), *evidence_schema = NULL;
     char epath[PATH_MAX + 16];
     snprintf(epath, sizeof epath, "%s/evidence.json", g->root);
@@ -361,12 +353,10 @@ static enum MHD_Result run(ingest *g) {
     }
     /* the derived index uses the trace semantic verification parsed (default
      * limits) and its post-read check confirmed */
-    STG("tracereread");
     /* 5. signature */
     const char *sig_json, *key_id;
     if (!check_signature(g, &sig_json, &key_id, &res)) return res;
 
-    STG("signature");
     /* derived index inputs */
     g->health = cg_health_analyze(g->trace);
     srv_file_row *files = cg_arena_zalloc(a, (man.n_files + 1) * sizeof *files);
@@ -382,7 +372,6 @@ static enum MHD_Result run(ingest *g) {
         total += man.files[i].bytes;
     }
 
-    STG("health");
     /* 6. store blobs (fs: before the transaction; pg: inside it) */
     bool pg_blobs = s->blobs.kind == SRV_BLOB_PG;
     if (!pg_blobs) {
@@ -395,7 +384,6 @@ static enum MHD_Result run(ingest *g) {
                               : srv_fail_unavailable(r, &err);
         }
     }
-    STG("blobs");
     PGconn *c = srv_pool_get(s->pool, &err);
     if (!c) return srv_fail_unavailable(r, &err);
     char sqlstate[6] = "";
@@ -486,7 +474,6 @@ static enum MHD_Result run(ingest *g) {
     if (srv_exec(c, "COMMIT", &err) < 0) goto dberr;
     srv_pool_put(s->pool, c);
 
-    STG("db");
     /* 7. answer */
     cg_jv *o = cg_jv_obj(a);
     cg_jv_obj_put(a, o, "schema", cg_jv_str(a, INGEST_SCHEMA));
