@@ -1,4 +1,5 @@
 /* errors.c — API.md error codes and the HTTP status of each category. */
+#include <stdio.h>
 #include <string.h>
 
 #include "srv.h"
@@ -20,7 +21,9 @@ static const struct code_status table[] = {
     {"run_id_mismatch", 422}, {"trace_invalid", 422}, {"semantic_mismatch", 422},
     {"signature_missing", 422}, {"signature_invalid", 422}, {"ineligible", 422},
     {"too_many_requests", 429},
+    {"uri_too_long", 414}, {"too_many_parameters", 431}, {"duplicate_key", 400}, {"invalid_run_id", 422},
     {"internal", 500},
+    {"not_implemented", 501},
     {"unavailable", 503},
     {"insufficient_storage", 507},
 };
@@ -32,11 +35,29 @@ const char *const srv_error_codes[] = {
     "unsupported_media_type", "unsupported_bundle_schema", "unsafe_path", "duplicate_path",
     "invalid_digest", "special_file", "undeclared_file", "missing_file", "size_mismatch",
     "digest_mismatch", "run_id_mismatch", "trace_invalid", "semantic_mismatch", "signature_missing",
-    "signature_invalid", "ineligible", "too_many_requests", "unavailable", "insufficient_storage", NULL,
+    "signature_invalid", "ineligible", "too_many_requests", "unavailable", "insufficient_storage",
+    "uri_too_long", "too_many_parameters", "duplicate_key", "invalid_run_id", "not_implemented", NULL,
 };
 
 unsigned srv_error_status(const char *code) {
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (strcmp(table[i].code, code) == 0) return table[i].status;
     return 500;
+}
+
+const char *srv_sql22_param(PGconn *c, int n, const char *const *values, const char *const *casts,
+                            const char *const *names) {
+    for (int i = 0; i < n; i++) {
+        if (!names[i] || !casts[i] || !casts[i][0]) continue;
+        char sql[64];
+        snprintf(sql, sizeof sql, "SELECT $1%s", casts[i]);
+        const char *p[1] = {values[i]};
+        PGresult *x = PQexecParams(c, sql, 1, NULL, p, NULL, NULL, 0);
+        bool bad = PQresultStatus(x) != PGRES_TUPLES_OK;
+        const char *st = bad ? PQresultErrorField(x, PG_DIAG_SQLSTATE) : NULL;
+        bad = bad && st && strncmp(st, "22", 2) == 0;
+        PQclear(x);
+        if (bad) return names[i];
+    }
+    return NULL;
 }

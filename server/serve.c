@@ -71,7 +71,7 @@ int srv_cmd_serve(int argc, char **argv) {
     }
     pthread_mutex_init(&s->upload_mu, NULL);
     pthread_cond_init(&s->upload_cv, NULL);
-    s->upload_slots = s->cfg.max_uploads ? s->cfg.max_uploads : 1;
+    s->upload_slots = s->cfg.max_uploads; /* 0: uploads refused (429), reads still served */
     if (srv_janitor_start(s) < 0) {
         cg_err_set(&err, CG_EIO, "cannot start the janitor thread");
         goto fail;
