@@ -45,7 +45,8 @@ static enum MHD_Result queue(srv_req *r, unsigned status, struct MHD_Response *r
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
     if (status == 401) MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
     if (status == 405 && r->allow[0]) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
-    if (status == 429 || status == 503) MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    if (status >= 400 && r->err_code && srv_error_retryable(r->err_code))
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
     if (atomic_load(&r->s->stopping) || r->close_conn)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result res = MHD_queue_response(r->conn, status, resp);
@@ -107,6 +108,8 @@ enum MHD_Result srv_fail(srv_req *r, const char *code, cg_jv *detail, const char
     cg_jv *root = cg_jv_obj(a);
     cg_jv_obj_put(a, root, "error", e);
     r->err_code = code;
+    if (!srv_reason(code))
+        srv_log("error", "error code missing from the reasons table", "code", code, "request_id", r->id, NULL);
     return srv_reply_json(r, srv_error_status(code), root);
 }
 
@@ -239,11 +242,13 @@ static bool take_slot(srv_req *r) {
         dl.tv_sec++;
         dl.tv_nsec -= 1000000000L;
     }
+    /* a body that is complete is ingested even while shutting down: its client
+     * was admitted before the stop (answers then carry Connection: close) */
     pthread_mutex_lock(&s->upload_mu);
-    while (s->upload_slots == 0 && !atomic_load(&s->stopping)) {
+    while (s->upload_slots == 0) {
         if (pthread_cond_timedwait(&s->upload_cv, &s->upload_mu, &dl) == ETIMEDOUT) break;
     }
-    bool ok = s->upload_slots > 0 && !atomic_load(&s->stopping);
+    bool ok = s->upload_slots > 0;
     if (ok) s->upload_slots--;
     pthread_mutex_unlock(&s->upload_mu);
     if (ok) {

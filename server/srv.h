@@ -319,14 +319,33 @@ const char *srv_utf8_clean(cg_arena *a, const char *s, size_t n, size_t *out_len
 
 /* ------------------------------------------------------------ errors.c */
 
+/* The reasons table (errors.c, X-macro SRV_REASONS): every error code with its
+ * category, HTTP status and retryability. Input categories are never 5xx. */
+typedef enum srv_category {
+    SRV_CAT_INPUT = 0, /* the request itself (syntax, parameters, route) */
+    SRV_CAT_AUTH,      /* token or signer */
+    SRV_CAT_CONFLICT,  /* state conflicts with stored data */
+    SRV_CAT_LIMIT,     /* a size or count limit */
+    SRV_CAT_VERIFY,    /* the uploaded bundle fails a verification rule */
+    SRV_CAT_OVERLOAD,  /* try again later (our capacity) */
+    SRV_CAT_STORE,     /* our database, blob store or disk */
+} srv_category;
+typedef struct srv_reason_info {
+    const char *code;
+    srv_category category;
+    unsigned status;
+    bool retryable; /* answered with Retry-After */
+} srv_reason_info;
+const srv_reason_info *srv_reason(const char *code); /* NULL for an unknown code */
 unsigned srv_error_status(const char *code); /* 500 for an unknown code */
+bool srv_error_retryable(const char *code);
+extern const char *const srv_error_codes[];  /* every code the server can answer, NULL-terminated */
 /* After a statement failed with a SQLSTATE of class 22 (data exception): the
  * name of the first parameter whose value does not convert with its cast
  * (checked one by one with "SELECT $1<cast>"), or NULL. casts[i] may be "" for
  * an untyped parameter, names[i] NULL for one the client did not give. */
 const char *srv_sql22_param(PGconn *c, int n, const char *const *values, const char *const *casts,
                             const char *const *names);
-extern const char *const srv_error_codes[];  /* every code the server can answer */
 
 /* ------------------------------------------------------------ auth.c */
 
