@@ -24,7 +24,7 @@ static const char admin_usage[] =
     "  bootstrap prints {\"id\", \"token\", \"scopes\"} of a new admin token (scopes admin, upload, read).\n";
 static const char fsck_usage[] =
     "usage: candle-graph-server fsck [--data-dir DIR] [--database-url URL] [--blob-store fs|pg]\n"
-    "  Re-hashes every stored blob against the index; exit 1 when anything is missing or damaged.\n";
+    "  Re-hashes every stored blob against the index; non-zero exit when anything is missing or damaged.\n";
 static const char migrate_usage[] =
     "usage: candle-graph-server migrate [--data-dir DIR | --database-url URL]\n"
     "  Applies the embedded database migrations (idempotent).\n";
