@@ -436,7 +436,9 @@ static enum MHD_Result check_arg(void *cls, enum MHD_ValueKind kind, const char 
     (void)kind;
     argcheck *ac = cls;
     const char *k = key ? key : "";
-    if (cg_utf8_valid_prefix(k, strlen(k)) != strlen(k) || (value && cg_utf8_valid_prefix(value, strlen(value)) != strlen(value))) {
+    bool key_ok = cg_utf8_valid_prefix(k, strlen(k)) == strlen(k);
+    bool value_ok = !value || cg_utf8_valid_prefix(value, strlen(value)) == strlen(value);
+    if (!key_ok || !value_ok) {
         ac->bad = k;
         return MHD_NO;
     }
@@ -506,7 +508,8 @@ static bool check_stream_upload(srv_req *r, enum MHD_Result *res) {
     }
     /* the ingest slot is taken once the body is complete (on_request), so slow
      * senders never hold one */
-    if (snprintf(r->body_path, sizeof r->body_path, "%s/tmp/upload-XXXXXX", r->s->cfg.data_dir) >= (int)sizeof r->body_path)
+    int w = snprintf(r->body_path, sizeof r->body_path, "%s/tmp/upload-XXXXXX", r->s->cfg.data_dir);
+    if (w < 0 || w >= (int)sizeof r->body_path)
         r->body_fd = -1;
     else
         r->body_fd = mkstemp(r->body_path);

@@ -117,7 +117,8 @@ void srv_guard_notify(void *cls, struct MHD_Connection *c, void **socket_ctx, en
     append_conn(g, k);
     g->waiting++;
     for (srv_conn *o = g->first; o && g->waiting > g->cap; o = o->next)
-        if (o->phase == PH_HEAD && !o->shed && o != k) shed(g, o, "terminated: too many connections waiting for a request head");
+        if (o->phase == PH_HEAD && !o->shed && o != k)
+            shed(g, o, "terminated: too many connections waiting for a request head");
     pthread_mutex_unlock(&g->mu);
     *socket_ctx = k;
 }
