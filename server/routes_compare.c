@@ -28,7 +28,7 @@ static const struct filter filters[] = {
     {"implementation_id", "b.implementation_id =", ""},
     {"workload_id", "b.workload_id =", ""},
     {"campaign", "b.campaign_id =", ""},
-    {"capture_step", "b.capture_step =", "::bigint"},
+    {"capture_step", "b.capture_step =", "::numeric"},
     {"outcome", "b.outcome =", ""},
     {"signer", "b.signer_key_id =", ""},
     {"since", "b.uploaded_at >=", "::timestamptz"},
@@ -36,7 +36,7 @@ static const struct filter filters[] = {
 };
 
 static bool is_uint(const char *s) {
-    if (!*s || strlen(s) > 19) return false;
+    if (!*s || strlen(s) > 20) return false; /* u64 values have up to 20 digits */
     for (; *s; s++)
         if (*s < '0' || *s > '9') return false;
     return true;

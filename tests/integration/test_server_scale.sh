@@ -90,9 +90,40 @@ jq -e '(.rows | length) == 900 and .only_a == [] and .only_b == []
 
 # ================================================================ 8. names too long for a btree
 mkdir -p "$T/long"
-deep_trace "$T/long/trace.jsonl" long-1 3 3 "$(head -c 2800 /dev/zero | tr '\0' x)"
+deep_trace "$T/long/trace.jsonl" long-1 3 3 "$(head -c 3000 /dev/urandom | base64 -w0 | tr -d '/+' | head -c 2800)" # incompressible
 trace_bundle "$T/long" long-1
 upload "$T/long.tar.zst" "$TOK"; expect 201 "" "a 2,800-character span name is stored (paths are keyed by hash)"
+
+# ================================================================ 8. u64 values ≥ 2^63 are stored exactly
+BIG=18446744073709551615 HALF=9223372036854775808
+mkdir -p "$T/u64"
+deep_trace "$T/u64/trace.jsonl" u64-1 2 1
+sed -i -e "1s/\"capture_step\":3/\"capture_step\":$HALF/" -e "1s/\"warmup_steps\":2/\"warmup_steps\":$BIG/" \
+  -e "1s/\"physical_batch\":8/\"physical_batch\":$BIG/" -e "1s/\"accumulation_steps\":1/\"accumulation_steps\":$HALF/" \
+  -e "s/{\"kind\":\"span_end\",\"id\":\"s1\",\"duration_ns\":[0-9]*}/{\"kind\":\"span_end\",\"id\":\"s1\",\"duration_ns\":$HALF}/" \
+  -e "s/{\"kind\":\"terminal\",\"outcome\":\"complete\",\"timestamp_ns\":[0-9]*}/{\"kind\":\"terminal\",\"outcome\":\"complete\",\"timestamp_ns\":$BIG}/" \
+  "$T/u64/trace.jsonl"
+trace_bundle "$T/u64" u64-1
+upload "$T/u64.tar.zst" "$TOK"; expect 201 "" "capture_step 2^63, warmup_steps and physical_batch 2^64-1, a 2^63 ns measured span"
+U64=$(jq -r .id "$T/body")
+http GET "/bundles/$U64" -H "$H"; expect 200 "" "summary of the u64 bundle"
+# (grep, not jq: jq reads numbers as doubles)
+grep -Eq "\"capture_step\": ?$HALF[,}]" "$T/body" && grep -Eq "\"wall_ns\": ?$HALF[,}]" "$T/body" \
+  && pass "u64 values read back exactly" || fail "u64 read back: $(grep -Eo '"(capture_step|wall_ns)": ?[0-9]+' "$T/body" | tr '\n' ' ')"
+[ "$(psqlc "SELECT capture_step || '/' || warmup_steps || '/' || physical_batch || '/' || accumulation_steps || '/' || measured_ns FROM bundles WHERE id = '$U64'")" = "$HALF/$BIG/$BIG/$HALF/$HALF" ] \
+  && pass "u64 columns hold the exact values" || fail "u64 columns: $(psqlc "SELECT capture_step, warmup_steps, physical_batch, measured_ns FROM bundles WHERE id = '$U64'")"
+http GET "/bundles?capture_step=$HALF" -H "$H"; expect 200 "" "filter capture_step=2^63"
+[ "$(jq -r '.items[0].id' "$T/body")" = "$U64" ] && pass "the 2^63 capture step filters exactly" || fail "filter: $BODY"
+
+# an indexed text too long for a btree: 413 naming the field, nothing stored
+mkdir -p "$T/tag"
+deep_trace "$T/tag/trace.jsonl" tag-1 2 1
+sed -i "1s/\"tags\":{/\"tags\":{\"long\":\"$(head -c 3000 /dev/zero | tr '\0' v)\",/" "$T/tag/trace.jsonl"
+trace_bundle "$T/tag" tag-1
+blobs=$(blob_count)
+upload "$T/tag.tar.zst" "$TOK"; expect 413 payload_too_large "a 3,000-byte tag value: 413"
+[ "$(jq -r '.error.detail.field' "$T/body")" = tags ] && pass "the 413 names the field" || fail "detail: $BODY"
+[ "$(blob_count)" = "$blobs" ] && pass "the refused upload left no blob" || fail "blobs $blobs → $(blob_count)"
 
 srv_stop
 exit $FAILS
