@@ -99,6 +99,10 @@ void srv_compare_cache_put(const char key[65], const char *data, size_t len, boo
  * trace even though everything stored is linear. */
 #define SRV_SPAN_DIFF_MAX_PATH_BYTES ((uint64_t)32 << 20)
 
+/* PUT /campaigns/{id} refuses a manifest planning more captures with 413
+ * payload_too_large (detail.limit "planned_captures"). */
+#define SRV_MAX_PLANNED_CAPTURES 10000
+
 enum MHD_Result srv_h_compare_get(srv_req *r);
 enum MHD_Result srv_h_compare_post(srv_req *r);
 enum MHD_Result srv_h_compare_spans(srv_req *r);

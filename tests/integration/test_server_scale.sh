@@ -162,5 +162,41 @@ mkdir -p "$T/a1"; zstd -q -d -c "$T/a1.tar.zst" | tar -xf - -C "$T/a1"
 "$CLI" verify "$T/a1" >/dev/null 2>&1 && cmp -s "$T/a1/report.md" "$T/big/report.md" \
   && pass "the archive built from blobs verifies and holds the file byte for byte" || fail "archive from blobs does not verify"
 
+# ================================================================ 5. campaign lists with many planned captures
+campaign_json() { # ID N
+  awk -v id="$1" -v n="$2" 'BEGIN { printf "{\"schema\":\"candle-graph/campaign/1\",\"campaign_id\":\"%s\",\"entrypoint\":\"toy::train::update\",\"planned\":[", id
+    for (i = 0; i < n; i++) printf "%s{\"capture_step\":%d,\"bundle\":\"cap-%06d\"}", i ? "," : "", i, i
+    printf "]}\n" }'
+}
+campaign_json too-big 10001 >"$T/c-big.json"
+http PUT /campaigns/too-big -H "$H" -H 'Content-Type: application/json' --data-binary @"$T/c-big.json"
+expect 413 payload_too_large "a campaign of 10,001 planned captures: 413"
+[ "$(jq -r .error.detail.limit "$T/body")" = planned_captures ] && pass "the 413 names planned_captures" || fail "detail: $BODY"
+for i in 1 2 3 4 5; do
+  campaign_json "wide-$i" 10000 >"$T/c$i.json"
+  http PUT "/campaigns/wide-$i" -H "$H" -H 'Content-Type: application/json' --data-binary @"$T/c$i.json"
+  expect 201 "" "campaign wide-$i of 10,000 planned captures"
+done
+# the list is paged
+http GET "/campaigns?limit=2" -H "$H"; expect 200 "" "GET /campaigns?limit=2"
+[ "$(jq -c '[.items[].campaign_id, .next_cursor]' "$T/body")" = '["wide-1","wide-2","wide-2"]' ] \
+  && pass "first page and its cursor" || fail "page 1: $(jq -c '[.items[].campaign_id, .next_cursor]' "$T/body")"
+http GET "/campaigns?limit=2&cursor=wide-4" -H "$H"; expect 200 "" "GET /campaigns last page"
+[ "$(jq -c '[.items[].campaign_id, .next_cursor]' "$T/body")" = '["wide-5",null]' ] \
+  && pass "last page ends the list" || fail "last page: $(jq -c '[.items[].campaign_id, .next_cursor]' "$T/body")"
+[ "$(jq -c '.items[0].counts' "$T/body")" = '{"planned":10000,"published":0,"missing":10000,"failed":0}' ] \
+  && pass "counts of a 10,000-capture campaign" || fail "counts: $(jq -c '.items[0].counts' "$T/body")"
+# ten concurrent lists never leave /readyz or GET /bundles without a connection
+PIDS=""
+for i in $(seq 1 10); do curl -s -o /dev/null -w '%{http_code}\n' -H "$H" "$URL/campaigns" >"$T/l$i.code" & PIDS="$PIDS $!"; done
+bad=""
+for k in $(seq 1 6); do
+  http GET /readyz; [ "$CODE" = 200 ] || bad="$bad readyz:$CODE"
+  http GET "/bundles?limit=1" -H "$H"; [ "$CODE" = 200 ] || bad="$bad bundles:$CODE"
+done
+wait $PIDS
+[ -z "$bad" ] && pass "/readyz and GET /bundles answered 200 during 10 concurrent campaign lists" || fail "during the lists:$bad"
+[ "$(sort -u "$T"/l*.code | tr -d '\n')" = 200 ] && pass "the 10 lists answered 200" || fail "lists: $(cat "$T"/l*.code | tr '\n' ' ')"
+
 srv_stop
 exit $FAILS
