@@ -37,20 +37,28 @@ static void ev_end(out *o) {
     if (o->b.len >= FLUSH_AT) out_flush(o);
 }
 
+#define PUT_LIT(b, lit) cg_buf_append((b), (lit), sizeof(lit) - 1)
+
 static void put_us(cg_buf *b, uint64_t ns) {
-    cg_buf_printf(b, "%" PRIu64 ".%03u", ns / 1000u, (unsigned)(ns % 1000u));
+    cg_json_write_u64(b, ns / 1000u);
+    unsigned frac = (unsigned)(ns % 1000u);
+    char d[4] = {'.', (char)('0' + frac / 100u), (char)('0' + frac / 10u % 10u), (char)('0' + frac % 10u)};
+    cg_buf_append(b, d, sizeof d);
+}
+
+/* ,"pid":P,"tid":T,"ts": */
+static void put_track(cg_buf *b, unsigned pid, unsigned tid) {
+    PUT_LIT(b, ",\"pid\":");
+    cg_json_write_u64(b, pid);
+    PUT_LIT(b, ",\"tid\":");
+    cg_json_write_u64(b, tid);
+    PUT_LIT(b, ",\"ts\":");
 }
 
 static void put_str(cg_buf *b, const char *s) { cg_json_write_str(b, s, strlen(s)); }
 
-static void put_kv_str(cg_buf *b, const char *key, const char *v) {
-    cg_buf_printf(b, ",\"%s\":", key);
-    put_str(b, v);
-}
-
-static void put_kv_u64(cg_buf *b, const char *key, uint64_t v) {
-    cg_buf_printf(b, ",\"%s\":%" PRIu64, key, v);
-}
+/* ,"key":"value" (key is a literal) */
+#define PUT_KV_STR(b, key, v) (PUT_LIT((b), ",\"" key "\":"), put_str((b), (v)))
 
 static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
@@ -145,37 +153,42 @@ typedef struct ctx {
 static void emit_span(ctx *c, const cg_span *s, unsigned tid) {
     cg_buf *b = &c->o.b;
     ev_begin(&c->o);
-    cg_buf_puts(b, "{\"name\":");
+    PUT_LIT(b, "{\"name\":");
     put_str(b, s->name);
-    cg_buf_printf(b, ",\"cat\":\"span\",\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":", HOST_PID, tid);
+    PUT_LIT(b, ",\"cat\":\"span\",\"ph\":\"X\"");
+    put_track(b, HOST_PID, tid);
     put_us(b, s->start_ns);
-    cg_buf_puts(b, ",\"dur\":");
+    PUT_LIT(b, ",\"dur\":");
     put_us(b, s->closed ? s->duration_ns : 0);
-    cg_buf_puts(b, ",\"args\":{\"span_id\":");
+    PUT_LIT(b, ",\"args\":{\"span_id\":");
     put_str(b, s->id);
-    put_kv_str(b, "kind", cg_span_kind_name(s->kind));
-    if (s->step != CG_STEP_NONE) put_kv_str(b, "step", cg_step_name(s->step));
-    if (s->measured) cg_buf_puts(b, ",\"measured\":true");
-    if (!s->closed) cg_buf_puts(b, ",\"closed\":false");
-    cg_buf_puts(b, "}}");
+    PUT_KV_STR(b, "kind", cg_span_kind_name(s->kind));
+    if (s->step != CG_STEP_NONE) PUT_KV_STR(b, "step", cg_step_name(s->step));
+    if (s->measured) PUT_LIT(b, ",\"measured\":true");
+    if (!s->closed) PUT_LIT(b, ",\"closed\":false");
+    PUT_LIT(b, "}}");
     ev_end(&c->o);
 }
 
 static void emit_op(ctx *c, const cg_op *op, unsigned tid) {
     cg_buf *b = &c->o.b;
     ev_begin(&c->o);
-    cg_buf_puts(b, "{\"name\":");
+    PUT_LIT(b, "{\"name\":");
     put_str(b, op->op_name);
-    cg_buf_printf(b, ",\"cat\":\"op\",\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":", HOST_PID, tid);
+    PUT_LIT(b, ",\"cat\":\"op\",\"ph\":\"X\"");
+    put_track(b, HOST_PID, tid);
     put_us(b, op->timestamp_ns);
-    cg_buf_puts(b, ",\"dur\":");
+    PUT_LIT(b, ",\"dur\":");
     put_us(b, op->duration_ns);
-    cg_buf_puts(b, ",\"args\":{\"span_id\":");
+    PUT_LIT(b, ",\"args\":{\"span_id\":");
     put_str(b, op->span_id);
-    put_kv_str(b, "dtype", op->dtype);
-    put_kv_str(b, "device", op->device);
-    if (op->has_output_dense_bytes) put_kv_u64(b, "output_dense_bytes", op->output_dense_bytes);
-    cg_buf_puts(b, "}}");
+    PUT_KV_STR(b, "dtype", op->dtype);
+    PUT_KV_STR(b, "device", op->device);
+    if (op->has_output_dense_bytes) {
+        PUT_LIT(b, ",\"output_dense_bytes\":");
+        cg_json_write_u64(b, op->output_dense_bytes);
+    }
+    PUT_LIT(b, "}}");
     ev_end(&c->o);
 }
 
@@ -236,18 +249,19 @@ static void emit_device_interval(ctx *c, const cg_device_interval *d, unsigned p
     const cg_span *s = cg_trace_find_span(c->t, d->span_id);
     cg_buf *b = &c->o.b;
     ev_begin(&c->o);
-    cg_buf_puts(b, "{\"name\":");
+    PUT_LIT(b, "{\"name\":");
     put_str(b, s ? s->name : d->span_id);
-    cg_buf_printf(b, ",\"cat\":\"device\",\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":", pid, tid);
+    PUT_LIT(b, ",\"cat\":\"device\",\"ph\":\"X\"");
+    put_track(b, pid, tid);
     put_us(b, d->start_ns);
-    cg_buf_puts(b, ",\"dur\":");
+    PUT_LIT(b, ",\"dur\":");
     put_us(b, d->duration_ns);
-    cg_buf_puts(b, ",\"args\":{\"span_id\":");
+    PUT_LIT(b, ",\"args\":{\"span_id\":");
     put_str(b, d->span_id);
-    put_kv_str(b, "stream_id", d->stream_id);
-    put_kv_str(b, "backend", d->backend);
-    put_kv_str(b, "clock_id", d->clock_id);
-    cg_buf_puts(b, "}}");
+    PUT_KV_STR(b, "stream_id", d->stream_id);
+    PUT_KV_STR(b, "backend", d->backend);
+    PUT_KV_STR(b, "clock_id", d->clock_id);
+    PUT_LIT(b, "}}");
     ev_end(&c->o);
 }
 
@@ -272,15 +286,17 @@ static void emit_device(ctx *c) {
 static void emit_counter_head(ctx *c, const char *stem, const char *device, uint64_t ts) {
     cg_buf *b = &c->o.b;
     ev_begin(&c->o);
-    cg_buf_puts(b, "{\"name\":");
+    PUT_LIT(b, "{\"name\":");
     size_t ls = strlen(stem), ld = strlen(device);
     char *name = cg_arena_alloc(&c->a, ls + ld + 1);
     memcpy(name, stem, ls);
     memcpy(name + ls, device, ld + 1);
     put_str(b, name);
-    cg_buf_printf(b, ",\"cat\":\"memory\",\"ph\":\"C\",\"pid\":%u,\"ts\":", HOST_PID);
+    PUT_LIT(b, ",\"cat\":\"memory\",\"ph\":\"C\",\"pid\":");
+    cg_json_write_u64(b, HOST_PID);
+    PUT_LIT(b, ",\"ts\":");
     put_us(b, ts);
-    cg_buf_puts(b, ",\"args\":{");
+    PUT_LIT(b, ",\"args\":{");
 }
 
 /* Logical memory: live bytes per device after each record, in timestamp order
@@ -302,7 +318,9 @@ static void emit_logical_memory(ctx *c) {
         uint64_t *v = &live[slot ? *slot : devices.n - 1];
         *v = m->is_free ? (*v > m->bytes ? *v - m->bytes : 0) : sat_add(*v, m->bytes);
         emit_counter_head(c, "logical memory ", m->device, m->timestamp_ns);
-        cg_buf_printf(&c->o.b, "\"live_bytes\":%" PRIu64 "}}", *v);
+        PUT_LIT(&c->o.b, "\"live_bytes\":");
+        cg_json_write_u64(&c->o.b, *v);
+        PUT_LIT(&c->o.b, "}}");
         ev_end(&c->o);
     }
     cg_strmap_free(&devices);
@@ -329,7 +347,7 @@ static void emit_device_memory(ctx *c) {
             cg_buf_printf(b, "%s\"%s\":%" PRIu64, sep, f[j].k, f[j].v);
             sep = ",";
         }
-        cg_buf_puts(b, "}}");
+        PUT_LIT(b, "}}");
         ev_end(&c->o);
     }
 }
@@ -346,7 +364,7 @@ static void emit_meta(ctx *c, const char *what, unsigned pid, const unsigned *ti
     if (name2) cg_buf_puts(&b2, name2);
     put_str(b, b2.data);
     cg_buf_free(&b2);
-    cg_buf_puts(b, "}}");
+    PUT_LIT(b, "}}");
     ev_end(&c->o);
 }
 
