@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "base/json.h"
+#include "cmd_decls.h" /* generated: int cg_cmd_<name>(int, char **) and its help text */
 
 /* Flag parsing over argv[1..argc-1] (argv[0] is the command name).
  * cli_take_value: if argv[*i] is `flag` (or `alt`, may be NULL) or `flag=VALUE`,
