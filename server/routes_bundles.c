@@ -308,11 +308,14 @@ static const struct filter filters[] = {
     {"until", "b.uploaded_at <", "::timestamptz"},
 };
 
+/* A decimal u64 (0 .. 2^64-1): digits only, no sign, no overflow. */
 static bool is_uint(const char *s) {
-    if (!*s || strlen(s) > 20) return false; /* u64 values have up to 20 digits */
-    for (; *s; s++)
-        if (*s < '0' || *s > '9') return false;
-    return true;
+    if (!*s) return false;
+    for (const char *p = s; *p; p++)
+        if (*p < '0' || *p > '9') return false;
+    errno = 0;
+    (void)strtoull(s, NULL, 10);
+    return errno != ERANGE;
 }
 
 #define SUMMARY_COLS                                                                                                 \
@@ -373,7 +376,9 @@ enum MHD_Result srv_h_bundles_list(srv_req *r) {
         if (!v) continue;
         if (!strcmp(filters[k].param, "capture_step") && !is_uint(v)) {
             cg_buf_free(&where);
-            return srv_fail(r, "invalid_parameter", NULL, "capture_step must be a non-negative integer");
+            cg_jv *d = cg_jv_obj(&r->arena);
+            cg_jv_obj_put(&r->arena, d, "parameter", cg_jv_str_nocopy(&r->arena, "capture_step"));
+            return srv_fail(r, "invalid_parameter", d, "capture_step must be an integer from 0 to 2^64-1");
         }
         pnames[np] = filters[k].param;
         pcasts[np] = filters[k].cast;
