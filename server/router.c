@@ -22,6 +22,7 @@ const srv_route srv_routes[] = {
     {"GET", "/bundles/{id}/graph", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_bundle_graph},
     {"GET", "/bundles/{id}/viewer", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_bundle_viewer},
     {"GET", "/bundles/{id}/timeline", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_bundle_timeline},
+    {"GET", "/bundles/{id}/export", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_bundle_export},
     {"POST", "/tokens", SRV_SCOPE_ADMIN, SRV_BODY_JSON, srv_h_tokens_create},
     {"GET", "/tokens", SRV_SCOPE_ADMIN, SRV_BODY_NONE, srv_h_tokens_list},
     {"DELETE", "/tokens/{id}", SRV_SCOPE_ADMIN, SRV_BODY_NONE, srv_h_tokens_delete},

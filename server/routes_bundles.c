@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "analysis/graph.h"
+#include "render/chrome_trace.h"
 #include "base/fs.h"
 #include "bundle/archive.h"
 #include "analysis/evidence.h"
@@ -270,6 +271,19 @@ static int derive_evidence(srv_req *r, const char *id, const char *out, srv_deri
 
 static int derive_viewer(srv_req *r, const char *id, const char *out, srv_derive_fail *f) {
     return derive_packet(r, id, out, true, f);
+}
+
+/* Chrome Trace Event Format JSON of the stored trace (the bytes of `candle-graph export`). */
+static int derive_chrome(srv_req *r, const char *id, const char *out, srv_derive_fail *f) {
+    cg_trace *t = load_trace(r, id, f);
+    if (!t) return -1;
+    cg_error err = {0};
+    cg_fd_sink_ctx sink = {open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600), 0};
+    int rc = sink.fd < 0 ? -1 : cg_chrome_trace_write(t, cg_fd_sink, &sink, &err);
+    if (sink.fd >= 0 && close(sink.fd) != 0) rc = -1;
+    if (rc < 0) fail_set(f, "insufficient_storage", NULL, "cannot write the derived view");
+    cg_trace_free(t);
+    return rc;
 }
 
 /* tar.zst of the bundle, packed (and so verified) from blob links. */
@@ -636,6 +650,15 @@ enum MHD_Result srv_h_bundle_graph(srv_req *r) {
     WITH_BUNDLE(r, c, id);
     srv_pool_put(r->s->pool, c);
     return srv_derived_serve(r, id, "graph", JSON_CT, derive_graph);
+}
+
+enum MHD_Result srv_h_bundle_export(srv_req *r) {
+    const char *format = srv_query(r, "format");
+    if (!format || strcmp(format, "chrome"))
+        return srv_fail(r, "invalid_parameter", NULL, "format must be chrome (Chrome Trace Event Format JSON)");
+    WITH_BUNDLE(r, c, id);
+    srv_pool_put(r->s->pool, c);
+    return srv_derived_serve(r, id, "chrome", JSON_CT, derive_chrome);
 }
 
 enum MHD_Result srv_h_bundle_viewer(srv_req *r) {
