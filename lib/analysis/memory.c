@@ -93,6 +93,88 @@ static const char **alias_ids(cg_arena *a, const alias *al, size_t first, size_t
     return ids;
 }
 
+/* Interns (device, storage_id) keys and devices: key_of / dev_of per event
+ * index; devices[] named and sorted by device (every device with an event). */
+static size_t intern_keys(const cg_trace *t, cg_arena *a, mref *r, size_t *key_of, size_t *dev_of,
+                          cg_logical_memory *lm) {
+    size_t n = t->n_memory, n_keys = 0, n_devs = 0;
+    qsort(r, n, sizeof *r, cmp_by_key);
+    for (size_t i = 0; i < n; i++)
+        if (i == 0 || strcmp(r[i - 1].m->device, r[i].m->device) != 0) n_devs++;
+    lm->devices = cg_arena_zalloc(a, (n_devs ? n_devs : 1) * sizeof *lm->devices);
+    lm->n_devices = n_devs;
+    n_devs = 0;
+    for (size_t i = 0; i < n; i++) {
+        bool new_dev = i == 0 || strcmp(r[i - 1].m->device, r[i].m->device) != 0;
+        if (new_dev) lm->devices[n_devs++].device = r[i].m->device;
+        if (new_dev || strcmp(r[i - 1].m->storage_id, r[i].m->storage_id) != 0) n_keys++;
+        key_of[r[i].idx] = n_keys - 1;
+        dev_of[r[i].idx] = n_devs - 1;
+    }
+    return n_keys;
+}
+
+/* Running state of the walk over timestamp groups. */
+typedef struct walk {
+    uint64_t total_live, cat_live[CG_CAT_COUNT];
+    size_t cat_active[CG_CAT_COUNT];
+    uint64_t *dev_live;
+    size_t *dev_active, *dev_stamp, *touched, n_touched, group;
+} walk;
+
+static void walk_touch(walk *w, size_t d) {
+    if (w->dev_stamp[d] == w->group) return;
+    w->dev_stamp[d] = w->group;
+    w->touched[w->n_touched++] = d;
+}
+
+static void walk_change(walk *w, size_t d, cg_category c, uint64_t bytes, bool add) {
+    if (add) {
+        w->total_live += bytes;
+        w->cat_live[c] += bytes;
+        w->dev_live[d] += bytes;
+        w->cat_active[c]++;
+        w->dev_active[d]++;
+    } else {
+        w->total_live -= bytes;
+        w->cat_live[c] -= bytes;
+        w->dev_live[d] -= bytes;
+        w->cat_active[c]--;
+        w->dev_active[d]--;
+    }
+    walk_touch(w, d);
+}
+
+/* Closes the group just walked: its timeline point, device changes and peaks. */
+static void close_point(cg_logical_memory *lm, walk *w, uint64_t ts, size_t end_pos, size_t *peak_limit) {
+    cg_logical_point *pt = &lm->timeline[lm->n_timeline];
+    pt->timestamp_ns = ts;
+    pt->live_bytes = w->total_live;
+    memcpy(pt->live_bytes_by_category, w->cat_live, sizeof w->cat_live);
+    pt->category_present = 0;
+    for (int c = 0; c < CG_CAT_COUNT; c++)
+        if (w->cat_active[c]) pt->category_present |= (uint8_t)(1u << c);
+    pt->change_first = lm->n_changes;
+    pt->n_changes = w->n_touched;
+    for (size_t k = 0; k < w->n_touched; k++) {
+        size_t d = w->touched[k];
+        lm->changes[lm->n_changes++] = (cg_device_live_change){d, w->dev_live[d], w->dev_active[d] > 0};
+        cg_logical_device *dv = &lm->devices[d];
+        if (!dv->has_peak || w->dev_live[d] > dv->peak_live_bytes) {
+            dv->has_peak = true;
+            dv->peak_live_bytes = w->dev_live[d];
+            dv->peak_timestamp_ns = ts;
+        }
+    }
+    if (lm->storage_allocation_count > 0 &&
+        (!lm->has_peak || w->total_live > lm->timeline[lm->peak_point].live_bytes)) {
+        lm->has_peak = true;
+        lm->peak_point = lm->n_timeline;
+        *peak_limit = end_pos;
+    }
+    lm->n_timeline++;
+}
+
 static cg_logical_memory *logical_analyze(const cg_trace *t, cg_arena *a) {
     size_t n = t->n_memory;
     cg_logical_memory *lm = cg_arena_zalloc(a, sizeof *lm);
@@ -101,33 +183,15 @@ static cg_logical_memory *logical_analyze(const cg_trace *t, cg_arena *a) {
         r[i].m = &t->memory[i];
         r[i].idx = i;
     }
-    /* key ids (device, storage_id) and device ids, by sorting */
-    qsort(r, n, sizeof *r, cmp_by_key);
     size_t *key_of = xmalloc(n * sizeof *key_of), *dev_of = xmalloc(n * sizeof *dev_of);
-    size_t n_keys = 0, n_devs = 0;
-    const char **dev_name = xmalloc(n * sizeof *dev_name);
-    bool *dev_alloc = xcalloc(n, sizeof *dev_alloc);
-    for (size_t i = 0; i < n; i++) {
-        bool new_dev = i == 0 || strcmp(r[i - 1].m->device, r[i].m->device) != 0;
-        if (new_dev) dev_name[n_devs++] = r[i].m->device;
-        if (new_dev || strcmp(r[i - 1].m->storage_id, r[i].m->storage_id) != 0) n_keys++;
-        key_of[r[i].idx] = n_keys - 1;
-        dev_of[r[i].idx] = n_devs - 1;
-        if (!r[i].m->is_free) dev_alloc[n_devs - 1] = true;
-    }
-    /* compact: only devices with an alloc ever open a lifetime */
-    size_t *dev_map = xmalloc(n_devs * sizeof *dev_map);
-    size_t nd = 0;
-    for (size_t d = 0; d < n_devs; d++) dev_map[d] = dev_alloc[d] ? nd++ : NONE;
-    lm->devices = cg_arena_zalloc(a, (nd ? nd : 1) * sizeof *lm->devices);
-    lm->n_devices = nd;
-    for (size_t d = 0; d < n_devs; d++)
-        if (dev_map[d] != NONE) lm->devices[dev_map[d]].device = dev_name[d];
-    bool *dev_peaked = xcalloc(nd, sizeof *dev_peaked);
-    uint64_t *dev_live = xcalloc(nd, sizeof *dev_live);
-    size_t *dev_stamp = xmalloc((nd ? nd : 1) * sizeof *dev_stamp);
-    for (size_t d = 0; d < nd; d++) dev_stamp[d] = NONE;
-    size_t *touched = xmalloc((nd ? nd : 1) * sizeof *touched);
+    size_t n_keys = intern_keys(t, a, r, key_of, dev_of, lm);
+    size_t nd = lm->n_devices;
+    walk w = {0};
+    w.dev_live = xcalloc(nd, sizeof *w.dev_live);
+    w.dev_active = xcalloc(nd, sizeof *w.dev_active);
+    w.dev_stamp = xmalloc(nd * sizeof *w.dev_stamp);
+    for (size_t d = 0; d < nd; d++) w.dev_stamp[d] = NONE;
+    w.touched = xmalloc(nd * sizeof *w.touched);
 
     /* walk in (timestamp, index) order, by groups of equal timestamp */
     qsort(r, n, sizeof *r, cmp_by_time);
@@ -139,85 +203,51 @@ static cg_logical_memory *logical_analyze(const cg_trace *t, cg_arena *a) {
     size_t n_al = 0;
     lm->timeline = cg_arena_alloc(a, n * sizeof *lm->timeline);
     lm->changes = cg_arena_alloc(a, n * sizeof *lm->changes);
-    uint64_t total_live = 0, cat_live[CG_CAT_COUNT] = {0};
     size_t peak_limit = 0;
-    for (size_t i = 0, group = 0; i < n; group++) {
-        size_t j = i, nt = 0;
+    for (size_t i = 0; i < n; w.group++) {
+        size_t j = i;
         uint64_t ts = r[i].m->timestamp_ns;
+        w.n_touched = 0;
         for (; j < n && r[j].m->timestamp_ns == ts; j++) {
             const cg_memory *m = r[j].m;
-            size_t key = key_of[r[j].idx];
+            size_t key = key_of[r[j].idx], d = dev_of[r[j].idx];
             if (!m->is_free) {
                 if (live[key] == NONE) {
-                    size_t d = dev_map[dev_of[r[j].idx]];
-                    wlife *w = &lives[n_lives];
-                    memset(w, 0, sizeof *w);
-                    w->l.device = m->device;
-                    w->l.storage_id = m->storage_id;
-                    w->l.allocation_span_id = m->span_id;
-                    w->l.op_name = m->op_name;
-                    w->l.bytes = m->bytes;
-                    w->l.shape = &m->shape;
-                    w->l.dtype = m->dtype;
-                    w->l.category = m->category;
-                    w->l.start_timestamp_ns = ts;
-                    w->dev = d;
-                    w->open_pos = j;
-                    w->close_pos = NONE;
+                    wlife *wl = &lives[n_lives];
+                    memset(wl, 0, sizeof *wl);
+                    wl->l.device = m->device;
+                    wl->l.storage_id = m->storage_id;
+                    wl->l.allocation_span_id = m->span_id;
+                    wl->l.op_name = m->op_name;
+                    wl->l.bytes = m->bytes;
+                    wl->l.shape = &m->shape;
+                    wl->l.dtype = m->dtype;
+                    wl->l.category = m->category;
+                    wl->l.start_timestamp_ns = ts;
+                    wl->dev = d;
+                    wl->open_pos = j;
+                    wl->close_pos = NONE;
                     live[key] = n_lives++;
                     lm->storage_allocation_count++;
                     lm->total_allocated_bytes = sat_add(lm->total_allocated_bytes, m->bytes);
                     lm->devices[d].storage_allocation_count++;
-                    lm->devices[d].total_allocated_bytes =
-                        sat_add(lm->devices[d].total_allocated_bytes, m->bytes);
-                    total_live += m->bytes;
-                    cat_live[m->category] += m->bytes;
-                    dev_live[d] += m->bytes;
-                    if (dev_stamp[d] != group) {
-                        dev_stamp[d] = group;
-                        touched[nt++] = d;
-                    }
+                    lm->devices[d].total_allocated_bytes = sat_add(lm->devices[d].total_allocated_bytes, m->bytes);
+                    walk_change(&w, d, m->category, m->bytes, true);
                 }
                 al[n_al++] = (alias){live[key], m->tensor_id, j};
             } else if (live[key] != NONE) {
-                wlife *w = &lives[live[key]];
-                w->l.has_end = true;
-                w->l.end_timestamp_ns = ts;
-                w->close_pos = j;
+                wlife *wl = &lives[live[key]];
+                wl->l.has_end = true;
+                wl->l.end_timestamp_ns = ts;
+                wl->close_pos = j;
                 al[n_al++] = (alias){live[key], m->tensor_id, j};
                 lm->matched_storage_free_count++;
-                lm->devices[w->dev].matched_storage_free_count++;
-                total_live -= w->l.bytes;
-                cat_live[w->l.category] -= w->l.bytes;
-                dev_live[w->dev] -= w->l.bytes;
-                if (dev_stamp[w->dev] != group) {
-                    dev_stamp[w->dev] = group;
-                    touched[nt++] = w->dev;
-                }
+                lm->devices[wl->dev].matched_storage_free_count++;
+                walk_change(&w, wl->dev, wl->l.category, wl->l.bytes, false);
                 live[key] = NONE;
             }
         }
-        cg_logical_point *pt = &lm->timeline[lm->n_timeline];
-        pt->timestamp_ns = ts;
-        pt->live_bytes = total_live;
-        memcpy(pt->live_bytes_by_category, cat_live, sizeof cat_live);
-        pt->change_first = lm->n_changes;
-        pt->n_changes = nt;
-        for (size_t k = 0; k < nt; k++) {
-            size_t d = touched[k];
-            lm->changes[lm->n_changes++] = (cg_device_live_change){d, dev_live[d]};
-            cg_logical_device *dv = &lm->devices[d];
-            if (!dev_peaked[d] || dev_live[d] > dv->peak_live_bytes) {
-                dev_peaked[d] = true;
-                dv->peak_live_bytes = dev_live[d];
-                dv->peak_timestamp_ns = ts;
-            }
-        }
-        if (lm->n_timeline == 0 || total_live > lm->timeline[lm->peak_point].live_bytes) {
-            lm->peak_point = lm->n_timeline;
-            peak_limit = j;
-        }
-        lm->n_timeline++;
+        close_point(lm, &w, ts, j, &peak_limit);
         i = j;
     }
 
@@ -245,17 +275,17 @@ static cg_logical_memory *logical_analyze(const cg_trace *t, cg_arena *a) {
     lm->n_lifetimes = n_lives;
     size_t n_peak = 0;
     for (size_t k = 0; k < n_lives; k++) {
-        const wlife *w = &lives[order[k]];
-        lm->lifetimes[k] = w->l;
-        if (w->open_pos < peak_limit && (w->close_pos == NONE || w->close_pos >= peak_limit)) n_peak++;
+        const wlife *wl = &lives[order[k]];
+        lm->lifetimes[k] = wl->l;
+        if (wl->open_pos < peak_limit && (wl->close_pos == NONE || wl->close_pos >= peak_limit)) n_peak++;
     }
     lm->peak_live_allocations = cg_arena_alloc(a, (n_peak ? n_peak : 1) * sizeof(cg_lifetime));
     for (size_t k = 0; k < n_lives; k++) {
         size_t l = order[k];
-        const wlife *w = &lives[l];
-        if (!(w->open_pos < peak_limit && (w->close_pos == NONE || w->close_pos >= peak_limit))) continue;
+        const wlife *wl = &lives[l];
+        if (!(wl->open_pos < peak_limit && (wl->close_pos == NONE || wl->close_pos >= peak_limit))) continue;
         cg_lifetime *s = &lm->peak_live_allocations[lm->n_peak_live_allocations++];
-        *s = w->l;
+        *s = wl->l;
         s->has_end = false;
         s->end_timestamp_ns = 0;
         s->tensor_ids = alias_ids(a, al, al_first[l], al_first[l + 1], peak_limit, &s->n_tensor_ids);
@@ -266,13 +296,10 @@ static cg_logical_memory *logical_analyze(const cg_trace *t, cg_arena *a) {
     free(al);
     free(lives);
     free(live);
-    free(touched);
-    free(dev_stamp);
-    free(dev_live);
-    free(dev_peaked);
-    free(dev_map);
-    free(dev_alloc);
-    free(dev_name);
+    free(w.touched);
+    free(w.dev_stamp);
+    free(w.dev_active);
+    free(w.dev_live);
     free(dev_of);
     free(key_of);
     free(r);
@@ -288,7 +315,7 @@ void cg_logical_live_by_device(const cg_logical_memory *l, size_t point, uint64_
         for (size_t k = 0; k < l->timeline[p].n_changes; k++) {
             const cg_device_live_change *c = &l->changes[l->timeline[p].change_first + k];
             out[c->device] = c->live_bytes;
-            seen[c->device] = true;
+            seen[c->device] = c->present;
         }
 }
 
@@ -374,7 +401,7 @@ cg_memory_profile *cg_memory_analyze(const cg_trace *t, cg_arena *a) {
 }
 
 bool cg_memory_logical_peak(const cg_memory_profile *p, uint64_t *bytes, uint64_t *timestamp_ns) {
-    if (!p || !p->logical || p->logical->n_timeline == 0) return false;
+    if (!p || !p->logical || !p->logical->has_peak) return false;
     const cg_logical_point *pt = &p->logical->timeline[p->logical->peak_point];
     if (bytes) *bytes = pt->live_bytes;
     if (timestamp_ns) *timestamp_ns = pt->timestamp_ns;
@@ -417,15 +444,34 @@ static uint64_t st_max(const segtree *s, size_t node, size_t l, size_t r, size_t
 typedef struct slife {
     size_t span;          /* owning span index */
     size_t tin;           /* preorder position of that span */
+    size_t life;          /* index into the profile's lifetimes */
     size_t c0, c1;        /* covered cells [c0, c1) */
     uint64_t bytes;
 } slife;
 
-static size_t upper_cell(const uint64_t *x, size_t m, uint64_t v) { /* count of x <= v */
+/* Time coordinates of the clipped metrics: instant t is the key (t, 1) and the
+ * boundary just before it (t, 0). A lifetime covers [(start, 1), (end, 0)), an
+ * open one ending at UINT64_MAX; the window's instants are [(ws, 1), (we, 0));
+ * the residual is the cover at (we, 0): start < we < end. */
+typedef struct tkey {
+    uint64_t t;
+    unsigned h;
+} tkey;
+
+static int tkey_cmp(tkey a, tkey b) {
+    if (a.t != b.t) return a.t < b.t ? -1 : 1;
+    return a.h < b.h ? -1 : a.h > b.h;
+}
+
+static int cmp_tkey(const void *pa, const void *pb) { return tkey_cmp(*(const tkey *)pa, *(const tkey *)pb); }
+
+/* count of x[i] < v (or <= v when inclusive) */
+static size_t count_below(const tkey *x, size_t m, tkey v, bool inclusive) {
     size_t lo = 0, hi = m;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (x[mid] <= v)
+        int c = tkey_cmp(x[mid], v);
+        if (c < 0 || (inclusive && c == 0))
             lo = mid + 1;
         else
             hi = mid;
@@ -433,10 +479,13 @@ static size_t upper_cell(const uint64_t *x, size_t m, uint64_t v) { /* count of 
     return lo;
 }
 
-static int cmp_u64(const void *pa, const void *pb) {
-    uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
-    return a < b ? -1 : a > b;
+/* the cell holding v: the last boundary <= v; NONE when v lies before x[0] */
+static size_t cell_of(const tkey *x, size_t m, tkey v) {
+    size_t k = count_below(x, m, v, true);
+    return k > 0 ? k - 1 : NONE;
 }
+
+static uint64_t lifetime_end(const cg_lifetime *l) { return l->has_end ? l->end_timestamp_ns : UINT64_MAX; }
 
 static int cmp_slife_tin(const void *pa, const void *pb) {
     const slife *a = pa, *b = pb;
@@ -449,12 +498,79 @@ static void apply_range(segtree *st, const slife *ls, size_t from, size_t to, bo
             st_add(st, 1, 0, st->m, ls[k].c0, ls[k].c1, add ? ls[k].bytes : (uint64_t)0 - ls[k].bytes);
 }
 
+/* The crate's replay of one window (clipped_lifetime_metrics), for the spans
+ * where it departs from the instant-by-instant maximum: a storage allocated and
+ * freed at one timestamp strictly inside the window enters both the frees and
+ * the allocations of that timestamp, and the frees are subtracted with
+ * saturation first, so the running sum can rise above any simultaneous live
+ * sum. Restated so that such spans carry the crate's figure. */
+typedef struct rchange {
+    uint64_t ts, freed, allocated;
+} rchange;
+
+static int cmp_rchange(const void *pa, const void *pb) {
+    const rchange *a = pa, *b = pb;
+    return a->ts < b->ts ? -1 : a->ts > b->ts;
+}
+
+static uint64_t sat_sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+
+static uint64_t replay_peak(const cg_logical_memory *lm, const slife *ls, size_t from, size_t to, uint64_t ws,
+                            uint64_t we) {
+    rchange *ch = xmalloc((to > from ? 2 * (to - from) : 1) * sizeof *ch);
+    size_t nc = 0;
+    uint64_t live = 0;
+    for (size_t k = from; k < to; k++) {
+        const cg_lifetime *l = &lm->lifetimes[ls[k].life];
+        uint64_t start = l->start_timestamp_ns, end = lifetime_end(l);
+        if (start >= we || end <= ws) continue;
+        if (start <= ws)
+            live = sat_add(live, l->bytes);
+        else
+            ch[nc++] = (rchange){start, 0, l->bytes};
+        if (end < we) ch[nc++] = (rchange){end, l->bytes, 0};
+    }
+    qsort(ch, nc, sizeof *ch, cmp_rchange);
+    uint64_t peak = live;
+    for (size_t i = 0; i < nc;) {
+        uint64_t freed = 0, allocated = 0, ts = ch[i].ts;
+        for (; i < nc && ch[i].ts == ts; i++) {
+            freed = sat_add(freed, ch[i].freed);
+            allocated = sat_add(allocated, ch[i].allocated);
+        }
+        live = sat_add(sat_sub(live, freed), allocated);
+        if (live > peak) peak = live;
+    }
+    free(ch);
+    return peak;
+}
+
+/* Marks the spans whose window strictly contains a zero-length lifetime of
+ * their subtree (replay_peak applies there). O(zero-length lifetimes x depth). */
+static bool *mark_replay_spans(const cg_trace *t, const cg_logical_memory *lm, const slife *ls, size_t nls,
+                               const size_t *par) {
+    bool *mark = NULL;
+    for (size_t k = 0; k < nls; k++) {
+        const cg_lifetime *l = &lm->lifetimes[ls[k].life];
+        if (!l->has_end || l->end_timestamp_ns != l->start_timestamp_ns) continue;
+        if (!mark) mark = xcalloc(t->n_spans, sizeof *mark);
+        uint64_t ts = l->start_timestamp_ns;
+        for (size_t v = ls[k].span, steps = 0; v != NONE && steps < t->n_spans; v = par[v], steps++) {
+            const cg_span *s = &t->spans[v];
+            uint64_t we = s->start_ns + s->duration_ns < s->start_ns ? UINT64_MAX : s->start_ns + s->duration_ns;
+            if (s->start_ns < ts && ts < we) mark[v] = true;
+        }
+    }
+    return mark;
+}
+
 cg_span_memory *cg_memory_span_metrics(const cg_trace *t, const cg_memory_profile *p, cg_arena *a) {
     if (!p || !p->logical) return NULL;
     const cg_logical_memory *lm = p->logical;
     size_t ns = t->n_spans;
     cg_span_memory *out = cg_arena_zalloc(a, (ns ? ns : 1) * sizeof *out);
-    for (size_t i = 0; i < ns; i++) out[i].known = true;
+    bool complete = t->run.contract.logical_memory == CG_COV_COMPLETE;
+    for (size_t i = 0; i < ns; i++) out[i].has_allocated = complete;
     if (ns == 0) return out;
 
     /* tree: parent index, children (CSR), Euler order from roots (iterative) */
@@ -497,33 +613,35 @@ cg_span_memory *cg_memory_span_metrics(const cg_trace *t, const cg_memory_profil
     /* lifetimes by span (direct bytes for every resolvable span; reachable ones join the tree) */
     size_t nl = lm->n_lifetimes;
     slife *ls = xmalloc((nl ? nl : 1) * sizeof *ls);
-    uint64_t *xs = xmalloc((nl ? 2 * nl : 1) * sizeof *xs);
+    tkey *xs = xmalloc((nl ? 2 * nl : 1) * sizeof *xs);
     size_t nls = 0, nx = 0;
     for (size_t k = 0; k < nl; k++) {
         const cg_lifetime *l = &lm->lifetimes[k];
         const cg_span *sp = cg_trace_find_span(t, l->allocation_span_id);
         if (!sp) continue;
         size_t s = (size_t)(sp - t->spans);
+        out[s].has_allocated = true;
         out[s].allocated_bytes = sat_add(out[s].allocated_bytes, l->bytes);
         if (tin[s] == NONE) continue;
         ls[nls].span = s;
         ls[nls].tin = tin[s];
         ls[nls].bytes = l->bytes;
-        ls[nls].c0 = k; /* temporarily: lifetime index */
+        ls[nls].life = k;
         nls++;
-        xs[nx++] = l->start_timestamp_ns;
-        if (l->has_end) xs[nx++] = l->end_timestamp_ns;
+        xs[nx++] = (tkey){l->start_timestamp_ns, 1};
+        xs[nx++] = (tkey){lifetime_end(l), 0};
     }
-    qsort(xs, nx, sizeof *xs, cmp_u64);
+    qsort(xs, nx, sizeof *xs, cmp_tkey);
     size_t m = 0;
     for (size_t k = 0; k < nx; k++)
-        if (m == 0 || xs[m - 1] != xs[k]) xs[m++] = xs[k];
+        if (m == 0 || tkey_cmp(xs[m - 1], xs[k]) != 0) xs[m++] = xs[k];
     for (size_t k = 0; k < nls; k++) {
-        const cg_lifetime *l = &lm->lifetimes[ls[k].c0];
-        ls[k].c0 = upper_cell(xs, m, l->start_timestamp_ns) - 1;
-        ls[k].c1 = l->has_end ? upper_cell(xs, m, l->end_timestamp_ns) - 1 : m;
+        const cg_lifetime *l = &lm->lifetimes[ls[k].life];
+        ls[k].c0 = count_below(xs, m, (tkey){l->start_timestamp_ns, 1}, false);
+        ls[k].c1 = count_below(xs, m, (tkey){lifetime_end(l), 0}, false);
     }
     qsort(ls, nls, sizeof *ls, cmp_slife_tin);
+    bool *replay = mark_replay_spans(t, lm, ls, nls, par);
     /* pref[i] = first lifetime whose span has tin >= i */
     size_t *pref = xmalloc((reached + 1) * sizeof *pref);
     for (size_t i = 0, k = 0; i <= reached; i++) {
@@ -568,21 +686,24 @@ cg_span_memory *cg_memory_span_metrics(const cg_trace *t, const cg_memory_profil
                 if (child[c] != heavy[v]) apply_range(&st, ls, pref[tin[child[c]]], pref[tout[child[c]]], true);
             apply_range(&st, ls, pref[tin[v]], pref[tin[v] + 1], true);
             const cg_span *s = &t->spans[v];
-            if (s->closed) {
+            if (s->closed && (complete || pref[tout[v]] > pref[tin[v]])) {
                 uint64_t ws = s->start_ns;
                 uint64_t we = ws + s->duration_ns < ws ? UINT64_MAX : ws + s->duration_ns;
-                uint64_t wq = we > ws ? we - 1 : ws;
-                size_t lo = upper_cell(xs, m, ws), hi = upper_cell(xs, m, wq);
                 out[v].has_window = true;
-                if (hi > 0) {
-                    size_t from = lo > 0 ? lo - 1 : 0;
-                    out[v].peak_live_bytes = st_max(&st, 1, 0, st.m, from, hi);
-                    out[v].residual_bytes = st_max(&st, 1, 0, st.m, hi - 1, hi);
+                if (we > ws && m > 0) {
+                    size_t lo = cell_of(xs, m, (tkey){ws, 1}), hi = count_below(xs, m, (tkey){we, 0}, false);
+                    size_t rc = cell_of(xs, m, (tkey){we, 0});
+                    if (lo == NONE) lo = 0; /* before the first boundary nothing is live */
+                    out[v].peak_live_bytes = hi > lo ? st_max(&st, 1, 0, st.m, lo, hi) : 0;
+                    if (replay && replay[v])
+                        out[v].peak_live_bytes = replay_peak(lm, ls, pref[tin[v]], pref[tout[v]], ws, we);
+                    out[v].residual_bytes = rc != NONE ? st_max(&st, 1, 0, st.m, rc, rc + 1) : 0;
                 }
             }
             if (!f.keep) apply_range(&st, ls, pref[tin[v]], pref[tout[v]], false);
         }
     }
+    free(replay);
     free(fs);
     free(st.mx);
     free(st.lz);
@@ -602,6 +723,61 @@ cg_span_memory *cg_memory_span_metrics(const cg_trace *t, const cg_memory_profil
     return out;
 }
 
+/* ------------------------------------------------------ per-op metrics */
+
+typedef struct opref {
+    const char *span_id, *op_name;
+    size_t idx;
+} opref;
+
+static int opref_cmp_key(const char *span_a, const char *name_a, const char *span_b, const char *name_b) {
+    int c = strcmp(span_a, span_b);
+    return c ? c : strcmp(name_a, name_b);
+}
+
+static int cmp_opref(const void *pa, const void *pb) {
+    const opref *a = pa, *b = pb;
+    int c = opref_cmp_key(a->span_id, a->op_name, b->span_id, b->op_name);
+    if (c) return c;
+    return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+/* first ref with key >= (span_id, op_name) */
+static size_t opref_lower(const opref *r, size_t n, const char *span_id, const char *op_name) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (opref_cmp_key(r[mid].span_id, r[mid].op_name, span_id, op_name) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+cg_op_memory *cg_memory_op_metrics(const cg_trace *t, const cg_memory_profile *p, cg_arena *a) {
+    if (!p || !p->logical) return NULL;
+    size_t no = t->n_ops;
+    cg_op_memory *out = cg_arena_zalloc(a, (no ? no : 1) * sizeof *out);
+    opref *r = xmalloc(no * sizeof *r);
+    for (size_t i = 0; i < no; i++) r[i] = (opref){t->ops[i].span_id, t->ops[i].op_name, i};
+    qsort(r, no, sizeof *r, cmp_opref);
+    const cg_logical_memory *lm = p->logical;
+    for (size_t k = 0; k < lm->n_lifetimes; k++) {
+        const cg_lifetime *l = &lm->lifetimes[k];
+        if (!l->op_name) continue;
+        size_t i = opref_lower(r, no, l->allocation_span_id, l->op_name);
+        if (i >= no || opref_cmp_key(r[i].span_id, r[i].op_name, l->allocation_span_id, l->op_name) != 0) continue;
+        if (i + 1 < no && opref_cmp_key(r[i + 1].span_id, r[i + 1].op_name, l->allocation_span_id, l->op_name) == 0)
+            continue; /* ambiguous within the span: span-level attribution only */
+        cg_op_memory *o = &out[r[i].idx];
+        o->has_allocated = true;
+        o->allocated_bytes = sat_add(o->allocated_bytes, l->bytes);
+    }
+    free(r);
+    return out;
+}
+
 /* ------------------------------------------------------------------- JSON */
 
 static cg_jv *shape_json(cg_arena *a, const cg_shape *s) {
@@ -618,7 +794,7 @@ cg_jv *cg_lifetime_to_json(cg_arena *a, const cg_lifetime *l) {
     for (size_t i = 0; i < l->n_tensor_ids; i++) cg_jv_arr_push(a, ids, cg_jv_str_nocopy(a, l->tensor_ids[i]));
     cg_jv_obj_put(a, o, "tensor_ids", ids);
     cg_jv_obj_put(a, o, "allocation_span_id", cg_jv_str_nocopy(a, l->allocation_span_id));
-    if (l->op_name) cg_jv_obj_put(a, o, "op_name", cg_jv_str_nocopy(a, l->op_name));
+    cg_jv_obj_put(a, o, "op_name", l->op_name ? cg_jv_str_nocopy(a, l->op_name) : cg_jv_null(a));
     cg_jv_obj_put(a, o, "bytes", cg_jv_u64(a, l->bytes));
     cg_jv_obj_put(a, o, "shape", shape_json(a, l->shape));
     cg_jv_obj_put(a, o, "dtype", cg_jv_str_nocopy(a, l->dtype));
@@ -628,10 +804,21 @@ cg_jv *cg_lifetime_to_json(cg_arena *a, const cg_lifetime *l) {
     return o;
 }
 
-static cg_jv *by_category_json(cg_arena *a, const uint64_t *cat) {
+/* categories of a point's map, keys sorted (a BTreeMap in the crate) */
+static cg_jv *by_category_json(cg_arena *a, const cg_logical_point *pt) {
+    int order[CG_CAT_COUNT];
+    for (int c = 0; c < CG_CAT_COUNT; c++) {
+        int k = c;
+        while (k > 0 && strcmp(cg_category_name((cg_category)order[k - 1]), cg_category_name((cg_category)c)) > 0) {
+            order[k] = order[k - 1];
+            k--;
+        }
+        order[k] = c;
+    }
     cg_jv *o = cg_jv_obj(a);
-    for (int c = 0; c < CG_CAT_COUNT; c++)
-        cg_jv_obj_put(a, o, cg_category_name((cg_category)c), cg_jv_u64(a, cat[c]));
+    for (int k = 0; k < CG_CAT_COUNT; k++)
+        if (pt->category_present & (1u << order[k]))
+            cg_jv_obj_put(a, o, cg_category_name((cg_category)order[k]), cg_jv_u64(a, pt->live_bytes_by_category[order[k]]));
     return o;
 }
 
@@ -671,13 +858,41 @@ static cg_jv *timeline_item(cg_arena *a, void *ctx, size_t p) {
     for (size_t k = 0; k < pt->n_changes; k++) {
         const cg_device_live_change *c = &l->changes[pt->change_first + k];
         g->live[c->device] = c->live_bytes;
-        g->seen[c->device] = true;
+        g->seen[c->device] = c->present;
     }
     cg_jv *e = cg_jv_obj(a);
     cg_jv_obj_put(a, e, "timestamp_ns", cg_jv_u64(a, pt->timestamp_ns));
     cg_jv_obj_put(a, e, "live_bytes", cg_jv_u64(a, pt->live_bytes));
     cg_jv_obj_put(a, e, "live_bytes_by_device", by_device_json(a, l, g->live, g->seen));
-    cg_jv_obj_put(a, e, "live_bytes_by_category", by_category_json(a, pt->live_bytes_by_category));
+    cg_jv_obj_put(a, e, "live_bytes_by_category", by_category_json(a, pt));
+    return e;
+}
+
+static void put_opt(cg_arena *a, cg_jv *o, const char *k, bool has, uint64_t v) {
+    if (has) cg_jv_obj_put(a, o, k, cg_jv_u64(a, v));
+}
+
+static cg_jv *logical_peak_json(cg_arena *a, const cg_logical_memory *l, timeline_gen *tg) {
+    const cg_logical_point *pk = &l->timeline[l->peak_point];
+    cg_logical_live_by_device(l, l->peak_point, tg->live, tg->seen);
+    cg_jv *peak = cg_jv_obj(a);
+    cg_jv_obj_put(a, peak, "timestamp_ns", cg_jv_u64(a, pk->timestamp_ns));
+    cg_jv_obj_put(a, peak, "live_bytes", cg_jv_u64(a, pk->live_bytes));
+    cg_jv_obj_put(a, peak, "live_bytes_by_device", by_device_json(a, l, tg->live, tg->seen));
+    cg_jv_obj_put(a, peak, "live_bytes_by_category", by_category_json(a, pk));
+    cg_jv_obj_put(a, peak, "live_allocations",
+                  cg_jv_lazy_arr(a, l->n_peak_live_allocations, peak_live_item, (void *)(uintptr_t)l));
+    return peak;
+}
+
+static cg_jv *logical_device_json(cg_arena *a, const cg_logical_device *dv) {
+    cg_jv *e = cg_jv_obj(a);
+    cg_jv_obj_put(a, e, "device", cg_jv_str_nocopy(a, dv->device));
+    cg_jv_obj_put(a, e, "storage_allocation_count", cg_jv_u64(a, dv->storage_allocation_count));
+    cg_jv_obj_put(a, e, "matched_storage_free_count", cg_jv_u64(a, dv->matched_storage_free_count));
+    cg_jv_obj_put(a, e, "total_allocated_bytes", cg_jv_u64(a, dv->total_allocated_bytes));
+    put_opt(a, e, "peak_live_bytes", dv->has_peak, dv->peak_live_bytes);
+    put_opt(a, e, "peak_timestamp_ns", dv->has_peak, dv->peak_timestamp_ns);
     return e;
 }
 
@@ -691,37 +906,16 @@ static cg_jv *logical_json(cg_arena *a, const cg_logical_memory *l) {
     tg->l = l;
     tg->live = cg_arena_zalloc(a, (l->n_devices ? l->n_devices : 1) * sizeof *tg->live);
     tg->seen = cg_arena_zalloc(a, (l->n_devices ? l->n_devices : 1) * sizeof *tg->seen);
-
-    const cg_logical_point *pk = &l->timeline[l->peak_point];
-    cg_logical_live_by_device(l, l->peak_point, tg->live, tg->seen);
-    cg_jv *peak = cg_jv_obj(a);
-    cg_jv_obj_put(a, peak, "timestamp_ns", cg_jv_u64(a, pk->timestamp_ns));
-    cg_jv_obj_put(a, peak, "live_bytes", cg_jv_u64(a, pk->live_bytes));
-    cg_jv_obj_put(a, peak, "live_bytes_by_device", by_device_json(a, l, tg->live, tg->seen));
-    cg_jv_obj_put(a, peak, "live_bytes_by_category", by_category_json(a, pk->live_bytes_by_category));
-    cg_jv_obj_put(a, peak, "live_allocations", cg_jv_lazy_arr(a, l->n_peak_live_allocations, peak_live_item, ctx));
-    cg_jv_obj_put(a, o, "peak", peak);
-
-    cg_jv *devs = cg_jv_obj(a);
-    for (size_t d = 0; d < l->n_devices; d++) {
-        const cg_logical_device *dv = &l->devices[d];
-        cg_jv *e = cg_jv_obj(a);
-        cg_jv_obj_put(a, e, "storage_allocation_count", cg_jv_u64(a, dv->storage_allocation_count));
-        cg_jv_obj_put(a, e, "matched_storage_free_count", cg_jv_u64(a, dv->matched_storage_free_count));
-        cg_jv_obj_put(a, e, "total_allocated_bytes", cg_jv_u64(a, dv->total_allocated_bytes));
-        cg_jv_obj_put(a, e, "peak_live_bytes", cg_jv_u64(a, dv->peak_live_bytes));
-        cg_jv_obj_put(a, e, "peak_timestamp_ns", cg_jv_u64(a, dv->peak_timestamp_ns));
-        cg_jv_obj_put(a, devs, dv->device, e);
-    }
-    cg_jv_obj_put(a, o, "devices", devs);
-    cg_jv_obj_put(a, o, "lifetimes", cg_jv_lazy_arr(a, l->n_lifetimes, lifetime_item, ctx));
+    /* the peak borrows the generator's scratch: the timeline restarts it at point 0 */
+    if (l->has_peak) cg_jv_obj_put(a, o, "peak", logical_peak_json(a, l, tg));
     cg_jv_obj_put(a, o, "timeline", cg_jv_lazy_arr(a, l->n_timeline, timeline_item, tg));
+    cg_jv_obj_put(a, o, "lifetimes", cg_jv_lazy_arr(a, l->n_lifetimes, lifetime_item, ctx));
+    cg_jv *devs = cg_jv_arr(a);
+    for (size_t d = 0; d < l->n_devices; d++) cg_jv_arr_push(a, devs, logical_device_json(a, &l->devices[d]));
+    cg_jv_obj_put(a, o, "by_device", devs);
     return o;
 }
 
-static void put_opt(cg_arena *a, cg_jv *o, const char *k, bool has, uint64_t v) {
-    if (has) cg_jv_obj_put(a, o, k, cg_jv_u64(a, v));
-}
 
 static cg_jv *physical_item(cg_arena *a, void *ctx, size_t i) {
     const cg_device_memory *s = ((const cg_physical_memory *)ctx)->timeline[i];
@@ -738,10 +932,11 @@ static cg_jv *physical_item(cg_arena *a, void *ctx, size_t i) {
 static cg_jv *physical_json(cg_arena *a, const cg_physical_memory *pm) {
     cg_jv *o = cg_jv_obj(a);
     cg_jv_obj_put(a, o, "timeline", cg_jv_lazy_arr(a, pm->n_timeline, physical_item, (void *)(uintptr_t)pm));
-    cg_jv *devs = cg_jv_obj(a);
+    cg_jv *devs = cg_jv_arr(a);
     for (size_t d = 0; d < pm->n_devices; d++) {
         const cg_physical_device *pd = &pm->devices[d];
         cg_jv *e = cg_jv_obj(a);
+        cg_jv_obj_put(a, e, "device", cg_jv_str_nocopy(a, pd->device));
         cg_jv_obj_put(a, e, "sample_count", cg_jv_u64(a, pd->sample_count));
         cg_jv_obj_put(a, e, "used_sample_count", cg_jv_u64(a, pd->used_sample_count));
         cg_jv_obj_put(a, e, "free_sample_count", cg_jv_u64(a, pd->free_sample_count));
@@ -755,9 +950,9 @@ static cg_jv *physical_json(cg_arena *a, const cg_physical_memory *pm) {
         put_opt(a, e, "minimum_free_timestamp_ns", pd->has_minimum_free, pd->minimum_free_timestamp_ns);
         put_opt(a, e, "maximum_observed_capacity_bytes", pd->has_maximum_capacity,
                 pd->maximum_observed_capacity_bytes);
-        cg_jv_obj_put(a, devs, pd->device, e);
+        cg_jv_arr_push(a, devs, e);
     }
-    cg_jv_obj_put(a, o, "devices", devs);
+    cg_jv_obj_put(a, o, "by_device", devs);
     return o;
 }
 
@@ -767,7 +962,7 @@ cg_jv *cg_memory_to_json(cg_arena *a, const cg_memory_profile *p) {
 
 cg_jv *cg_memory_to_json_lazy(cg_arena *a, const cg_memory_profile *p) {
     cg_jv *o = cg_jv_obj(a);
-    cg_jv_obj_put(a, o, "logical", p->logical ? logical_json(a, p->logical) : cg_jv_null(a));
-    cg_jv_obj_put(a, o, "physical", p->physical ? physical_json(a, p->physical) : cg_jv_null(a));
+    if (p->logical) cg_jv_obj_put(a, o, "logical", logical_json(a, p->logical));
+    if (p->physical) cg_jv_obj_put(a, o, "physical", physical_json(a, p->physical));
     return o;
 }
