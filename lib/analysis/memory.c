@@ -564,57 +564,77 @@ static bool *mark_replay_spans(const cg_trace *t, const cg_logical_memory *lm, c
     return mark;
 }
 
-cg_span_memory *cg_memory_span_metrics(const cg_trace *t, const cg_memory_profile *p, cg_arena *a) {
-    if (!p || !p->logical) return NULL;
-    const cg_logical_memory *lm = p->logical;
-    size_t ns = t->n_spans;
-    cg_span_memory *out = cg_arena_zalloc(a, (ns ? ns : 1) * sizeof *out);
-    bool complete = t->run.contract.logical_memory == CG_COV_COMPLETE;
-    for (size_t i = 0; i < ns; i++) out[i].has_allocated = complete;
-    if (ns == 0) return out;
+/* The span forest: parents, children (CSR), preorder positions and subtree
+ * extents [tin, tout), built without recursion. Unreachable spans keep NONE. */
+typedef struct stree {
+    size_t ns, reached;
+    size_t *par, *nch, *child, *tin, *tout;
+} stree;
 
-    /* tree: parent index, children (CSR), Euler order from roots (iterative) */
-    size_t *par = xmalloc(ns * sizeof *par), *nch = xcalloc(ns + 1, sizeof *nch);
+static void stree_build(stree *T, const cg_trace *t) {
+    size_t ns = T->ns = t->n_spans;
+    T->par = xmalloc(ns * sizeof *T->par);
+    T->nch = xcalloc(ns + 1, sizeof *T->nch);
     for (size_t i = 0; i < ns; i++) {
         const cg_span *ps = t->spans[i].parent_id ? cg_trace_find_span(t, t->spans[i].parent_id) : NULL;
-        par[i] = ps ? (size_t)(ps - t->spans) : NONE;
-        if (par[i] != NONE) nch[par[i] + 1]++;
+        T->par[i] = ps ? (size_t)(ps - t->spans) : NONE;
+        if (T->par[i] != NONE) T->nch[T->par[i] + 1]++;
     }
-    for (size_t i = 0; i < ns; i++) nch[i + 1] += nch[i];
-    size_t *child = xmalloc(ns * sizeof *child), *fill = xmalloc(ns * sizeof *fill);
-    memcpy(fill, nch, ns * sizeof *fill);
+    for (size_t i = 0; i < ns; i++) T->nch[i + 1] += T->nch[i];
+    T->child = xmalloc(ns * sizeof *T->child);
+    size_t *fill = xmalloc(ns * sizeof *fill), *order = xmalloc(ns * sizeof *order), *stack = xmalloc(ns * sizeof *stack);
+    memcpy(fill, T->nch, ns * sizeof *fill);
     for (size_t i = 0; i < ns; i++)
-        if (par[i] != NONE) child[fill[par[i]]++] = i;
-    size_t *tin = xmalloc(ns * sizeof *tin), *tout = xmalloc(ns * sizeof *tout);
-    size_t *order = xmalloc(ns * sizeof *order), *stack = xmalloc(ns * sizeof *stack);
-    for (size_t i = 0; i < ns; i++) tin[i] = tout[i] = NONE;
-    size_t timer = 0;
+        if (T->par[i] != NONE) T->child[fill[T->par[i]]++] = i;
+    T->tin = xmalloc(ns * sizeof *T->tin);
+    T->tout = xmalloc(ns * sizeof *T->tout);
+    for (size_t i = 0; i < ns; i++) T->tin[i] = T->tout[i] = NONE;
+    T->reached = 0;
     for (size_t root = 0; root < ns; root++) {
-        if (par[root] != NONE) continue;
+        if (T->par[root] != NONE) continue;
         size_t sp = 0;
         stack[sp++] = root;
-        while (sp) { /* preorder; tout filled afterwards from subtree sizes */
+        while (sp) {
             size_t v = stack[--sp];
-            tin[v] = timer;
-            order[timer++] = v;
-            for (size_t k = nch[v + 1]; k > nch[v]; k--) stack[sp++] = child[k - 1];
+            T->tin[v] = T->reached;
+            order[T->reached++] = v;
+            for (size_t k = T->nch[v + 1]; k > T->nch[v]; k--) stack[sp++] = T->child[k - 1];
         }
     }
-    size_t reached = timer;
-    /* subtree node extents: process in reverse preorder */
-    size_t *size = xmalloc(ns * sizeof *size);
-    for (size_t k = reached; k > 0; k--) {
-        size_t v = order[k - 1];
-        size[v] = 1;
-        for (size_t c = nch[v]; c < nch[v + 1]; c++) size[v] += size[child[c]];
-        tout[v] = tin[v] + size[v];
+    for (size_t k = T->reached; k > 0; k--) { /* subtree extents, reverse preorder */
+        size_t v = order[k - 1], size = 1;
+        for (size_t c = T->nch[v]; c < T->nch[v + 1]; c++) size += T->tout[T->child[c]] - T->tin[T->child[c]];
+        T->tout[v] = T->tin[v] + size;
     }
+    free(stack);
+    free(order);
+    free(fill);
+}
 
-    /* lifetimes by span (direct bytes for every resolvable span; reachable ones join the tree) */
-    size_t nl = lm->n_lifetimes;
-    slife *ls = xmalloc((nl ? nl : 1) * sizeof *ls);
-    tkey *xs = xmalloc((nl ? 2 * nl : 1) * sizeof *xs);
-    size_t nls = 0, nx = 0;
+static void stree_free(stree *T) {
+    free(T->tout);
+    free(T->tin);
+    free(T->child);
+    free(T->nch);
+    free(T->par);
+}
+
+/* The lifetimes of reachable spans, in preorder of their span (pref[i] = first
+ * with tin >= i, so a subtree's lifetimes are ls[pref[tin], pref[tout])), on
+ * compressed time keys xs[0..m). Fills every span's direct allocation. */
+typedef struct slives {
+    slife *ls;
+    size_t nls, m;
+    tkey *xs;
+    size_t *pref;
+} slives;
+
+static void slives_collect(slives *L, const cg_trace *t, const cg_logical_memory *lm, const stree *T,
+                           cg_span_memory *out) {
+    size_t nl = lm->n_lifetimes, nx = 0;
+    L->ls = xmalloc((nl ? nl : 1) * sizeof *L->ls);
+    L->xs = xmalloc((nl ? 2 * nl : 1) * sizeof *L->xs);
+    L->nls = 0;
     for (size_t k = 0; k < nl; k++) {
         const cg_lifetime *l = &lm->lifetimes[k];
         const cg_span *sp = cg_trace_find_span(t, l->allocation_span_id);
@@ -622,54 +642,84 @@ cg_span_memory *cg_memory_span_metrics(const cg_trace *t, const cg_memory_profil
         size_t s = (size_t)(sp - t->spans);
         out[s].has_allocated = true;
         out[s].allocated_bytes = sat_add(out[s].allocated_bytes, l->bytes);
-        if (tin[s] == NONE) continue;
-        ls[nls].span = s;
-        ls[nls].tin = tin[s];
-        ls[nls].bytes = l->bytes;
-        ls[nls].life = k;
-        nls++;
-        xs[nx++] = (tkey){l->start_timestamp_ns, 1};
-        xs[nx++] = (tkey){lifetime_end(l), 0};
+        if (T->tin[s] == NONE) continue;
+        L->ls[L->nls++] = (slife){s, T->tin[s], k, 0, 0, l->bytes};
+        L->xs[nx++] = (tkey){l->start_timestamp_ns, 1};
+        L->xs[nx++] = (tkey){lifetime_end(l), 0};
     }
-    qsort(xs, nx, sizeof *xs, cmp_tkey);
-    size_t m = 0;
+    qsort(L->xs, nx, sizeof *L->xs, cmp_tkey);
+    L->m = 0;
     for (size_t k = 0; k < nx; k++)
-        if (m == 0 || tkey_cmp(xs[m - 1], xs[k]) != 0) xs[m++] = xs[k];
-    for (size_t k = 0; k < nls; k++) {
-        const cg_lifetime *l = &lm->lifetimes[ls[k].life];
-        ls[k].c0 = count_below(xs, m, (tkey){l->start_timestamp_ns, 1}, false);
-        ls[k].c1 = count_below(xs, m, (tkey){lifetime_end(l), 0}, false);
+        if (L->m == 0 || tkey_cmp(L->xs[L->m - 1], L->xs[k]) != 0) L->xs[L->m++] = L->xs[k];
+    for (size_t k = 0; k < L->nls; k++) {
+        const cg_lifetime *l = &lm->lifetimes[L->ls[k].life];
+        L->ls[k].c0 = count_below(L->xs, L->m, (tkey){l->start_timestamp_ns, 1}, false);
+        L->ls[k].c1 = count_below(L->xs, L->m, (tkey){lifetime_end(l), 0}, false);
     }
-    qsort(ls, nls, sizeof *ls, cmp_slife_tin);
-    bool *replay = mark_replay_spans(t, lm, ls, nls, par);
-    /* pref[i] = first lifetime whose span has tin >= i */
-    size_t *pref = xmalloc((reached + 1) * sizeof *pref);
-    for (size_t i = 0, k = 0; i <= reached; i++) {
-        while (k < nls && ls[k].tin < i) k++;
-        pref[i] = k;
+    qsort(L->ls, L->nls, sizeof *L->ls, cmp_slife_tin);
+    L->pref = xmalloc((T->reached + 1) * sizeof *L->pref);
+    for (size_t i = 0, k = 0; i <= T->reached; i++) {
+        while (k < L->nls && L->ls[k].tin < i) k++;
+        L->pref[i] = k;
     }
-    /* heavy child by subtree lifetime count */
-    size_t *heavy = xmalloc(ns * sizeof *heavy);
-    for (size_t i = 0; i < ns; i++) {
+}
+
+static void slives_free(slives *L) {
+    free(L->pref);
+    free(L->xs);
+    free(L->ls);
+}
+
+/* Heavy child of every reachable span: the child with the most subtree lifetimes. */
+static size_t *heavy_children(const stree *T, const slives *L) {
+    size_t *heavy = xmalloc(T->ns * sizeof *heavy);
+    for (size_t i = 0; i < T->ns; i++) {
         heavy[i] = NONE;
-        if (tin[i] == NONE) continue;
+        if (T->tin[i] == NONE) continue;
         size_t best = 0;
-        for (size_t c = nch[i]; c < nch[i + 1]; c++) {
-            size_t w = pref[tout[child[c]]] - pref[tin[child[c]]];
+        for (size_t c = T->nch[i]; c < T->nch[i + 1]; c++) {
+            size_t ch = T->child[c], w = L->pref[T->tout[ch]] - L->pref[T->tin[ch]];
             if (heavy[i] == NONE || w > best) {
-                heavy[i] = child[c];
+                heavy[i] = ch;
                 best = w;
             }
         }
     }
+    return heavy;
+}
 
-    segtree st = {m ? m : 1, NULL, NULL};
+/* Peak and residual of span v while the segment tree holds exactly its subtree. */
+static void span_window(cg_span_memory *o, const segtree *st, const slives *L, const cg_logical_memory *lm,
+                        const stree *T, const cg_span *s, size_t v, bool replay) {
+    uint64_t ws = s->start_ns;
+    uint64_t we = ws + s->duration_ns < ws ? UINT64_MAX : ws + s->duration_ns;
+    o->has_window = true;
+    if (we <= ws || L->m == 0) return; /* an empty window is 0 / 0 */
+    size_t lo = cell_of(L->xs, L->m, (tkey){ws, 1}), hi = count_below(L->xs, L->m, (tkey){we, 0}, false);
+    size_t rc = cell_of(L->xs, L->m, (tkey){we, 0});
+    if (lo == NONE) lo = 0; /* before the first boundary nothing is live */
+    o->peak_live_bytes = hi > lo ? st_max(st, 1, 0, st->m, lo, hi) : 0;
+    if (replay) o->peak_live_bytes = replay_peak(lm, L->ls, L->pref[T->tin[v]], L->pref[T->tout[v]], ws, we);
+    o->residual_bytes = rc != NONE ? st_max(st, 1, 0, st->m, rc, rc + 1) : 0;
+}
+
+typedef struct frame {
+    size_t v;
+    unsigned char keep, state;
+} frame;
+
+/* Small-to-large walk: every span's subtree lifetimes are in the tree when its
+ * window is measured; light subtrees are removed again afterwards. */
+static void subtree_walk(cg_span_memory *out, const cg_trace *t, const cg_logical_memory *lm, const stree *T,
+                         const slives *L, const bool *replay, bool complete) {
+    size_t *heavy = heavy_children(T, L);
+    segtree st = {L->m ? L->m : 1, NULL, NULL};
     st.mx = xcalloc(4 * st.m, sizeof *st.mx);
     st.lz = xcalloc(4 * st.m, sizeof *st.lz);
-    typedef struct frame { size_t v; unsigned char keep, state; } frame;
-    frame *fs = xmalloc(ns * sizeof *fs);
-    for (size_t root = 0; root < ns; root++) {
-        if (par[root] != NONE || tin[root] == NONE) continue;
+    frame *fs = xmalloc(T->ns * sizeof *fs);
+    const size_t *nch = T->nch, *child = T->child, *tin = T->tin, *tout = T->tout, *pref = L->pref;
+    for (size_t root = 0; root < T->ns; root++) {
+        if (T->par[root] != NONE || tin[root] == NONE) continue;
         size_t sp = 0;
         fs[sp++] = (frame){root, 0, 0};
         while (sp) {
@@ -683,43 +733,37 @@ cg_span_memory *cg_memory_span_metrics(const cg_trace *t, const cg_memory_profil
                 continue;
             }
             for (size_t c = nch[v]; c < nch[v + 1]; c++)
-                if (child[c] != heavy[v]) apply_range(&st, ls, pref[tin[child[c]]], pref[tout[child[c]]], true);
-            apply_range(&st, ls, pref[tin[v]], pref[tin[v] + 1], true);
+                if (child[c] != heavy[v]) apply_range(&st, L->ls, pref[tin[child[c]]], pref[tout[child[c]]], true);
+            apply_range(&st, L->ls, pref[tin[v]], pref[tin[v] + 1], true);
             const cg_span *s = &t->spans[v];
-            if (s->closed && (complete || pref[tout[v]] > pref[tin[v]])) {
-                uint64_t ws = s->start_ns;
-                uint64_t we = ws + s->duration_ns < ws ? UINT64_MAX : ws + s->duration_ns;
-                out[v].has_window = true;
-                if (we > ws && m > 0) {
-                    size_t lo = cell_of(xs, m, (tkey){ws, 1}), hi = count_below(xs, m, (tkey){we, 0}, false);
-                    size_t rc = cell_of(xs, m, (tkey){we, 0});
-                    if (lo == NONE) lo = 0; /* before the first boundary nothing is live */
-                    out[v].peak_live_bytes = hi > lo ? st_max(&st, 1, 0, st.m, lo, hi) : 0;
-                    if (replay && replay[v])
-                        out[v].peak_live_bytes = replay_peak(lm, ls, pref[tin[v]], pref[tout[v]], ws, we);
-                    out[v].residual_bytes = rc != NONE ? st_max(&st, 1, 0, st.m, rc, rc + 1) : 0;
-                }
-            }
-            if (!f.keep) apply_range(&st, ls, pref[tin[v]], pref[tout[v]], false);
+            if (s->closed && (complete || pref[tout[v]] > pref[tin[v]]))
+                span_window(&out[v], &st, L, lm, T, s, v, replay && replay[v]);
+            if (!f.keep) apply_range(&st, L->ls, pref[tin[v]], pref[tout[v]], false);
         }
     }
-    free(replay);
     free(fs);
     free(st.mx);
     free(st.lz);
     free(heavy);
-    free(pref);
-    free(xs);
-    free(ls);
-    free(size);
-    free(stack);
-    free(order);
-    free(tout);
-    free(tin);
-    free(fill);
-    free(child);
-    free(nch);
-    free(par);
+}
+
+cg_span_memory *cg_memory_span_metrics(const cg_trace *t, const cg_memory_profile *p, cg_arena *a) {
+    if (!p || !p->logical) return NULL;
+    const cg_logical_memory *lm = p->logical;
+    size_t ns = t->n_spans;
+    cg_span_memory *out = cg_arena_zalloc(a, (ns ? ns : 1) * sizeof *out);
+    bool complete = t->run.contract.logical_memory == CG_COV_COMPLETE;
+    for (size_t i = 0; i < ns; i++) out[i].has_allocated = complete;
+    if (ns == 0) return out;
+    stree T;
+    stree_build(&T, t);
+    slives L;
+    slives_collect(&L, t, lm, &T, out);
+    bool *replay = mark_replay_spans(t, lm, L.ls, L.nls, T.par);
+    subtree_walk(out, t, lm, &T, &L, replay, complete);
+    free(replay);
+    slives_free(&L);
+    stree_free(&T);
     return out;
 }
 
