@@ -109,6 +109,19 @@ static int check_usable(const cg_health *h, cg_error *err) {
     return 0;
 }
 
+/* build_from_trace's refusal of a repeated node id; the id is quoted and
+ * escaped as JSON writes it (Rust's {:?} for every id without control characters) */
+static int duplicate_node_error(cg_error *err, const char *id) {
+    cg_buf q = CG_BUF_INIT;
+    cg_json_write_str(&q, id, strlen(id));
+    cg_err_set(err, CG_EINVAL,
+               "duplicate graph node ID %s: span IDs must not collide with synthesized `<span>/op/<n>` or "
+               "`tensor/<id>` node IDs",
+               q.data ? q.data : "\"\"");
+    cg_buf_free(&q);
+    return -1;
+}
+
 /* ---- edges ---- */
 
 typedef struct eref {
@@ -356,11 +369,14 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
         for (size_t i = 0; i < g->n_nodes; i++) ids[i] = (sref){nodes[i].id, i};
         sort_sref(ids, g->n_nodes);
         size_t *by_id = cg_arena_alloc(a, (g->n_nodes ? g->n_nodes : 1) * sizeof *by_id);
+        size_t dup = NONE; /* node order position of the first repeated id */
         for (size_t i = 0; i < g->n_nodes; i++) {
             by_id[i] = ids[i].idx;
-            if (i > 0 && strcmp(ids[i - 1].s, ids[i].s) == 0 && !rc)
-                rc = cg_err_set(err, CG_EINVAL, "duplicate graph node ID");
+            bool repeat = i > 0 && strcmp(ids[i - 1].s, ids[i].s) == 0;
+            bool second = repeat && (i < 2 || strcmp(ids[i - 2].s, ids[i].s) != 0);
+            if (second && (dup == NONE || ids[i].idx < dup)) dup = ids[i].idx;
         }
+        if (dup != NONE) rc = duplicate_node_error(err, nodes[dup].id);
         g->node_by_id = by_id;
         free(ids);
     }

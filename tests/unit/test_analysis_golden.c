@@ -370,7 +370,8 @@ static void test_refusals(void **st) {
                     "{\"kind\":\"span_end\",\"id\":\"s1\",\"duration_ns\":100}\n" TERMINAL_100));
     assert_true(b.h->structurally_valid);
     assert_null(b.g);
-    assert_string_equal(b.err.msg, "duplicate graph node ID");
+    assert_string_equal(b.err.msg, "duplicate graph node ID \"tensor/t\": span IDs must not collide with "
+                                   "synthesized `<span>/op/<n>` or `tensor/<id>` node IDs");
     unbuild(&b);
 }
 
