@@ -410,68 +410,95 @@ bool cg_memory_logical_peak(const cg_memory_profile *p, uint64_t *bytes, uint64_
 
 /* ------------------------------------------------------ per-span metrics */
 
-/* Segment tree over compressed time cells: range add, range max, point value.
- * Values are true non-negative sums; u64 wrap-around arithmetic is exact while
- * every true sum fits in u64 (each removal undoes an earlier addition). */
-typedef struct segtree {
-    size_t m;
-    uint64_t *mx, *lz;
-} segtree;
+/* The crate's clipped_lifetime_metrics walks one window: live = the bytes live
+ * at its start, then per timestamp T inside it live = sat_sub(live, F_T) + A_T
+ * (F_T / A_T: bytes of the lifetimes ending / starting at T), peak = the largest
+ * live seen. Each step is the map x -> max(x + (A_T - F_T), A_T), and such maps
+ * compose (x -> max(x + a, b)), as does "the largest value met along the way"
+ * (x -> max(x + c, d)); so a segment tree over the distinct timestamps holding
+ * A_T, F_T and Z_T (bytes of zero-length lifetimes at T) answers a window's
+ * peak and residual in O(log n) for whatever set of lifetimes it holds.
+ * Figures are exact while byte sums stay below 2^63 (the map coefficients
+ * saturate there); the A/F/Z sums wrap exactly (each removal undoes an addition). */
+typedef struct fnode {
+    bool empty;          /* identity (queries only) */
+    uint64_t sa, sf, sz; /* sums of A, F, Z over the segment */
+    int64_t a, b, c, d;  /* step map max(x + a, b), peak map max(x + c, d) */
+} fnode;
 
-static void st_add(segtree *s, size_t node, size_t l, size_t r, size_t ql, size_t qr, uint64_t v) {
-    if (qr <= l || r <= ql) return;
-    if (ql <= l && r <= qr) {
-        s->mx[node] += v;
-        s->lz[node] += v;
-        return;
-    }
-    size_t mid = l + (r - l) / 2;
-    st_add(s, 2 * node, l, mid, ql, qr, v);
-    st_add(s, 2 * node + 1, mid, r, ql, qr, v);
-    uint64_t a = s->mx[2 * node], b = s->mx[2 * node + 1];
-    s->mx[node] = (a > b ? a : b) + s->lz[node];
+typedef struct ftree {
+    size_t size; /* leaves, a power of two >= the number of timestamps */
+    fnode *n;    /* n[1] root, leaves at [size, 2 size) */
+} ftree;
+
+static int64_t i64_of(uint64_t v) { return v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v; }
+
+static int64_t add_i64(int64_t x, int64_t y) {
+    if (y > 0 && x > INT64_MAX - y) return INT64_MAX;
+    if (y < 0 && x < INT64_MIN - y) return INT64_MIN;
+    return x + y;
 }
 
-static uint64_t st_max(const segtree *s, size_t node, size_t l, size_t r, size_t ql, size_t qr) {
-    if (qr <= l || r <= ql) return 0;
-    if (ql <= l && r <= qr) return s->mx[node];
-    size_t mid = l + (r - l) / 2;
-    /* a child outside the query contributes 0, which never exceeds a true (non-negative) value */
-    uint64_t a = st_max(s, 2 * node, l, mid, ql, qr), b = st_max(s, 2 * node + 1, mid, r, ql, qr);
-    return (a > b ? a : b) + s->lz[node];
+static int64_t max_i64(int64_t x, int64_t y) { return x > y ? x : y; }
+
+static fnode fnode_join(const fnode *l, const fnode *r) {
+    if (l->empty) return *r;
+    if (r->empty) return *l;
+    fnode o = {false, l->sa + r->sa, l->sf + r->sf, l->sz + r->sz, add_i64(l->a, r->a),
+               max_i64(add_i64(l->b, r->a), r->b), max_i64(l->c, add_i64(l->a, r->c)), 0};
+    o.d = max_i64(max_i64(l->d, add_i64(l->b, r->c)), r->d);
+    return o;
+}
+
+static void ftree_init(ftree *f, size_t m) {
+    f->size = 1;
+    while (f->size < m) f->size *= 2;
+    f->n = xcalloc(2 * f->size, sizeof *f->n); /* all-zero leaves are x -> max(x, 0) = x */
+}
+
+/* adds (or removes) bytes to leaf k's A, F or Z sum (which: 0, 1, 2) */
+static void ftree_update(ftree *f, size_t k, int which, uint64_t bytes, bool add) {
+    fnode *leaf = &f->n[f->size + k];
+    uint64_t *sum = which == 0 ? &leaf->sa : which == 1 ? &leaf->sf : &leaf->sz;
+    *sum = add ? *sum + bytes : *sum - bytes;
+    int64_t A = i64_of(leaf->sa), F = i64_of(leaf->sf);
+    leaf->a = leaf->c = A - F;
+    leaf->b = leaf->d = A;
+    for (size_t i = (f->size + k) / 2; i >= 1; i /= 2) f->n[i] = fnode_join(&f->n[2 * i], &f->n[2 * i + 1]);
+}
+
+/* the join of leaves [lo, hi) */
+static fnode ftree_query(const ftree *f, size_t lo, size_t hi) {
+    fnode left = {.empty = true}, right = {.empty = true};
+    for (lo += f->size, hi += f->size; lo < hi; lo /= 2, hi /= 2) {
+        if (lo & 1) left = fnode_join(&left, &f->n[lo++]);
+        if (hi & 1) right = fnode_join(&f->n[--hi], &right);
+    }
+    return fnode_join(&left, &right);
 }
 
 typedef struct slife {
-    size_t span;          /* owning span index */
-    size_t tin;           /* preorder position of that span */
-    size_t life;          /* index into the profile's lifetimes */
-    size_t c0, c1;        /* covered cells [c0, c1) */
+    size_t span;       /* owning span index */
+    size_t tin;        /* preorder position of that span */
+    size_t life;       /* index into the profile's lifetimes */
+    size_t k0, k1;     /* leaves of its start and end timestamps */
     uint64_t bytes;
+    bool zero;         /* start = end: allocated and freed at one timestamp */
 } slife;
 
-/* Time coordinates of the clipped metrics: instant t is the key (t, 1) and the
- * boundary just before it (t, 0). A lifetime covers [(start, 1), (end, 0)), an
- * open one ending at UINT64_MAX; the window's instants are [(ws, 1), (we, 0));
- * the residual is the cover at (we, 0): start < we < end. */
-typedef struct tkey {
-    uint64_t t;
-    unsigned h;
-} tkey;
+static uint64_t lifetime_end(const cg_lifetime *l) { return l->has_end ? l->end_timestamp_ns : UINT64_MAX; }
 
-static int tkey_cmp(tkey a, tkey b) {
-    if (a.t != b.t) return a.t < b.t ? -1 : 1;
-    return a.h < b.h ? -1 : a.h > b.h;
+static int cmp_u64(const void *pa, const void *pb) {
+    uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
+    return a < b ? -1 : a > b;
 }
 
-static int cmp_tkey(const void *pa, const void *pb) { return tkey_cmp(*(const tkey *)pa, *(const tkey *)pb); }
-
 /* count of x[i] < v (or <= v when inclusive) */
-static size_t count_below(const tkey *x, size_t m, tkey v, bool inclusive) {
+static size_t count_below(const uint64_t *x, size_t m, uint64_t v, bool inclusive) {
     size_t lo = 0, hi = m;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        int c = tkey_cmp(x[mid], v);
-        if (c < 0 || (inclusive && c == 0))
+        if (x[mid] < v || (inclusive && x[mid] == v))
             lo = mid + 1;
         else
             hi = mid;
@@ -479,89 +506,17 @@ static size_t count_below(const tkey *x, size_t m, tkey v, bool inclusive) {
     return lo;
 }
 
-/* the cell holding v: the last boundary <= v; NONE when v lies before x[0] */
-static size_t cell_of(const tkey *x, size_t m, tkey v) {
-    size_t k = count_below(x, m, v, true);
-    return k > 0 ? k - 1 : NONE;
-}
-
-static uint64_t lifetime_end(const cg_lifetime *l) { return l->has_end ? l->end_timestamp_ns : UINT64_MAX; }
-
 static int cmp_slife_tin(const void *pa, const void *pb) {
     const slife *a = pa, *b = pb;
     return a->tin < b->tin ? -1 : a->tin > b->tin;
 }
 
-static void apply_range(segtree *st, const slife *ls, size_t from, size_t to, bool add) {
-    for (size_t k = from; k < to; k++)
-        if (ls[k].c0 < ls[k].c1)
-            st_add(st, 1, 0, st->m, ls[k].c0, ls[k].c1, add ? ls[k].bytes : (uint64_t)0 - ls[k].bytes);
-}
-
-/* The crate's replay of one window (clipped_lifetime_metrics), for the spans
- * where it departs from the instant-by-instant maximum: a storage allocated and
- * freed at one timestamp strictly inside the window enters both the frees and
- * the allocations of that timestamp, and the frees are subtracted with
- * saturation first, so the running sum can rise above any simultaneous live
- * sum. Restated so that such spans carry the crate's figure. */
-typedef struct rchange {
-    uint64_t ts, freed, allocated;
-} rchange;
-
-static int cmp_rchange(const void *pa, const void *pb) {
-    const rchange *a = pa, *b = pb;
-    return a->ts < b->ts ? -1 : a->ts > b->ts;
-}
-
-static uint64_t sat_sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
-
-static uint64_t replay_peak(const cg_logical_memory *lm, const slife *ls, size_t from, size_t to, uint64_t ws,
-                            uint64_t we) {
-    rchange *ch = xmalloc((to > from ? 2 * (to - from) : 1) * sizeof *ch);
-    size_t nc = 0;
-    uint64_t live = 0;
+static void apply_range(ftree *f, const slife *ls, size_t from, size_t to, bool add) {
     for (size_t k = from; k < to; k++) {
-        const cg_lifetime *l = &lm->lifetimes[ls[k].life];
-        uint64_t start = l->start_timestamp_ns, end = lifetime_end(l);
-        if (start >= we || end <= ws) continue;
-        if (start <= ws)
-            live = sat_add(live, l->bytes);
-        else
-            ch[nc++] = (rchange){start, 0, l->bytes};
-        if (end < we) ch[nc++] = (rchange){end, l->bytes, 0};
+        ftree_update(f, ls[k].k0, 0, ls[k].bytes, add);
+        ftree_update(f, ls[k].k1, 1, ls[k].bytes, add);
+        if (ls[k].zero) ftree_update(f, ls[k].k0, 2, ls[k].bytes, add);
     }
-    qsort(ch, nc, sizeof *ch, cmp_rchange);
-    uint64_t peak = live;
-    for (size_t i = 0; i < nc;) {
-        uint64_t freed = 0, allocated = 0, ts = ch[i].ts;
-        for (; i < nc && ch[i].ts == ts; i++) {
-            freed = sat_add(freed, ch[i].freed);
-            allocated = sat_add(allocated, ch[i].allocated);
-        }
-        live = sat_add(sat_sub(live, freed), allocated);
-        if (live > peak) peak = live;
-    }
-    free(ch);
-    return peak;
-}
-
-/* Marks the spans whose window strictly contains a zero-length lifetime of
- * their subtree (replay_peak applies there). O(zero-length lifetimes x depth). */
-static bool *mark_replay_spans(const cg_trace *t, const cg_logical_memory *lm, const slife *ls, size_t nls,
-                               const size_t *par) {
-    bool *mark = NULL;
-    for (size_t k = 0; k < nls; k++) {
-        const cg_lifetime *l = &lm->lifetimes[ls[k].life];
-        if (!l->has_end || l->end_timestamp_ns != l->start_timestamp_ns) continue;
-        if (!mark) mark = xcalloc(t->n_spans, sizeof *mark);
-        uint64_t ts = l->start_timestamp_ns;
-        for (size_t v = ls[k].span, steps = 0; v != NONE && steps < t->n_spans; v = par[v], steps++) {
-            const cg_span *s = &t->spans[v];
-            uint64_t we = s->start_ns + s->duration_ns < s->start_ns ? UINT64_MAX : s->start_ns + s->duration_ns;
-            if (s->start_ns < ts && ts < we) mark[v] = true;
-        }
-    }
-    return mark;
 }
 
 /* The span forest: parents, children (CSR), preorder positions and subtree
@@ -621,11 +576,11 @@ static void stree_free(stree *T) {
 
 /* The lifetimes of reachable spans, in preorder of their span (pref[i] = first
  * with tin >= i, so a subtree's lifetimes are ls[pref[tin], pref[tout])), on
- * compressed time keys xs[0..m). Fills every span's direct allocation. */
+ * the compressed timestamps xs[0..m). Fills every span's direct allocation. */
 typedef struct slives {
     slife *ls;
     size_t nls, m;
-    tkey *xs;
+    uint64_t *xs; /* distinct start and end timestamps, sorted */
     size_t *pref;
 } slives;
 
@@ -643,18 +598,18 @@ static void slives_collect(slives *L, const cg_trace *t, const cg_logical_memory
         out[s].has_allocated = true;
         out[s].allocated_bytes = sat_add(out[s].allocated_bytes, l->bytes);
         if (T->tin[s] == NONE) continue;
-        L->ls[L->nls++] = (slife){s, T->tin[s], k, 0, 0, l->bytes};
-        L->xs[nx++] = (tkey){l->start_timestamp_ns, 1};
-        L->xs[nx++] = (tkey){lifetime_end(l), 0};
+        L->ls[L->nls++] = (slife){s, T->tin[s], k, 0, 0, l->bytes, l->has_end && l->end_timestamp_ns == l->start_timestamp_ns};
+        L->xs[nx++] = l->start_timestamp_ns;
+        L->xs[nx++] = lifetime_end(l);
     }
-    qsort(L->xs, nx, sizeof *L->xs, cmp_tkey);
+    qsort(L->xs, nx, sizeof *L->xs, cmp_u64);
     L->m = 0;
     for (size_t k = 0; k < nx; k++)
-        if (L->m == 0 || tkey_cmp(L->xs[L->m - 1], L->xs[k]) != 0) L->xs[L->m++] = L->xs[k];
+        if (L->m == 0 || L->xs[L->m - 1] != L->xs[k]) L->xs[L->m++] = L->xs[k];
     for (size_t k = 0; k < L->nls; k++) {
         const cg_lifetime *l = &lm->lifetimes[L->ls[k].life];
-        L->ls[k].c0 = count_below(L->xs, L->m, (tkey){l->start_timestamp_ns, 1}, false);
-        L->ls[k].c1 = count_below(L->xs, L->m, (tkey){lifetime_end(l), 0}, false);
+        L->ls[k].k0 = count_below(L->xs, L->m, l->start_timestamp_ns, false);
+        L->ls[k].k1 = count_below(L->xs, L->m, lifetime_end(l), false);
     }
     qsort(L->ls, L->nls, sizeof *L->ls, cmp_slife_tin);
     L->pref = xmalloc((T->reached + 1) * sizeof *L->pref);
@@ -688,19 +643,28 @@ static size_t *heavy_children(const stree *T, const slives *L) {
     return heavy;
 }
 
-/* Peak and residual of span v while the segment tree holds exactly its subtree. */
-static void span_window(cg_span_memory *o, const segtree *st, const slives *L, const cg_logical_memory *lm,
-                        const stree *T, const cg_span *s, size_t v, bool replay) {
+/* Peak and residual of a span's window while the tree holds exactly its subtree:
+ * peak = the crate's walk from the live bytes at the window start through the
+ * timestamps strictly inside; residual = bytes with start < window end < end. */
+static void span_window(cg_span_memory *o, const ftree *f, const slives *L, const cg_span *s) {
     uint64_t ws = s->start_ns;
     uint64_t we = ws + s->duration_ns < ws ? UINT64_MAX : ws + s->duration_ns;
     o->has_window = true;
     if (we <= ws || L->m == 0) return; /* an empty window is 0 / 0 */
-    size_t lo = cell_of(L->xs, L->m, (tkey){ws, 1}), hi = count_below(L->xs, L->m, (tkey){we, 0}, false);
-    size_t rc = cell_of(L->xs, L->m, (tkey){we, 0});
-    if (lo == NONE) lo = 0; /* before the first boundary nothing is live */
-    o->peak_live_bytes = hi > lo ? st_max(st, 1, 0, st->m, lo, hi) : 0;
-    if (replay) o->peak_live_bytes = replay_peak(lm, L->ls, L->pref[T->tin[v]], L->pref[T->tout[v]], ws, we);
-    o->residual_bytes = rc != NONE ? st_max(st, 1, 0, st->m, rc, rc + 1) : 0;
+    size_t at_start = count_below(L->xs, L->m, ws, true), before_end = count_below(L->xs, L->m, we, false);
+    size_t to_end = count_below(L->xs, L->m, we, true);
+    fnode head = ftree_query(f, 0, at_start);
+    uint64_t live = head.empty ? 0 : head.sa - head.sf;
+    int64_t x0 = i64_of(live), peak = x0;
+    if (before_end > at_start) {
+        fnode mid = ftree_query(f, at_start, before_end);
+        peak = max_i64(peak, max_i64(add_i64(x0, mid.c), mid.d));
+    }
+    o->peak_live_bytes = (uint64_t)peak;
+    fnode upto = ftree_query(f, 0, before_end), incl = ftree_query(f, 0, to_end);
+    uint64_t started = upto.empty ? 0 : upto.sa, ended = incl.empty ? 0 : incl.sf;
+    uint64_t zero_at_end = to_end > before_end ? f->n[f->size + before_end].sz : 0;
+    o->residual_bytes = started - ended + zero_at_end;
 }
 
 typedef struct frame {
@@ -710,12 +674,10 @@ typedef struct frame {
 
 /* Small-to-large walk: every span's subtree lifetimes are in the tree when its
  * window is measured; light subtrees are removed again afterwards. */
-static void subtree_walk(cg_span_memory *out, const cg_trace *t, const cg_logical_memory *lm, const stree *T,
-                         const slives *L, const bool *replay, bool complete) {
+static void subtree_walk(cg_span_memory *out, const cg_trace *t, const stree *T, const slives *L, bool complete) {
     size_t *heavy = heavy_children(T, L);
-    segtree st = {L->m ? L->m : 1, NULL, NULL};
-    st.mx = xcalloc(4 * st.m, sizeof *st.mx);
-    st.lz = xcalloc(4 * st.m, sizeof *st.lz);
+    ftree f;
+    ftree_init(&f, L->m ? L->m : 1);
     frame *fs = xmalloc(T->ns * sizeof *fs);
     const size_t *nch = T->nch, *child = T->child, *tin = T->tin, *tout = T->tout, *pref = L->pref;
     for (size_t root = 0; root < T->ns; root++) {
@@ -723,27 +685,25 @@ static void subtree_walk(cg_span_memory *out, const cg_trace *t, const cg_logica
         size_t sp = 0;
         fs[sp++] = (frame){root, 0, 0};
         while (sp) {
-            frame f = fs[--sp];
-            size_t v = f.v;
-            if (f.state == 0) {
-                fs[sp++] = (frame){v, f.keep, 1};
+            frame fr = fs[--sp];
+            size_t v = fr.v;
+            if (fr.state == 0) {
+                fs[sp++] = (frame){v, fr.keep, 1};
                 if (heavy[v] != NONE) fs[sp++] = (frame){heavy[v], 1, 0};
                 for (size_t c = nch[v]; c < nch[v + 1]; c++)
                     if (child[c] != heavy[v]) fs[sp++] = (frame){child[c], 0, 0};
                 continue;
             }
             for (size_t c = nch[v]; c < nch[v + 1]; c++)
-                if (child[c] != heavy[v]) apply_range(&st, L->ls, pref[tin[child[c]]], pref[tout[child[c]]], true);
-            apply_range(&st, L->ls, pref[tin[v]], pref[tin[v] + 1], true);
+                if (child[c] != heavy[v]) apply_range(&f, L->ls, pref[tin[child[c]]], pref[tout[child[c]]], true);
+            apply_range(&f, L->ls, pref[tin[v]], pref[tin[v] + 1], true);
             const cg_span *s = &t->spans[v];
-            if (s->closed && (complete || pref[tout[v]] > pref[tin[v]]))
-                span_window(&out[v], &st, L, lm, T, s, v, replay && replay[v]);
-            if (!f.keep) apply_range(&st, L->ls, pref[tin[v]], pref[tout[v]], false);
+            if (s->closed && (complete || pref[tout[v]] > pref[tin[v]])) span_window(&out[v], &f, L, s);
+            if (!fr.keep) apply_range(&f, L->ls, pref[tin[v]], pref[tout[v]], false);
         }
     }
     free(fs);
-    free(st.mx);
-    free(st.lz);
+    free(f.n);
     free(heavy);
 }
 
@@ -759,9 +719,7 @@ cg_span_memory *cg_memory_span_metrics(const cg_trace *t, const cg_memory_profil
     stree_build(&T, t);
     slives L;
     slives_collect(&L, t, lm, &T, out);
-    bool *replay = mark_replay_spans(t, lm, L.ls, L.nls, T.par);
-    subtree_walk(out, t, lm, &T, &L, replay, complete);
-    free(replay);
+    subtree_walk(out, t, &T, &L, complete);
     slives_free(&L);
     stree_free(&T);
     return out;

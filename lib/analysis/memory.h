@@ -123,12 +123,17 @@ void cg_logical_live_by_device(const cg_logical_memory *l, size_t point, uint64_
  *   allocated_bytes is then the (saturating) sum of those lifetimes' bytes.
  * has_window: the span is closed and reachable from a root, and complete or at
  *   least one lifetime was opened in its subtree. Over the subtree lifetimes and
- *   the window [start, start+duration) (empty window: both 0):
- *   peak_live_bytes = the largest sum of bytes live at one instant of the
- *   window (live at t: start <= t < end, an open lifetime never ends);
- *   residual_bytes = the bytes of lifetimes with start < window end < end.
+ *   the window [start, start+duration) (empty window: both 0), as the crate's
+ *   clipped_lifetime_metrics walks it: peak_live_bytes = the largest running sum
+ *   from the bytes live at the window start, through each timestamp strictly
+ *   inside the window (its frees subtracted with saturation, then its
+ *   allocations added; so a storage allocated and freed at one such timestamp
+ *   can lift the sum); residual_bytes = the bytes of lifetimes with
+ *   start < window end < end (an open lifetime ends at UINT64_MAX).
  * Under partial or undeclared coverage an unobserved span stays unknown, not 0.
- * Returns NULL when the logical plane is absent. O(n log^2 n) (small-to-large). */
+ * Returns NULL when the logical plane is absent. O(n log^2 n) (small-to-large
+ * over a segment tree of composed step maps); exact while byte sums stay below
+ * 2^63. */
 typedef struct cg_span_memory {
     bool has_allocated;
     uint64_t allocated_bytes;
