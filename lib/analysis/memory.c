@@ -175,6 +175,53 @@ static void close_point(cg_logical_memory *lm, walk *w, uint64_t ts, size_t end_
     lm->n_timeline++;
 }
 
+/* Final lifetimes, sorted by (start, device, storage_id) with their tensor ids,
+ * and the snapshot of those live at the peak (aliases seen by then, no end). */
+static void finish_lifetimes(cg_logical_memory *lm, cg_arena *a, wlife *lives, size_t n_lives, alias *al,
+                             size_t n_al, size_t peak_limit) {
+    /* tensor ids per lifetime (final and at the peak) */
+    qsort(al, n_al, sizeof *al, cmp_alias);
+    size_t *al_first = xmalloc((n_lives + 1) * sizeof *al_first);
+    for (size_t k = 0, l = 0; l <= n_lives; l++) {
+        while (k < n_al && al[k].life < l) k++;
+        al_first[l] = k;
+    }
+    for (size_t l = 0; l < n_lives; l++)
+        lives[l].l.tensor_ids =
+            alias_ids(a, al, al_first[l], al_first[l + 1], NONE, &lives[l].l.n_tensor_ids);
+    /* order (start, device, storage_id) */
+    lorder *lo = xmalloc((n_lives ? n_lives : 1) * sizeof *lo);
+    for (size_t l = 0; l < n_lives; l++)
+        lo[l] = (lorder){lives[l].l.start_timestamp_ns, lives[l].l.device, lives[l].l.storage_id,
+                         lives[l].open_pos, l};
+    qsort(lo, n_lives, sizeof *lo, cmp_life_order);
+    size_t *order = xmalloc((n_lives ? n_lives : 1) * sizeof *order);
+    for (size_t l = 0; l < n_lives; l++) order[l] = lo[l].life;
+    free(lo);
+    lm->lifetimes = cg_arena_alloc(a, (n_lives ? n_lives : 1) * sizeof *lm->lifetimes);
+    lm->n_lifetimes = n_lives;
+    size_t n_peak = 0;
+    for (size_t k = 0; k < n_lives; k++) {
+        const wlife *wl = &lives[order[k]];
+        lm->lifetimes[k] = wl->l;
+        if (wl->open_pos < peak_limit && (wl->close_pos == NONE || wl->close_pos >= peak_limit)) n_peak++;
+    }
+    lm->peak_live_allocations = cg_arena_alloc(a, (n_peak ? n_peak : 1) * sizeof(cg_lifetime));
+    for (size_t k = 0; k < n_lives; k++) {
+        size_t l = order[k];
+        const wlife *wl = &lives[l];
+        if (!(wl->open_pos < peak_limit && (wl->close_pos == NONE || wl->close_pos >= peak_limit))) continue;
+        cg_lifetime *s = &lm->peak_live_allocations[lm->n_peak_live_allocations++];
+        *s = wl->l;
+        s->has_end = false;
+        s->end_timestamp_ns = 0;
+        s->tensor_ids = alias_ids(a, al, al_first[l], al_first[l + 1], peak_limit, &s->n_tensor_ids);
+    }
+
+    free(order);
+    free(al_first);
+}
+
 static cg_logical_memory *logical_analyze(const cg_trace *t, cg_arena *a) {
     size_t n = t->n_memory;
     cg_logical_memory *lm = cg_arena_zalloc(a, sizeof *lm);
@@ -251,48 +298,7 @@ static cg_logical_memory *logical_analyze(const cg_trace *t, cg_arena *a) {
         i = j;
     }
 
-    /* tensor ids per lifetime (final and at the peak) */
-    qsort(al, n_al, sizeof *al, cmp_alias);
-    size_t *al_first = xmalloc((n_lives + 1) * sizeof *al_first);
-    for (size_t k = 0, l = 0; l <= n_lives; l++) {
-        while (k < n_al && al[k].life < l) k++;
-        al_first[l] = k;
-    }
-    for (size_t l = 0; l < n_lives; l++)
-        lives[l].l.tensor_ids =
-            alias_ids(a, al, al_first[l], al_first[l + 1], NONE, &lives[l].l.n_tensor_ids);
-
-    /* order (start, device, storage_id) */
-    lorder *lo = xmalloc((n_lives ? n_lives : 1) * sizeof *lo);
-    for (size_t l = 0; l < n_lives; l++)
-        lo[l] = (lorder){lives[l].l.start_timestamp_ns, lives[l].l.device, lives[l].l.storage_id,
-                         lives[l].open_pos, l};
-    qsort(lo, n_lives, sizeof *lo, cmp_life_order);
-    size_t *order = xmalloc((n_lives ? n_lives : 1) * sizeof *order);
-    for (size_t l = 0; l < n_lives; l++) order[l] = lo[l].life;
-    free(lo);
-    lm->lifetimes = cg_arena_alloc(a, (n_lives ? n_lives : 1) * sizeof *lm->lifetimes);
-    lm->n_lifetimes = n_lives;
-    size_t n_peak = 0;
-    for (size_t k = 0; k < n_lives; k++) {
-        const wlife *wl = &lives[order[k]];
-        lm->lifetimes[k] = wl->l;
-        if (wl->open_pos < peak_limit && (wl->close_pos == NONE || wl->close_pos >= peak_limit)) n_peak++;
-    }
-    lm->peak_live_allocations = cg_arena_alloc(a, (n_peak ? n_peak : 1) * sizeof(cg_lifetime));
-    for (size_t k = 0; k < n_lives; k++) {
-        size_t l = order[k];
-        const wlife *wl = &lives[l];
-        if (!(wl->open_pos < peak_limit && (wl->close_pos == NONE || wl->close_pos >= peak_limit))) continue;
-        cg_lifetime *s = &lm->peak_live_allocations[lm->n_peak_live_allocations++];
-        *s = wl->l;
-        s->has_end = false;
-        s->end_timestamp_ns = 0;
-        s->tensor_ids = alias_ids(a, al, al_first[l], al_first[l + 1], peak_limit, &s->n_tensor_ids);
-    }
-
-    free(order);
-    free(al_first);
+    finish_lifetimes(lm, a, lives, n_lives, al, n_al, peak_limit);
     free(al);
     free(lives);
     free(live);
