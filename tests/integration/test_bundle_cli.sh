@@ -44,7 +44,7 @@ ls -A . | grep -q '^\.b\.tmp-' && fail "staging directory left behind"
 # --- verify envelopes ---
 "$CG" verify b -o v.json
 [ "$(json v.json schema)" = candle-graph/verify/1 ] || fail "verify schema"
-python3 -c 'import json; d=json.load(open("v.json")); assert d["semantic"] is None; assert list(d)==["schema","tool","receipt","semantic"]' || fail "verify envelope"
+python3 -c 'import json; d=json.load(open("v.json")); assert d["semantic"] is None; assert list(d)==["receipt","schema","semantic","tool"]' || fail "verify envelope"
 "$CG" verify b --semantic >vs.json
 [ "$(json vs.json semantic.status)" = rederived_match ] || fail "semantic status"
 cmp <(json v.json receipt) <(json vs.json receipt) || fail "receipt not deterministic"
