@@ -236,7 +236,7 @@ static void test_directory_inputs(void **st) {
     make_dir("emptydir", empty, sizeof empty);
     r = run(empty);
     assert_int_equal(r.rc, 1);
-    assert_non_null(strstr(r.err, "holds no trace.jsonl"));
+    assert_non_null(strstr(r.err, "input directory is neither a finalized bundle nor a raw-trace directory"));
     run_free(&r);
 
     /* bundle.json present: the bundle path verifies (this one is not a valid bundle) */
@@ -247,7 +247,7 @@ static void test_directory_inputs(void **st) {
     assert_int_equal(cg_write_file(p, "{}", 2, false, &err), 0);
     r = run(bdir);
     assert_int_equal(r.rc, 1);
-    assert_non_null(strstr(r.err, "verify bundle"));
+    assert_non_null(strstr(r.err, "verify evidence bundle"));
     run_free(&r);
 
     /* missing input and usage errors */
@@ -319,7 +319,7 @@ static void test_bundle_input(void **st) {
     fclose(f);
     r = run(dir);
     assert_int_equal(r.rc, 1);
-    assert_non_null(strstr(r.err, "verify bundle"));
+    assert_non_null(strstr(r.err, "verify evidence bundle"));
     run_free(&r);
 }
 
