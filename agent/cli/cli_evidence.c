@@ -70,15 +70,11 @@ static cg_jv *meta_canonical(cg_arena *a, const cg_jv *v, bool in_meta, bool in_
     return o;
 }
 
-/* Rust's {:?} of a string: quoted, with \" and \\ escaped */
+/* Rust's {:?} of a string: quoted and escaped (JSON's escapes cover the run IDs
+ * the crate accepts) */
 static const char *debug_str(cg_arena *a, const char *s) {
     cg_buf b = CG_BUF_INIT;
-    cg_buf_putc(&b, '"');
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') cg_buf_putc(&b, '\\');
-        cg_buf_putc(&b, *s);
-    }
-    cg_buf_putc(&b, '"');
+    cg_json_write_str(&b, s, strlen(s));
     const char *out = cg_arena_printf(a, "%.*s", (int)b.len, b.data);
     cg_buf_free(&b);
     return out;
