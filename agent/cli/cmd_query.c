@@ -163,7 +163,10 @@ static cg_jv *graph_result(cg_arena *a, const char *kind, cg_jv *graph) {
 
 static cg_jv *packet_result(cg_arena *a, const char *kind, cg_jv *p) {
     if (!strcmp(kind, "memory")) return or_null(a, cg_jv_get(p, "memory"));
-    if (!strcmp(kind, "tensor-stats")) return or_null(a, cg_jv_get(p, "tensor_stats"));
+    if (!strcmp(kind, "tensor-stats")) { /* omitted from evidence.json when empty; the crate reads [] */
+        cg_jv *stats = cg_jv_get(p, "tensor_stats");
+        return stats ? stats : cg_jv_arr(a);
+    }
     if (!strcmp(kind, "capabilities")) return or_null(a, cg_jv_get(p, "capabilities"));
     if (!strcmp(kind, "gpu-status")) return cli_query_gpu_status(a, p);
     if (!strcmp(kind, "gpu-correlation")) return cli_query_gpu_correlation(a, p);

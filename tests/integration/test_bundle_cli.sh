@@ -82,7 +82,7 @@ if "$CG" verify t --semantic 2>err.txt; then fail "tampered evidence passed --se
 grep -q "semantic verification failed" err.txt || fail "semantic message: $(cat err.txt)"
 echo x >>t/report.md
 if "$CG" verify t 2>err.txt; then fail "size change passed"; fi
-grep -q "bundle file report.md size mismatch" err.txt || fail "size message"
+grep -qF 'bundle file "report.md" size mismatch' err.txt || fail "size message"
 
 # --- pack/unpack with GNU tar and zstd ---
 "$CG" pack b -o b.tar >/dev/null

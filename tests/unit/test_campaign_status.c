@@ -207,7 +207,7 @@ static void test_status_every_state(void **st) {
     assert_string_equal(cg_jv_as_str(cg_jv_get(capture(v, 2), "bundle")), "runs/s3");
     const cg_jv *s;
     s = cg_jv_get(capture(v, 1), "state");
-    assert_string_equal(cg_jv_as_str(cg_jv_get(s, "message")), "bundle file trace.jsonl SHA-256 mismatch");
+    assert_string_equal(cg_jv_as_str(cg_jv_get(s, "message")), "bundle file \"trace.jsonl\" SHA-256 mismatch");
     s = cg_jv_get(capture(v, 2), "state");
     assert_string_equal(cg_jv_as_str(cg_jv_get(s, "run_id")), "run-3");
     assert_true(cg_is_sha256_hex(cg_jv_as_str(cg_jv_get(s, "manifest_sha256"))));
