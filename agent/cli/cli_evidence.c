@@ -7,7 +7,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "base/buf.h"
 #include "base/fs.h"
 #include "bundle/outpath.h"
 #include "cli_util.h"
@@ -70,16 +69,6 @@ static cg_jv *meta_canonical(cg_arena *a, const cg_jv *v, bool in_meta, bool in_
     return o;
 }
 
-/* Rust's {:?} of a string: quoted and escaped (JSON's escapes cover the run IDs
- * the crate accepts) */
-static const char *debug_str(cg_arena *a, const char *s) {
-    cg_buf b = CG_BUF_INIT;
-    cg_json_write_str(&b, s, strlen(s));
-    const char *out = cg_arena_printf(a, "%.*s", (int)b.len, b.data);
-    cg_buf_free(&b);
-    return out;
-}
-
 static int load_bundle(cg_arena *a, cli_loaded *l, cg_error *err) {
     cg_bundle_check chk;
     if (cg_bundle_verify(l->bundle_root, &l->receipt, &chk, err) != 0)
@@ -89,7 +78,7 @@ static int load_bundle(cg_arena *a, cli_loaded *l, cg_error *err) {
     if (!l->trace) return cg_err_context(err, "parse verified bundle trace %s", l->trace_path);
     if (strcmp(l->trace->run.run_id, l->receipt.run_id) != 0)
         return cg_err_set(err, CG_EVERIFY, "verified bundle manifest run ID %s does not match trace run ID %s",
-                          debug_str(a, l->receipt.run_id), debug_str(a, l->trace->run.run_id));
+                          CG_QUOTE(l->receipt.run_id), CG_QUOTE(l->trace->run.run_id));
     char ev_path[4200];
     snprintf(ev_path, sizeof ev_path, "%.4000s/evidence.json", l->bundle_root);
     size_t len;

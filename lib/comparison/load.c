@@ -6,9 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/buf.h"
 #include "base/fs.h"
-#include "base/json.h"
 #include "bundle/verify.h"
 #include "trace/health.h"
 
@@ -51,14 +49,8 @@ int cg_cohort_row_from_bundle(cg_arena *a, const char *root, const char *cohort_
         goto done;
     }
     if (strcmp(t->run.run_id, receipt.run_id) != 0) {
-        /* the crate's {:?}: both IDs quoted */
-        cg_buf want = CG_BUF_INIT, got = CG_BUF_INIT;
-        cg_json_write_str(&want, receipt.run_id, strlen(receipt.run_id));
-        cg_json_write_str(&got, t->run.run_id, strlen(t->run.run_id));
         cg_err_set(err, CG_EVERIFY, "verified %s bundle %zu manifest run ID %s does not match trace run ID %s",
-                   cohort_name, index, want.data, got.data);
-        cg_buf_free(&want);
-        cg_buf_free(&got);
+                   cohort_name, index, CG_QUOTE(receipt.run_id), CG_QUOTE(t->run.run_id));
         goto done;
     }
     static const char *const consumed[] = {"trace.jsonl"};
