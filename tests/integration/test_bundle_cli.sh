@@ -23,6 +23,8 @@ cd "$T"
 "$CG" report "$TRACE" --bundle b --nsight-dir "$NSIGHT" -o receipt.json
 [ "$(json receipt.json schema)" = candle-graph/publication/1 ] || fail "receipt schema"
 [ "$(json receipt.json status)" = published ] || fail "receipt status"
+# publication/1 is a derived struct: declaration order (checked against the crate's CLI)
+python3 -c 'import json; d=json.load(open("receipt.json")); assert list(d)==["schema","status","bundle_path","run_id","verification"]; assert list(d["verification"])==["schema","bundle_schema","run_id","manifest_path","manifest_sha256","files_verified","bytes_verified"]' || fail "receipt key order"
 [ "$(json receipt.json verification.manifest_sha256)" = "$(sha256sum b/bundle.json | cut -d' ' -f1)" ] || fail "manifest_sha256"
 python3 - b <<'PY' || fail "manifest digests differ from sha256sum"
 import json, subprocess, sys, os
