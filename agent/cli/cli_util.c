@@ -118,3 +118,31 @@ cg_jv *cli_tool_json(cg_arena *a) {
     cg_jv_obj_put(a, o, "version", cg_jv_str_nocopy(a, CG_VERSION));
     return o;
 }
+
+static int member_cmp(const void *l, const void *r) {
+    const cg_jmember *x = l, *y = r;
+    size_t n = x->key_len < y->key_len ? x->key_len : y->key_len;
+    int c = memcmp(x->key, y->key, n);
+    if (c) return c;
+    return x->key_len < y->key_len ? -1 : x->key_len > y->key_len;
+}
+
+static cg_jv *sorted_copy(cg_arena *a, const cg_jv *v) {
+    if (v->type == CG_JARR) {
+        cg_jv *o = cg_jv_arr(a);
+        for (size_t i = 0; i < v->u.arr.n; i++) cg_jv_arr_push(a, o, sorted_copy(a, v->u.arr.items[i]));
+        return o;
+    }
+    if (v->type != CG_JOBJ) return (cg_jv *)v;
+    cg_jmember *m = cg_arena_alloc(a, sizeof *m * (v->u.obj.n ? v->u.obj.n : 1));
+    memcpy(m, v->u.obj.m, sizeof *m * v->u.obj.n);
+    qsort(m, v->u.obj.n, sizeof *m, member_cmp);
+    cg_jv *o = cg_jv_obj(a);
+    for (size_t i = 0; i < v->u.obj.n; i++) cg_jv_obj_putn(a, o, m[i].key, m[i].key_len, sorted_copy(a, m[i].val));
+    return o;
+}
+
+cg_jv *cli_jv_sorted(cg_arena *a, cg_jv *v) {
+    if (!v) return cg_jv_null(a);
+    return sorted_copy(a, cg_jv_materialize(a, v));
+}
