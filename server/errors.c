@@ -5,7 +5,7 @@
 
 struct code_status { const char *code; unsigned status; };
 static const struct code_status table[] = {
-    {"bad_request", 400}, {"invalid_parameter", 400}, {"malformed_json", 400},
+    {"bad_request", 400}, {"invalid_parameter", 400}, {"malformed_json", 400}, {"ambiguous_series", 400},
     {"malformed_archive", 400}, {"malformed_manifest", 400}, {"malformed_signature", 400},
     {"unauthorized", 401},
     {"forbidden", 403}, {"signer_unknown", 403}, {"signer_revoked", 403},
@@ -32,7 +32,8 @@ const char *const srv_error_codes[] = {
     "unsupported_media_type", "unsupported_bundle_schema", "unsafe_path", "duplicate_path",
     "invalid_digest", "special_file", "undeclared_file", "missing_file", "size_mismatch",
     "digest_mismatch", "run_id_mismatch", "trace_invalid", "semantic_mismatch", "signature_missing",
-    "signature_invalid", "ineligible", "too_many_requests", "unavailable", "insufficient_storage", NULL,
+    "signature_invalid", "ineligible", "too_many_requests", "unavailable", "insufficient_storage",
+    "ambiguous_series", NULL,
 };
 
 unsigned srv_error_status(const char *code) {
