@@ -33,37 +33,26 @@ static bool fixable(const cg_jv *reasons) {
     return true;
 }
 
-static bool resolved(const sample *b, const sample *c, size_t k, double target_ns) {
-    size_t mb = b->n + k, mc = c->n + k;
-    if (mb < CG_COMPARISON_MINIMUM_RUNS || mc < CG_COMPARISON_MINIMUM_RUNS) return false;
-    cg_ci ci;
-    cg_stats_bootstrap_unpaired_m(b->v, b->n, mb, c->v, c->n, mc, &ci);
-    if (ci.lower_delta_ns > 0.0 || ci.upper_delta_ns < 0.0) return true;
-    return ci.upper_delta_ns < target_ns && ci.lower_delta_ns > -target_ns;
-}
-
-/* Smallest k (see advice.h), or -1 past the cap. */
+/* The observed 95 % interval of the median delta (comparison/6's own
+ * bootstrap, also for an ineligible pair) gives its centre c and half-width
+ * h at the observed sizes; at n+k runs per side the half-width is taken to
+ * shrink with the usual 1/sqrt(n) rate of the median's standard error:
+ * h_k = h * sqrt((1/(nb+k) + 1/(nc+k)) / (1/nb + 1/nc)). Resolved at k: the
+ * interval c ± h_k excludes zero, or lies within ±target; and both sides
+ * have at least CG_COMPARISON_MINIMUM_RUNS runs. Smallest k, or -1 past the cap. */
 static long runs_needed(const sample *b, const sample *c, double target_ns) {
+    cg_ci ci;
+    cg_stats_bootstrap_unpaired(b->v, b->n, c->v, c->n, &ci);
+    double centre = (ci.lower_delta_ns + ci.upper_delta_ns) / 2.0;
+    double h = (ci.upper_delta_ns - ci.lower_delta_ns) / 2.0;
+    double v0 = 1.0 / (double)b->n + 1.0 / (double)c->n;
     size_t n = b->n > c->n ? b->n : c->n;
-    if (n >= CG_ADVICE_MAX_RUNS) return resolved(b, c, 0, target_ns) ? 0 : -1;
-    size_t cap = CG_ADVICE_MAX_RUNS - n;
-    for (size_t k = 0; k <= 16 && k <= cap; k++)
-        if (resolved(b, c, k, target_ns)) return (long)k;
-    size_t lo = 16, hi = 32;
-    while (hi < cap && !resolved(b, c, hi, target_ns)) {
-        lo = hi;
-        hi *= 2;
+    for (size_t k = 0; n + k <= CG_ADVICE_MAX_RUNS; k++) {
+        if (b->n + k < CG_COMPARISON_MINIMUM_RUNS || c->n + k < CG_COMPARISON_MINIMUM_RUNS) continue;
+        double hk = h * sqrt((1.0 / (double)(b->n + k) + 1.0 / (double)(c->n + k)) / v0);
+        if (fabs(centre) > hk || fabs(centre) + hk < target_ns) return (long)k;
     }
-    if (hi >= cap) {
-        hi = cap;
-        if (!resolved(b, c, hi, target_ns)) return -1;
-    }
-    while (hi - lo > 1) { /* resolved at hi, not at lo */
-        size_t mid = lo + (hi - lo) / 2;
-        if (resolved(b, c, mid, target_ns)) hi = mid;
-        else lo = mid;
-    }
-    return (long)hi;
+    return -1;
 }
 
 cg_jv *cg_replication_advice(cg_arena *a, const cg_jv *cmp, double target_effect_pct) {
@@ -100,8 +89,9 @@ cg_jv *cg_replication_advice(cg_arena *a, const cg_jv *cmp, double target_effect
     }
     cg_jv_obj_put(a, o, "additional_runs_per_side", runs);
     cg_jv_obj_put(a, o, "method",
-                  cg_jv_str_nocopy(a, "m-out-of-n bootstrap of the median delta with comparison/6's resampling "
-                                      "(xorshift64, 10000 iterations, 95 % interval): the smallest k for which the "
-                                      "interval at n+k runs per side excludes zero or lies within ±target"));
+                  cg_jv_str_nocopy(a, "comparison/6's bootstrap interval of the median delta (xorshift64, 10000 "
+                                      "resamples, 95 %) from the observed runs, its half-width projected to n+k runs "
+                                      "per side at the 1/sqrt(n) rate: the smallest k (at least 5 runs per side) for "
+                                      "which the interval excludes zero or lies within ±target"));
     return o;
 }

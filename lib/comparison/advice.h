@@ -3,14 +3,15 @@
  * ineligible only for too few runs, estimated from the observed samples with
  * the comparison's own bootstrap (docs/statistics.md, "Replication advice").
  *
- * Resolved at m runs per side means: the 95 % interval of the median delta,
- * bootstrapped with m draws per side from the observed samples
- * (cg_stats_bootstrap_unpaired_m, same seed and ranks as comparison/6),
- * excludes zero, or lies inside ±target (target = target_effect_percent of the
- * baseline median); and m ≥ CG_COMPARISON_MINIMUM_RUNS. The answer is the
- * smallest k ≥ 0 found by scanning k = 0 … 16, then doubling and bisecting, up
- * to CG_ADVICE_MAX_RUNS runs per side; null when the comparison is ineligible
- * for a reason more runs cannot fix, or when the cap is not enough.
+ * From the observed samples, comparison/6's own bootstrap (same seed, same
+ * 10,000 resamples, same ranks) gives the 95 % interval of the median delta,
+ * its centre c and half-width h; at n+k runs per side the half-width is
+ * projected with the median's 1/sqrt(n) rate, h_k = h·sqrt((1/(nb+k) +
+ * 1/(nc+k)) / (1/nb + 1/nc)). Resolved at k: c ± h_k excludes zero or lies
+ * inside ±target (target = target_effect_percent of the baseline median),
+ * with at least CG_COMPARISON_MINIMUM_RUNS runs per side. The answer is the
+ * smallest such k up to CG_ADVICE_MAX_RUNS runs per side; null when the
+ * comparison is ineligible for a reason more runs cannot fix, or past the cap.
  * comparison/6 itself is never changed.
  *
  * Ownership: the result lives in arena a. The comparison is borrowed. Never

@@ -189,7 +189,6 @@ static void finish_ci(const double *deltas, cg_ci *out) {
  * sorting the resample, and the same values as sorting it. */
 typedef struct resampler {
     size_t n;
-    size_t draws;      /* indices drawn per iteration (n, or m for m-out-of-n) */
     cg_fastmod mod;    /* index = state mod n */
     size_t *rank;      /* source index → rank of its value in the sorted values */
     size_t *count;     /* per rank, draws this iteration */
@@ -210,7 +209,6 @@ static size_t lower_bound_u64(const uint64_t *sorted, size_t n, uint64_t x) {
 
 static void resampler_init(resampler *r, size_t n, size_t lo, size_t hi) {
     r->n = n;
-    r->draws = n;
     r->mod = cg_fastmod_init(n);
     r->rank = xmalloc(n * sizeof *r->rank);
     r->count = xmalloc(n * sizeof *r->count);
@@ -226,7 +224,7 @@ static void resampler_free(resampler *r) {
 /* Draws n indices from the stream, counting ranks. */
 static inline void resampler_draw(resampler *r, uint64_t *s) {
     memset(r->count, 0, r->n * sizeof *r->count);
-    for (size_t k = 0; k < r->draws; k++) r->count[r->rank[cg_fastmod_u64(&r->mod, xorshift_next(s))]]++;
+    for (size_t k = 0; k < r->n; k++) r->count[r->rank[cg_fastmod_u64(&r->mod, xorshift_next(s))]]++;
 }
 
 /* Ranks (in the sorted source) of the resample's elements at positions lo and
@@ -316,27 +314,13 @@ void cg_stats_bootstrap_unpaired(const uint64_t *baseline, size_t nb, const uint
     free(deltas);
 }
 
-/* ---- m-out-of-n resampling (issue 15: history intervals, replication advice)
- * Each draw takes m indices (state mod n) from the n observed values; the
- * median of the m drawn values uses percentile(0.5) positions of m. With
- * m = n this is exactly the resampling of cg_stats_bootstrap_unpaired. */
-static uint64_t *median_resampler_m(const uint64_t *v, size_t n, size_t m, resampler *r, double *w) {
-    uint64_t *sorted = median_resampler(v, n, r, w);
-    double pos = 0.5 * (double)(m - 1);
-    double lo_f = floor(pos), hi_f = ceil(pos);
-    *w = pos - lo_f;
-    r->lo = (size_t)lo_f;
-    r->hi = (size_t)hi_f;
-    r->draws = m;
-    return sorted;
-}
-
+/* ---- the interval of one sample's median (issue 15: history points) */
 void cg_stats_bootstrap_median(const uint64_t *v, size_t n, cg_ci *out) {
     out->lower_delta_ns = out->upper_delta_ns = 0.0;
     if (n == 0) return;
     resampler r;
     double w;
-    uint64_t *sv = median_resampler_m(v, n, n, &r, &w);
+    uint64_t *sv = median_resampler(v, n, &r, &w);
     double *meds = xmalloc(CG_BOOTSTRAP_ITERATIONS * sizeof *meds);
     uint64_t s = CG_BOOTSTRAP_SEED;
     for (size_t it = 0; it < CG_BOOTSTRAP_ITERATIONS; it++) {
@@ -349,31 +333,4 @@ void cg_stats_bootstrap_median(const uint64_t *v, size_t n, cg_ci *out) {
     resampler_free(&r);
     free(sv);
     free(meds);
-}
-
-void cg_stats_bootstrap_unpaired_m(const uint64_t *baseline, size_t nb, size_t mb, const uint64_t *candidate,
-                                   size_t nc, size_t mc, cg_ci *out) {
-    out->lower_delta_ns = out->upper_delta_ns = 0.0;
-    if (nb == 0 || nc == 0 || mb == 0 || mc == 0) return;
-    resampler rb, rc;
-    double wb, wc;
-    uint64_t *sb = median_resampler_m(baseline, nb, mb, &rb, &wb);
-    uint64_t *sc = median_resampler_m(candidate, nc, mc, &rc, &wc);
-    double *deltas = xmalloc(CG_BOOTSTRAP_ITERATIONS * sizeof *deltas);
-    uint64_t s = CG_BOOTSTRAP_SEED;
-    for (size_t it = 0; it < CG_BOOTSTRAP_ITERATIONS; it++) {
-        resampler_draw(&rb, &s);
-        resampler_draw(&rc, &s);
-        size_t b0, b1, c0, c1;
-        resampler_pick(&rb, &b0, &b1);
-        resampler_pick(&rc, &c0, &c1);
-        deltas[it] = lerp_at((double)sc[c0], (double)sc[c1], rc.lo == rc.hi, wc) -
-                     lerp_at((double)sb[b0], (double)sb[b1], rb.lo == rb.hi, wb);
-    }
-    finish_ci(deltas, out);
-    resampler_free(&rb);
-    resampler_free(&rc);
-    free(sb);
-    free(sc);
-    free(deltas);
 }

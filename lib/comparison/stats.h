@@ -52,13 +52,9 @@ void cg_stats_bootstrap_paired(const cg_pair *pairs, size_t n, cg_ci *out);
 void cg_stats_bootstrap_unpaired(const uint64_t *baseline, size_t nb, const uint64_t *candidate,
                                  size_t nc, cg_ci *out);
 
-/* Issue 15 (history and replication advice), the same PRNG stream and CI
- * ranks: the 95 % interval of one sample's median (lower/upper in the
- * cg_ci fields, in ns, not a delta), and the unpaired delta interval when mb
- * and mc indices are drawn per iteration from the nb / nc observed values
- * (m-out-of-n; mb = nb, mc = nc gives cg_stats_bootstrap_unpaired exactly). */
+/* Issue 15 (history points): the 95 % interval of one sample's median with
+ * the same PRNG stream, resampling and CI ranks (lower/upper in the cg_ci
+ * fields, in ns, not a delta). */
 void cg_stats_bootstrap_median(const uint64_t *v, size_t n, cg_ci *out);
-void cg_stats_bootstrap_unpaired_m(const uint64_t *baseline, size_t nb, size_t mb, const uint64_t *candidate,
-                                   size_t nc, size_t mc, cg_ci *out);
 
 #endif
