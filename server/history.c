@@ -229,7 +229,7 @@ int srv_history_points(PGconn *c, cg_arena *a, long long series_id, const char *
     const char *kind, *path;
     if (!metric_parse(a, metric, &kind, &path)) return cg_err_set(err, CG_EINVAL, "unknown metric %s", metric);
     const char *p[4] = {cg_arena_printf(a, "%lld", series_id), cg_arena_printf(a, "%ld", from_pos), kind, path};
-    const char *join = kind ? "LEFT JOIN bundle_span_totals v ON v.bundle_id = r.bundle_id AND v.kind = $3 AND v.path = $4 "
+    const char *join = kind ? "LEFT JOIN bundle_span_totals v ON v.bundle_id = r.bundle_id AND v.kind = $3 AND v.path_hash = sha256(convert_to($4, 'UTF8')) "
                             : "LEFT JOIN LATERAL (SELECT b.measured_ns AS total_ns FROM bundles b WHERE b.id = r.bundle_id) v ON true ";
     char *sql = cg_arena_printf(a,
                                 "SELECT p.pos, p.commit_sha, to_char(p.commit_time AT TIME ZONE 'UTC', "
