@@ -5,6 +5,7 @@
 #include "srv.h"
 #include "srv_compare.h"
 #include "srv_web.h"
+#include "srv_history.h"
 
 const srv_route srv_routes[] = {
     {"GET", "/healthz", SRV_SCOPE_NONE, SRV_BODY_NONE, srv_h_healthz},
@@ -38,6 +39,15 @@ const srv_route srv_routes[] = {
     {"GET", "/campaigns/{id}/status", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_campaign_status},
     {"GET", "/campaigns/{id}/series", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_campaign_series},
     {"GET", "/series", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_series},
+    /* issue 15: history, alerts, webhooks */
+    {"GET", "/history", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_history},
+    {"GET", "/compare/advice", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_compare_advice},
+    {"GET", "/alerts", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_alerts_list},
+    {"PATCH", "/alerts/{id}", SRV_SCOPE_UPLOAD, SRV_BODY_JSON, srv_h_alert_patch},
+    {"POST", "/webhooks", SRV_SCOPE_ADMIN, SRV_BODY_JSON, srv_h_webhooks_create},
+    {"GET", "/webhooks", SRV_SCOPE_ADMIN, SRV_BODY_NONE, srv_h_webhooks_list},
+    {"DELETE", "/webhooks/{id}", SRV_SCOPE_ADMIN, SRV_BODY_NONE, srv_h_webhooks_delete},
+    {"GET", "/webhooks/{id}/deliveries", SRV_SCOPE_ADMIN, SRV_BODY_NONE, srv_h_webhook_deliveries},
 };
 const size_t srv_n_routes = sizeof srv_routes / sizeof srv_routes[0];
 

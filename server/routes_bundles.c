@@ -320,6 +320,9 @@ static const struct filter filters[] = {
     {"signer", "b.signer_key_id =", ""},
     {"since", "b.uploaded_at >=", "::timestamptz"},
     {"until", "b.uploaded_at <", "::timestamptz"},
+    /* issue 15: revision filters (a commit hash or prefix, a branch) */
+    {"commit", "EXISTS (SELECT 1 FROM bundle_revisions v WHERE v.bundle_id = b.id AND starts_with(v.commit_sha,", "))"},
+    {"branch", "EXISTS (SELECT 1 FROM bundle_revisions v WHERE v.bundle_id = b.id AND v.branch =", ")"},
 };
 
 /* A decimal u64 (0 .. 2^64-1): digits only, no sign, no overflow. */
