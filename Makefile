@@ -21,8 +21,10 @@ build: bootstrap
 run: build
 	@bash scripts/run.sh $(BUILD)
 
-# Warnings-as-errors build + every test through ctest, then the unit tests again
-# under AddressSanitizer + UndefinedBehaviorSanitizer.
+# Warnings-as-errors build + every test through ctest, then the unit tests and the
+# server's integration tests (real PostgreSQL, real HTTP) again under
+# AddressSanitizer + UndefinedBehaviorSanitizer (not server_scale: its peak-RSS bounds
+# hold for the production build, and the sanitizers' shadow memory doubles RSS).
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
 	@$(MAKE) --no-print-directory test-asan
@@ -32,6 +34,8 @@ test-asan:
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j $(JOBS) -L unit --timeout 900
+	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --output-on-failure -j $(JOBS) -L integration -R '^integration\.server' -E 'server_scale' --timeout 900
 
 bench: build
 	@bash bench/run.sh $(BUILD)
