@@ -469,6 +469,13 @@ static enum MHD_Result run(ingest *g) {
         total += man.files[i].bytes;
     }
 
+    /* input the index cannot hold is refused before anything is stored */
+    const char *big = srv_index_oversized(g->trace, rcpt.run_id, files, man.n_files + 1);
+    if (big) {
+        cg_jv *d = detail_kv(a, "limit", cg_jv_str(a, "indexed_field_bytes"), "field", cg_jv_str(a, big));
+        cg_jv_obj_put(a, d, "max", cg_jv_u64(a, SRV_INDEX_MAX_KEY_BYTES));
+        return reject(g, "payload_too_large", d, cg_arena_printf(a, "%s is longer than %d bytes", big, SRV_INDEX_MAX_KEY_BYTES));
+    }
     /* 6. store blobs (fs: before the transaction; pg: inside it) */
     bool pg_blobs = s->blobs.kind == SRV_BLOB_PG;
     if (!pg_blobs) {
