@@ -373,7 +373,8 @@ enum MHD_Result srv_h_bundles_list(srv_req *r) {
         if (!v) continue;
         if (!strcmp(filters[k].param, "capture_step") && !is_uint(v)) {
             cg_buf_free(&where);
-            return srv_fail(r, "invalid_parameter", NULL, "capture_step must be a non-negative integer");
+            return srv_fail(r, "invalid_parameter", srv_detail_param(r, "capture_step"),
+                            "capture_step must be a non-negative integer");
         }
         pnames[np] = filters[k].param;
         pcasts[np] = filters[k].cast;
