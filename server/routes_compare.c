@@ -272,9 +272,14 @@ int srv_facts_load(srv_req *r, PGconn *c, const char *column, const char *const 
 
 /* ------------------------------------------------------------ /compare */
 
-static int load_rows(srv_req *r, PGconn *c, const srv_cohort *co, cg_cohort_row **rows, enum MHD_Result *res) {
+/* The stored cohort-row texts of a cohort (through c). */
+static const char **load_row_texts(srv_req *r, PGconn *c, const srv_cohort *co, enum MHD_Result *res) {
     const char **texts = cg_arena_zalloc(&r->arena, (co->n + 1) * sizeof *texts);
-    if (!srv_facts_load(r, c, "cohort_row", co->ids, co->n, texts, res)) return 0;
+    return srv_facts_load(r, c, "cohort_row", co->ids, co->n, texts, res) ? texts : NULL;
+}
+
+/* Parses them (no connection held). */
+static int parse_rows(srv_req *r, const srv_cohort *co, const char **texts, cg_cohort_row **rows, enum MHD_Result *res) {
     *rows = cg_arena_zalloc(&r->arena, (co->n + 1) * sizeof **rows);
     for (size_t i = 0; i < co->n; i++) {
         cg_error err = {0};
@@ -323,11 +328,9 @@ static enum MHD_Result compare(srv_req *r, const char *atext, const char *btext,
         free(hit);
         if (!out) return srv_fail(r, "internal", NULL, "cached comparison unreadable");
     } else {
-        if (!load_rows(r, c, &ca, &ra, &res) || !load_rows(r, c, &cb, &rb, &res)) {
-            srv_pool_put(r->s->pool, c);
-            return res;
-        }
-        srv_pool_put(r->s->pool, c);
+        const char **ta = load_row_texts(r, c, &ca, &res), **tb = ta ? load_row_texts(r, c, &cb, &res) : NULL;
+        srv_pool_put(r->s->pool, c); /* returned before any row is parsed or compared */
+        if (!tb || !parse_rows(r, &ca, ta, &ra, &res) || !parse_rows(r, &cb, tb, &rb, &res)) return res;
         out = cg_compare_rows(a, ra, ca.n, rb, cb.n, CG_CMP_VERIFIED_BUNDLES);
         ineligible = cg_comparison_is_ineligible(out);
         cg_buf b = CG_BUF_INIT;
