@@ -33,8 +33,9 @@ void srv_timeline_cache_clear(srv_server *s);
  * queued, further ids are dropped and built on first request instead). Call
  * after the publishing transaction committed. */
 void srv_timeline_warm(srv_server *s, const char *id);
-/* Stops the worker (waits for the index it is building) and clears the cache.
- * Call once at shutdown, before the pool is freed. */
+/* Stops the worker (waits for the index it is building), clears the cache and
+ * frees the server's timeline state. Call once at shutdown, after HTTP stopped
+ * and before the pool is freed. */
 void srv_timeline_stop(srv_server *s);
 
 #endif

@@ -812,6 +812,12 @@ void srv_timeline_stop(srv_server *s) {
     pthread_mutex_unlock(&T->warm_mu);
     if (join) pthread_join(T->warm_thread, NULL);
     cache_clear(T);
+    atomic_store(&s->timeline, NULL);
+    pthread_mutex_destroy(&T->cache_mu);
+    pthread_cond_destroy(&T->build_cv);
+    pthread_mutex_destroy(&T->warm_mu);
+    pthread_cond_destroy(&T->warm_cv);
+    free(T);
 }
 
 
