@@ -356,7 +356,7 @@ static cg_jv *summary_item(cg_arena *a, PGresult *x, int i) {
 
 enum MHD_Result srv_h_bundles_list(srv_req *r) {
     cg_arena *a = &r->arena;
-    const char *params[16];
+    const char *params[16], *pnames[16] = {0}, *pcasts[16] = {0};
     int np = 0;
     cg_buf where = CG_BUF_INIT;
     cg_buf_puts(&where, "TRUE");
@@ -375,6 +375,8 @@ enum MHD_Result srv_h_bundles_list(srv_req *r) {
             cg_buf_free(&where);
             return srv_fail(r, "invalid_parameter", NULL, "capture_step must be a non-negative integer");
         }
+        pnames[np] = filters[k].param;
+        pcasts[np] = filters[k].cast;
         params[np++] = v;
         cg_buf_puts(&where, " AND ");
         cg_buf_printf(&where, "%s $%d%s", filters[k].lhs, np, filters[k].cast);
@@ -410,9 +412,15 @@ enum MHD_Result srv_h_bundles_list(srv_req *r) {
     if (!c) return srv_fail_unavailable(r, &err);
     char sqlstate[6];
     PGresult *x = srv_q(c, sql, np, params, NULL, sqlstate, &err);
+    const char *bad = !x && !strncmp(sqlstate, "22", 2) ? srv_sql22_param(c, np, params, pcasts, pnames) : NULL;
     srv_pool_put(r->s->pool, c);
     if (!x) {
-        if (!strncmp(sqlstate, "22", 2)) return srv_fail(r, "invalid_parameter", NULL, "invalid since/until timestamp");
+        if (bad) {
+            cg_jv *d = cg_jv_obj(a);
+            cg_jv_obj_put(a, d, "parameter", cg_jv_str(a, bad));
+            return srv_fail(r, "invalid_parameter", d, "invalid value for parameter %s", bad);
+        }
+        if (!strncmp(sqlstate, "22", 2)) return srv_fail(r, "invalid_parameter", NULL, "invalid query parameter value");
         return srv_fail_unavailable(r, &err);
     }
     cg_jv *items = cg_jv_arr(a);
@@ -522,7 +530,7 @@ enum MHD_Result srv_h_bundle_manifest(srv_req *r) {
     }
     char etag[70];
     snprintf(etag, sizeof etag, "\"%s\"", id);
-    const char *hdrs[] = {"ETag", etag, "Cache-Control", "public, max-age=31536000, immutable", NULL};
+    const char *hdrs[] = {"ETag", etag, "Cache-Control", srv_cache_immutable(r), NULL};
     enum MHD_Result res = srv_reply_bytes(r, 200, JSON_CT, PQgetvalue(x, 0, 0), (size_t)PQgetlength(x, 0, 0), hdrs);
     PQclear(x);
     return res;

@@ -236,8 +236,16 @@ enum MHD_Result srv_h_campaign_put(srv_req *r) {
     cg_json_limits_default(&lim);
     lim.max_depth = 8;
     cg_error err = {0};
-    if (!r->body.len || !cg_json_parse(a, r->body.data, r->body.len, &lim, &err))
+    if (!strcmp(cid, ".") || !strcmp(cid, "..")) {
+        cg_jv *d = cg_jv_obj(a);
+        cg_jv_obj_put(a, d, "parameter", cg_jv_str(a, "campaign_id"));
+        return srv_fail(r, "invalid_parameter", d, "a campaign id cannot be \".\" or \"..\"");
+    }
+    cg_jv *doc = r->body.len ? cg_json_parse(a, r->body.data, r->body.len, &lim, &err) : NULL;
+    if (!doc)
         return srv_fail(r, "malformed_json", NULL, "the body is not a JSON document%s%s", err.msg[0] ? ": " : "", err.msg);
+    const char *dup = srv_json_dup_key(doc);
+    if (dup) return srv_fail_dup_key(r, dup);
     cg_campaign_manifest m;
     if (cg_campaign_manifest_parse(a, r->body.data, r->body.len, &m, &err) < 0)
         return srv_fail(r, "bad_request", NULL, "%s", err.msg);

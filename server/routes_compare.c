@@ -51,7 +51,8 @@ static bool is_hex_prefix(const char *s) {
 }
 
 /* Appends " AND <filter>" for each list filter of the request; params from *np. */
-static int add_filters(srv_req *r, cg_buf *where, const char **params, int *np, enum MHD_Result *res) {
+static int add_filters(srv_req *r, cg_buf *where, const char **params, const char **pnames, const char **pcasts,
+                       int *np, enum MHD_Result *res) {
     for (size_t k = 0; k < sizeof filters / sizeof filters[0]; k++) {
         const char *v = srv_query(r, filters[k].param);
         if (!v) continue;
@@ -59,6 +60,8 @@ static int add_filters(srv_req *r, cg_buf *where, const char **params, int *np, 
             *res = srv_fail(r, "invalid_parameter", NULL, "capture_step must be a non-negative integer");
             return 0;
         }
+        pnames[*np] = filters[k].param;
+        pcasts[*np] = filters[k].cast;
         params[(*np)++] = v;
         cg_buf_printf(where, " AND %s $%d%s", filters[k].lhs, *np, filters[k].cast);
     }
@@ -81,12 +84,12 @@ static int add_filters(srv_req *r, cg_buf *where, const char **params, int *np, 
 /* A selector cohort: base condition + list filters, in `order`. */
 static int select_ids(srv_req *r, PGconn *c, const char *name, const char *base, const char *arg, const char *order,
                       srv_cohort *out, enum MHD_Result *res) {
-    const char *params[24];
+    const char *params[24], *pnames[24] = {0}, *pcasts[24] = {0};
     int np = 0;
     params[np++] = arg;
     cg_buf where = CG_BUF_INIT;
     cg_buf_puts(&where, base);
-    if (!add_filters(r, &where, params, &np, res)) {
+    if (!add_filters(r, &where, params, pnames, pcasts, &np, res)) {
         cg_buf_free(&where);
         return 0;
     }
@@ -97,8 +100,12 @@ static int select_ids(srv_req *r, PGconn *c, const char *name, const char *base,
     char sqlstate[6] = "";
     PGresult *x = srv_q(c, sql, np, params, NULL, sqlstate, &err);
     if (!x) {
-        *res = !strncmp(sqlstate, "22", 2) ? srv_fail(r, "invalid_parameter", NULL, "invalid since/until timestamp")
-                                           : srv_fail_unavailable(r, &err);
+        const char *bad = !strncmp(sqlstate, "22", 2) ? srv_sql22_param(c, np, params, pcasts, pnames) : NULL;
+        cg_jv *d = bad ? cg_jv_obj(&r->arena) : NULL;
+        if (d) cg_jv_obj_put(&r->arena, d, "parameter", cg_jv_str(&r->arena, bad));
+        *res = bad ? srv_fail(r, "invalid_parameter", d, "invalid value for parameter %s", bad)
+               : !strncmp(sqlstate, "22", 2) ? srv_fail(r, "invalid_parameter", NULL, "invalid query parameter value")
+                                             : srv_fail_unavailable(r, &err);
         return 0;
     }
     int rows = PQntuples(x);
