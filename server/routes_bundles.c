@@ -309,7 +309,8 @@ static const struct filter filters[] = {
 };
 
 static bool is_uint(const char *s) {
-    if (!*s || strlen(s) > 20) return false; /* u64 values have up to 20 digits */
+    size_t n = strlen(s); /* a u64: up to 20 digits, at most 18446744073709551615 */
+    if (!n || n > 20 || (n == 20 && strcmp(s, "18446744073709551615") > 0)) return false;
     for (; *s; s++)
         if (*s < '0' || *s > '9') return false;
     return true;
@@ -373,7 +374,9 @@ enum MHD_Result srv_h_bundles_list(srv_req *r) {
         if (!v) continue;
         if (!strcmp(filters[k].param, "capture_step") && !is_uint(v)) {
             cg_buf_free(&where);
-            return srv_fail(r, "invalid_parameter", NULL, "capture_step must be a non-negative integer");
+            cg_jv *d = cg_jv_obj(a);
+            cg_jv_obj_put(a, d, "parameter", cg_jv_str(a, "capture_step"));
+            return srv_fail(r, "invalid_parameter", d, "capture_step must be an integer from 0 to 2^64-1");
         }
         pnames[np] = filters[k].param;
         pcasts[np] = filters[k].cast;

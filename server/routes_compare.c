@@ -36,7 +36,8 @@ static const struct filter filters[] = {
 };
 
 static bool is_uint(const char *s) {
-    if (!*s || strlen(s) > 20) return false; /* u64 values have up to 20 digits */
+    size_t n = strlen(s); /* a u64: up to 20 digits, at most 18446744073709551615 */
+    if (!n || n > 20 || (n == 20 && strcmp(s, "18446744073709551615") > 0)) return false;
     for (; *s; s++)
         if (*s < '0' || *s > '9') return false;
     return true;
@@ -57,7 +58,9 @@ static int add_filters(srv_req *r, cg_buf *where, const char **params, const cha
         const char *v = srv_query(r, filters[k].param);
         if (!v) continue;
         if (!strcmp(filters[k].param, "capture_step") && !is_uint(v)) {
-            *res = srv_fail(r, "invalid_parameter", NULL, "capture_step must be a non-negative integer");
+            cg_jv *d = cg_jv_obj(&r->arena);
+            cg_jv_obj_put(&r->arena, d, "parameter", cg_jv_str(&r->arena, "capture_step"));
+            *res = srv_fail(r, "invalid_parameter", d, "capture_step must be an integer from 0 to 2^64-1");
             return 0;
         }
         pnames[*np] = filters[k].param;
