@@ -12,6 +12,7 @@
 #include "base/strmap.h"
 #include "comparison/compare.h"
 #include "srv_compare.h"
+#include "srv_store.h"
 
 #define MAX_COHORT 1000
 
@@ -137,11 +138,7 @@ static int resolve_tokens(srv_req *r, PGconn *c, const char *name, const char **
         }
     const char *p[1] = {srv_id_array(&r->arena, tok, n)};
     cg_error err = {0};
-    PGresult *x = srv_q(c,
-                        "SELECT u.ord, b.id FROM unnest($1::text[]) WITH ORDINALITY AS u(p, ord) "
-                        "LEFT JOIN LATERAL (SELECT id FROM bundles WHERE id >= u.p AND id < u.p || 'g' ORDER BY id "
-                        "LIMIT 2) b ON true ORDER BY u.ord, b.id",
-                        1, p, NULL, NULL, &err);
+    PGresult *x = srv_store_resolve_prefixes(c, p[0], &err);
     if (!x) {
         *res = srv_fail_unavailable(r, &err);
         return 0;
@@ -247,13 +244,10 @@ int srv_cohort_resolve(srv_req *r, PGconn *c, const char *name, const char *text
 int srv_facts_load(srv_req *r, PGconn *c, const char *column, const char *const *ids, size_t n, const char **texts,
                    enum MHD_Result *res) {
     const char *p[1] = {srv_id_array(&r->arena, ids, n)};
-    char *sql = cg_arena_printf(&r->arena,
-                                "SELECT u.ord, f.%s FROM unnest($1::text[]) WITH ORDINALITY AS u(id, ord) "
-                                "LEFT JOIN bundle_facts f ON f.bundle_id = u.id ORDER BY u.ord",
-                                strcmp(column, "series_point") == 0 ? "series_point" : "cohort_row");
+    bool series = strcmp(column, "series_point") == 0;
     for (int attempt = 0; attempt < 2; attempt++) {
         cg_error err = {0};
-        PGresult *x = srv_q(c, sql, 1, p, NULL, NULL, &err);
+        PGresult *x = srv_store_facts_column(c, p[0], series, &err);
         if (!x) {
             *res = srv_fail_unavailable(r, &err);
             return 0;
@@ -391,13 +385,7 @@ typedef struct group {
 static int load_groups(srv_req *r, PGconn *c, const srv_cohort *co, group **out, size_t *n, enum MHD_Result *res) {
     const char *p[1] = {srv_id_array(&r->arena, co->ids, co->n)};
     cg_error err = {0};
-    PGresult *x = srv_q(c,
-                        "SELECT t.kind, encode(t.path_hash, 'hex'), count(*), "
-                        "(array_agg(t.total_ns ORDER BY t.total_ns))[(count(*) + 1) / 2], "
-                        "(array_agg(t.total_ns ORDER BY t.total_ns))[count(*) / 2 + 1] "
-                        "FROM unnest($1::text[]) AS u(id) JOIN bundle_span_totals t ON t.bundle_id = u.id "
-                        "GROUP BY t.kind, t.path_hash ORDER BY t.kind COLLATE \"C\", t.path_hash",
-                        1, p, NULL, NULL, &err);
+    PGresult *x = srv_store_span_groups(c, p[0], &err);
     if (!x) {
         *res = srv_fail_unavailable(r, &err);
         return 0;
@@ -440,10 +428,7 @@ static int load_tree(srv_req *r, PGconn *c, const srv_cohort *ca, const srv_coho
     memcpy(ids + ca->n, cb->ids, cb->n * sizeof *ids);
     const char *p[1] = {srv_id_array(&r->arena, ids, ca->n + cb->n)};
     cg_error err = {0};
-    PGresult *x = srv_q(c,
-                        "SELECT DISTINCT ON (s.hash) encode(s.hash, 'hex'), encode(s.parent, 'hex'), s.name "
-                        "FROM unnest($1::text[]) AS u(id) JOIN bundle_span_paths s ON s.bundle_id = u.id ORDER BY s.hash",
-                        1, p, NULL, NULL, &err);
+    PGresult *x = srv_store_span_nodes(c, p[0], &err);
     if (!x) {
         *res = srv_fail_unavailable(r, &err);
         return 0;
@@ -506,10 +491,7 @@ static const char *ptree_text(cg_arena *a, ptree *t, size_t k, size_t *stack) {
 static int facts_ensure(srv_req *r, PGconn *c, const srv_cohort *co, enum MHD_Result *res) {
     const char *p[1] = {srv_id_array(&r->arena, co->ids, co->n)};
     cg_error err = {0};
-    PGresult *x = srv_q(c,
-                        "SELECT DISTINCT u.id FROM unnest($1::text[]) AS u(id) "
-                        "WHERE NOT EXISTS (SELECT 1 FROM bundle_facts f WHERE f.bundle_id = u.id)",
-                        1, p, NULL, NULL, &err);
+    PGresult *x = srv_store_facts_missing(c, p[0], &err);
     if (!x) {
         *res = srv_fail_unavailable(r, &err);
         return 0;
