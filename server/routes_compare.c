@@ -34,6 +34,9 @@ static const struct filter filters[] = {
     {"signer", "b.signer_key_id =", ""},
     {"since", "b.uploaded_at >=", "::timestamptz"},
     {"until", "b.uploaded_at <", "::timestamptz"},
+    /* issue 15: revision filters (a commit hash or prefix, a branch) */
+    {"commit", "EXISTS (SELECT 1 FROM bundle_revisions v WHERE v.bundle_id = b.id AND starts_with(v.commit_sha,", "))"},
+    {"branch", "EXISTS (SELECT 1 FROM bundle_revisions v WHERE v.bundle_id = b.id AND v.branch =", ")"},
 };
 
 static bool is_uint(const char *s) {
@@ -222,9 +225,20 @@ int srv_cohort_resolve(srv_req *r, PGconn *c, const char *name, const char *text
             if (!srv_campaign_published_ids(r, c, selector + 9, &ids, &m, res)) return 0;
             ok = select_ids(r, c, name, "b.id = ANY($1::text[])", srv_id_array(a, ids, m),
                             "array_position($1::text[], b.id)", out, res);
+        } else if (!strncmp(selector, "commit:", 7) && selector[7]) { /* issue 15 */
+            ok = select_ids(r, c, name,
+                            "b.id IN (SELECT bundle_id FROM bundle_revisions WHERE starts_with(commit_sha, $1))",
+                            selector + 7, "b.id", out, res);
+        } else if (!strncmp(selector, "branch:", 7) && selector[7]) { /* its newest commit's cohort */
+            ok = select_ids(r, c, name,
+                            "b.id IN (SELECT bundle_id FROM bundle_revisions WHERE branch = $1 AND commit_sha = "
+                            "(SELECT commit_sha FROM bundle_revisions WHERE branch = $1 "
+                            "ORDER BY commit_time DESC, commit_sha DESC LIMIT 1))",
+                            selector + 7, "b.id", out, res);
         } else {
             *res = srv_fail(r, "invalid_parameter", NULL,
-                            "unknown cohort selector %s (use campaign:<id> or implementation:<id>)", selector);
+                            "unknown cohort selector %s (use campaign:<id>, implementation:<id>, commit:<sha> or "
+                            "branch:<name>)", selector);
             return 0;
         }
     } else {

@@ -383,6 +383,7 @@ enum MHD_Result srv_h_bundle_archive(srv_req *r);
 enum MHD_Result srv_h_bundle_signature(srv_req *r);
 enum MHD_Result srv_h_bundle_evidence(srv_req *r);
 enum MHD_Result srv_h_bundle_graph(srv_req *r);
+enum MHD_Result srv_h_bundle_export(srv_req *r);
 enum MHD_Result srv_h_bundle_viewer(srv_req *r);
 
 /* ------------------------------------------------------------ janitor.c / fsck.c */
