@@ -56,7 +56,8 @@ bool cg_str_blank(const char *s) {
     return true;
 }
 
-/* ---- run metadata and comparison identity ---- */
+/* ---- run metadata and comparison identity (TraceRunMeta::validate,
+ * ComparisonIdentity::validate: first failure, the crate's order and words) ---- */
 
 static int require_text(const char *value, const char *what, const char *field, cg_error *err) {
     if (cg_str_blank(value)) return cg_err_set(err, CG_EINVAL, "%s %s must not be empty", what, field);
@@ -65,28 +66,27 @@ static int require_text(const char *value, const char *what, const char *field, 
 
 int cg_comparison_identity_validate(const cg_comparison_identity *id, cg_error *err) {
     static const char what[] = "comparison identity";
-    if (id->implementation_id && cg_str_blank(id->implementation_id))
-        return cg_err_set(err, CG_EINVAL, "%s implementation_id must not be empty when declared", what);
     if (require_text(id->workload_id, what, "workload_id", err) ||
         require_text(id->model_id, what, "model_id", err) ||
         require_text(id->config_id, what, "config_id", err) ||
         require_text(id->data_id, what, "data_id", err) ||
-        require_text(id->seed_policy, what, "seed_policy", err))
+        require_text(id->seed_policy, what, "seed_policy", err) ||
+        require_text(id->precision, what, "precision", err) ||
+        require_text(id->device_state, what, "device_state", err))
         return -1;
+    if (id->implementation_id && cg_str_blank(id->implementation_id))
+        return cg_err_set(err, CG_EINVAL, "%s implementation_id must not be empty when declared", what);
+    if (id->pair_id && cg_str_blank(id->pair_id))
+        return cg_err_set(err, CG_EINVAL, "%s pair_id must not be empty when declared", what);
     if (id->physical_batch == 0)
         return cg_err_set(err, CG_EINVAL, "%s physical_batch must be greater than zero", what);
     if (id->accumulation_steps == 0)
         return cg_err_set(err, CG_EINVAL, "%s accumulation_steps must be greater than zero", what);
-    if (require_text(id->precision, what, "precision", err) ||
-        require_text(id->device_state, what, "device_state", err))
-        return -1;
-    if (id->pair_id && cg_str_blank(id->pair_id))
-        return cg_err_set(err, CG_EINVAL, "%s pair_id must not be empty when declared", what);
     return 0;
 }
 
 int cg_run_meta_validate(const cg_run_meta *m, cg_error *err) {
-    static const char what[] = "run metadata";
+    static const char what[] = "run provenance";
     if (require_text(m->run_id, what, "run_id", err) ||
         require_text(m->correlation_id, what, "correlation_id", err) ||
         require_text(m->entrypoint, what, "entrypoint", err) ||
@@ -94,10 +94,9 @@ int cg_run_meta_validate(const cg_run_meta *m, cg_error *err) {
         require_text(m->device, what, "device", err))
         return -1;
     if (m->capture_step == 0)
-        return cg_err_set(err, CG_EINVAL, "run metadata capture_step must be one-based (greater than zero)");
+        return cg_err_set(err, CG_EINVAL, "capture_step must be one-based and greater than zero");
     if (m->warmup_steps >= m->capture_step)
-        return cg_err_set(err, CG_EINVAL,
-                          "run metadata warmup_steps (%llu) must be smaller than capture_step (%llu)",
+        return cg_err_set(err, CG_EINVAL, "warmup_steps (%llu) must be fewer than the one-based capture_step (%llu)",
                           (unsigned long long)m->warmup_steps, (unsigned long long)m->capture_step);
     if (m->identity && cg_comparison_identity_validate(m->identity, err) != 0) return -1;
     return 0;

@@ -1,5 +1,7 @@
 /* model.c — enum wire names, dtype sizes and the JSON shape of every trace record. */
 #include <ctype.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -405,4 +407,47 @@ const cg_span *cg_trace_find_span(const cg_trace *t, const char *id) {
         else hi = mid;
     }
     return NULL;
+}
+
+/* ---------------------------------------------------------------- Rust Debug */
+
+void cg_rust_debug_str(cg_buf *b, const char *s) {
+    cg_buf_putc(b, '"');
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        unsigned c = *p;
+        if (c == '"' || c == '\\') {
+            cg_buf_putc(b, '\\');
+            cg_buf_putc(b, (char)c);
+        } else if (c == '\n') cg_buf_puts(b, "\\n");
+        else if (c == '\r') cg_buf_puts(b, "\\r");
+        else if (c == '\t') cg_buf_puts(b, "\\t");
+        else if (c == 0x7f || c < 0x20) cg_buf_printf(b, "\\u{%x}", c);
+        else if (c == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9f) { /* C1 control U+0080..U+009F */
+            cg_buf_printf(b, "\\u{%x}", (unsigned)p[1]);
+            p++;
+        } else cg_buf_putc(b, (char)c);
+    }
+    cg_buf_putc(b, '"');
+}
+
+/* Rust prints finite f64 Debug like serde_json's ryu except below 1e-4, where it
+ * switches to exponent form one decade earlier (1e-5 rather than 0.00001). */
+void cg_rust_debug_f64(cg_buf *b, double d) {
+    if (d == 0 || !isfinite(d) || fabs(d) >= 1e-4) {
+        if (isnan(d)) cg_buf_puts(b, "NaN");
+        else if (isinf(d)) cg_buf_puts(b, d < 0 ? "-inf" : "inf");
+        else cg_json_write_f64(b, d);
+        return;
+    }
+    char tmp[40];
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(tmp, sizeof tmp, "%.*e", prec - 1, d);
+        if (strtod(tmp, NULL) == d) break;
+    }
+    char *e = strchr(tmp, 'e'), *m_end = e;
+    if (strchr(tmp, '.'))
+        while (m_end[-1] == '0') m_end--;
+    if (m_end[-1] == '.') m_end--;
+    cg_buf_append(b, tmp, (size_t)(m_end - tmp));
+    cg_buf_printf(b, "e%ld", strtol(e + 1, NULL, 10));
 }

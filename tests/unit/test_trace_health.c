@@ -251,11 +251,11 @@ static void test_run_meta_validation(void **st) {
     assert_int_equal(cg_run_meta_validate(&m, &err), 0);
     m.correlation_id = "";
     assert_int_equal(cg_run_meta_validate(&m, &err), -1);
-    assert_string_equal(err.msg, "run metadata correlation_id must not be empty");
+    assert_string_equal(err.msg, "run provenance correlation_id must not be empty");
     m = t->run;
     m.device = " ";
     assert_int_equal(cg_run_meta_validate(&m, &err), -1);
-    assert_string_equal(err.msg, "run metadata device must not be empty");
+    assert_string_equal(err.msg, "run provenance device must not be empty");
     m = t->run;
     m.capture_step = 0;
     m.warmup_steps = 0;
@@ -264,7 +264,7 @@ static void test_run_meta_validation(void **st) {
     m = t->run;
     m.warmup_steps = m.capture_step;
     assert_int_equal(cg_run_meta_validate(&m, &err), -1);
-    assert_string_equal(err.msg, "run metadata warmup_steps (3) must be smaller than capture_step (3)");
+    assert_string_equal(err.msg, "warmup_steps (3) must be fewer than the one-based capture_step (3)");
     m = t->run;
     cg_comparison_identity id = *m.identity;
     id.model_id = "";
@@ -275,10 +275,10 @@ static void test_run_meta_validation(void **st) {
     /* health reports it, with the validator's message */
     t->run.warmup_steps = 7;
     cg_health *h = cg_health_analyze(t);
-    const cg_health_issue *is = find_issue(h, "invalid_run_metadata");
+    const cg_health_issue *is = find_issue(h, "run_provenance_invalid");
     assert_non_null(is);
     assert_int_equal(is->severity, CG_SEV_ERROR);
-    assert_string_equal(is->message, "run metadata warmup_steps (7) must be smaller than capture_step (3)");
+    assert_string_equal(is->message, "warmup_steps (7) must be fewer than the one-based capture_step (3)");
     assert_false(h->structurally_valid);
     cg_health_free(h);
     cg_trace_free(t);
@@ -341,7 +341,7 @@ static void test_illustrative_clean_and_coverage(void **st) {
     t->spans[4].duration_ns = 0;
     cg_health *h2 = cg_health_analyze(t);
     cg_json_write(&b, cg_jv_get(cg_health_to_json(&a, h2), "issues"), false);
-    assert_string_equal(b.data, "[{\"severity\":\"error\",\"code\":\"open_span\",\"message\":\"span s5 was not closed\"}]");
+    assert_string_equal(b.data, "[{\"severity\":\"error\",\"code\":\"open_span\",\"message\":\"span `s5` was not closed\"}]");
     assert_int_equal(h2->coverage.closed_spans, 4);
     assert_true(cg_health_has(h2, "open_span"));
     assert_false(cg_health_has(h2, "root_count"));
@@ -382,7 +382,7 @@ static void test_parse_fatal_codes(void **st) {
     assert_int_equal(h->n_issues, 1);
     assert_string_equal(h->issues[0].code, "terminal_precedes_evidence");
     assert_string_equal(h->issues[0].message,
-                        "terminal timestamp 1099 ns precedes the latest host evidence end 1100 ns");
+                        "terminal timestamp 1099 precedes host evidence ending at 1100");
     cg_health_free(h);
 
     /* saturating: an op ending past u64::MAX ends at u64::MAX */
@@ -401,12 +401,12 @@ static void test_parse_fatal_codes(void **st) {
     t->ops[0].timestamp_ns = 200;
     t->ops[0].duration_ns = 400;
 
-    /* duplicate span ids (sorted neighbours): reported once per id */
+    /* duplicate span ids: one issue, whatever the number of duplicates */
     t->spans[4].id = "s4";
     t->spans[4].parent_id = "s2";
     h = cg_health_analyze(t);
     assert_int_equal(count_code(h, "duplicate_span_id"), 1);
-    assert_string_equal(find_issue(h, "duplicate_span_id")->message, "span id s4 is used by more than one span");
+    assert_string_equal(find_issue(h, "duplicate_span_id")->message, "span IDs must be unique");
     cg_health_free(h);
     cg_trace_free(t);
 }
@@ -441,7 +441,7 @@ static cg_health *walk(cg_trace *t, const mev *ev, size_t n) {
     assert_non_null(t->memory);
     t->n_memory = n;
     for (size_t i = 0; i < n; i++)
-        t->memory[i] = (cg_memory){.timestamp_ns = ev[i].ts,
+        t->memory[i] = (cg_memory){.timestamp_ns = 150 + ev[i].ts, /* inside s3 [150, 650] */
                                    .storage_id = ev[i].storage,
                                    .tensor_id = ev[i].tensor,
                                    .span_id = "s3",
@@ -519,7 +519,7 @@ static void test_span_cycle_and_order(void **st) {
     cg_health *h = cg_health_analyze(t);
     assert_int_equal(count_code(h, "span_cycle"), 5);
     assert_int_equal(count_code(h, "root_count"), 1);
-    assert_string_equal(find_issue(h, "root_count")->message, "trace has 0 root spans; exactly one is required");
+    assert_string_equal(find_issue(h, "root_count")->message, "expected exactly one root span, found 0");
     /* checks run in a fixed order: root_count before span_cycle */
     size_t root_at = 0, cycle_at = 0;
     for (size_t i = 0; i < h->n_issues; i++) {
@@ -563,6 +563,7 @@ static void test_long_chains(void **st) {
     t->spans[7].step = CG_STEP_OPTIMIZER;
     t->ops[0].span_id = t->tensors[0].span_id = t->device_intervals[0].span_id = "c0000005";
     for (size_t i = 0; i < t->n_memory; i++) t->memory[i].span_id = "c0000005";
+    for (size_t i = 0; i < t->n_tensor_stats; i++) t->tensor_stats[i].span_id = "c0000005";
     t->ops[0].timestamp_ns = 0;
     t->ops[0].duration_ns = 10;
     t->edges[1].from = "c0000004";
@@ -607,7 +608,7 @@ static void test_many_data_edges(void **st) {
     assert_int_equal(count_code(h, "unknown_data_edge_tensor"), N / 1000);
     assert_int_equal(h->n_issues, N / 1000);
     assert_string_equal(h->issues[0].message,
-                        "data edge T999 -> U999: to_tensor U999 is not a recorded tensor, op input or op output");
+                        "data edge `T999` -> `U999` refers to unknown tensor evidence");
     assert_int_equal(h->coverage.data_edges, N);
     assert_int_equal(h->coverage.call_edges, 1);
     cg_health_free(h);
