@@ -329,6 +329,9 @@ int cg_gradient_contract_validate(const cg_gradient_contract *g, cg_error *err);
 void cg_gradient_manifest_digest(const cg_expected_gradient *e, size_t n, char out[72]);
 /* true when the string is empty after trimming ASCII/Unicode-space whitespace. */
 bool cg_str_blank(const char *s);
+/* Rust's str::trim on n bytes: [*start, *end) without leading and trailing
+ * Unicode White_Space. */
+void cg_str_trim_span(const char *s, size_t n, size_t *start, size_t *end);
 
 /* ---- rules shared by the reader and health (rules.c), one home each ---- */
 typedef enum cg_terminal_reason_rule {
@@ -352,5 +355,8 @@ bool cg_rule_tensor_stats_valid(const cg_tensor_stats *s);
 void cg_rust_debug_str(cg_buf *b, const char *s);
 /* Rust's `{:?}` of an f64 (1.0, 0.125, 1e-5, 1e16). */
 void cg_rust_debug_f64(cg_buf *b, double d);
+/* Rust's `{}` of an f64 (1, 1.5, -0, 100000000000000000000, 0.0000001): how
+ * serde (1.0.152, the oracle's) names an unexpected float. */
+void cg_rust_display_f64(cg_buf *b, double d);
 
 #endif

@@ -108,38 +108,38 @@ static void test_gradient_contract_validation(void **st) {
     expect_gc_error(&x.g, "gradient manifest must not be empty");
     gc_init(&x);
     x.g.n_families = 0;
-    expect_gc_error(&x.g, "at least one family contract");
+    expect_gc_error(&x.g, "gradient families must not be empty");
     gc_init(&x);
     x.digest[10] = x.digest[10] == 'a' ? 'b' : 'a';
-    expect_gc_error(&x.g, "does not match the recomputed digest");
+    expect_gc_error(&x.g, "gradient manifest SHA-256 does not match its ordered parameter manifest");
     gc_init(&x);
     x.e[1].key = " ";
     gc_redigest(&x);
-    expect_gc_error(&x.g, "entry 1 has an empty key");
+    expect_gc_error(&x.g, "gradient manifest root, key, and family must not be empty");
     gc_init(&x);
     x.e[2].key = "trunk.weight";
     x.e[2].family = "trunk";
     gc_redigest(&x);
-    expect_gc_error(&x.g, "declares root parameters key trunk.weight more than once");
+    expect_gc_error(&x.g, "gradient manifest declares (\"parameters\", \"trunk.weight\") more than once");
     gc_init(&x);
     x.f[2].family = "trunk";
-    expect_gc_error(&x.g, "gradient family trunk has more than one family contract");
+    expect_gc_error(&x.g, "gradient family \"trunk\" is declared more than once");
     gc_init(&x);
     x.e[2].family = "trunk"; /* optional loses its only member */
     gc_redigest(&x);
-    expect_gc_error(&x.g, "gradient family optional has no manifest members");
+    expect_gc_error(&x.g, "gradient family \"optional\" has no manifest members");
     gc_init(&x);
     x.g.n_families = 2; /* optional members without a contract */
-    expect_gc_error(&x.g, "gradient manifest family optional has no family contract");
+    expect_gc_error(&x.g, "gradient manifest family \"optional\" has no family contract");
     gc_init(&x);
     x.f[1].min_present = 1;
-    expect_gc_error(&x.g, "inactive gradient family frozen must have min_present 0");
+    expect_gc_error(&x.g, "inactive gradient family \"frozen\" must have min_present=0");
     gc_init(&x);
     x.f[0].min_present = 2;
-    expect_gc_error(&x.g, "active gradient family trunk needs min_present between 1 and its 1 members");
+    expect_gc_error(&x.g, "active or data-conditional gradient family \"trunk\" needs min_present in 1..=1");
     gc_init(&x);
     x.f[2].min_present = 0;
-    expect_gc_error(&x.g, "data_conditional gradient family optional needs min_present");
+    expect_gc_error(&x.g, "active or data-conditional gradient family \"optional\" needs min_present in 1..=1");
 }
 
 /* ---- capture contract, identity, run metadata ---- */
@@ -176,7 +176,7 @@ static void test_capture_contract_validation(void **st) {
     x.digest[9] ^= 1;
     cg_error err;
     assert_int_equal(cg_capture_contract_validate(&c, &err), -1);
-    assert_non_null(strstr(err.msg, "does not match the recomputed digest"));
+    assert_string_equal(err.msg, "gradient manifest SHA-256 does not match its ordered parameter manifest");
     c.gradient_contract = NULL;
     c.gradients = CG_COV_NONE;
 
@@ -184,23 +184,23 @@ static void test_capture_contract_validation(void **st) {
     c.cpu_only_semantic_labels = (cg_strlist){cpu, 1};
     expect_cc(&c, NULL);
     c.cpu_only_semantic_labels = (cg_strlist){NULL, 0};
-    expect_cc(&c, "required semantic label a/backward is classified as neither GPU-expected nor CPU-only");
+    expect_cc(&c, "GPU-expected and CPU-only semantic labels must partition all required application labels");
     c.gpu_expected_semantic_labels = (cg_strlist){both, 2};
     c.cpu_only_semantic_labels = (cg_strlist){cpu, 1};
-    expect_cc(&c, "required semantic label a/backward is classified as both GPU-expected and CPU-only");
+    expect_cc(&c, "semantic label `a/backward` is classified as both GPU-expected and CPU-only");
     const char *extra[] = {"a/forward", "a/loss"};
     c.gpu_expected_semantic_labels = (cg_strlist){extra, 2};
-    expect_cc(&c, "GPU-expected semantic label a/loss is not a required semantic label");
+    expect_cc(&c, "GPU-expected semantic label `a/loss` is not a required application label");
     const char *dup[] = {"a/forward", "a/forward"};
     c.gpu_expected_semantic_labels = (cg_strlist){dup, 2};
-    expect_cc(&c, "GPU-expected semantic label a/forward is declared more than once");
+    expect_cc(&c, "GPU-expected semantic label `a/forward` is declared more than once");
 
     const char *blank[] = {"a/forward", "\xe3\x80\x80"}; /* U+3000 ideographic space */
     c.required_semantic_labels = (cg_strlist){blank, 2};
     expect_cc(&c, "required semantic labels must not be empty");
     const char *twice[] = {"a/forward", "a/forward"};
     c.required_semantic_labels = (cg_strlist){twice, 2};
-    expect_cc(&c, "required semantic label a/forward is declared more than once");
+    expect_cc(&c, "required semantic label `a/forward` is declared more than once");
 }
 
 static cg_comparison_identity good_identity(void) {
