@@ -75,7 +75,7 @@ static int load_bundle(cg_arena *a, cli_loaded *l, cg_error *err) {
         return cg_err_context(err, "verify bundle %s", l->bundle_root);
     snprintf(l->trace_path, sizeof l->trace_path, "%.4000s/trace.jsonl", l->bundle_root);
     l->trace = cg_trace_read_file(l->trace_path, NULL, err);
-    if (!l->trace) return -1;
+    if (!l->trace) return cg_err_context(err, "parse verified bundle trace %s", l->trace_path);
     if (strcmp(l->trace->run.run_id, l->receipt.run_id) != 0)
         return cg_err_set(err, CG_EVERIFY, "verified bundle manifest run ID %s does not match trace run ID %s",
                           l->receipt.run_id, l->trace->run.run_id);
@@ -131,7 +131,7 @@ int cli_load_evidence_ex(cg_arena *a, const char *path, const char *nsight_dir, 
         if (S_ISDIR(st.st_mode)) snprintf(l->trace_path, sizeof l->trace_path, "%.4000s/trace.jsonl", path);
         else snprintf(l->trace_path, sizeof l->trace_path, "%.4000s", path);
         l->trace = cg_trace_read_file(l->trace_path, NULL, err);
-        if (!l->trace) return -1;
+        if (!l->trace) return cg_err_context(err, "parse trace %s", l->trace_path); /* build_evidence's context */
         l->evidence = cg_evidence_build(a, l->trace, nsight_dir, err);
         if (!l->evidence) return -1;
         l->packet = lazy ? cg_evidence_to_json_lazy(a, l->evidence) : cg_evidence_to_json(a, l->evidence);

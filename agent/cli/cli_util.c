@@ -60,14 +60,17 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) {
 }
 
 int cli_fail(const cg_error *err) {
-    fprintf(stderr, "candle-graph: %s\n", err->msg);
+    cg_buf b = CG_BUF_INIT;
+    cg_err_write_chain(&b, err); /* a Rust main returning Err: "Error: {:?}" */
+    fprintf(stderr, "Error: %s\n", b.data ? b.data : "");
+    cg_buf_free(&b);
     return 1;
 }
 
 int cli_failf(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fputs("candle-graph: ", stderr);
+    fputs("Error: ", stderr);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);

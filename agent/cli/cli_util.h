@@ -21,7 +21,7 @@ bool cli_is_flag(const char *arg, const char *flag, const char *alt);
 int cli_take_multi(int argc, char **argv, int *i, const char *flag, const char ***vals, int *n);
 
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int cli_fail(const cg_error *err);            /* prints "candle-graph: <msg>" to stderr, returns 1 */
+int cli_fail(const cg_error *err);            /* prints "Error: <chain>" (anyhow Debug) to stderr, returns 1 */
 int cli_failf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Writes pretty JSON + "\n" to stdout (out_path NULL or "-") or to out_path. */
