@@ -80,14 +80,22 @@ typedef struct cg_nsi_dir_entry {
 
 /* Reads capture-manifest.json (if any) of dir and runs every load-time check
  * (schema, raw report, label sets, artifacts, undeclared retained files).
- * Sets ev->provenance; an unreadable or invalid manifest leaves the binding
- * partial and adds a diagnostic. */
-void cg_nsi_provenance_load(cg_arena *a, cg_nsight_evidence *ev, const char *dir,
+ * Sets ev->provenance; an absent, unreadable or invalid manifest leaves the
+ * binding partial with a diagnostic naming "<display>/capture-manifest.json". */
+void cg_nsi_provenance_load(cg_arena *a, cg_nsight_evidence *ev, const char *dir, const char *display,
                             const cg_nsi_dir_entry *entries, size_t n_entries,
                             const cg_strlist *required, const cg_strlist *gpu_expected,
                             const cg_strlist *cpu_only, const cg_nsight_limits *lim);
 
+/* Appends one provenance diagnostic. */
+void cg_nsi_prov_diag(cg_arena *a, cg_nsight_provenance *p, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* ---- small helpers (nsight.c) ---- */
+/* "<display>/<name>", as a joined path displays. */
+const char *cg_nsi_display_path(cg_arena *a, const char *display, const char *name);
+/* An errno value as Rust displays an io::Error: "<strerror> (os error <n>)". */
+const char *cg_nsi_os_error(cg_arena *a, int e);
 void cg_nsi_diag(cg_arena *a, cg_nsight_evidence *ev, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Sorted (byte order), deduplicated copy of a string list. */
