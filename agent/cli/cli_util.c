@@ -106,24 +106,30 @@ static int fd_out_write(void *ctx, const char *data, size_t len) {
     return 0;
 }
 
+int cli_write_stream(const char *out_path, cli_producer produce, void *arg) {
+    cg_error err;
+    cg_err_clear(&err);
+    bool to_stdout = !out_path || !strcmp(out_path, "-");
+    if (to_stdout && fflush(stdout) != 0) return cli_failf("write stdout: %s", strerror(errno));
+    fd_out o = {to_stdout ? STDOUT_FILENO : open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), 0};
+    if (o.fd < 0) return cli_failf("create %s: %s", out_path, strerror(errno));
+    const char *name = to_stdout ? "stdout" : out_path;
+    int rc = produce(fd_out_write, &o, arg, &err);
+    if (rc != 0 && o.err_no) rc = cli_failf("write %s: %s", name, strerror(o.err_no));
+    else if (rc != 0) rc = cli_fail(&err);
+    if (!to_stdout && close(o.fd) != 0 && rc == 0) rc = cli_failf("close %s: %s", out_path, strerror(errno));
+    return rc;
+}
+
+static int produce_json(cg_json_sink sink, void *sink_ctx, void *arg, cg_error *err) {
+    (void)err;
+    return cg_json_write_sink(arg, true, true, sink, sink_ctx);
+}
+
 /* Streams pretty JSON + "\n" through a bounded buffer (lazy arrays are produced
  * item by item), so memory does not grow with the document. */
 int cli_write_json(const char *out_path, const cg_jv *v) {
-    if (!out_path || !strcmp(out_path, "-")) {
-        if (fflush(stdout) != 0) return cli_failf("write stdout: %s", strerror(errno));
-        fd_out o = {STDOUT_FILENO, 0};
-        if (cg_json_write_sink(v, true, true, fd_out_write, &o) != 0)
-            return cli_failf("write stdout: %s", strerror(o.err_no));
-        return 0;
-    }
-    fd_out o = {open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), 0};
-    if (o.fd < 0) return cli_failf("create %s: %s", out_path, strerror(errno));
-    if (cg_json_write_sink(v, true, true, fd_out_write, &o) != 0) {
-        close(o.fd);
-        return cli_failf("write %s: %s", out_path, strerror(o.err_no));
-    }
-    if (close(o.fd) != 0) return cli_failf("close %s: %s", out_path, strerror(errno));
-    return 0;
+    return cli_write_stream(out_path, produce_json, (void *)v);
 }
 
 cg_jv *cli_tool_json(cg_arena *a) {

@@ -967,3 +967,21 @@ int cg_json_write_file(const char *path, const cg_jv *v, bool pretty, cg_error *
     if (rc != 0) return cg_err_set(err, CG_EIO, "write %s: %s", path, strerror(s.err_no));
     return 0;
 }
+
+size_t cg_utf8_seq_len(const char *p, size_t n) {
+    return n ? utf8_len((const unsigned char *)p, (const unsigned char *)p + n) : 0;
+}
+
+size_t cg_utf8_valid_prefix(const char *s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        if ((unsigned char)s[i] < 0x80) {
+            i++;
+            continue;
+        }
+        size_t l = cg_utf8_seq_len(s + i, n - i);
+        if (!l) break;
+        i += l;
+    }
+    return i;
+}

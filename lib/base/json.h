@@ -159,4 +159,12 @@ int cg_json_write_sink(const cg_jv *v, bool pretty, bool newline, cg_json_sink s
 /* Streams to an open file descriptor (not closed). Errors: CG_EIO with strerror. */
 int cg_json_write_fd(int fd, const cg_jv *v, bool pretty, bool newline, cg_error *err);
 
+/* ---- UTF-8 ----
+ * Length of the one valid UTF-8 sequence at p (within n bytes), 0 when the
+ * bytes there are not one (overlong forms, surrogates and > U+10FFFF are
+ * invalid, as in the parser). */
+size_t cg_utf8_seq_len(const char *p, size_t n);
+/* Length of the longest valid UTF-8 prefix of s (== n when all of s is valid). */
+size_t cg_utf8_valid_prefix(const char *s, size_t n);
+
 #endif
