@@ -178,7 +178,7 @@ void cg_nsi_attribute(cg_arena *a, cg_nsight_evidence *ev) {
     ev->n_phase_attribution = 0;
     for (size_t i = 0; i < nv->n; i++) {
         const cg_nsight_timeline_row *r = &nv->rows[i];
-        if (!has_join_key(r) || !r->has_projected) continue;
+        if (!has_join_key(r) || !r->has_projected_start || !r->has_projected_duration) continue;
         cg_nsi_interval *iv = NULL;
         size_t n_iv = 0, cap_iv = 0;
         size_t joined = joined_rows(a, &ev->gpu_timeline, max_dur, r, &iv, &n_iv, &cap_iv);

@@ -69,6 +69,54 @@ void cg_nsi_diag(cg_arena *a, cg_nsight_evidence *ev, const char *fmt, ...) {
     ev->diagnostics.n = n;
 }
 
+static bool unicode_space(uint32_t c) {
+    return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
+           c == 0x3000;
+}
+
+/* The code point of the well-formed UTF-8 sequence at s[0..n) (callers pass
+ * validated text); *len is its length. */
+static uint32_t utf8_at(const unsigned char *s, size_t n, size_t *len) {
+    size_t need = s[0] < 0x80 ? 0 : s[0] < 0xE0 ? 1 : s[0] < 0xF0 ? 2 : 3;
+    if (need >= n) need = 0;
+    uint32_t cp = need == 0 ? s[0] : (uint32_t)(s[0] & (0x3F >> need));
+    for (size_t k = 1; k <= need; k++) cp = (cp << 6) | (s[k] & 0x3F);
+    *len = need + 1;
+    return cp;
+}
+
+/* The code point ending at s[e) (a UTF-8 sequence starts at a non-continuation byte). */
+static uint32_t utf8_before(const unsigned char *s, size_t b, size_t e, size_t *len) {
+    size_t i = e - 1;
+    while (i > b && (s[i] & 0xC0) == 0x80 && e - i < 4) i--;
+    return utf8_at(s + i, e - i, len);
+}
+
+void cg_nsi_trim_span(const char *str, size_t n, size_t *b, size_t *e) {
+    const unsigned char *s = (const unsigned char *)str;
+    size_t lo = 0, hi = n, len;
+    while (lo < hi && unicode_space(utf8_at(s + lo, hi - lo, &len))) lo += len;
+    while (hi > lo && unicode_space(utf8_before(s, lo, hi, &len))) hi -= len;
+    *b = lo;
+    *e = hi;
+}
+
+void cg_nsi_debug_str(cg_buf *b, const char *str) {
+    const unsigned char *s = (const unsigned char *)str;
+    size_t n = strlen(str), len;
+    cg_buf_putc(b, '"');
+    for (size_t i = 0; i < n; i += len) {
+        uint32_t c = utf8_at(s + i, n - i, &len);
+        const char *esc = c == 0 ? "\\0" : c == '\t' ? "\\t" : c == '\r' ? "\\r" : c == '\n' ? "\\n"
+                          : c == '\\' ? "\\\\" : c == '"' ? "\\\"" : NULL;
+        if (esc) cg_buf_append(b, esc, strlen(esc));
+        else if (c < 0x20 || (c >= 0x7F && c < 0xA0)) cg_buf_printf(b, "\\u{%x}", (unsigned)c);
+        else cg_buf_append(b, str + i, len);
+    }
+    cg_buf_putc(b, '"');
+}
+
 static int cmp_str_ptr(const void *x, const void *y) {
     return strcmp(*(const char *const *)x, *(const char *const *)y);
 }
@@ -484,10 +532,9 @@ static cg_jv *timeline_json(cg_arena *a, const cg_nsight_timeline_table *t) {
         if (r->semantic_key) cg_jv_obj_put(a, o, "semantic_key", cg_jv_str(a, r->semantic_key));
         cg_jv_obj_put(a, o, "start_ns", cg_jv_u64(a, r->start_ns));
         cg_jv_obj_put(a, o, "duration_ns", cg_jv_u64(a, r->duration_ns));
-        if (r->has_projected) {
-            cg_jv_obj_put(a, o, "projected_start_ns", cg_jv_u64(a, r->projected_start_ns));
+        if (r->has_projected_start) cg_jv_obj_put(a, o, "projected_start_ns", cg_jv_u64(a, r->projected_start_ns));
+        if (r->has_projected_duration)
             cg_jv_obj_put(a, o, "projected_duration_ns", cg_jv_u64(a, r->projected_duration_ns));
-        }
         if (r->has_gpu_operations) cg_jv_obj_put(a, o, "gpu_operations", cg_jv_u64(a, r->gpu_operations));
         cg_jv_arr_push(a, arr, o);
     }

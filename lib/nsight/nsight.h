@@ -112,13 +112,14 @@ typedef struct cg_nsight_summary_row {
 } cg_nsight_summary_row;
 
 /* Timeline row (NVTX projected range or GPU operation). Absent optional
- * strings are NULL; semantic_key is the name for NVTX ranges, else NULL. */
+ * strings are NULL; present ones are kept as written (an empty cell is "");
+ * semantic_key is the name for NVTX ranges, else NULL. */
 typedef struct cg_nsight_timeline_row {
     const char *name;
     bool is_nvtx; /* kind: nvtx_range (true) | gpu_operation (false) */
     const char *device, *context, *stream, *correlation_id, *semantic_key;
     uint64_t start_ns, duration_ns;
-    bool has_projected; /* projected_start_ns / projected_duration_ns present */
+    bool has_projected_start, has_projected_duration; /* always both for NVTX ranges */
     uint64_t projected_start_ns, projected_duration_ns;
     bool has_gpu_operations;
     uint64_t gpu_operations;
