@@ -22,9 +22,11 @@
  * or unreadable directory, or an artifact that cannot be hashed, gives status
  * `failed` with that error as reason and otherwise the shape of unavailable
  * evidence (no rows, no artifacts, provenance without a manifest). A malformed
- * report (bad CSV, a bad number, a missing required column, a limit exceeded)
- * becomes one diagnostic "<dir>/<file name>: <error>", contributes no rows and
- * is not listed in source_csv; an invalid capture manifest leaves provenance
+ * report (invalid UTF-8, a bad or missing required number, a missing required
+ * column, a zero-duration row, an NVTX row without positive projected timing,
+ * a limit exceeded; the crate's texts, see nsight_internal.h) becomes one
+ * diagnostic "<dir>/<file name>: <error>", contributes no rows and is not
+ * listed in source_csv; an invalid capture manifest leaves provenance
  * `partial` with a diagnostic. Only out-of-memory aborts (arena policy).
  *
  * Limits (cg_nsight_limits, defaults in cg_nsight_limits_default): bytes per
