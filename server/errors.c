@@ -16,6 +16,7 @@
     X(malformed_manifest, SRV_CAT_INPUT, 400, false)        \
     X(malformed_signature, SRV_CAT_INPUT, 400, false)       \
     X(duplicate_key, SRV_CAT_INPUT, 400, false)             \
+    X(ambiguous_series, SRV_CAT_INPUT, 400, false)          \
     X(unauthorized, SRV_CAT_AUTH, 401, false)               \
     X(forbidden, SRV_CAT_AUTH, 403, false)                  \
     X(signer_unknown, SRV_CAT_AUTH, 403, false)             \

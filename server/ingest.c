@@ -26,6 +26,7 @@
 #include "bundle/signature.h"
 #include "bundle/verify.h"
 #include "srv_compare.h"
+#include "srv_history.h"
 #include "srv_index.h"
 #include "srv_web.h"
 
@@ -492,6 +493,7 @@ static enum MHD_Result run(ingest *g) {
     if (!c) return srv_fail_unavailable(r, &err);
     char sqlstate[6] = "";
     bool existed = false, conflict = false;
+    long long history_series = -1;
     char other[65] = "";
     const char *lk = cg_arena_printf(a, "%" PRId64, lock_key(id));
     const char *p1[1] = {id};
@@ -536,6 +538,7 @@ static enum MHD_Result run(ingest *g) {
             else goto dberr;
         }
         if (!conflict && srv_facts_insert(c, id, rcpt.run_id, g->trace, g->health, sqlstate, &err) < 0) goto dberr;
+        if (!conflict && srv_history_index(c, id, g->trace, &history_series, sqlstate, &err) < 0) goto dberr;
         if (!conflict && g->campaign) {
             const char *pa[7] = {g->campaign, g->planned, id, rcpt.run_id, srv_trace_host(g->trace),
                                  g->trace->run.device, NULL};
@@ -577,6 +580,7 @@ static enum MHD_Result run(ingest *g) {
     }
     if (srv_exec(c, "COMMIT", &err) < 0) goto dberr;
     srv_pool_put(s->pool, c);
+    srv_history_detect(s, history_series); /* issue 15: change points of the bundle's series */
 
     /* 7. answer */
     cg_jv *o = cg_jv_obj(a);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "analysis/graph.h"
+#include "render/chrome_trace.h"
 #include "base/fs.h"
 #include "bundle/archive.h"
 #include "analysis/evidence.h"
@@ -272,6 +273,19 @@ static int derive_viewer(srv_req *r, const char *id, const char *out, srv_derive
     return derive_packet(r, id, out, true, f);
 }
 
+/* Chrome Trace Event Format JSON of the stored trace (the bytes of `candle-graph export`). */
+static int derive_chrome(srv_req *r, const char *id, const char *out, srv_derive_fail *f) {
+    cg_trace *t = load_trace(r, id, f);
+    if (!t) return -1;
+    cg_error err = {0};
+    cg_fd_sink_ctx sink = {open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600), 0};
+    int rc = sink.fd < 0 ? -1 : cg_chrome_trace_write(t, cg_fd_sink, &sink, &err);
+    if (sink.fd >= 0 && close(sink.fd) != 0) rc = -1;
+    if (rc < 0) fail_set(f, "insufficient_storage", NULL, "cannot write the derived view");
+    cg_trace_free(t);
+    return rc;
+}
+
 /* tar.zst of the bundle, packed (and so verified) from blob links. */
 static int derive_archive(srv_req *r, const char *id, const char *out, srv_derive_fail *f) {
     char dir[PATH_MAX], bdir[PATH_MAX + 8];
@@ -306,13 +320,19 @@ static const struct filter filters[] = {
     {"signer", "b.signer_key_id =", ""},
     {"since", "b.uploaded_at >=", "::timestamptz"},
     {"until", "b.uploaded_at <", "::timestamptz"},
+    /* issue 15: revision filters (a commit hash or prefix, a branch) */
+    {"commit", "EXISTS (SELECT 1 FROM bundle_revisions v WHERE v.bundle_id = b.id AND starts_with(v.commit_sha,", "))"},
+    {"branch", "EXISTS (SELECT 1 FROM bundle_revisions v WHERE v.bundle_id = b.id AND v.branch =", ")"},
 };
 
+/* A decimal u64 (0 .. 2^64-1): digits only, no sign, no overflow. */
 static bool is_uint(const char *s) {
-    if (!*s || strlen(s) > 20) return false; /* u64 values have up to 20 digits */
-    for (; *s; s++)
-        if (*s < '0' || *s > '9') return false;
-    return true;
+    if (!*s) return false;
+    for (const char *p = s; *p; p++)
+        if (*p < '0' || *p > '9') return false;
+    errno = 0;
+    (void)strtoull(s, NULL, 10);
+    return errno != ERANGE;
 }
 
 #define SUMMARY_COLS                                                                                                 \
@@ -373,7 +393,9 @@ enum MHD_Result srv_h_bundles_list(srv_req *r) {
         if (!v) continue;
         if (!strcmp(filters[k].param, "capture_step") && !is_uint(v)) {
             cg_buf_free(&where);
-            return srv_fail(r, "invalid_parameter", NULL, "capture_step must be a non-negative integer");
+            cg_jv *d = cg_jv_obj(&r->arena);
+            cg_jv_obj_put(&r->arena, d, "parameter", cg_jv_str_nocopy(&r->arena, "capture_step"));
+            return srv_fail(r, "invalid_parameter", d, "capture_step must be an integer from 0 to 2^64-1");
         }
         pnames[np] = filters[k].param;
         pcasts[np] = filters[k].cast;
@@ -631,6 +653,15 @@ enum MHD_Result srv_h_bundle_graph(srv_req *r) {
     WITH_BUNDLE(r, c, id);
     srv_pool_put(r->s->pool, c);
     return srv_derived_serve(r, id, "graph", JSON_CT, derive_graph);
+}
+
+enum MHD_Result srv_h_bundle_export(srv_req *r) {
+    const char *format = srv_query(r, "format");
+    if (!format || strcmp(format, "chrome"))
+        return srv_fail(r, "invalid_parameter", NULL, "format must be chrome (Chrome Trace Event Format JSON)");
+    WITH_BUNDLE(r, c, id);
+    srv_pool_put(r->s->pool, c);
+    return srv_derived_serve(r, id, "chrome", JSON_CT, derive_chrome);
 }
 
 enum MHD_Result srv_h_bundle_viewer(srv_req *r) {

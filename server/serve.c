@@ -14,6 +14,7 @@
 #include "base/fs.h"
 #include "srv.h"
 #include "srv_web.h"
+#include "srv_history.h"
 
 /* The data dir and its upload/staging areas are private to the server's user
  * (0700; the embedded cluster's user is let through the data dir by pgembed). */
@@ -85,7 +86,13 @@ int srv_cmd_serve(int argc, char **argv) {
         cg_err_set(&err, CG_EIO, "cannot start the janitor thread");
         goto fail;
     }
+    if (srv_webhook_start(s) < 0) { /* issue 15: webhook outbox delivery */
+        srv_janitor_stop();
+        cg_err_set(&err, CG_EIO, "cannot start the webhook delivery thread");
+        goto fail;
+    }
     if (srv_http_start(s, &err) < 0) {
+        srv_webhook_stop();
         srv_janitor_stop();
         goto fail;
     }
@@ -103,6 +110,7 @@ int srv_cmd_serve(int argc, char **argv) {
     pthread_cond_broadcast(&s->upload_cv);
     pthread_mutex_unlock(&s->upload_mu);
     srv_http_stop(s, s->cfg.shutdown_grace_s);
+    srv_webhook_stop();
     srv_janitor_stop();
     rc = 0;
     goto done;
@@ -110,7 +118,7 @@ fail:
     srv_log("error", "cannot start", "error", err.msg, NULL);
     fprintf(stderr, "candle-graph-server: %s\n", err.msg);
 done:
-    srv_timeline_stop();
+    srv_timeline_stop(s);
     srv_pool_free(s->pool);
     srv_pgembed_stop(&pg);
     if (rc == 0) srv_log("info", "stopped", NULL);

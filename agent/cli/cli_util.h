@@ -35,6 +35,11 @@ int cli_write_stream(const char *out_path, cli_producer produce, void *arg);
 /* Writes raw bytes to stdout or out_path. */
 int cli_write_bytes(const char *out_path, const void *data, size_t len);
 
+/* The value serde_json::to_value would make of v (what the crate's `json!`
+ * envelopes hold): a copy in arena a with every object's keys sorted by byte
+ * order, recursively, lazy arrays materialized. Scalars and strings are shared. */
+cg_jv *cli_jv_sorted(cg_arena *a, cg_jv *v);
+
 /* {"package": "candle-graph", "version": CG_VERSION} */
 cg_jv *cli_tool_json(cg_arena *a);
 

@@ -10,7 +10,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -139,6 +139,15 @@ test('bundle view: viewer sections and Files; tabs work by keyboard', async () =
   assert.equal(await page.getAttribute('[role=tab][data-tab=files]', 'aria-selected'), 'true');
   await page.waitForSelector('[data-panel=files] table');
   assert.ok(await page.locator('[data-panel=files]', { hasText: 'trace.jsonl' }).count());
+  // the Perfetto export downloads the server's Chrome Trace Event Format answer
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.click('[data-export=chrome] button')]);
+  assert.match(dl.suggestedFilename(), /\.chrome-trace\.json$/);
+  const exported = JSON.parse(readFileSync(await dl.path(), 'utf8'));
+  const want = await api('/bundles/' + A[0] + '/export?format=chrome');
+  assert.equal(want.status, 200);
+  assert.deepEqual(exported, want.body, 'the download is the /export answer');
+  assert.ok(exported.traceEvents.some((e) => e.ph === 'X'), 'complete events');
+  await page.focus('[role=tab][data-tab=files]');
   await page.keyboard.press('Home');
   assert.equal(await page.getAttribute('[role=tab][data-tab=evidence]', 'aria-selected'), 'true');
   await page.click('[role=tab][data-tab=trace]');

@@ -358,7 +358,9 @@ srv_stop
   && pass "fsck (pg store) clean" || fail "fsck pg store"
 DBURL=$DBURL_MAIN
 
-"$SERVER" migrate --database-url "$DBURL" | jq -e --argjson v "$(ls "$SRC"/migrations/[0-9][0-9][0-9][0-9]_*.sql | wc -l)" '.schema_version == $v' >/dev/null && pass "migrate (idempotent)" || fail "migrate"
+# schema_version is the highest migration number (numbers need not be dense: 0010_history.sql)
+MIG_TOP=$(ls "$SRC"/migrations/ | sed -n 's/^\([0-9][0-9][0-9][0-9]\)_.*\.sql$/\1/p' | sort | tail -1)
+"$SERVER" migrate --database-url "$DBURL" | jq -e --argjson v "$((10#$MIG_TOP))" '.schema_version == $v' >/dev/null && pass "migrate (idempotent)" || fail "migrate"
 
 # ---------------------------------------------------------------- schema newer than the binary
 psqlc "INSERT INTO schema_migrations (version, name, sha256) VALUES (9999, '9999_future.sql', 'x')" >/dev/null
