@@ -380,7 +380,7 @@ static int absorb(srv_req *r, const char *data, size_t n) {
     }
     if (r->body_kind == SRV_BODY_STREAM && r->body_fd >= 0) {
         while (n > 0) {
-            ssize_t w = write(r->body_fd, data, n);
+            ssize_t w = cg_fault_write(r->body_fd, data, n);
             if (w < 0) {
                 if (errno == EINTR) continue;
                 return errno == ENOSPC || errno == EDQUOT ? -2 : -3;

@@ -207,7 +207,7 @@ static bool check_signature(ingest *g, const char **sig_json, const char **key_i
         return false;
     }
     const char *p[1] = {kid};
-    PGresult *q = PQexecParams(c, "SELECT public_key, revoked_at IS NOT NULL FROM signer_keys WHERE key_id = $1", 1,
+    PGresult *q = srv_fault_exec_params(c, "SELECT public_key, revoked_at IS NOT NULL FROM signer_keys WHERE key_id = $1", 1,
                                NULL, p, NULL, NULL, 1);
     if (PQresultStatus(q) != PGRES_TUPLES_OK) {
         cg_err_set(&err, CG_EIO, "database: %s", PQresultErrorMessage(q));

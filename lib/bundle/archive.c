@@ -2,6 +2,7 @@
  * safe unpack (libarchive for tar, libzstd streaming for the zstd layer). */
 #define _GNU_SOURCE /* renameat2 / RENAME_NOREPLACE */
 #include "bundle/archive.h"
+#include "base/fault.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -52,7 +53,7 @@ const char *cg_archive_error_name(cg_archive_error e) {
 static int write_all(int fd, const void *p, size_t n) {
     const char *c = p;
     while (n) {
-        ssize_t w = write(fd, c, n);
+        ssize_t w = cg_fault_write(fd, c, n);
         if (w < 0) {
             if (errno == EINTR) continue;
             return -1;
@@ -333,13 +334,13 @@ int cg_archive_pack(const char *bundle, const char *out_path, bool zstd, cg_erro
         pack_fail(NULL, &o, err, "finish zstd stream");
         goto out;
     }
-    if (fsync(o.fd) != 0) {
+    if (cg_fault_fsync(o.fd) != 0) {
         cg_err_set(err, CG_EIO, "sync %s: %s", tmp, strerror(errno));
         goto out;
     }
     close(o.fd);
     o.fd = -1;
-    if (rename(tmp, out_path) != 0) {
+    if (cg_fault_rename(tmp, out_path) != 0) {
         cg_err_set(err, CG_EIO, "rename %s to %s: %s", tmp, out_path, strerror(errno));
         goto out;
     }
@@ -623,7 +624,7 @@ static int extract_file(unpack_state *s, struct archive *a, const char *rel, str
         }
     }
     s->total_bytes += written;
-    if ((!s->lim->scratch && fsync(fd) != 0) || close(fd) != 0)
+    if ((!s->lim->scratch && cg_fault_fsync(fd) != 0) || close(fd) != 0)
         return st_fail(s, CG_ARCHIVE_LOCAL, CG_EIO, "sync %s: %s", path, strerror(errno));
     return 0;
 }
@@ -810,7 +811,7 @@ int cg_archive_unpack_fd(int fd, const char *dest, const cg_archive_limits *lim_
         s.cls = CG_ARCHIVE_LOCAL;
         goto out;
     }
-    if (renameat2(AT_FDCWD, staging, AT_FDCWD, dest, RENAME_NOREPLACE) != 0) {
+    if (cg_fault_renameat2(AT_FDCWD, staging, AT_FDCWD, dest, RENAME_NOREPLACE) != 0) {
         int en = errno;
         if (en == EEXIST)
             st_fail(&s, CG_ARCHIVE_LOCAL, CG_EEXIST, "unpack destination already exists: %s", dest);
