@@ -103,7 +103,7 @@ static int put_fs(srv_blobstore *b, const char *src, const char *hex, uint64_t s
         if (errno == ENOSPC || errno == EDQUOT) *enospc = true;
         rc = cg_err_set(err, CG_EIO, "close blob: %s", strerror(errno));
     }
-    if (rc == 0 && cg_fault_rename(tmp, dst) != 0) rc = cg_err_set(err, CG_EIO, "rename blob: %s", strerror(errno));
+    if (rc == 0 && cg_fault_rename(tmp, dst) != 0) rc = cg_err_set(err, cg_errcode_of_errno(errno), "rename blob: %s", strerror(errno));
     if (rc != 0) {
         unlink(tmp);
         return -1;
@@ -167,7 +167,9 @@ static int put_pg(PGconn *c, const char *src, const char *hex, uint64_t size, cg
 int srv_blob_put(srv_blobstore *b, PGconn *conn, const char *src, const char *hex, uint64_t size, bool *enospc,
                  cg_error *err) {
     *enospc = false;
-    return b->kind == SRV_BLOB_FS ? put_fs(b, src, hex, size, enospc, err) : put_pg(conn, src, hex, size, err);
+    int rc = b->kind == SRV_BLOB_FS ? put_fs(b, src, hex, size, enospc, err) : put_pg(conn, src, hex, size, err);
+    if (rc != 0 && err && err->code == CG_ENOSPC) *enospc = true; /* rename or directory sync found the disk full */
+    return rc;
 }
 
 /* pg: materialize the chunks into an unlinked temp file. */

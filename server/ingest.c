@@ -298,7 +298,7 @@ static enum MHD_Result run(ingest *g) {
             return reject(g, "payload_too_large", detail_kv(a, "limit", cg_jv_str(a, "archive"), NULL, NULL), err.msg);
         case CG_ARCHIVE_MALFORMED: return reject(g, "malformed_archive", NULL, err.msg);
         default:
-            if (srv_free_bytes(s->cfg.data_dir) < (1u << 20))
+            if (err.code == CG_ENOSPC || srv_free_bytes(s->cfg.data_dir) < (1u << 20))
                 return srv_fail(r, "insufficient_storage", NULL, "no space left to unpack the upload");
             return srv_fail_unavailable(r, &err);
         }

@@ -1,5 +1,6 @@
 #include "base/error.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -47,3 +48,5 @@ void cg_err_clear(cg_error *err) {
     err->line = 0;
     err->msg[0] = '\0';
 }
+
+cg_errcode cg_errcode_of_errno(int e) { return e == ENOSPC || e == EDQUOT ? CG_ENOSPC : CG_EIO; }

@@ -23,6 +23,7 @@ typedef enum cg_errcode {
     CG_EVERIFY,  /* bundle / signature verification failure */
     CG_ESTATE,   /* operation not allowed in the current state */
     CG_EEXIST,   /* destination already exists */
+    CG_ENOSPC,   /* storage exhausted (ENOSPC, EDQUOT): the disk or a quota is full */
 } cg_errcode;
 
 typedef struct cg_error {
@@ -39,5 +40,7 @@ int cg_err_vset(cg_error *err, cg_errcode code, const char *fmt, va_list ap);
 /* Prepends "context: " to the existing message; keeps the code. Returns -1. */
 int cg_err_context(cg_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cg_err_clear(cg_error *err);
+/* CG_ENOSPC for ENOSPC and EDQUOT, CG_EIO for every other errno value. */
+cg_errcode cg_errcode_of_errno(int e);
 
 #endif

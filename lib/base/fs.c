@@ -96,9 +96,9 @@ int cg_write_file(const char *path, const void *data, size_t len, bool do_fsync,
     if (write_all(fd, data, len) != 0 || (do_fsync && cg_fault_fsync(fd) != 0)) {
         int e = errno;
         close(fd);
-        return cg_err_set(err, CG_EIO, "write %s: %s", path, strerror(e));
+        return cg_err_set(err, cg_errcode_of_errno(e), "write %s: %s", path, strerror(e));
     }
-    if (close(fd) != 0) return cg_err_set(err, CG_EIO, "close %s: %s", path, strerror(errno));
+    if (close(fd) != 0) return cg_err_set(err, cg_errcode_of_errno(errno), "close %s: %s", path, strerror(errno));
     return 0;
 }
 
@@ -108,7 +108,7 @@ int cg_fsync_path(const char *path, cg_error *err) {
     if (cg_fault_fsync(fd) != 0 && errno != EINVAL) {
         int e = errno;
         close(fd);
-        return cg_err_set(err, CG_EIO, "sync %s: %s", path, strerror(e));
+        return cg_err_set(err, cg_errcode_of_errno(e), "sync %s: %s", path, strerror(e));
     }
     close(fd);
     return 0;
@@ -128,7 +128,7 @@ int cg_write_file_atomic(const char *path, const void *data, size_t len, cg_erro
         int e = errno;
         unlink(tmp);
         free(tmp);
-        return cg_err_set(err, CG_EIO, "rename into %s: %s", path, strerror(e));
+        return cg_err_set(err, cg_errcode_of_errno(e), "rename into %s: %s", path, strerror(e));
     }
     free(tmp);
     char parent[4096];

@@ -602,7 +602,7 @@ static int extract_file(unpack_state *s, struct archive *a, const char *rel, str
     if (fd < 0) {
         if (errno == EEXIST)
             return st_fail(s, CG_ARCHIVE_MALFORMED, CG_EPARSE, "archive path %s is both a file and a directory", rel);
-        return st_fail(s, CG_ARCHIVE_LOCAL, CG_EIO, "create %s: %s", path, strerror(errno));
+        return st_fail(s, CG_ARCHIVE_LOCAL, cg_errcode_of_errno(errno), "create %s: %s", path, strerror(errno));
     }
     uint64_t written = 0;
     for (;;) {
@@ -620,12 +620,12 @@ static int extract_file(unpack_state *s, struct archive *a, const char *rel, str
         if (write_all(fd, s->chunk, (size_t)r) != 0) {
             int en = errno;
             close(fd);
-            return st_fail(s, CG_ARCHIVE_LOCAL, CG_EIO, "write %s: %s", path, strerror(en));
+            return st_fail(s, CG_ARCHIVE_LOCAL, cg_errcode_of_errno(en), "write %s: %s", path, strerror(en));
         }
     }
     s->total_bytes += written;
     if ((!s->lim->scratch && cg_fault_fsync(fd) != 0) || close(fd) != 0)
-        return st_fail(s, CG_ARCHIVE_LOCAL, CG_EIO, "sync %s: %s", path, strerror(errno));
+        return st_fail(s, CG_ARCHIVE_LOCAL, cg_errcode_of_errno(errno), "sync %s: %s", path, strerror(errno));
     return 0;
 }
 
@@ -816,7 +816,7 @@ int cg_archive_unpack_fd(int fd, const char *dest, const cg_archive_limits *lim_
         if (en == EEXIST)
             st_fail(&s, CG_ARCHIVE_LOCAL, CG_EEXIST, "unpack destination already exists: %s", dest);
         else
-            st_fail(&s, CG_ARCHIVE_LOCAL, CG_EIO, "rename %s to %s: %s", staging, dest, strerror(en));
+            st_fail(&s, CG_ARCHIVE_LOCAL, cg_errcode_of_errno(en), "rename %s to %s: %s", staging, dest, strerror(en));
         goto out;
     }
     if (!lim.scratch && cg_fsync_path(parent, err) != 0) {
