@@ -3,6 +3,9 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
+# One line per build step: the nested makes of CMake's generator inherit this
+# and stop printing every "Entering/Leaving directory".
+MAKEFLAGS += --no-print-directory
 
 .PHONY: all bootstrap build run test test-unit test-asan bench clean
 

@@ -18,4 +18,5 @@ run() {
 [ -f bench/ingest/run.sh ] && run ingest bash bench/ingest/run.sh "$BUILD"
 [ -f bench/compare_http/run.sh ] && run compare_http bash bench/compare_http/run.sh "$BUILD"
 [ -f bench/web_timeline/run.sh ] && run web_timeline bash bench/web_timeline/run.sh "$BUILD"
+[ -f bench/scale/run.sh ] && run scale bash bench/scale/run.sh "$BUILD"
 exit $status

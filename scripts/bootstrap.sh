@@ -8,7 +8,7 @@ set -euo pipefail
 
 PKGS=(
   build-essential cmake pkg-config
-  libjansson-dev libsodium-dev libzstd-dev libarchive-dev libcmocka-dev
+  libsodium-dev libzstd-dev libarchive-dev libcmocka-dev
   libmicrohttpd-dev libpq-dev libcurl4-openssl-dev
   postgresql postgresql-contrib
   jq zstd openssl curl ca-certificates

@@ -35,6 +35,14 @@ SRV="$BUILD/server/candle-graph-server"
     echo '```'
     "$SRV" --help
     echo '```'
+    for cmd in serve admin fsck migrate routes; do
+      echo
+      echo "### candle-graph-server $cmd"
+      echo
+      echo '```'
+      "$SRV" "$cmd" --help
+      echo '```'
+    done
   fi
   echo
   echo "## make"

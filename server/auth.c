@@ -105,8 +105,14 @@ int srv_token_check(PGconn *c, const char *token, cg_arena *a, const char **id, 
 }
 
 /* Key formats are the library's (bundle/signature.h): SPKI PEM or raw base64. */
+/* A registered key must be a point of the prime-order subgroup: the all-zero
+ * encoding and the other low-order points verify forged signatures under
+ * lax verifiers, so they are refused here whatever the verifier does. */
 int srv_pubkey_parse(const char *text, unsigned char pk[32], cg_error *err) {
-    return cg_sig_parse_public(text, strlen(text), pk, err);
+    if (cg_sig_parse_public(text, strlen(text), pk, err) < 0) return -1;
+    if (!crypto_core_ed25519_is_valid_point(pk))
+        return cg_err_set(err, CG_EPARSE, "public_key is not a valid Ed25519 key (low-order or not on the curve)");
+    return 0;
 }
 
 void srv_key_id(const unsigned char pk[32], char out[33]) { cg_sig_key_id(pk, out); }

@@ -22,16 +22,24 @@
 
 #define CHUNK (1u << 20)
 
+/* Blobs are 0600 in 0700 directories: only the server's user reads them (an
+ * older store's 0755 directories are tightened here; without search permission
+ * on the root nothing below is reachable whatever its own mode). */
+static int private_dir(const char *dir, cg_error *err) {
+    if (chmod(dir, 0700) != 0) return cg_err_set(err, CG_EIO, "chmod %s: %s", dir, strerror(errno));
+    return 0;
+}
+
 int srv_blob_init(srv_blobstore *b, srv_blob_kind kind, const char *data_dir, cg_error *err) {
     memset(b, 0, sizeof *b);
     b->kind = kind;
     snprintf(b->root, sizeof b->root, "%s/blobs", data_dir);
     char p[PATH_MAX + 16];
     snprintf(p, sizeof p, "%s/tmp", b->root);
-    if (cg_mkdir_p(p, err) < 0) return -1;
+    if (cg_mkdir_p(p, err) < 0 || private_dir(p, err) < 0 || private_dir(b->root, err) < 0) return -1;
     if (kind == SRV_BLOB_FS) {
         snprintf(p, sizeof p, "%s/sha256", b->root);
-        if (cg_mkdir_p(p, err) < 0) return -1;
+        if (cg_mkdir_p(p, err) < 0 || private_dir(p, err) < 0) return -1;
     }
     return 0;
 }
@@ -83,7 +91,7 @@ static int put_fs(srv_blobstore *b, const char *src, const char *hex, uint64_t s
         return 0;
     }
     snprintf(dir, sizeof dir, "%s/sha256/%.2s", b->root, hex);
-    bool new_dir = mkdir(dir, 0755) == 0;
+    bool new_dir = mkdir(dir, 0700) == 0;
     if (!new_dir && errno != EEXIST) return cg_err_set(err, CG_EIO, "mkdir %s: %s", dir, strerror(errno));
     snprintf(tmp, sizeof tmp, "%s/tmp/%s.XXXXXX", b->root, hex);
     int out = mkstemp(tmp);
@@ -94,7 +102,7 @@ static int put_fs(srv_blobstore *b, const char *src, const char *hex, uint64_t s
     int in = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     int rc = in < 0 ? cg_err_set(err, CG_EIO, "open %s: %s", src, strerror(errno)) : copy_fd(in, out, enospc, err);
     if (in >= 0) close(in);
-    if (rc == 0 && fchmod(out, 0444) != 0) rc = cg_err_set(err, CG_EIO, "fchmod: %s", strerror(errno));
+    if (rc == 0 && fchmod(out, 0600) != 0) rc = cg_err_set(err, CG_EIO, "fchmod: %s", strerror(errno));
     if (rc == 0 && cg_fault_fsync(out) != 0) {
         if (errno == ENOSPC || errno == EDQUOT) *enospc = true;
         rc = cg_err_set(err, CG_EIO, "fsync blob: %s", strerror(errno));

@@ -31,6 +31,12 @@ void srv_config_defaults(srv_config *c) {
     c->janitor_grace_s = 3600;
     c->shutdown_grace_s = 60;
     c->statement_timeout_ms = 30000;
+    c->header_timeout_s = 20;
+    c->body_timeout_s = 20;
+    c->min_body_rate = 1024;
+    c->max_query_params = 256;
+    c->max_uri_bytes = 8192;
+    c->max_decode_ratio = 200;
 }
 
 void srv_config_free(srv_config *c) {
@@ -100,6 +106,12 @@ static const struct numflag numflags[] = {
     NF32("--janitor-interval", janitor_interval_s, 86400),
     NF32("--janitor-grace", janitor_grace_s, 86400 * 365),
     NF32("--shutdown-grace", shutdown_grace_s, 86400),
+    NF32("--header-timeout", header_timeout_s, 86400),
+    NF32("--body-timeout", body_timeout_s, 86400),
+    NF32("--min-body-rate", min_body_rate, 1u << 30),
+    NF32("--max-query-params", max_query_params, 1000),
+    NF32("--max-uri-bytes", max_uri_bytes, 65536),
+    NF32("--max-decompression-ratio", max_decode_ratio, 1000000),
 };
 
 int srv_config_flag(srv_config *c, int argc, char **argv, int *i) {

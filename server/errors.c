@@ -1,42 +1,93 @@
-/* errors.c — API.md error codes and the HTTP status of each category. */
+/* errors.c — the one table of error reasons (API.md "Errors"): each code with
+ * its category, HTTP status and whether a client may retry it. The server maps
+ * reason → status here and nowhere else (srv_fail looks the code up); input
+ * errors are never 5xx: 5xx is only for our own store or its dependencies. */
+#include <stdio.h>
 #include <string.h>
 
 #include "srv.h"
 
-struct code_status { const char *code; unsigned status; };
-static const struct code_status table[] = {
-    {"bad_request", 400}, {"invalid_parameter", 400}, {"malformed_json", 400},
-    {"malformed_archive", 400}, {"malformed_manifest", 400}, {"malformed_signature", 400},
-    {"unauthorized", 401},
-    {"forbidden", 403}, {"signer_unknown", 403}, {"signer_revoked", 403},
-    {"not_found", 404},
-    {"method_not_allowed", 405},
-    {"run_id_conflict", 409}, {"campaign_conflict", 409},
-    {"payload_too_large", 413},
-    {"unsupported_media_type", 415},
-    {"unsupported_bundle_schema", 422}, {"unsafe_path", 422}, {"duplicate_path", 422},
-    {"invalid_digest", 422}, {"special_file", 422}, {"undeclared_file", 422},
-    {"missing_file", 422}, {"size_mismatch", 422}, {"digest_mismatch", 422},
-    {"run_id_mismatch", 422}, {"trace_invalid", 422}, {"semantic_mismatch", 422},
-    {"signature_missing", 422}, {"signature_invalid", 422}, {"ineligible", 422},
-    {"too_many_requests", 429},
-    {"internal", 500},
-    {"unavailable", 503},
-    {"insufficient_storage", 507},
-};
+/* X(code, category, status, retryable) */
+#define SRV_REASONS(X)                                      \
+    X(bad_request, SRV_CAT_INPUT, 400, false)               \
+    X(invalid_parameter, SRV_CAT_INPUT, 400, false)         \
+    X(malformed_json, SRV_CAT_INPUT, 400, false)            \
+    X(malformed_archive, SRV_CAT_INPUT, 400, false)         \
+    X(malformed_manifest, SRV_CAT_INPUT, 400, false)        \
+    X(malformed_signature, SRV_CAT_INPUT, 400, false)       \
+    X(duplicate_key, SRV_CAT_INPUT, 400, false)             \
+    X(ambiguous_series, SRV_CAT_INPUT, 400, false)          \
+    X(unauthorized, SRV_CAT_AUTH, 401, false)               \
+    X(forbidden, SRV_CAT_AUTH, 403, false)                  \
+    X(signer_unknown, SRV_CAT_AUTH, 403, false)             \
+    X(signer_revoked, SRV_CAT_AUTH, 403, false)             \
+    X(not_found, SRV_CAT_INPUT, 404, false)                 \
+    X(method_not_allowed, SRV_CAT_INPUT, 405, false)        \
+    X(run_id_conflict, SRV_CAT_CONFLICT, 409, false)        \
+    X(campaign_conflict, SRV_CAT_CONFLICT, 409, false)      \
+    X(payload_too_large, SRV_CAT_LIMIT, 413, false)         \
+    X(uri_too_long, SRV_CAT_LIMIT, 414, false)              \
+    X(unsupported_media_type, SRV_CAT_INPUT, 415, false)    \
+    X(unsupported_bundle_schema, SRV_CAT_VERIFY, 422, false) \
+    X(unsafe_path, SRV_CAT_VERIFY, 422, false)              \
+    X(duplicate_path, SRV_CAT_VERIFY, 422, false)           \
+    X(invalid_digest, SRV_CAT_VERIFY, 422, false)           \
+    X(special_file, SRV_CAT_VERIFY, 422, false)             \
+    X(undeclared_file, SRV_CAT_VERIFY, 422, false)          \
+    X(missing_file, SRV_CAT_VERIFY, 422, false)             \
+    X(size_mismatch, SRV_CAT_VERIFY, 422, false)            \
+    X(digest_mismatch, SRV_CAT_VERIFY, 422, false)          \
+    X(run_id_mismatch, SRV_CAT_VERIFY, 422, false)          \
+    X(invalid_run_id, SRV_CAT_VERIFY, 422, false)           \
+    X(trace_invalid, SRV_CAT_VERIFY, 422, false)            \
+    X(semantic_mismatch, SRV_CAT_VERIFY, 422, false)        \
+    X(signature_missing, SRV_CAT_VERIFY, 422, false)        \
+    X(signature_invalid, SRV_CAT_VERIFY, 422, false)        \
+    X(ineligible, SRV_CAT_VERIFY, 422, false)               \
+    X(too_many_requests, SRV_CAT_OVERLOAD, 429, true)       \
+    X(too_many_parameters, SRV_CAT_LIMIT, 431, false)       \
+    X(internal, SRV_CAT_STORE, 500, false)                  \
+    X(not_implemented, SRV_CAT_INPUT, 501, false)           \
+    X(unavailable, SRV_CAT_STORE, 503, true)                \
+    X(insufficient_storage, SRV_CAT_STORE, 507, true)
 
-const char *const srv_error_codes[] = {
-    "bad_request", "invalid_parameter", "malformed_json", "malformed_archive", "malformed_manifest",
-    "malformed_signature", "unauthorized", "forbidden", "signer_unknown", "signer_revoked",
-    "not_found", "method_not_allowed", "run_id_conflict", "campaign_conflict", "payload_too_large",
-    "unsupported_media_type", "unsupported_bundle_schema", "unsafe_path", "duplicate_path",
-    "invalid_digest", "special_file", "undeclared_file", "missing_file", "size_mismatch",
-    "digest_mismatch", "run_id_mismatch", "trace_invalid", "semantic_mismatch", "signature_missing",
-    "signature_invalid", "ineligible", "too_many_requests", "unavailable", "insufficient_storage", NULL,
-};
+#define ROW(code, cat, status, retry) {#code, cat, status, retry},
+static const srv_reason_info table[] = {SRV_REASONS(ROW)};
+#undef ROW
+
+#define NAME(code, cat, status, retry) #code,
+const char *const srv_error_codes[] = {SRV_REASONS(NAME) NULL};
+#undef NAME
+
+const srv_reason_info *srv_reason(const char *code) {
+    for (size_t i = 0; code && i < sizeof table / sizeof table[0]; i++)
+        if (strcmp(table[i].code, code) == 0) return &table[i];
+    return NULL;
+}
 
 unsigned srv_error_status(const char *code) {
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
-        if (strcmp(table[i].code, code) == 0) return table[i].status;
-    return 500;
+    const srv_reason_info *r = srv_reason(code);
+    return r ? r->status : 500;
+}
+
+bool srv_error_retryable(const char *code) {
+    const srv_reason_info *r = srv_reason(code);
+    return r && r->retryable;
+}
+
+const char *srv_sql22_param(PGconn *c, int n, const char *const *values, const char *const *casts,
+                            const char *const *names) {
+    for (int i = 0; i < n; i++) {
+        if (!names[i] || !casts[i] || !casts[i][0]) continue;
+        char sql[64];
+        snprintf(sql, sizeof sql, "SELECT $1%s", casts[i]);
+        const char *p[1] = {values[i]};
+        PGresult *x = PQexecParams(c, sql, 1, NULL, p, NULL, NULL, 0);
+        bool bad = PQresultStatus(x) != PGRES_TUPLES_OK;
+        const char *st = bad ? PQresultErrorField(x, PG_DIAG_SQLSTATE) : NULL;
+        bad = bad && st && strncmp(st, "22", 2) == 0;
+        PQclear(x);
+        if (bad) return names[i];
+    }
+    return NULL;
 }

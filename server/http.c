@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -44,8 +45,10 @@ static enum MHD_Result queue(srv_req *r, unsigned status, struct MHD_Response *r
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
     if (status == 401) MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
     if (status == 405 && r->allow[0]) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
-    if (status == 429 || status == 503) MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
-    if (atomic_load(&r->s->stopping)) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    if (status >= 400 && r->err_code && srv_error_retryable(r->err_code))
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    if (atomic_load(&r->s->stopping) || r->close_conn)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result res = MHD_queue_response(r->conn, status, resp);
     MHD_destroy_response(resp);
     if (res == MHD_YES) {
@@ -71,6 +74,14 @@ enum MHD_Result srv_reply_json(srv_req *r, unsigned status, const cg_jv *v) {
     cg_buf b = CG_BUF_INIT;
     cg_json_write(&b, v, true);
     cg_buf_putc(&b, '\n');
+    if (cg_utf8_valid_prefix(b.data, b.len) != b.len) { /* every answer is valid UTF-8 */
+        size_t n;
+        const char *clean = srv_utf8_clean(&r->arena, b.data, b.len, &n);
+        cg_buf c = CG_BUF_INIT;
+        cg_buf_append(&c, clean, n);
+        cg_buf_free(&b);
+        b = c;
+    }
     size_t len;
     char *data = cg_buf_take(&b, &len);
     struct MHD_Response *resp = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
@@ -92,11 +103,13 @@ enum MHD_Result srv_fail(srv_req *r, const char *code, cg_jv *detail, const char
     cg_arena *a = &r->arena;
     cg_jv *e = cg_jv_obj(a);
     cg_jv_obj_put(a, e, "code", cg_jv_str(a, code));
-    cg_jv_obj_put(a, e, "message", cg_jv_str(a, msg));
+    cg_jv_obj_put(a, e, "message", cg_jv_str(a, srv_utf8_clean(a, msg, strlen(msg), NULL)));
     if (detail) cg_jv_obj_put(a, e, "detail", detail);
     cg_jv *root = cg_jv_obj(a);
     cg_jv_obj_put(a, root, "error", e);
     r->err_code = code;
+    if (!srv_reason(code))
+        srv_log("error", "error code missing from the reasons table", "code", code, "request_id", r->id, NULL);
     return srv_reply_json(r, srv_error_status(code), root);
 }
 
@@ -140,6 +153,35 @@ bool srv_parse_range(const char *h, uint64_t size, uint64_t *off, uint64_t *len)
     return true;
 }
 
+const char *srv_json_dup_key(const cg_jv *v) {
+    if (!v) return NULL;
+    if (v->type == CG_JOBJ) {
+        const char *k = cg_jv_obj_dup_key(v);
+        if (k) return k;
+        for (size_t i = 0; i < v->u.obj.n; i++)
+            if ((k = srv_json_dup_key(v->u.obj.m[i].val))) return k;
+    } else if (v->type == CG_JARR) {
+        for (size_t i = 0; i < v->u.arr.n; i++) {
+            const char *k = srv_json_dup_key(v->u.arr.items[i]);
+            if (k) return k;
+        }
+    }
+    return NULL;
+}
+
+enum MHD_Result srv_fail_dup_key(srv_req *r, const char *key) {
+    cg_arena *a = &r->arena;
+    cg_jv *d = cg_jv_obj(a);
+    cg_jv_obj_put(a, d, "key", cg_jv_str(a, key));
+    return srv_fail(r, "duplicate_key", d, "the request body has the key %s more than once in one object", key);
+}
+
+const char *srv_cache_immutable(const srv_req *r) {
+    bool pub = r->route < 0 || srv_routes[r->route].scope == SRV_SCOPE_NONE ||
+               (srv_routes[r->route].scope == SRV_SCOPE_READ && r->s->cfg.public_read);
+    return pub ? "public, max-age=31536000, immutable" : "private, max-age=31536000, immutable";
+}
+
 enum MHD_Result srv_reply_fd(srv_req *r, int fd, uint64_t size, const char *ctype, const char *etag_hex,
                              bool immutable) {
     char etag[80] = "";
@@ -150,8 +192,7 @@ enum MHD_Result srv_reply_fd(srv_req *r, int fd, uint64_t size, const char *ctyp
         struct MHD_Response *resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
         if (!resp) return MHD_NO;
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, etag);
-        if (immutable)
-            MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "public, max-age=31536000, immutable");
+        if (immutable) MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, srv_cache_immutable(r));
         return queue(r, 304, resp);
     }
     uint64_t off = 0, len = size;
@@ -164,10 +205,10 @@ enum MHD_Result srv_reply_fd(srv_req *r, int fd, uint64_t size, const char *ctyp
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
-    if (strncmp(ctype, "text/html", 9) == 0) MHD_add_response_header(resp, "Content-Security-Policy", SRV_HTML_CSP);
+    if (strncmp(ctype, "text/html", 9) == 0)
+        MHD_add_response_header(resp, "Content-Security-Policy", SRV_UPLOADED_HTML_CSP);
     if (etag[0]) MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, etag);
-    if (immutable)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "public, max-age=31536000, immutable");
+    if (immutable) MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, srv_cache_immutable(r));
     if (status == 206) {
         char cr[128];
         snprintf(cr, sizeof cr, "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, off, off + len - 1, size);
@@ -189,9 +230,10 @@ static void release_slot(srv_req *r) {
     r->has_slot = false;
 }
 
-/* Waits up to wait_ms for an ingest slot. */
+/* Waits up to wait_ms for an ingest slot (none with --max-uploads 0). */
 static bool take_slot(srv_req *r) {
     srv_server *s = r->s;
+    if (s->cfg.max_uploads == 0) return false;
     struct timespec dl;
     clock_gettime(CLOCK_REALTIME, &dl);
     dl.tv_sec += s->cfg.upload_wait_ms / 1000;
@@ -200,11 +242,13 @@ static bool take_slot(srv_req *r) {
         dl.tv_sec++;
         dl.tv_nsec -= 1000000000L;
     }
+    /* a body that is complete is ingested even while shutting down: its client
+     * was admitted before the stop (answers then carry Connection: close) */
     pthread_mutex_lock(&s->upload_mu);
-    while (s->upload_slots == 0 && !atomic_load(&s->stopping)) {
+    while (s->upload_slots == 0) {
         if (pthread_cond_timedwait(&s->upload_cv, &s->upload_mu, &dl) == ETIMEDOUT) break;
     }
-    bool ok = s->upload_slots > 0 && !atomic_load(&s->stopping);
+    bool ok = s->upload_slots > 0;
     if (ok) s->upload_slots--;
     pthread_mutex_unlock(&s->upload_mu);
     if (ok) {
@@ -223,10 +267,47 @@ static void req_free(srv_req *r) {
     free(r);
 }
 
-static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
-    (void)cls;
+static srv_req *req_new(srv_server *s) {
+    srv_req *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    r->s = s;
+    r->body_fd = -1;
+    r->route = -1;
+    cg_arena_init(&r->arena, 8192);
+    clock_gettime(CLOCK_MONOTONIC, &r->t0);
+    unsigned char rnd[8];
+    randombytes_buf(rnd, sizeof rnd);
+    cg_hex(rnd, sizeof rnd, r->id);
+    return r;
+}
+
+/* MHD calls this with the request target as soon as the request line is read,
+ * before it splits the query into arguments. A query of more parameters than
+ * the limit would exhaust the connection's memory pool while MHD stores them,
+ * and MHD then drops the connection without an answer; so the parameters are
+ * counted here and, when over the limit (or the target is over its length
+ * limit), the query is cut at its '?' in MHD's own copy of the line: MHD parses
+ * no arguments and the handler answers 431 (or 414) normally. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c) {
     (void)c;
+    srv_server *s = cls;
+    srv_req *r = req_new(s);
+    if (!r) return NULL;
+    r->uri_len = strlen(uri);
+    char *q = strchr(uri, '?');
+    if (q && q[1]) {
+        unsigned n = 1;
+        for (const char *p = q + 1; *p && n <= s->cfg.max_query_params; p++) n += *p == '&';
+        r->n_query = n;
+    }
+    if (q && (r->n_query > s->cfg.max_query_params || r->uri_len > s->cfg.max_uri_bytes)) q[1] = 0;
+    return r;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
+    srv_server *s = cls;
     srv_req *r = *con_cls;
+    srv_guard_idle(s, c);
     if (!r) return;
     const char *extra = NULL;
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) {
@@ -235,6 +316,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
                 : toe == MHD_REQUEST_TERMINATED_READ_ERROR    ? "terminated: read error"
                 : toe == MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN ? "terminated: shutdown"
                                                                 : "terminated: error";
+        const char *why = srv_guard_reason(s, c);
+        if (why) extra = why;
         if (r->body_timed_out) extra = "terminated: request deadline exceeded";
     }
     srv_log_request(r->id, r->method, r->path, r->queued ? r->status : 0, r->err_code, elapsed_ms(&r->t0),
@@ -250,38 +333,201 @@ static bool has_scope(srv_req *r, unsigned need) {
     return (r->scopes & need) != 0;
 }
 
+/* The token of an "Authorization: Bearer <token>" header (scheme matched
+ * case-insensitively, RFC 9110 §11.1), or NULL. */
+static const char *bearer_token(const char *auth) {
+    if (!auth || strncasecmp(auth, "Bearer", 6) != 0 || (auth[6] != ' ' && auth[6] != '\t')) return NULL;
+    const char *t = auth + 6;
+    while (*t == ' ' || *t == '\t') t++;
+    return *t ? t : NULL;
+}
+
+static bool authenticate(srv_req *r, const srv_route *rt, enum MHD_Result *res) {
+    if (rt->scope == SRV_SCOPE_NONE || (rt->scope == SRV_SCOPE_READ && r->s->cfg.public_read)) return false;
+    const char *tok = bearer_token(srv_header(r, MHD_HTTP_HEADER_AUTHORIZATION));
+    if (!tok) {
+        *res = srv_fail(r, "unauthorized", NULL, "missing bearer token");
+        return true;
+    }
+    cg_error err = {0};
+    PGconn *c = srv_pool_get(r->s->pool, &err);
+    if (!c) {
+        *res = srv_fail_unavailable(r, &err);
+        return true;
+    }
+    int ok = srv_token_check(c, tok, &r->arena, &r->token_id, &r->scopes, &err);
+    srv_pool_put(r->s->pool, c);
+    if (ok < 0) {
+        *res = srv_fail_unavailable(r, &err);
+        return true;
+    }
+    if (ok == 0) {
+        *res = srv_fail(r, "unauthorized", NULL, "unknown, expired or revoked token");
+        return true;
+    }
+    if (!has_scope(r, rt->scope)) {
+        *res = srv_fail(r, "forbidden", NULL, "the token lacks the %s scope",
+                        rt->scope == SRV_SCOPE_ADMIN ? "admin" : rt->scope == SRV_SCOPE_UPLOAD ? "upload" : "read");
+        return true;
+    }
+    return false;
+}
+
+/* Message framing (RFC 9112 §6): one Content-Length at most, never together
+ * with Transfer-Encoding, and "chunked" as the only transfer coding. */
+typedef struct framing {
+    unsigned n_length, n_coding;
+    bool chunked_only;
+    const char *coding;
+} framing;
+
+static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+    (void)kind;
+    framing *f = cls;
+    if (!key) return MHD_YES;
+    if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) f->n_length++;
+    if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
+        f->n_coding++;
+        const char *v = value ? value : "";
+        while (*v == ' ' || *v == '\t') v++;
+        size_t n = strlen(v);
+        while (n && (v[n - 1] == ' ' || v[n - 1] == '\t')) n--;
+        if (n != 7 || strncasecmp(v, "chunked", 7) != 0) {
+            f->chunked_only = false;
+            f->coding = value;
+        }
+    }
+    return MHD_YES;
+}
+
+/* Refuses conflicting or unsupported framing; the connection is closed after
+ * the answer, so no byte of such a body is ever read as a next request. */
+static bool check_framing(srv_req *r, const char *version, enum MHD_Result *res) {
+    framing f = {0, 0, true, NULL};
+    MHD_get_connection_values(r->conn, MHD_HEADER_KIND, count_framing, &f);
+    const char *why = NULL;
+    if (f.n_length > 1) why = "more than one Content-Length header";
+    else if (f.n_length && f.n_coding) why = "both Content-Length and Transfer-Encoding";
+    else if (f.n_coding && version && !strcmp(version, MHD_HTTP_VERSION_1_0))
+        why = "Transfer-Encoding in an HTTP/1.0 request";
+    else if (f.n_coding > 1) why = "more than one Transfer-Encoding header";
+    if (why) {
+        r->close_conn = true;
+        *res = srv_fail(r, "bad_request", NULL, "conflicting message framing: %s", why);
+        return true;
+    }
+    if (f.n_coding && !f.chunked_only) {
+        r->close_conn = true;
+        cg_arena *a = &r->arena;
+        cg_jv *d = cg_jv_obj(a);
+        cg_jv_obj_put(a, d, "header", cg_jv_str(a, "Transfer-Encoding"));
+        *res = srv_fail(r, "not_implemented", d, "unsupported transfer coding %s (only chunked is accepted)",
+                        f.coding ? f.coding : "");
+        return true;
+    }
+    return false;
+}
+
+typedef struct argcheck {
+    const char *bad;  /* first parameter (name) that is not valid UTF-8 */
+} argcheck;
+
+static enum MHD_Result check_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+    (void)kind;
+    argcheck *ac = cls;
+    const char *k = key ? key : "";
+    bool key_ok = cg_utf8_valid_prefix(k, strlen(k)) == strlen(k);
+    bool value_ok = !value || cg_utf8_valid_prefix(value, strlen(value)) == strlen(value);
+    if (!key_ok || !value_ok) {
+        ac->bad = k;
+        return MHD_NO;
+    }
+    return MHD_YES;
+}
+
+/* Limits of the request line and UTF-8 of the path and every query
+ * parameter, before any handler or query sees them. */
+static bool check_target(srv_req *r, enum MHD_Result *res) {
+    cg_arena *a = &r->arena;
+    const srv_config *cfg = &r->s->cfg;
+    if (r->n_query > cfg->max_query_params) {
+        r->close_conn = true;
+        cg_jv *d = cg_jv_obj(a);
+        cg_jv_obj_put(a, d, "limit", cg_jv_str(a, "query_parameters"));
+        cg_jv_obj_put(a, d, "expected", cg_jv_u64(a, cfg->max_query_params));
+        *res = srv_fail(r, "too_many_parameters", d, "the query has more than %u parameters", cfg->max_query_params);
+        return true;
+    }
+    if (r->uri_len > cfg->max_uri_bytes) {
+        r->close_conn = true;
+        cg_jv *d = cg_jv_obj(a);
+        cg_jv_obj_put(a, d, "limit", cg_jv_str(a, "uri_bytes"));
+        cg_jv_obj_put(a, d, "expected", cg_jv_u64(a, cfg->max_uri_bytes));
+        cg_jv_obj_put(a, d, "observed", cg_jv_u64(a, r->uri_len));
+        *res = srv_fail(r, "uri_too_long", d, "the request target is longer than %u bytes", cfg->max_uri_bytes);
+        return true;
+    }
+    if (cg_utf8_valid_prefix(r->path, strlen(r->path)) != strlen(r->path)) {
+        *res = srv_fail(r, "invalid_parameter", NULL, "the request path is not valid UTF-8");
+        return true;
+    }
+    argcheck ac = {NULL};
+    MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, check_arg, &ac);
+    if (ac.bad) {
+        cg_jv *d = cg_jv_obj(a);
+        cg_jv_obj_put(a, d, "parameter", cg_jv_str(a, srv_utf8_clean(a, ac.bad, strlen(ac.bad), NULL)));
+        *res = srv_fail(r, "invalid_parameter", d, "query parameter %s is not valid UTF-8", ac.bad);
+        return true;
+    }
+    return false;
+}
+
+static bool check_stream_upload(srv_req *r, enum MHD_Result *res) {
+    const char *ct = srv_header(r, MHD_HTTP_HEADER_CONTENT_TYPE);
+    const char *ce = srv_header(r, MHD_HTTP_HEADER_CONTENT_ENCODING);
+    bool ct_ok = !ct || strncmp(ct, "application/x-tar", 17) == 0 || strncmp(ct, "application/zstd", 16) == 0 ||
+                 strncmp(ct, "application/octet-stream", 24) == 0;
+    bool ce_ok = !ce || strcmp(ce, "zstd") == 0 || strcmp(ce, "identity") == 0;
+    if (!ct_ok || !ce_ok) {
+        *res = srv_fail(r, "unsupported_media_type", NULL,
+                        "upload a tar (application/x-tar) or a zstd-compressed tar (application/zstd or "
+                        "Content-Encoding: zstd)");
+        return true;
+    }
+    if (r->s->cfg.min_free_bytes) {
+        uint64_t fb = srv_free_bytes(r->s->cfg.data_dir);
+        if (fb < r->s->cfg.min_free_bytes) {
+            cg_arena *a = &r->arena;
+            cg_jv *d = cg_jv_obj(a);
+            cg_jv_obj_put(a, d, "limit", cg_jv_str(a, "min_free_bytes"));
+            cg_jv_obj_put(a, d, "expected", cg_jv_u64(a, r->s->cfg.min_free_bytes));
+            cg_jv_obj_put(a, d, "observed", cg_jv_u64(a, fb));
+            *res = srv_fail(r, "insufficient_storage", d, "the data directory is below its free-space watermark");
+            return true;
+        }
+    }
+    /* the ingest slot is taken once the body is complete (on_request), so slow
+     * senders never hold one */
+    int w = snprintf(r->body_path, sizeof r->body_path, "%s/tmp/upload-XXXXXX", r->s->cfg.data_dir);
+    if (w < 0 || w >= (int)sizeof r->body_path)
+        r->body_fd = -1;
+    else
+        r->body_fd = mkstemp(r->body_path);
+    if (r->body_fd < 0) {
+        r->body_path[0] = 0;
+        bool full = errno == ENOSPC || errno == EDQUOT;
+        *res = full ? srv_fail(r, "insufficient_storage", NULL, "no space left for the upload")
+                    : srv_fail(r, "unavailable", NULL, "cannot create the upload file: %s", strerror(errno));
+        return true;
+    }
+    return false;
+}
+
 /* Call 1: route, authenticate, check the body's declared size and type.
  * Returns true when a response was queued (the request is answered). */
 static bool precheck(srv_req *r, enum MHD_Result *res) {
     const srv_route *rt = &srv_routes[r->route];
-    if (rt->scope != SRV_SCOPE_NONE && !(rt->scope == SRV_SCOPE_READ && r->s->cfg.public_read)) {
-        const char *auth = srv_header(r, MHD_HTTP_HEADER_AUTHORIZATION);
-        if (!auth || strncmp(auth, "Bearer ", 7) != 0 || auth[7] == 0) {
-            *res = srv_fail(r, "unauthorized", NULL, "missing bearer token");
-            return true;
-        }
-        cg_error err = {0};
-        PGconn *c = srv_pool_get(r->s->pool, &err);
-        if (!c) {
-            *res = srv_fail_unavailable(r, &err);
-            return true;
-        }
-        int ok = srv_token_check(c, auth + 7, &r->arena, &r->token_id, &r->scopes, &err);
-        srv_pool_put(r->s->pool, c);
-        if (ok < 0) {
-            *res = srv_fail_unavailable(r, &err);
-            return true;
-        }
-        if (ok == 0) {
-            *res = srv_fail(r, "unauthorized", NULL, "unknown, expired or revoked token");
-            return true;
-        }
-        if (!has_scope(r, rt->scope)) {
-            *res = srv_fail(r, "forbidden", NULL, "the token lacks the %s scope",
-                            rt->scope == SRV_SCOPE_ADMIN ? "admin" : rt->scope == SRV_SCOPE_UPLOAD ? "upload" : "read");
-            return true;
-        }
-    }
+    if (authenticate(r, rt, res)) return true;
     r->body_kind = rt->body;
     const char *cl = srv_header(r, MHD_HTTP_HEADER_CONTENT_LENGTH);
     uint64_t declared = 0;
@@ -289,7 +535,8 @@ static bool precheck(srv_req *r, enum MHD_Result *res) {
         char *end;
         errno = 0;
         unsigned long long v = strtoull(cl, &end, 10);
-        if (errno || end == cl || *end) {
+        if (errno || end == cl || *end || cl[0] < '0' || cl[0] > '9') {
+            r->close_conn = true;
             *res = srv_fail(r, "bad_request", NULL, "invalid Content-Length");
             return true;
         }
@@ -315,46 +562,7 @@ static bool precheck(srv_req *r, enum MHD_Result *res) {
         }
         return false;
     }
-    /* streamed upload (POST /bundles) */
-    const char *ct = srv_header(r, MHD_HTTP_HEADER_CONTENT_TYPE);
-    const char *ce = srv_header(r, MHD_HTTP_HEADER_CONTENT_ENCODING);
-    bool ct_ok = !ct || strncmp(ct, "application/x-tar", 17) == 0 || strncmp(ct, "application/zstd", 16) == 0 ||
-                 strncmp(ct, "application/octet-stream", 24) == 0;
-    bool ce_ok = !ce || strcmp(ce, "zstd") == 0 || strcmp(ce, "identity") == 0;
-    if (!ct_ok || !ce_ok) {
-        *res = srv_fail(r, "unsupported_media_type", NULL,
-                        "upload a tar (application/x-tar) or a zstd-compressed tar (application/zstd or "
-                        "Content-Encoding: zstd)");
-        return true;
-    }
-    if (r->s->cfg.min_free_bytes) {
-        uint64_t fb = srv_free_bytes(r->s->cfg.data_dir);
-        if (fb < r->s->cfg.min_free_bytes) {
-            cg_arena *a = &r->arena;
-            cg_jv *d = cg_jv_obj(a);
-            cg_jv_obj_put(a, d, "limit", cg_jv_str(a, "min_free_bytes"));
-            cg_jv_obj_put(a, d, "expected", cg_jv_u64(a, r->s->cfg.min_free_bytes));
-            cg_jv_obj_put(a, d, "observed", cg_jv_u64(a, fb));
-            *res = srv_fail(r, "insufficient_storage", d, "the data directory is below its free-space watermark");
-            return true;
-        }
-    }
-    if (!take_slot(r)) {
-        *res = srv_fail(r, "too_many_requests", NULL, "too many uploads in progress; retry later");
-        return true;
-    }
-    if (snprintf(r->body_path, sizeof r->body_path, "%s/tmp/upload-XXXXXX", r->s->cfg.data_dir) >= (int)sizeof r->body_path)
-        r->body_fd = -1;
-    else
-        r->body_fd = mkstemp(r->body_path);
-    if (r->body_fd < 0) {
-        r->body_path[0] = 0;
-        bool full = errno == ENOSPC || errno == EDQUOT;
-        *res = full ? srv_fail(r, "insufficient_storage", NULL, "no space left for the upload")
-                    : srv_fail(r, "unavailable", NULL, "cannot create the upload file: %s", strerror(errno));
-        return true;
-    }
-    return false;
+    return check_stream_upload(r, res); /* POST /bundles */
 }
 
 static int absorb(srv_req *r, const char *data, size_t n) {
@@ -364,6 +572,7 @@ static int absorb(srv_req *r, const char *data, size_t n) {
         return -1;
     }
     r->body_len += n;
+    srv_guard_body_bytes(r, n);
     if (r->body_too_large) return 0;
     uint64_t cap = r->body_kind == SRV_BODY_JSON ? cfg->max_json_body : cfg->max_body_bytes;
     if (r->body_len > cap) {
@@ -392,48 +601,29 @@ static int absorb(srv_req *r, const char *data, size_t n) {
     return 0;
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
-                                  const char *version, const char *data, size_t *data_size, void **con_cls) {
-    (void)version;
-    srv_server *s = cls;
-    srv_req *r = *con_cls;
-    if (!r) {
-        r = calloc(1, sizeof *r);
-        if (!r) return MHD_NO;
-        r->s = s;
-        r->conn = conn;
-        r->body_fd = -1;
-        r->route = -1;
-        cg_arena_init(&r->arena, 8192);
-        clock_gettime(CLOCK_MONOTONIC, &r->t0);
-        unsigned char rnd[8];
-        randombytes_buf(rnd, sizeof rnd);
-        cg_hex(rnd, sizeof rnd, r->id);
-        r->method = cg_arena_strdup(&r->arena, method);
-        r->path = cg_arena_strdup(&r->arena, url);
-        *con_cls = r;
-        const char *m = strcmp(method, "HEAD") == 0 ? "GET" : method;
-        int idx = srv_route_match(&r->arena, m, url, r->params, r->allow, sizeof r->allow);
-        enum MHD_Result sres;
-        if (idx == -1 && srv_static_try(r, method, url, &sres)) return sres; /* the web app (web/) */
-        if (idx == -1) return srv_fail(r, "not_found", NULL, "no route for %s", url);
-        if (idx == -2) return srv_fail(r, "method_not_allowed", NULL, "%s is not allowed here", method);
-        r->route = idx;
-        enum MHD_Result res;
-        if (precheck(r, &res)) return res;
-        return MHD_YES;
-    }
-    if (*data_size != 0) {
-        size_t n = *data_size;
-        *data_size = 0;
-        if (r->queued) return MHD_YES; /* answered in call 1; MHD discards the rest */
-        int rc = absorb(r, data, n);
-        if (rc == -1) return MHD_NO; /* over the request deadline: drop the connection */
-        if (rc == -2) r->err_code = "insufficient_storage";
-        if (rc == -3) r->err_code = "unavailable";
-        return MHD_YES;
-    }
-    if (r->queued) return MHD_YES;
+/* Call 1 of a request: everything known from the head. */
+static enum MHD_Result on_head(srv_req *r, const char *method, const char *url, const char *version) {
+    r->started = true;
+    r->method = cg_arena_strdup(&r->arena, method);
+    r->path = cg_arena_strdup(&r->arena, url);
+    enum MHD_Result res;
+    if (check_framing(r, version, &res) || check_target(r, &res)) return res;
+    const char *m = strcmp(method, "HEAD") == 0 ? "GET" : method;
+    int idx = srv_route_match(&r->arena, m, url, r->params, r->allow, sizeof r->allow);
+    if (idx == -1 && srv_static_try(r, method, url, &res)) return res; /* the web app (web/) */
+    if (idx == -1) return srv_fail(r, "not_found", NULL, "no route for %s", url);
+    if (idx == -2) return srv_fail(r, "method_not_allowed", NULL, "%s is not allowed here", method);
+    r->route = idx;
+    if (precheck(r, &res)) return res;
+    if (r->body_kind != SRV_BODY_NONE) srv_guard_body_begin(r);
+    else srv_guard_busy(r);
+    return MHD_YES;
+}
+
+/* Last call: the body is complete; answer it. */
+static enum MHD_Result on_body_done(srv_req *r) {
+    srv_server *s = r->s;
+    srv_guard_busy(r);
     if (r->err_code && strcmp(r->err_code, "insufficient_storage") == 0)
         return srv_fail(r, "insufficient_storage", NULL, "no space left for the upload");
     if (r->err_code && strcmp(r->err_code, "unavailable") == 0)
@@ -447,12 +637,39 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return srv_fail(r, "payload_too_large", d, "request body exceeds the limit of %llu bytes",
                         (unsigned long long)cap);
     }
+    if (r->body_kind == SRV_BODY_STREAM && !take_slot(r))
+        return srv_fail(r, "too_many_requests", NULL, "too many uploads in progress; retry later");
     enum MHD_Result res = srv_routes[r->route].handler(r);
     if (!r->queued && res == MHD_YES) {
         srv_log("error", "handler queued no response", "request_id", r->id, NULL);
         return MHD_NO;
     }
     return res;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+                                  const char *version, const char *data, size_t *data_size, void **con_cls) {
+    srv_req *r = *con_cls;
+    if (!r) { /* on_uri could not allocate */
+        if (!(r = req_new(cls))) return MHD_NO;
+        *con_cls = r;
+    }
+    if (!r->started) {
+        r->conn = conn;
+        return on_head(r, method, url, version);
+    }
+    if (*data_size != 0) {
+        size_t n = *data_size;
+        *data_size = 0;
+        if (r->queued) return MHD_YES; /* answered in call 1; MHD discards the rest */
+        int rc = absorb(r, data, n);
+        if (rc == -1) return MHD_NO; /* over the request deadline: drop the connection */
+        if (rc == -2) r->err_code = "insufficient_storage";
+        if (rc == -3) r->err_code = "unavailable";
+        return MHD_YES;
+    }
+    if (r->queued) return MHD_YES;
+    return on_body_done(r);
 }
 
 static void mhd_logger(void *cls, const char *fmt, va_list ap) {
@@ -485,6 +702,7 @@ int srv_http_start(srv_server *s, cg_error *err) {
     } else {
         return cg_err_set(err, CG_EINVAL, "--listen host must be an IP address, got %s", s->cfg.listen_host);
     }
+    if (srv_guard_start(s) < 0) return cg_err_set(err, CG_EIO, "cannot start the connection guard thread");
     s->mhd = MHD_start_daemon(
         flags, (uint16_t)s->cfg.listen_port, NULL, NULL, on_request, s,
         MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL,
@@ -495,9 +713,14 @@ int srv_http_start(srv_server *s, cg_error *err) {
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024),
         MHD_OPTION_THREAD_STACK_SIZE, (size_t)(4 * 1024 * 1024),
         MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)256,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_NOTIFY_CONNECTION, srv_guard_notify, s,
+        MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
         MHD_OPTION_END);
-    if (!s->mhd) return cg_err_set(err, CG_EIO, "cannot listen on %s:%u", s->cfg.listen_host, s->cfg.listen_port);
+    if (!s->mhd) {
+        srv_guard_stop(s);
+        return cg_err_set(err, CG_EIO, "cannot listen on %s:%u", s->cfg.listen_host, s->cfg.listen_port);
+    }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);
     if (info) s->cfg.listen_port = info->port;
     return 0;
@@ -521,4 +744,5 @@ void srv_http_stop(srv_server *s, unsigned grace_s) {
     MHD_stop_daemon(s->mhd);
     if (fd != MHD_INVALID_SOCKET) close(fd);
     s->mhd = NULL;
+    srv_guard_stop(s);
 }

@@ -112,6 +112,23 @@ static int insert_tensor_stats(PGconn *c, const char *id, const cg_trace *t, cg_
     return rc;
 }
 
+static bool too_long(const char *s) { return s && strlen(s) > SRV_INDEX_MAX_KEY_BYTES; }
+
+const char *srv_index_oversized(const cg_trace *t, const char *run_id, const srv_file_row *files, size_t n_files) {
+    const cg_run_meta *m = &t->run;
+    if (too_long(run_id)) return "run_id";
+    if (too_long(m->entrypoint)) return "entrypoint";
+    if (m->identity && too_long(m->identity->implementation_id)) return "comparison_identity.implementation_id";
+    if (m->identity && too_long(m->identity->workload_id)) return "comparison_identity.workload_id";
+    for (size_t i = 0; i < m->n_tags; i++)
+        if (too_long(m->tags[i].key) || too_long(m->tags[i].value)) return "tags";
+    for (size_t i = 0; i < t->n_tensor_stats; i++)
+        if (too_long(t->tensor_stats[i].label)) return "tensor_stats.label";
+    for (size_t i = 0; i < n_files; i++)
+        if (too_long(files[i].path)) return "files.path";
+    return NULL;
+}
+
 int srv_index_insert(PGconn *c, const srv_index_row *row, cg_arena *a, char sqlstate[6], cg_error *err) {
     const cg_trace *t = row->trace;
     const cg_run_meta *m = &t->run;
@@ -165,12 +182,12 @@ int srv_index_insert(PGconn *c, const srv_index_row *row, cg_arena *a, char sqls
         "model_id, config_id, data_id, seed_policy, physical_batch, accumulation_steps, \"precision\", device_state, "
         "pair_id, structurally_valid, capture_complete, outcome, health, measured_ns, measured_span_count, host, "
         "campaign_id, planned_name) VALUES ($1, $2, $3, $4::int, $5::bigint, $6, $7::json, $8, $9, $10, $11, $12, "
-        "$13, $14, $15, $16::bigint, $17::bigint, $18, $19::boolean, $20, $21, $22::json, $23, $24::json, "
+        "$13, $14, $15, $16::numeric, $17::numeric, $18, $19::boolean, $20, $21, $22::json, $23, $24::json, "
         "$25::text::json, $25::text::jsonb->>'implementation_id', $25::text::jsonb->>'workload_id', $25::text::jsonb->>'model_id', "
         "$25::text::jsonb->>'config_id', $25::text::jsonb->>'data_id', $25::text::jsonb->>'seed_policy', "
-        "($25::text::jsonb->>'physical_batch')::bigint, ($25::text::jsonb->>'accumulation_steps')::bigint, "
+        "($25::text::jsonb->>'physical_batch')::numeric, ($25::text::jsonb->>'accumulation_steps')::numeric, "
         "$25::text::jsonb->>'precision', $25::text::jsonb->>'device_state', $25::text::jsonb->>'pair_id', $26::boolean, $27::boolean, "
-        "$28, $29::json, $30::bigint, $31::int, $32, $33, $34)",
+        "$28, $29::json, $30::numeric, $31::int, $32, $33, $34)",
         34, p, lens, sqlstate, err);
     if (!r) return -1;
     PQclear(r);

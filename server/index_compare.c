@@ -8,126 +8,194 @@
 #include <string.h>
 
 #include "analysis/timing.h"
+#include "base/sha256.h"
+#include "base/strmap.h"
 #include "campaign/series.h"
 #include "comparison/cohort.h"
 #include "srv_compare.h"
 
 /* ------------------------------------------------------------ path totals */
 
-typedef struct tot {
-    char kind; /* 's' span, 'o' op, 'd' device */
-    const char *path;
-    uint64_t total, n;
-} tot;
+/* Builder: nodes deduplicated by hash; each node keeps one total per kind. */
+typedef struct node_acc {
+    uint64_t total[3], n[3];
+    bool has[3];
+} node_acc;
 
-typedef struct totmap {
-    tot *slots; /* path == NULL: empty */
-    size_t cap, used;
-} totmap;
+typedef struct ptb {
+    cg_arena *a;
+    srv_path_totals *pt;
+    node_acc *acc;
+    cg_sha256 *state; /* per node: SHA-256 state after its text */
+    size_t cap;
+    cg_strmap by_hash; /* 32-byte hash → node index */
+} ptb;
 
-static uint64_t hash(char kind, const char *s) {
-    uint64_t h = 1469598103934665603ull ^ (unsigned char)kind;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
+static int kind_slot(char kind) { return kind == 's' ? 0 : kind == 'o' ? 1 : 2; }
 
-static void map_grow(totmap *m) {
-    size_t ncap = m->cap ? m->cap * 2 : 256;
-    tot *ns = calloc(ncap, sizeof *ns);
-    if (!ns) abort();
-    for (size_t i = 0; i < m->cap; i++) {
-        if (!m->slots[i].path) continue;
-        size_t j = hash(m->slots[i].kind, m->slots[i].path) & (ncap - 1);
-        while (ns[j].path) j = (j + 1) & (ncap - 1);
-        ns[j] = m->slots[i];
+/* The node for (parent, name), created when new. Its hash is SHA-256 of its
+ * text, continued from the parent's saved hash state ("/" + name), so no text
+ * is built and equal texts are one node however their names split. */
+static size_t node_of(ptb *b, size_t parent, const char *name) {
+    cg_sha256 st, fin;
+    if (parent == SIZE_MAX) {
+        cg_sha256_init(&st);
+    } else {
+        st = b->state[parent];
+        cg_sha256_update(&st, "/", 1);
     }
-    free(m->slots);
-    m->slots = ns;
-    m->cap = ncap;
-}
-
-/* Adds one occurrence; path must outlive the map (arena). */
-static tot *map_add(totmap *m, char kind, const char *path, uint64_t ns) {
-    if ((m->used + 1) * 2 > m->cap) map_grow(m);
-    size_t j = hash(kind, path) & (m->cap - 1);
-    while (m->slots[j].path && !(m->slots[j].kind == kind && strcmp(m->slots[j].path, path) == 0))
-        j = (j + 1) & (m->cap - 1);
-    tot *t = &m->slots[j];
-    if (!t->path) {
-        t->kind = kind;
-        t->path = path;
-        m->used++;
+    cg_sha256_update(&st, name, strlen(name));
+    fin = st;
+    unsigned char hb[32];
+    cg_sha256_final(&fin, hb);
+    size_t *hit = cg_strmap_getn(&b->by_hash, (const char *)hb, 32);
+    if (hit) return *hit;
+    unsigned char *h = cg_arena_alloc(b->a, 32);
+    memcpy(h, hb, 32);
+    srv_path_totals *pt = b->pt;
+    if (pt->n_nodes == b->cap) {
+        b->cap = b->cap ? b->cap * 2 : 256;
+        pt->nodes = realloc(pt->nodes, b->cap * sizeof *pt->nodes);
+        b->acc = realloc(b->acc, b->cap * sizeof *b->acc);
+        cg_sha256 *ns = aligned_alloc(_Alignof(cg_sha256), b->cap * sizeof *ns);
+        if (!pt->nodes || !b->acc || !ns) abort();
+        if (pt->n_nodes) memcpy(ns, b->state, pt->n_nodes * sizeof *ns);
+        free(b->state);
+        b->state = ns;
     }
-    t->total = t->total + ns < t->total || t->total + ns > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : t->total + ns;
-    t->n++;
-    return t;
+    size_t k = pt->n_nodes++;
+    pt->nodes[k] = (srv_path_node){h, parent, name};
+    memset(&b->acc[k], 0, sizeof b->acc[k]);
+    b->state[k] = st;
+    cg_strmap_putn(&b->by_hash, (const char *)h, 32, k, NULL);
+    return k;
 }
 
-/* Name path of every span ("root/child/…"), memoized by span index. A parent
- * that is missing (or a cycle) ends the chain there. */
-static const char **span_paths(cg_arena *a, const cg_trace *t) {
+static void add_total(ptb *b, size_t node, char kind, uint64_t ns) {
+    node_acc *x = &b->acc[node];
+    int s = kind_slot(kind);
+    x->has[s] = true;
+    uint64_t t = x->total[s];
+    x->total[s] = t + ns < t || t + ns > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : t + ns;
+    x->n[s]++;
+}
+
+/* The path node of every span (index aligned with t->spans), each computed once
+ * from its parent's: an explicit chain instead of recursion, so a deep chain
+ * costs O(depth) once. A parent that is missing (or a cycle) ends the chain. */
+static size_t *span_nodes(ptb *b, const cg_trace *t) {
     size_t n = t->n_spans ? t->n_spans : 1;
-    const char **paths = cg_arena_zalloc(a, n * sizeof *paths);
-    size_t *chain = malloc(n * sizeof *chain);
-    unsigned char *on_chain = calloc(n, 1);
-    if (!chain || !on_chain) abort();
+    size_t *node = malloc(n * sizeof *node), *chain = malloc(n * sizeof *chain);
+    unsigned char *state = calloc(n, 1); /* 0 new, 1 on the chain, 2 done */
+    if (!node || !chain || !state) abort();
     for (size_t i = 0; i < t->n_spans; i++) {
-        if (paths[i]) continue;
+        if (state[i] == 2) continue;
         size_t depth = 0, k = i;
-        for (;;) { /* walk up until a span with a path, a root, or a cycle */
+        for (;;) { /* walk up until a done span, a root, or a cycle */
             chain[depth++] = k;
-            on_chain[k] = 1;
+            state[k] = 1;
             const cg_span *sp = &t->spans[k];
             const cg_span *par = sp->parent_id ? cg_trace_find_span(t, sp->parent_id) : NULL;
             if (!par) break;
             k = (size_t)(par - t->spans);
-            if (paths[k] || on_chain[k]) break;
+            if (state[k]) break;
         }
-        /* top of the chain first: its parent (if any, and not on the chain) has a path */
-        for (size_t q = depth; q-- > 0;) {
+        for (size_t q = depth; q-- > 0;) { /* top of the chain first */
             size_t x = chain[q];
             const cg_span *sp = &t->spans[x];
             const cg_span *par = sp->parent_id ? cg_trace_find_span(t, sp->parent_id) : NULL;
-            const char *pp = par ? paths[par - t->spans] : NULL;
-            paths[x] = pp ? cg_arena_printf(a, "%s/%s", pp, sp->name) : sp->name;
+            size_t pi = par ? (size_t)(par - t->spans) : SIZE_MAX;
+            size_t parent = pi != SIZE_MAX && state[pi] == 2 ? node[pi] : SIZE_MAX;
+            node[x] = node_of(b, parent, sp->name);
+            state[x] = 2;
         }
-        for (size_t q = 0; q < depth; q++) on_chain[chain[q]] = 0;
     }
-    free(on_chain);
+    free(state);
     free(chain);
-    return paths;
+    return node;
 }
 
-void srv_span_totals_json(cg_arena *a, const cg_trace *t, cg_buf *out) {
-    totmap m = {0};
-    const char **paths = span_paths(a, t);
+void srv_path_totals_build(cg_arena *a, const cg_trace *t, srv_path_totals *out) {
+    memset(out, 0, sizeof *out);
+    ptb b = {a, out, NULL, NULL, 0, {0}};
+    cg_strmap_init(&b.by_hash);
+    size_t *sn = span_nodes(&b, t);
     for (size_t i = 0; i < t->n_spans; i++)
-        if (t->spans[i].closed) map_add(&m, 's', paths[i], t->spans[i].duration_ns);
+        if (t->spans[i].closed) add_total(&b, sn[i], 's', t->spans[i].duration_ns);
     for (size_t i = 0; i < t->n_ops; i++) {
         const cg_op *op = &t->ops[i];
         const cg_span *sp = op->span_id ? cg_trace_find_span(t, op->span_id) : NULL;
-        const char *p = sp ? cg_arena_printf(a, "%s/%s", paths[sp - t->spans], op->op_name) : op->op_name;
-        map_add(&m, 'o', p, op->duration_ns);
+        add_total(&b, node_of(&b, sp ? sn[sp - t->spans] : SIZE_MAX, op->op_name), 'o', op->duration_ns);
     }
+    free(sn);
     cg_timing_profile *tp = cg_timing_analyze(t, a);
     for (size_t i = 0; i < tp->n_device_clocks; i++) {
         const cg_device_clock_timing *d = &tp->device_clocks[i];
-        const char *p = cg_arena_printf(a, "device:%s/%s", d->device, d->clock_id);
-        map_add(&m, 'd', p, d->busy_ns)->n = d->interval_count; /* one busy value per clock */
+        size_t k = node_of(&b, SIZE_MAX, cg_arena_printf(a, "device:%s/%s", d->device, d->clock_id));
+        add_total(&b, k, 'd', d->busy_ns);
+        b.acc[k].n[2] = d->interval_count; /* one busy value per clock */
     }
-    cg_buf_putc(out, '[');
-    bool first = true;
-    for (size_t i = 0; i < m.cap; i++) {
-        const tot *x = &m.slots[i];
-        if (!x->path) continue;
-        if (!first) cg_buf_putc(out, ',');
-        first = false;
-        cg_buf_puts(out, x->kind == 's' ? "{\"k\":\"span\",\"p\":" : x->kind == 'o' ? "{\"k\":\"op\",\"p\":" : "{\"k\":\"device\",\"p\":");
-        cg_json_write_str(out, x->path, strlen(x->path));
-        cg_buf_printf(out, ",\"t\":%" PRIu64 ",\"n\":%" PRIu64 "}", x->total, x->n);
+    size_t nt = 0;
+    for (size_t k = 0; k < out->n_nodes; k++)
+        for (int s = 0; s < 3; s++) nt += b.acc[k].has[s];
+    out->totals = cg_arena_zalloc(a, (nt + 1) * sizeof *out->totals);
+    static const char kinds[3] = {'s', 'o', 'd'};
+    for (size_t k = 0; k < out->n_nodes; k++)
+        for (int s = 0; s < 3; s++)
+            if (b.acc[k].has[s])
+                out->totals[out->n_totals++] = (srv_path_total){kinds[s], k, b.acc[k].total[s], b.acc[k].n[s]};
+    /* nodes move into the arena so the caller owns nothing */
+    srv_path_node *nodes = cg_arena_alloc(a, (out->n_nodes + 1) * sizeof *nodes);
+    if (out->n_nodes) memcpy(nodes, out->nodes, out->n_nodes * sizeof *nodes);
+    free(out->nodes);
+    out->nodes = nodes;
+    free(b.acc);
+    free(b.state);
+    cg_strmap_free(&b.by_hash);
+}
+
+void srv_path_totals_json(const srv_path_totals *pt, cg_buf *nodes, cg_buf *totals) {
+    char hex[65], phex[65];
+    cg_buf_putc(nodes, '[');
+    for (size_t k = 0; k < pt->n_nodes; k++) {
+        const srv_path_node *nd = &pt->nodes[k];
+        cg_hex(nd->hash, 32, hex);
+        cg_buf_printf(nodes, "%s{\"h\":\"%s\",\"p\":", k ? "," : "", hex);
+        if (nd->parent == SIZE_MAX) {
+            cg_buf_puts(nodes, "null");
+        } else {
+            cg_hex(pt->nodes[nd->parent].hash, 32, phex);
+            cg_buf_printf(nodes, "\"%s\"", phex);
+        }
+        cg_buf_puts(nodes, ",\"n\":");
+        cg_json_write_str(nodes, nd->name, strlen(nd->name));
+        cg_buf_putc(nodes, '}');
     }
-    cg_buf_putc(out, ']');
-    free(m.slots);
+    cg_buf_putc(nodes, ']');
+    cg_buf_putc(totals, '[');
+    for (size_t i = 0; i < pt->n_totals; i++) {
+        const srv_path_total *x = &pt->totals[i];
+        cg_hex(pt->nodes[x->node].hash, 32, hex);
+        cg_buf_printf(totals, "%s{\"k\":\"%s\",\"h\":\"%s\",\"t\":%" PRIu64 ",\"n\":%" PRIu64 "}", i ? "," : "",
+                      x->kind == 's' ? "span" : x->kind == 'o' ? "op" : "device", hex, x->total, x->n);
+    }
+    cg_buf_putc(totals, ']');
+}
+
+const char *srv_path_text(cg_arena *a, const srv_path_totals *pt, size_t k) {
+    size_t len = 0, steps = 0;
+    for (size_t x = k; x != SIZE_MAX && steps <= pt->n_nodes; x = pt->nodes[x].parent, steps++)
+        len += strlen(pt->nodes[x].name) + (x == k ? 0 : 1);
+    char *out = cg_arena_alloc(a, len + 1), *end = out + len;
+    *end = 0;
+    steps = 0;
+    for (size_t x = k; x != SIZE_MAX && steps <= pt->n_nodes; x = pt->nodes[x].parent, steps++) {
+        size_t nl = strlen(pt->nodes[x].name);
+        if (x != k) *--end = '/';
+        end -= nl;
+        memcpy(end, pt->nodes[x].name, nl);
+    }
+    return out;
 }
 
 /* ------------------------------------------------------------ insert */
@@ -139,12 +207,14 @@ int srv_facts_insert(PGconn *c, const char *id, const char *run_id, const cg_tra
     cg_cohort_receipt rc = {run_id, id};
     cg_cohort_row row;
     cg_cohort_row_from_trace(&a, t, h, &rc, &row);
-    cg_buf crow = CG_BUF_INIT, spt = CG_BUF_INIT, tots = CG_BUF_INIT;
+    cg_buf crow = CG_BUF_INIT, spt = CG_BUF_INIT, nodes = CG_BUF_INIT, tots = CG_BUF_INIT;
     cg_cohort_row_write(&crow, &row);
     cg_series_point sp;
     cg_series_point_from_trace(&a, t, id, run_id, id, &sp);
     cg_json_write(&spt, cg_series_point_to_json(&a, &sp), false);
-    srv_span_totals_json(&a, t, &tots);
+    srv_path_totals pt;
+    srv_path_totals_build(&a, t, &pt);
+    srv_path_totals_json(&pt, &nodes, &tots);
     int ret = -1;
     const char *p[4] = {id, crow.data, spt.data, t->terminal.reason};
     PGresult *x = srv_q(c,
@@ -155,10 +225,19 @@ int srv_facts_insert(PGconn *c, const char *id, const char *run_id, const cg_tra
     bool inserted = strcmp(PQcmdTuples(x), "1") == 0;
     PQclear(x);
     if (inserted) {
-        const char *q[2] = {id, tots.data};
+        const char *q[2] = {id, nodes.data};
         x = srv_q(c,
-                  "INSERT INTO bundle_span_totals (bundle_id, kind, path, total_ns, occurrences) "
-                  "SELECT $1, r.k, r.p, r.t, r.n FROM json_to_recordset($2::json) AS r(k text, p text, t bigint, n bigint)",
+                  "INSERT INTO bundle_span_paths (bundle_id, hash, parent, name) "
+                  "SELECT $1, decode(r.h, 'hex'), decode(r.p, 'hex'), r.n FROM json_to_recordset($2::json) "
+                  "AS r(h text, p text, n text) ON CONFLICT DO NOTHING",
+                  2, q, NULL, sqlstate, err);
+        if (!x) goto out;
+        PQclear(x);
+        q[1] = tots.data;
+        x = srv_q(c,
+                  "INSERT INTO bundle_span_totals (bundle_id, kind, path_hash, total_ns, occurrences) "
+                  "SELECT $1, r.k, decode(r.h, 'hex'), r.t, r.n FROM json_to_recordset($2::json) "
+                  "AS r(k text, h text, t bigint, n bigint)",
                   2, q, NULL, sqlstate, err);
         if (!x) goto out;
         PQclear(x);
@@ -167,6 +246,7 @@ int srv_facts_insert(PGconn *c, const char *id, const char *run_id, const cg_tra
 out:
     cg_buf_free(&crow);
     cg_buf_free(&spt);
+    cg_buf_free(&nodes);
     cg_buf_free(&tots);
     cg_arena_free(&a);
     return ret;

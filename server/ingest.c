@@ -10,6 +10,7 @@
  * are orphans the janitor collects after its grace period. */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@
 #include "bundle/signature.h"
 #include "bundle/verify.h"
 #include "srv_compare.h"
+#include "srv_history.h"
 #include "srv_index.h"
 #include "srv_web.h"
 
@@ -255,10 +257,95 @@ static cg_jv *links(cg_arena *a, const char *id) {
     return o;
 }
 
-#include <stdio.h>
-static __thread double stg_t;
-static __thread char stg_buf[512];
-#define STG(n) do { double _t = now_s(); if (strcmp(n, "start")) { size_t _l = strlen(stg_buf); snprintf(stg_buf + _l, sizeof stg_buf - _l, "%s=%.2f ", n, (_t - stg_t) * 1e3); } else stg_buf[0] = 0; stg_t = _t; if (!strcmp(n, "db")) { FILE *_f = fopen("/tmp/perf2b/stages.log", "a"); if (_f) { fprintf(_f, "%s\n", stg_buf); fclose(_f); } } } while (0)
+/* Offset of the first \u0000 escape in a JSON text read from fd (an escape,
+ * not an escaped backslash followed by "u0000"), -1 when none, -2 on a read
+ * error. */
+static int64_t find_nul_escape(int fd) {
+    enum { BUF = 1 << 20 };
+    char *buf = malloc(BUF);
+    if (!buf) return -2;
+    static const char pat[] = "u0000";
+    int esc = 0, m = 0;
+    int64_t base = 0, hit = -1;
+    ssize_t n;
+    while (hit < 0 && (n = read(fd, buf, BUF)) > 0) {
+        size_t i = 0;
+        while (i < (size_t)n) {
+            char c = buf[i];
+            if (m) {
+                if (c == pat[m]) {
+                    if (++m == 5) {
+                        hit = base + (int64_t)i;
+                        break;
+                    }
+                    i++;
+                    continue;
+                }
+                m = 0;
+            }
+            if (esc) {
+                esc = 0;
+                m = c == 'u';
+                i++;
+                continue;
+            }
+            if (c == '\\') {
+                esc = 1;
+                i++;
+                continue;
+            }
+            const char *p = memchr(buf + i, '\\', (size_t)n - i);
+            i = p ? (size_t)(p - buf) : (size_t)n;
+        }
+        base += n;
+    }
+    if (n < 0 && hit < 0) hit = -2;
+    free(buf);
+    return hit;
+}
+
+/* 1-based line of byte offset off in fd. */
+static uint64_t line_of(int fd, int64_t off) {
+    char buf[65536];
+    uint64_t line = 1;
+    int64_t pos = 0;
+    if (lseek(fd, 0, SEEK_SET) != 0) return 0;
+    while (pos < off) {
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n <= 0) break;
+        for (ssize_t i = 0; i < n && pos < off; i++, pos++) line += buf[i] == '\n';
+    }
+    return line;
+}
+
+/* Rules the server adds to the bundle/1 checks (issue 13): a run_id that is
+ * empty or blank cannot identify a run, and a NUL inside a trace string would
+ * be stored cut at the NUL (the trace model keeps C strings), so both are
+ * refused here rather than stored differently from the uploaded bytes. */
+static bool check_ingest_rules(ingest *g, const char *run_id, enum MHD_Result *res) {
+    cg_arena *a = &g->r->arena;
+    size_t k = 0;
+    while (run_id[k] == ' ' || run_id[k] == '\t' || run_id[k] == '\n' || run_id[k] == '\r') k++;
+    if (!run_id[k]) {
+        *res = reject(g, "invalid_run_id", detail_kv(a, "path", cg_jv_str(a, "bundle.json"), NULL, NULL),
+                      "the bundle's run_id is empty");
+        return false;
+    }
+    char tpath[PATH_MAX + 16];
+    snprintf(tpath, sizeof tpath, "%s/trace.jsonl", g->root);
+    int fd = open(tpath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return true; /* a bundle without a trace fails semantic verification next */
+    int64_t off = find_nul_escape(fd);
+    uint64_t line = off >= 0 ? line_of(fd, off) : 0;
+    close(fd);
+    if (off < 0) return true;
+    *res = reject(g, "trace_invalid",
+                  detail_kv(a, "path", cg_jv_str(a, "trace.jsonl"), "line", cg_jv_u64(a, line)),
+                  cg_arena_printf(a, "trace.jsonl line %llu: a string contains NUL (\\u0000), which traces must not "
+                                     "carry", (unsigned long long)line));
+    return false;
+}
+
 static enum MHD_Result run(ingest *g) {
     srv_req *r = g->r;
     srv_server *s = r->s;
@@ -268,7 +355,6 @@ static enum MHD_Result run(ingest *g) {
     enum MHD_Result res = check_campaign(g, &answered);
     if (answered) return res;
 
-    STG("start");
     /* 3. unpack */
     if (snprintf(g->stage, sizeof g->stage, "%s/staging/%s", s->cfg.data_dir, r->id) >= (int)sizeof g->stage ||
         snprintf(g->root, sizeof g->root, "%s/bundle", g->stage) >= (int)sizeof g->root) {
@@ -289,6 +375,7 @@ static enum MHD_Result run(ingest *g) {
     lim.max_file_bytes = s->cfg.max_decoded_bytes;
     lim.max_stream_bytes = s->cfg.max_decoded_bytes + 1536 * lim.max_entries + (1u << 20);
     lim.scratch = true; /* staging is private and always removed; the blobs are the durable copies */
+    lim.max_ratio = s->cfg.max_decode_ratio;
     cg_archive_error kind = CG_ARCHIVE_OK;
     if (cg_archive_unpack_fd(r->body_fd, g->root, &lim, &kind, &err) < 0) {
         switch (kind) {
@@ -297,13 +384,17 @@ static enum MHD_Result run(ingest *g) {
         case CG_ARCHIVE_TOO_LARGE:
             return reject(g, "payload_too_large", detail_kv(a, "limit", cg_jv_str(a, "archive"), NULL, NULL), err.msg);
         case CG_ARCHIVE_MALFORMED: return reject(g, "malformed_archive", NULL, err.msg);
+        case CG_ARCHIVE_RATIO:
+            return reject(g, "payload_too_large",
+                          detail_kv(a, "limit", cg_jv_str(a, "decompression_ratio"), "expected",
+                                    cg_jv_u64(a, s->cfg.max_decode_ratio)),
+                          err.msg);
         default:
             if (err.code == CG_ENOSPC || srv_free_bytes(s->cfg.data_dir) < (1u << 20))
                 return srv_fail(r, "insufficient_storage", NULL, "no space left to unpack the upload");
             return srv_fail_unavailable(r, &err);
         }
     }
-    STG("unpack");
     /* 4. bundle/1 verification, exactly as upstream */
     cg_bundle_receipt rcpt;
     cg_bundle_check chk = CG_BCHK_NONE;
@@ -320,11 +411,11 @@ static enum MHD_Result run(ingest *g) {
     cg_sha256_hex(g->manifest, g->manifest_len, id);
     memcpy(g->id, id, sizeof id);
     if (strcmp(id, rcpt.manifest_sha256) != 0) return reject(g, "digest_mismatch", NULL, "bundle manifest changed during verification");
+    if (!check_ingest_rules(g, rcpt.run_id, &res)) return res;
     cg_bundle_manifest man;
     if (cg_bundle_manifest_parse(a, g->manifest, g->manifest_len, &man, &err) < 0)
         return reject(g, "malformed_manifest", NULL, err.msg);
 
-    STG("verify");
     /* run-ID binding and semantic verification, as `candle-graph verify --semantic` */
     cg_semantic_result sres = CG_SEMANTIC_NOT_REDERIVABLE;
     cg_semantic_failure sfail = CG_SEMF_NONE;
@@ -343,7 +434,6 @@ static enum MHD_Result run(ingest *g) {
         default: return srv_fail_unavailable(r, &err);
         }
     }
-    STG("semantic");
     const char *semantic = cg_semantic_result_name(sres), *evidence_schema = NULL;
     char epath[PATH_MAX + 16];
     snprintf(epath, sizeof epath, "%s/evidence.json", g->root);
@@ -361,12 +451,10 @@ static enum MHD_Result run(ingest *g) {
     }
     /* the derived index uses the trace semantic verification parsed (default
      * limits) and its post-read check confirmed */
-    STG("tracereread");
     /* 5. signature */
     const char *sig_json, *key_id;
     if (!check_signature(g, &sig_json, &key_id, &res)) return res;
 
-    STG("signature");
     /* derived index inputs */
     g->health = cg_health_analyze(g->trace);
     srv_file_row *files = cg_arena_zalloc(a, (man.n_files + 1) * sizeof *files);
@@ -382,7 +470,13 @@ static enum MHD_Result run(ingest *g) {
         total += man.files[i].bytes;
     }
 
-    STG("health");
+    /* input the index cannot hold is refused before anything is stored */
+    const char *big = srv_index_oversized(g->trace, rcpt.run_id, files, man.n_files + 1);
+    if (big) {
+        cg_jv *d = detail_kv(a, "limit", cg_jv_str(a, "indexed_field_bytes"), "field", cg_jv_str(a, big));
+        cg_jv_obj_put(a, d, "max", cg_jv_u64(a, SRV_INDEX_MAX_KEY_BYTES));
+        return reject(g, "payload_too_large", d, cg_arena_printf(a, "%s is longer than %d bytes", big, SRV_INDEX_MAX_KEY_BYTES));
+    }
     /* 6. store blobs (fs: before the transaction; pg: inside it) */
     bool pg_blobs = s->blobs.kind == SRV_BLOB_PG;
     if (!pg_blobs) {
@@ -395,11 +489,11 @@ static enum MHD_Result run(ingest *g) {
                               : srv_fail_unavailable(r, &err);
         }
     }
-    STG("blobs");
     PGconn *c = srv_pool_get(s->pool, &err);
     if (!c) return srv_fail_unavailable(r, &err);
     char sqlstate[6] = "";
     bool existed = false, conflict = false;
+    long long history_series = -1;
     char other[65] = "";
     const char *lk = cg_arena_printf(a, "%" PRId64, lock_key(id));
     const char *p1[1] = {id};
@@ -444,6 +538,7 @@ static enum MHD_Result run(ingest *g) {
             else goto dberr;
         }
         if (!conflict && srv_facts_insert(c, id, rcpt.run_id, g->trace, g->health, sqlstate, &err) < 0) goto dberr;
+        if (!conflict && srv_history_index(c, id, g->trace, &history_series, sqlstate, &err) < 0) goto dberr;
         if (!conflict && g->campaign) {
             const char *pa[7] = {g->campaign, g->planned, id, rcpt.run_id, srv_trace_host(g->trace),
                                  g->trace->run.device, NULL};
@@ -485,8 +580,8 @@ static enum MHD_Result run(ingest *g) {
     }
     if (srv_exec(c, "COMMIT", &err) < 0) goto dberr;
     srv_pool_put(s->pool, c);
+    srv_history_detect(s, history_series); /* issue 15: change points of the bundle's series */
 
-    STG("db");
     /* 7. answer */
     cg_jv *o = cg_jv_obj(a);
     cg_jv_obj_put(a, o, "schema", cg_jv_str(a, INGEST_SCHEMA));

@@ -1,6 +1,7 @@
 /* log.c — structured one-line JSON logs on stderr (request IDs, no secrets).
  * Every value is JSON-escaped, so CR/LF or control bytes from clients cannot
- * forge log lines. One fputs per line under a lock keeps lines whole. */
+ * forge log lines, and invalid UTF-8 is replaced by U+FFFD, so every line is
+ * valid UTF-8 JSON. One fputs per line under a lock keeps lines whole. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <string.h>
@@ -19,14 +20,49 @@ static void put_ts(cg_buf *b) {
                   tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
 }
 
+/* Appends s[0..n) to b with every invalid UTF-8 sequence replaced by U+FFFD. */
+static void put_clean(cg_buf *b, const char *s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        size_t ok = cg_utf8_valid_prefix(s + i, n - i);
+        cg_buf_append(b, s + i, ok);
+        i += ok;
+        if (i < n) {
+            cg_buf_append(b, "\xEF\xBF\xBD", 3);
+            i++;
+        }
+    }
+}
+
+const char *srv_utf8_clean(cg_arena *a, const char *s, size_t n, size_t *out_len) {
+    size_t ok = cg_utf8_valid_prefix(s, n);
+    if (ok == n) {
+        if (out_len) *out_len = n;
+        return s;
+    }
+    cg_buf b = CG_BUF_INIT;
+    put_clean(&b, s, n);
+    char *out = cg_arena_strndup(a, b.data, b.len);
+    if (out_len) *out_len = b.len;
+    cg_buf_free(&b);
+    return out;
+}
+
 static void put_kv(cg_buf *b, const char *k, const char *v) {
     cg_buf_putc(b, ',');
     cg_json_write_str(b, k, strlen(k));
     cg_buf_putc(b, ':');
     if (v) {
         size_t n = strlen(v);
-        if (n > 2048) n = 2048; /* bounded lines */
-        cg_json_write_str(b, v, n);
+        if (n > 2048) n = 2048; /* bounded lines (a cut sequence becomes U+FFFD) */
+        if (cg_utf8_valid_prefix(v, n) == n) {
+            cg_json_write_str(b, v, n);
+        } else {
+            cg_buf c = CG_BUF_INIT;
+            put_clean(&c, v, n);
+            cg_json_write_str(b, c.data, c.len);
+            cg_buf_free(&c);
+        }
     } else {
         cg_buf_puts(b, "null");
     }

@@ -125,10 +125,16 @@ int srv_pgembed_start(srv_pgembed *pg, const srv_config *cfg, char *conninfo, si
         snprintf(pg->logfile, sizeof pg->logfile, "%s/pg-run/postgres.log", abs) >= (int)sizeof pg->logfile)
         return cg_err_set(err, CG_EINVAL, "the data dir path is too long");
     if (geteuid() == 0) {
-        /* the cluster user must be able to traverse the data dir */
-        struct stat st;
-        if (stat(abs, &st) == 0 && (st.st_mode & S_IXOTH) == 0 && chmod(abs, st.st_mode | S_IXOTH) != 0)
-            return cg_err_set(err, CG_EIO, "cannot make %s traversable for %s", abs, pg->user);
+        /* the cluster user may traverse the data dir (group x, through its own
+         * group) and nothing more: no other user, and no read of its entries */
+        struct passwd *pw = getpwnam(pg->user);
+        if (!pw)
+            return cg_err_set(err, CG_EINVAL,
+                              "running as root: the embedded PostgreSQL needs the unprivileged user '%s' "
+                              "(create it or pass --pg-user)",
+                              pg->user);
+        if (chown(abs, (uid_t)-1, pw->pw_gid) != 0 || chmod(abs, 0710) != 0)
+            return cg_err_set(err, CG_EIO, "cannot make %s traversable for %s: %s", abs, pg->user, strerror(errno));
     }
     if (own_dir(pg, pg->sockdir, 0700, err) < 0) return -1;
     char pgv[PATH_MAX + 16];
@@ -147,7 +153,9 @@ int srv_pgembed_start(srv_pgembed *pg, const srv_config *cfg, char *conninfo, si
     char *status_argv[] = {tool, "-D", pg->pgdata, "status", NULL};
     if (run_as(pg, status_argv, true) != 0) {
         char opts[PATH_MAX + 128];
-        snprintf(opts, sizeof opts, "-c listen_addresses='' -c unix_socket_directories='%s' -c fsync=on", pg->sockdir);
+        snprintf(opts, sizeof opts,
+                 "-c listen_addresses='' -c unix_socket_directories='%s' -c unix_socket_permissions=0700 -c fsync=on",
+                 pg->sockdir);
         char *argv[] = {tool, "-D", pg->pgdata, "-l", pg->logfile, "-w", "-t", "60", "-o", opts, "start", NULL};
         int rc = run_as(pg, argv, false);
         if (rc != 0)

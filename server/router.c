@@ -5,6 +5,7 @@
 #include "srv.h"
 #include "srv_compare.h"
 #include "srv_web.h"
+#include "srv_history.h"
 
 const srv_route srv_routes[] = {
     {"GET", "/healthz", SRV_SCOPE_NONE, SRV_BODY_NONE, srv_h_healthz},
@@ -22,6 +23,7 @@ const srv_route srv_routes[] = {
     {"GET", "/bundles/{id}/graph", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_bundle_graph},
     {"GET", "/bundles/{id}/viewer", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_bundle_viewer},
     {"GET", "/bundles/{id}/timeline", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_bundle_timeline},
+    {"GET", "/bundles/{id}/export", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_bundle_export},
     {"POST", "/tokens", SRV_SCOPE_ADMIN, SRV_BODY_JSON, srv_h_tokens_create},
     {"GET", "/tokens", SRV_SCOPE_ADMIN, SRV_BODY_NONE, srv_h_tokens_list},
     {"DELETE", "/tokens/{id}", SRV_SCOPE_ADMIN, SRV_BODY_NONE, srv_h_tokens_delete},
@@ -37,6 +39,15 @@ const srv_route srv_routes[] = {
     {"GET", "/campaigns/{id}/status", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_campaign_status},
     {"GET", "/campaigns/{id}/series", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_campaign_series},
     {"GET", "/series", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_series},
+    /* issue 15: history, alerts, webhooks */
+    {"GET", "/history", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_history},
+    {"GET", "/compare/advice", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_compare_advice},
+    {"GET", "/alerts", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_alerts_list},
+    {"PATCH", "/alerts/{id}", SRV_SCOPE_UPLOAD, SRV_BODY_JSON, srv_h_alert_patch},
+    {"POST", "/webhooks", SRV_SCOPE_ADMIN, SRV_BODY_JSON, srv_h_webhooks_create},
+    {"GET", "/webhooks", SRV_SCOPE_ADMIN, SRV_BODY_NONE, srv_h_webhooks_list},
+    {"DELETE", "/webhooks/{id}", SRV_SCOPE_ADMIN, SRV_BODY_NONE, srv_h_webhooks_delete},
+    {"GET", "/webhooks/{id}/deliveries", SRV_SCOPE_ADMIN, SRV_BODY_NONE, srv_h_webhook_deliveries},
 };
 const size_t srv_n_routes = sizeof srv_routes / sizeof srv_routes[0];
 

@@ -21,6 +21,11 @@ static cg_jv *body_object(srv_req *r, enum MHD_Result *res) {
         *res = srv_fail(r, "bad_request", NULL, "request body must be a JSON object");
         return NULL;
     }
+    const char *dup = srv_json_dup_key(v);
+    if (dup) {
+        *res = srv_fail_dup_key(r, dup);
+        return NULL;
+    }
     return v;
 }
 

@@ -1,7 +1,10 @@
 /* routes_bundles.c — read routes: GET /bundles (filters, keyset pagination),
  * /bundles/{id} (summary), /manifest (exact bytes), /files/{path} (ETag,
  * immutable caching, Range), /archive (tar.zst that verifies), /signature,
- * /evidence, /graph, /viewer. Ids may be any unique prefix of ≥ 12 hex chars. */
+ * /evidence, /graph, /viewer. Ids may be any unique prefix of ≥ 12 hex chars.
+ * Derived views (/graph, rebuilt /evidence and /viewer, /archive) are built
+ * from the blob store through derived.c (srv_derived.h): no request copies a
+ * bundle; the pooled connection is returned before any CPU work. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -10,10 +13,13 @@
 #include <unistd.h>
 
 #include "analysis/graph.h"
+#include "render/chrome_trace.h"
 #include "base/fs.h"
 #include "bundle/archive.h"
-#include "render/artifacts.h"
-#include "srv.h"
+#include "analysis/evidence.h"
+#include "render/payload.h"
+#include "render/viewer_html.h"
+#include "srv_derived.h"
 #include "trace/health.h"
 #include "trace/trace.h"
 
@@ -85,39 +91,217 @@ static cg_jv *bool_col(cg_arena *a, PGresult *x, int row, int col) {
         return res_;                                           \
     }
 
-/* Copies every file of the bundle out of the blob store into dir (created). */
-static int materialize(srv_req *r, PGconn *c, const char *id, const char *dir, cg_error *err) {
-    const char *p[1] = {id};
-    PGresult *x = srv_q(c, "SELECT path, sha256 FROM bundle_files WHERE bundle_id = $1 ORDER BY path", 1, p, NULL, NULL,
-                        err);
-    if (!x) return -1;
-    int rc = cg_mkdir_p(dir, err);
-    for (int i = 0; rc == 0 && i < PQntuples(x); i++) {
-        const char *path = PQgetvalue(x, i, 0);
-        char *dst = cg_path_join(dir, path);
-        char parent[PATH_MAX];
-        cg_path_parent(dst, parent, sizeof parent);
-        rc = cg_mkdir_p(parent, err);
-        uint64_t size;
-        bool missing;
-        int fd = rc == 0 ? srv_blob_open(&r->s->blobs, c, PQgetvalue(x, i, 1), &size, &missing, err) : -1;
-        if (fd < 0) rc = -1;
-        int out = rc == 0 ? open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644) : -1;
-        if (rc == 0 && out < 0) rc = cg_err_set(err, CG_EIO, "create %s: %s", dst, strerror(errno));
-        char buf[65536];
-        ssize_t n;
-        while (rc == 0 && (n = read(fd, buf, sizeof buf)) > 0)
-            if (write(out, buf, (size_t)n) != n) rc = cg_err_set(err, CG_EIO, "write %s: %s", dst, strerror(errno));
-        if (fd >= 0) close(fd);
-        if (out >= 0) close(out);
-        free(dst);
+/* ------------------------------------------------------------ derived views (srv_derived.h) */
+
+static void fail_set(srv_derive_fail *f, const char *code, const char *limit, const char *msg) {
+    f->code = code;
+    f->limit = limit;
+    if (snprintf(f->msg, sizeof f->msg, "%s", msg) < 0) f->msg[0] = 0; /* long messages are cut */
+}
+
+/* The stored trace.jsonl of id, read from the blob store and parsed; the
+ * pooled connection is held only while the blob is read. */
+static cg_trace *load_trace(srv_req *r, const char *id, srv_derive_fail *f) {
+    cg_error err = {0};
+    PGconn *c = srv_pool_get(r->s->pool, &err);
+    if (!c) {
+        fail_set(f, "unavailable", NULL, err.msg);
+        return NULL;
     }
+    const char *p[1] = {id};
+    PGresult *x = srv_q(c, "SELECT sha256, bytes FROM bundle_files WHERE bundle_id = $1 AND path = 'trace.jsonl'", 1, p,
+                        NULL, NULL, &err);
+    if (!x || PQntuples(x) != 1) {
+        srv_pool_put(r->s->pool, c);
+        fail_set(f, x ? "internal" : "unavailable", NULL, x ? "the bundle has no stored trace.jsonl" : err.msg);
+        PQclear(x);
+        return NULL;
+    }
+    char hex[65];
+    snprintf(hex, sizeof hex, "%s", PQgetvalue(x, 0, 0));
+    uint64_t bytes = strtoull(PQgetvalue(x, 0, 1), NULL, 10);
     PQclear(x);
+    if (bytes > SRV_DERIVED_MAX_TRACE_BYTES) {
+        srv_pool_put(r->s->pool, c);
+        fail_set(f, "payload_too_large", "derived_trace_bytes", "the trace is too large for a derived view");
+        return NULL;
+    }
+    size_t len = 0;
+    char *data = srv_blob_read(&r->s->blobs, c, hex, (size_t)SRV_DERIVED_MAX_TRACE_BYTES, &len, &err);
+    srv_pool_put(r->s->pool, c);
+    if (!data) {
+        fail_set(f, "internal", NULL, "the stored trace is missing or damaged; run candle-graph-server fsck");
+        return NULL;
+    }
+    cg_trace *t = cg_trace_read_mem(data, len, "trace.jsonl", NULL, &err);
+    free(data);
+    if (!t) fail_set(f, "trace_invalid", NULL, err.msg);
+    return t;
+}
+
+static int copy_fd(int in, const char *dst, cg_error *err) {
+    int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (out < 0) return cg_err_set(err, CG_EIO, "create %s: %s", dst, strerror(errno));
+    char buf[65536];
+    ssize_t n;
+    int rc = 0;
+    while (rc == 0 && (n = read(in, buf, sizeof buf)) > 0)
+        if (write(out, buf, (size_t)n) != n) rc = cg_err_set(err, CG_EIO, "write %s: %s", dst, strerror(errno));
+    if (close(out) != 0 && rc == 0) rc = cg_err_set(err, CG_EIO, "close %s: %s", dst, strerror(errno));
     return rc;
 }
 
-static void tmpdir_for(srv_req *r, const char *what, char *out, size_t outsz) {
+/* Places the stored files of id whose path starts with prefix under dir:
+ * hard links to the blobs (fs store: no bytes copied), copies otherwise.
+ * *n receives the count. */
+static int place_files(srv_req *r, const char *id, const char *prefix, const char *dir, size_t *n, cg_error *err) {
+    *n = 0;
+    PGconn *c = srv_pool_get(r->s->pool, err);
+    if (!c) return -1;
+    const char *p[2] = {id, prefix};
+    PGresult *x = srv_q(c,
+                        "SELECT path, sha256 FROM bundle_files WHERE bundle_id = $1 AND left(path, length($2)) = $2 "
+                        "ORDER BY path",
+                        2, p, NULL, NULL, err);
+    int rc = x && cg_mkdir_p(dir, err) == 0 ? 0 : -1;
+    for (int i = 0; rc == 0 && i < PQntuples(x); i++) {
+        char *dst = cg_path_join(dir, PQgetvalue(x, i, 0));
+        char parent[PATH_MAX], src[PATH_MAX];
+        cg_path_parent(dst, parent, sizeof parent);
+        rc = cg_mkdir_p(parent, err);
+        bool linked = false;
+        if (rc == 0 && r->s->blobs.kind == SRV_BLOB_FS) {
+            srv_blob_path(&r->s->blobs, PQgetvalue(x, i, 1), src, sizeof src);
+            linked = link(src, dst) == 0;
+        }
+        if (rc == 0 && !linked) {
+            uint64_t size;
+            bool missing;
+            int fd = srv_blob_open(&r->s->blobs, c, PQgetvalue(x, i, 1), &size, &missing, err);
+            rc = fd < 0 ? -1 : copy_fd(fd, dst, err);
+            if (fd >= 0) close(fd);
+        }
+        free(dst);
+        if (rc == 0) (*n)++;
+    }
+    PQclear(x);
+    srv_pool_put(r->s->pool, c);
+    return rc;
+}
+
+static void staging_for(srv_req *r, const char *what, char *out, size_t outsz) {
     if (snprintf(out, outsz, "%s/staging/%s-%s", r->s->cfg.data_dir, what, r->id) >= (int)outsz) out[0] = 0;
+}
+
+static int write_json_file(const char *path, const cg_jv *v, srv_derive_fail *f) {
+    cg_error err = {0};
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    int rc = fd < 0 ? -1 : cg_json_write_fd(fd, v, true, true, &err);
+    if (fd >= 0 && close(fd) != 0) rc = -1;
+    if (rc < 0) fail_set(f, "insufficient_storage", NULL, "cannot write the derived view");
+    return rc;
+}
+
+static int derive_graph(srv_req *r, const char *id, const char *out, srv_derive_fail *f) {
+    cg_trace *t = load_trace(r, id, f);
+    if (!t) return -1;
+    cg_health *h = cg_health_analyze(t);
+    int rc = -1;
+    if (!h->structurally_valid || t->terminal.outcome == CG_OUTCOME_FAILED) {
+        fail_set(f, "trace_invalid", NULL, "no execution graph is derived for a failed or structurally invalid capture");
+    } else {
+        cg_arena a;
+        cg_arena_init(&a, 1 << 20);
+        cg_error err = {0};
+        cg_graph *g = cg_graph_build(t, h, &a, &err);
+        if (!g) fail_set(f, "trace_invalid", NULL, err.msg);
+        else rc = write_json_file(out, cg_graph_to_json_lazy(&a, g), f);
+        cg_arena_free(&a);
+    }
+    cg_health_free(h);
+    cg_trace_free(t);
+    return rc;
+}
+
+/* evidence/4 (as JSON) or viewer/5 HTML from the stored trace and nsight/. */
+static int derive_packet(srv_req *r, const char *id, const char *out, bool html, srv_derive_fail *f) {
+    cg_trace *t = load_trace(r, id, f);
+    if (!t) return -1;
+    char nsdir[PATH_MAX], ns[PATH_MAX + 16];
+    staging_for(r, "nsight", nsdir, sizeof nsdir);
+    snprintf(ns, sizeof ns, "%s/nsight", nsdir);
+    size_t n_ns = 0;
+    cg_error err = {0};
+    int rc = -1;
+    if (!nsdir[0] || place_files(r, id, "nsight/", nsdir, &n_ns, &err) < 0) {
+        fail_set(f, "unavailable", NULL, err.msg[0] ? err.msg : "cannot read the stored nsight files");
+        goto out;
+    }
+    cg_arena a;
+    cg_arena_init(&a, 1 << 20);
+    cg_evidence *e = cg_evidence_build(&a, t, n_ns ? ns : NULL, &err);
+    if (!e) {
+        fail_set(f, "trace_invalid", NULL, err.msg);
+    } else if (!html) {
+        rc = write_json_file(out, cg_evidence_to_json_lazy(&a, e), f);
+    } else {
+        cg_jv *packet = cg_evidence_to_json_lazy(&a, e);
+        cg_jv_materialize(&a, packet);
+        cg_buf b = CG_BUF_INIT;
+        if (cg_viewer_render_html(cg_viewer_payload(&a, packet), &b, &err) != 0) {
+            fail_set(f, "trace_invalid", NULL, err.msg);
+        } else if (cg_write_file_atomic(out, b.data, b.len, &err) != 0) {
+            fail_set(f, "insufficient_storage", NULL, "cannot write the derived view");
+        } else {
+            rc = 0;
+        }
+        cg_buf_free(&b);
+    }
+    if (e) cg_evidence_free(e);
+    cg_arena_free(&a);
+out:
+    if (nsdir[0]) cg_rm_rf(nsdir);
+    cg_trace_free(t);
+    return rc;
+}
+
+static int derive_evidence(srv_req *r, const char *id, const char *out, srv_derive_fail *f) {
+    return derive_packet(r, id, out, false, f);
+}
+
+static int derive_viewer(srv_req *r, const char *id, const char *out, srv_derive_fail *f) {
+    return derive_packet(r, id, out, true, f);
+}
+
+/* Chrome Trace Event Format JSON of the stored trace (the bytes of `candle-graph export`). */
+static int derive_chrome(srv_req *r, const char *id, const char *out, srv_derive_fail *f) {
+    cg_trace *t = load_trace(r, id, f);
+    if (!t) return -1;
+    cg_error err = {0};
+    cg_fd_sink_ctx sink = {open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600), 0};
+    int rc = sink.fd < 0 ? -1 : cg_chrome_trace_write(t, cg_fd_sink, &sink, &err);
+    if (sink.fd >= 0 && close(sink.fd) != 0) rc = -1;
+    if (rc < 0) fail_set(f, "insufficient_storage", NULL, "cannot write the derived view");
+    cg_trace_free(t);
+    return rc;
+}
+
+/* tar.zst of the bundle, packed (and so verified) from blob links. */
+static int derive_archive(srv_req *r, const char *id, const char *out, srv_derive_fail *f) {
+    char dir[PATH_MAX], bdir[PATH_MAX + 8];
+    staging_for(r, "archive", dir, sizeof dir);
+    snprintf(bdir, sizeof bdir, "%s/b", dir);
+    size_t n = 0;
+    cg_error err = {0};
+    int rc = dir[0] ? place_files(r, id, "", bdir, &n, &err) : -1;
+    if (rc == 0) rc = cg_archive_pack(bdir, out, true, &err);
+    if (dir[0]) cg_rm_rf(dir);
+    if (rc < 0) {
+        srv_log("error", "archive build failed", "request_id", r->id, "error", err.msg, NULL);
+        f->code = "internal";
+        if (snprintf(f->msg, sizeof f->msg, "cannot build the archive of bundle %s: %s", id, err.msg) < 0) f->msg[0] = 0;
+    }
+    return rc;
 }
 
 /* ------------------------------------------------------------ list */
@@ -131,18 +315,24 @@ static const struct filter filters[] = {
     {"implementation_id", "b.implementation_id =", ""},
     {"workload_id", "b.workload_id =", ""},
     {"campaign", "b.campaign_id =", ""},
-    {"capture_step", "b.capture_step =", "::bigint"},
+    {"capture_step", "b.capture_step =", "::numeric"},
     {"outcome", "b.outcome =", ""},
     {"signer", "b.signer_key_id =", ""},
     {"since", "b.uploaded_at >=", "::timestamptz"},
     {"until", "b.uploaded_at <", "::timestamptz"},
+    /* issue 15: revision filters (a commit hash or prefix, a branch) */
+    {"commit", "EXISTS (SELECT 1 FROM bundle_revisions v WHERE v.bundle_id = b.id AND starts_with(v.commit_sha,", "))"},
+    {"branch", "EXISTS (SELECT 1 FROM bundle_revisions v WHERE v.bundle_id = b.id AND v.branch =", ")"},
 };
 
+/* A decimal u64 (0 .. 2^64-1): digits only, no sign, no overflow. */
 static bool is_uint(const char *s) {
-    if (!*s || strlen(s) > 19) return false;
-    for (; *s; s++)
-        if (*s < '0' || *s > '9') return false;
-    return true;
+    if (!*s) return false;
+    for (const char *p = s; *p; p++)
+        if (*p < '0' || *p > '9') return false;
+    errno = 0;
+    (void)strtoull(s, NULL, 10);
+    return errno != ERANGE;
 }
 
 #define SUMMARY_COLS                                                                                                 \
@@ -186,7 +376,7 @@ static cg_jv *summary_item(cg_arena *a, PGresult *x, int i) {
 
 enum MHD_Result srv_h_bundles_list(srv_req *r) {
     cg_arena *a = &r->arena;
-    const char *params[16];
+    const char *params[16], *pnames[16] = {0}, *pcasts[16] = {0};
     int np = 0;
     cg_buf where = CG_BUF_INIT;
     cg_buf_puts(&where, "TRUE");
@@ -203,8 +393,12 @@ enum MHD_Result srv_h_bundles_list(srv_req *r) {
         if (!v) continue;
         if (!strcmp(filters[k].param, "capture_step") && !is_uint(v)) {
             cg_buf_free(&where);
-            return srv_fail(r, "invalid_parameter", NULL, "capture_step must be a non-negative integer");
+            cg_jv *d = cg_jv_obj(&r->arena);
+            cg_jv_obj_put(&r->arena, d, "parameter", cg_jv_str_nocopy(&r->arena, "capture_step"));
+            return srv_fail(r, "invalid_parameter", d, "capture_step must be an integer from 0 to 2^64-1");
         }
+        pnames[np] = filters[k].param;
+        pcasts[np] = filters[k].cast;
         params[np++] = v;
         cg_buf_puts(&where, " AND ");
         cg_buf_printf(&where, "%s $%d%s", filters[k].lhs, np, filters[k].cast);
@@ -240,9 +434,15 @@ enum MHD_Result srv_h_bundles_list(srv_req *r) {
     if (!c) return srv_fail_unavailable(r, &err);
     char sqlstate[6];
     PGresult *x = srv_q(c, sql, np, params, NULL, sqlstate, &err);
+    const char *bad = !x && !strncmp(sqlstate, "22", 2) ? srv_sql22_param(c, np, params, pcasts, pnames) : NULL;
     srv_pool_put(r->s->pool, c);
     if (!x) {
-        if (!strncmp(sqlstate, "22", 2)) return srv_fail(r, "invalid_parameter", NULL, "invalid since/until timestamp");
+        if (bad) {
+            cg_jv *d = cg_jv_obj(a);
+            cg_jv_obj_put(a, d, "parameter", cg_jv_str(a, bad));
+            return srv_fail(r, "invalid_parameter", d, "invalid value for parameter %s", bad);
+        }
+        if (!strncmp(sqlstate, "22", 2)) return srv_fail(r, "invalid_parameter", NULL, "invalid query parameter value");
         return srv_fail_unavailable(r, &err);
     }
     cg_jv *items = cg_jv_arr(a);
@@ -352,7 +552,7 @@ enum MHD_Result srv_h_bundle_manifest(srv_req *r) {
     }
     char etag[70];
     snprintf(etag, sizeof etag, "\"%s\"", id);
-    const char *hdrs[] = {"ETag", etag, "Cache-Control", "public, max-age=31536000, immutable", NULL};
+    const char *hdrs[] = {"ETag", etag, "Cache-Control", srv_cache_immutable(r), NULL};
     enum MHD_Result res = srv_reply_bytes(r, 200, JSON_CT, PQgetvalue(x, 0, 0), (size_t)PQgetlength(x, 0, 0), hdrs);
     PQclear(x);
     return res;
@@ -401,25 +601,8 @@ enum MHD_Result srv_h_bundle_file(srv_req *r) {
 
 enum MHD_Result srv_h_bundle_archive(srv_req *r) {
     WITH_BUNDLE(r, c, id);
-    char dir[PATH_MAX], bdir[PATH_MAX + 8], out[PATH_MAX + 16];
-    tmpdir_for(r, "archive", dir, sizeof dir);
-    snprintf(bdir, sizeof bdir, "%s/b", dir);
-    snprintf(out, sizeof out, "%s/a.tar.zst", dir);
-    int rc = materialize(r, c, id, bdir, &err);
     srv_pool_put(r->s->pool, c);
-    if (rc == 0) rc = cg_archive_pack(bdir, out, true, &err);
-    int fd = rc == 0 ? open(out, O_RDONLY | O_CLOEXEC) : -1;
-    struct stat st;
-    if (fd >= 0 && fstat(fd, &st) != 0) {
-        close(fd);
-        fd = -1;
-    }
-    cg_rm_rf(dir); /* the open fd keeps the archive readable */
-    if (fd < 0) {
-        srv_log("error", "archive build failed", "request_id", r->id, "error", err.msg, NULL);
-        return srv_fail(r, "internal", NULL, "cannot build the archive of bundle %s: %s", id, err.msg);
-    }
-    return srv_reply_fd(r, fd, (uint64_t)st.st_size, "application/zstd", NULL, false);
+    return srv_derived_serve(r, id, "archive", "application/zstd", derive_archive);
 }
 
 enum MHD_Result srv_h_bundle_signature(srv_req *r) {
@@ -435,20 +618,6 @@ enum MHD_Result srv_h_bundle_signature(srv_req *r) {
     cg_jv *v = parse_json_col(&r->arena, x, 0, 0);
     PQclear(x);
     return srv_reply_json(r, 200, v);
-}
-
-/* Materializes the bundle and loads trace/nsight paths for derived views. */
-static int stage_bundle(srv_req *r, PGconn *c, const char *id, const char *what, char *dir, size_t dirsz, char *trace,
-                        char *nsight, cg_error *err) {
-    char base[PATH_MAX];
-    tmpdir_for(r, what, base, sizeof base);
-    snprintf(dir, dirsz, "%s", base);
-    if (materialize(r, c, id, base, err) < 0) return -1;
-    if (snprintf(trace, PATH_MAX, "%s/trace.jsonl", base) >= PATH_MAX ||
-        snprintf(nsight, PATH_MAX, "%s/nsight", base) >= PATH_MAX)
-        return cg_err_set(err, CG_EINVAL, "path too long");
-    if (!cg_is_dir(nsight)) nsight[0] = 0;
-    return 0;
 }
 
 enum MHD_Result srv_h_bundle_evidence(srv_req *r) {
@@ -475,40 +644,24 @@ enum MHD_Result srv_h_bundle_evidence(srv_req *r) {
         return srv_reply_fd(r, fd, size, JSON_CT, hex, true);
     }
     PQclear(x);
-    /* not rederivable (other evidence schema): rebuild evidence/4 from the trace */
-    char dir[PATH_MAX], trace[PATH_MAX], nsight[PATH_MAX];
-    int rc = stage_bundle(r, c, id, "evidence", dir, sizeof dir, trace, nsight, &err);
     srv_pool_put(r->s->pool, c);
-    cg_jv *ev = rc == 0 ? cg_evidence_build_json(&r->arena, trace, nsight[0] ? nsight : NULL, &err) : NULL;
-    cg_rm_rf(dir);
-    if (!ev) return srv_fail(r, "trace_invalid", NULL, "%s", err.msg);
-    return srv_reply_json(r, 200, ev);
+    /* not rederivable (other evidence schema): rebuild evidence/4 from the trace */
+    return srv_derived_serve(r, id, "evidence", JSON_CT, derive_evidence);
 }
 
 enum MHD_Result srv_h_bundle_graph(srv_req *r) {
     WITH_BUNDLE(r, c, id);
-    char dir[PATH_MAX], trace[PATH_MAX], nsight[PATH_MAX];
-    int rc = stage_bundle(r, c, id, "graph", dir, sizeof dir, trace, nsight, &err);
     srv_pool_put(r->s->pool, c);
-    if (rc < 0) {
-        cg_rm_rf(dir);
-        return srv_fail(r, "internal", NULL, "cannot read bundle %s from the store: %s", id, err.msg);
-    }
-    cg_trace *t = cg_trace_read_file(trace, NULL, &err);
-    cg_rm_rf(dir);
-    if (!t) return srv_fail(r, "trace_invalid", NULL, "%s", err.msg);
-    cg_health *h = cg_health_analyze(t);
-    enum MHD_Result res;
-    if (!h->structurally_valid || t->terminal.outcome == CG_OUTCOME_FAILED) {
-        res = srv_fail(r, "trace_invalid", NULL,
-                       "no execution graph is derived for a failed or structurally invalid capture");
-    } else {
-        cg_graph *g = cg_graph_build(t, h, &r->arena, &err);
-        res = g ? srv_reply_json(r, 200, cg_graph_to_json(&r->arena, g)) : srv_fail(r, "trace_invalid", NULL, "%s", err.msg);
-    }
-    cg_health_free(h);
-    cg_trace_free(t);
-    return res;
+    return srv_derived_serve(r, id, "graph", JSON_CT, derive_graph);
+}
+
+enum MHD_Result srv_h_bundle_export(srv_req *r) {
+    const char *format = srv_query(r, "format");
+    if (!format || strcmp(format, "chrome"))
+        return srv_fail(r, "invalid_parameter", NULL, "format must be chrome (Chrome Trace Event Format JSON)");
+    WITH_BUNDLE(r, c, id);
+    srv_pool_put(r->s->pool, c);
+    return srv_derived_serve(r, id, "chrome", JSON_CT, derive_chrome);
 }
 
 enum MHD_Result srv_h_bundle_viewer(srv_req *r) {
@@ -532,18 +685,6 @@ enum MHD_Result srv_h_bundle_viewer(srv_req *r) {
         return srv_reply_fd(r, fd, size, "text/html; charset=utf-8", hex, true);
     }
     PQclear(x);
-    char dir[PATH_MAX], trace[PATH_MAX], nsight[PATH_MAX];
-    int rc = stage_bundle(r, c, id, "viewer", dir, sizeof dir, trace, nsight, &err);
     srv_pool_put(r->s->pool, c);
-    cg_buf html = CG_BUF_INIT;
-    if (rc == 0) rc = cg_render_bundle_artifacts(trace, nsight[0] ? nsight : NULL, NULL, NULL, &html, &err);
-    cg_rm_rf(dir);
-    if (rc < 0) {
-        cg_buf_free(&html);
-        return srv_fail(r, "trace_invalid", NULL, "%s", err.msg);
-    }
-    const char *hdrs[] = {"Content-Security-Policy", SRV_HTML_CSP, NULL};
-    enum MHD_Result res = srv_reply_bytes(r, 200, "text/html; charset=utf-8", html.data, html.len, hdrs);
-    cg_buf_free(&html);
-    return res;
+    return srv_derived_serve(r, id, "viewer", "text/html; charset=utf-8", derive_viewer);
 }

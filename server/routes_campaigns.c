@@ -34,11 +34,17 @@ static const char *col(cg_arena *a, PGresult *x, int i, int j) {
     return PQgetisnull(x, i, j) ? NULL : cg_arena_strdup(a, PQgetvalue(x, i, j));
 }
 
-/* Loads a campaign and reconciles every planned capture from the index.
- * 1 = loaded, 0 = answered (404/503/500). */
-static int load_campaign(srv_req *r, PGconn *c, const char *cid, camp *out, enum MHD_Result *res) {
+/* The index rows of one campaign, fetched through a pooled connection that is
+ * returned before they are reconciled (build_campaign). */
+typedef struct camp_rows {
+    const char *text, *sha, *created; /* stored manifest (arena) */
+    PGresult *caps;                   /* one row per planned capture, by position */
+} camp_rows;
+
+/* 1 = fetched (rows->caps to be consumed by build_campaign), 0 = answered (404/503). */
+static int fetch_campaign(srv_req *r, PGconn *c, const char *cid, camp_rows *rows, enum MHD_Result *res) {
     cg_arena *a = &r->arena;
-    memset(out, 0, sizeof *out);
+    memset(rows, 0, sizeof *rows);
     cg_error err = {0};
     const char *p[1] = {cid};
     PGresult *x = srv_q(c, "SELECT manifest::text, manifest_sha256, " TS("created_at") " FROM campaigns WHERE campaign_id = $1",
@@ -52,24 +58,14 @@ static int load_campaign(srv_req *r, PGconn *c, const char *cid, camp *out, enum
         *res = srv_fail(r, "not_found", NULL, "no campaign %s", cid);
         return 0;
     }
-    const char *text = col(a, x, 0, 0);
-    out->manifest_sha256 = col(a, x, 0, 1);
-    out->created_at = col(a, x, 0, 2);
+    rows->text = col(a, x, 0, 0);
+    rows->sha = col(a, x, 0, 1);
+    rows->created = col(a, x, 0, 2);
     PQclear(x);
-    if (cg_campaign_manifest_parse(a, text, strlen(text), &out->m, &err) < 0) {
-        srv_log("error", "stored campaign manifest unreadable", "campaign_id", cid, "error", err.msg, NULL);
-        *res = srv_fail(r, "internal", NULL, "the stored manifest of campaign %s is unreadable", cid);
-        return 0;
-    }
-    size_t n = out->m.n_planned;
-    out->states = cg_arena_zalloc(a, (n + 1) * sizeof *out->states);
-    out->host = cg_arena_zalloc(a, (n + 1) * sizeof *out->host);
-    out->device = cg_arena_zalloc(a, (n + 1) * sizeof *out->device);
-    out->bundle_id = cg_arena_zalloc(a, (n + 1) * sizeof *out->bundle_id);
     for (int attempt = 0; attempt < 2; attempt++) {
         x = srv_q(c,
                   "SELECT cc.name, b.id, b.run_id, b.entrypoint, b.capture_step, b.outcome, f.terminal_reason, b.host, "
-                  "b.device, fa.message, fa.host, fa.device, (b.id IS NOT NULL AND f.bundle_id IS NULL) "
+                  "b.device, fa.message, fa.host, fa.device, (b.id IS NOT NULL AND f.bundle_id IS NULL), cc.position "
                   "FROM campaign_captures cc "
                   "LEFT JOIN LATERAL (SELECT y.id, y.run_id, y.entrypoint, y.capture_step, y.outcome, y.host, y.device "
                   "  FROM bundles y WHERE y.campaign_id = cc.campaign_id AND y.planned_name = cc.name "
@@ -78,7 +74,7 @@ static int load_campaign(srv_req *r, PGconn *c, const char *cid, camp *out, enum
                   "LEFT JOIN LATERAL (SELECT ua.message, ua.host, ua.device FROM upload_attempts ua "
                   "  WHERE ua.campaign_id = cc.campaign_id AND ua.planned_name = cc.name "
                   "  AND ua.state = 'verification_failed' ORDER BY ua.id DESC LIMIT 1) fa ON true "
-                  "WHERE cc.campaign_id = $1",
+                  "WHERE cc.campaign_id = $1 ORDER BY cc.position",
                   1, p, NULL, NULL, &err);
         if (!x) {
             *res = srv_fail_unavailable(r, &err);
@@ -94,16 +90,46 @@ static int load_campaign(srv_req *r, PGconn *c, const char *cid, camp *out, enum
                 }
                 backfilled = true;
             }
-        if (backfilled) {
-            PQclear(x);
-            continue;
-        }
-        break;
+        if (!backfilled) break;
+        PQclear(x);
     }
+    rows->caps = x;
+    return 1;
+}
+
+/* The manifest index of capture row i: its stored position when that names
+ * the same planned capture (always, for rows this server wrote), else a search. */
+static size_t capture_index(const cg_campaign_manifest *m, PGresult *x, int i) {
+    const char *name = PQgetvalue(x, i, 0);
+    size_t k = (size_t)strtoull(PQgetvalue(x, i, 13), NULL, 10);
+    if (k < m->n_planned && !strcmp(m->planned[k].bundle, name)) return k;
+    for (k = 0; k < m->n_planned && strcmp(m->planned[k].bundle, name) != 0; k++) {}
+    return k;
+}
+
+/* Reconciles every planned capture from the fetched rows (consumes rows->caps).
+ * 1 = built, 0 = answered (500). No connection is held. */
+static int build_campaign(srv_req *r, const char *cid, camp_rows *rows, camp *out, enum MHD_Result *res) {
+    cg_arena *a = &r->arena;
+    memset(out, 0, sizeof *out);
+    PGresult *x = rows->caps;
+    rows->caps = NULL;
+    cg_error err = {0};
+    out->manifest_sha256 = rows->sha;
+    out->created_at = rows->created;
+    if (cg_campaign_manifest_parse(a, rows->text, strlen(rows->text), &out->m, &err) < 0) {
+        PQclear(x);
+        srv_log("error", "stored campaign manifest unreadable", "campaign_id", cid, "error", err.msg, NULL);
+        *res = srv_fail(r, "internal", NULL, "the stored manifest of campaign %s is unreadable", cid);
+        return 0;
+    }
+    size_t n = out->m.n_planned;
+    out->states = cg_arena_zalloc(a, (n + 1) * sizeof *out->states);
+    out->host = cg_arena_zalloc(a, (n + 1) * sizeof *out->host);
+    out->device = cg_arena_zalloc(a, (n + 1) * sizeof *out->device);
+    out->bundle_id = cg_arena_zalloc(a, (n + 1) * sizeof *out->bundle_id);
     for (int i = 0; i < PQntuples(x); i++) {
-        const char *name = PQgetvalue(x, i, 0);
-        size_t k = 0;
-        while (k < n && strcmp(out->m.planned[k].bundle, name) != 0) k++;
+        size_t k = capture_index(&out->m, x, i);
         if (k == n) continue;
         cg_capture_state *st = &out->states[k];
         if (!PQgetisnull(x, i, 1)) {
@@ -126,6 +152,26 @@ static int load_campaign(srv_req *r, PGconn *c, const char *cid, camp *out, enum
     }
     PQclear(x);
     return 1;
+}
+
+/* Fetches through c (kept) and reconciles. 1 = loaded, 0 = answered. */
+static int load_campaign(srv_req *r, PGconn *c, const char *cid, camp *out, enum MHD_Result *res) {
+    camp_rows rows;
+    return fetch_campaign(r, c, cid, &rows, res) && build_campaign(r, cid, &rows, out, res);
+}
+
+/* Takes a pooled connection for the statements only, then reconciles. */
+static int load_campaign_pooled(srv_req *r, const char *cid, camp *out, enum MHD_Result *res) {
+    cg_error err = {0};
+    PGconn *c = srv_pool_get(r->s->pool, &err);
+    if (!c) {
+        *res = srv_fail_unavailable(r, &err);
+        return 0;
+    }
+    camp_rows rows;
+    int ok = fetch_campaign(r, c, cid, &rows, res);
+    srv_pool_put(r->s->pool, c);
+    return ok && build_campaign(r, cid, &rows, out, res);
 }
 
 static cg_jv *str_or_null(cg_arena *a, const char *s) { return s ? cg_jv_str(a, s) : cg_jv_null(a); }
@@ -190,14 +236,29 @@ enum MHD_Result srv_h_campaign_put(srv_req *r) {
     cg_json_limits_default(&lim);
     lim.max_depth = 8;
     cg_error err = {0};
-    if (!r->body.len || !cg_json_parse(a, r->body.data, r->body.len, &lim, &err))
+    if (!strcmp(cid, ".") || !strcmp(cid, "..")) {
+        cg_jv *d = cg_jv_obj(a);
+        cg_jv_obj_put(a, d, "parameter", cg_jv_str(a, "campaign_id"));
+        return srv_fail(r, "invalid_parameter", d, "a campaign id cannot be \".\" or \"..\"");
+    }
+    cg_jv *doc = r->body.len ? cg_json_parse(a, r->body.data, r->body.len, &lim, &err) : NULL;
+    if (!doc)
         return srv_fail(r, "malformed_json", NULL, "the body is not a JSON document%s%s", err.msg[0] ? ": " : "", err.msg);
+    const char *dup = srv_json_dup_key(doc);
+    if (dup) return srv_fail_dup_key(r, dup);
     cg_campaign_manifest m;
     if (cg_campaign_manifest_parse(a, r->body.data, r->body.len, &m, &err) < 0)
         return srv_fail(r, "bad_request", NULL, "%s", err.msg);
     if (strcmp(m.campaign_id, cid) != 0)
         return srv_fail(r, "invalid_parameter", NULL, "the manifest's campaign_id %s differs from the URL's %s",
                         m.campaign_id, cid);
+    if (m.n_planned > SRV_MAX_PLANNED_CAPTURES) {
+        cg_jv *d = cg_jv_obj(a);
+        cg_jv_obj_put(a, d, "limit", cg_jv_str(a, "planned_captures"));
+        cg_jv_obj_put(a, d, "max", cg_jv_u64(a, SRV_MAX_PLANNED_CAPTURES));
+        return srv_fail(r, "payload_too_large", d, "a campaign plans at most %d captures (this one plans %zu)",
+                        SRV_MAX_PLANNED_CAPTURES, m.n_planned);
+    }
     cg_buf canon = CG_BUF_INIT;
     cg_json_write(&canon, cg_campaign_manifest_to_json(a, &m), false);
     char sha[65];
@@ -219,19 +280,24 @@ enum MHD_Result srv_h_campaign_put(srv_req *r) {
     bool inserted = strcmp(PQcmdTuples(x), "1") == 0;
     PQclear(x);
     if (inserted) {
+        /* every planned capture in one statement (position = manifest order) */
+        cg_buf rows = CG_BUF_INIT;
+        cg_buf_putc(&rows, '[');
         for (size_t i = 0; i < m.n_planned; i++) {
-            cg_jv *pl = cg_jv_obj(a);
-            cg_jv_obj_put(a, pl, "capture_step", cg_jv_u64(a, m.planned[i].capture_step));
-            cg_jv_obj_put(a, pl, "bundle", cg_jv_str(a, m.planned[i].bundle));
-            cg_buf b = CG_BUF_INIT;
-            cg_json_write(&b, pl, false);
-            const char *q[4] = {cid, m.planned[i].bundle, cg_arena_printf(a, "%zu", i), cg_arena_strndup(a, b.data, b.len)};
-            cg_buf_free(&b);
-            x = srv_q(c, "INSERT INTO campaign_captures (campaign_id, name, position, planned) VALUES ($1, $2, $3::int, $4::jsonb)",
-                      4, q, NULL, NULL, &err);
-            if (!x) goto dberr;
-            PQclear(x);
+            cg_buf_printf(&rows, "%s{\"n\":", i ? "," : "");
+            cg_json_write_str(&rows, m.planned[i].bundle, strlen(m.planned[i].bundle));
+            cg_buf_printf(&rows, ",\"s\":%" PRIu64 ",\"p\":%zu}", m.planned[i].capture_step, i);
         }
+        cg_buf_putc(&rows, ']');
+        const char *q[2] = {cid, cg_arena_strndup(a, rows.data, rows.len)};
+        cg_buf_free(&rows);
+        x = srv_q(c,
+                  "INSERT INTO campaign_captures (campaign_id, name, position, planned) SELECT $1, r.n, r.p, "
+                  "jsonb_build_object('capture_step', r.s, 'bundle', r.n) FROM json_to_recordset($2::json) AS "
+                  "r(n text, s numeric, p int)",
+                  2, q, NULL, NULL, &err);
+        if (!x) goto dberr;
+        PQclear(x);
         status = 201;
     } else {
         x = srv_q(c, "SELECT manifest_sha256 FROM campaigns WHERE campaign_id = $1", 1, p, NULL, NULL, &err);
@@ -246,13 +312,10 @@ enum MHD_Result srv_h_campaign_put(srv_req *r) {
         cg_jv_obj_put(a, d, "campaign_id", cg_jv_str(a, cid));
         return srv_fail(r, "campaign_conflict", d, "campaign %s already exists with a different manifest", cid);
     }
+    srv_pool_put(r->s->pool, c);
     camp cp;
     enum MHD_Result res;
-    if (!load_campaign(r, c, cid, &cp, &res)) {
-        srv_pool_put(r->s->pool, c);
-        return res;
-    }
-    srv_pool_put(r->s->pool, c);
+    if (!load_campaign_pooled(r, cid, &cp, &res)) return res;
     srv_log("info", status == 201 ? "campaign created" : "campaign already exists", "request_id", r->id, "campaign_id",
             cid, NULL);
     return srv_reply_json(r, status, campaign_json(a, &cp));
@@ -263,62 +326,88 @@ dberr:
 
 /* ------------------------------------------------------------ reads */
 
+/* GET /campaigns?limit=&cursor=: a page of campaigns by id (byte order);
+ * next_cursor is the last id of a full page. The rows of the whole page are
+ * fetched first and the connection returned before any is reconciled. */
 enum MHD_Result srv_h_campaigns_list(srv_req *r) {
     cg_arena *a = &r->arena;
+    unsigned long limit = 100;
+    const char *ls = srv_query(r, "limit");
+    if (ls) {
+        char *end = NULL;
+        limit = strtoul(ls, &end, 10);
+        if (!*ls || *end || ls[0] == '-' || limit < 1 || limit > 500)
+            return srv_fail(r, "invalid_parameter", NULL, "limit must be an integer from 1 to 500");
+    }
+    const char *cursor = srv_query(r, "cursor");
     cg_error err = {0};
     PGconn *c = srv_pool_get(r->s->pool, &err);
     if (!c) return srv_fail_unavailable(r, &err);
-    PGresult *x = srv_q(c, "SELECT campaign_id FROM campaigns ORDER BY campaign_id COLLATE \"C\"", 0, NULL, NULL, NULL, &err);
+    const char *p[2] = {cursor ? cursor : "", cg_arena_printf(a, "%lu", limit + 1)};
+    PGresult *x = srv_q(c,
+                        "SELECT campaign_id FROM campaigns WHERE campaign_id COLLATE \"C\" > $1 COLLATE \"C\" "
+                        "ORDER BY campaign_id COLLATE \"C\" LIMIT $2::int",
+                        2, p, NULL, NULL, &err);
     if (!x) {
         srv_pool_put(r->s->pool, c);
         return srv_fail_unavailable(r, &err);
     }
-    cg_jv *items = cg_jv_arr(a);
-    enum MHD_Result res;
-    for (int i = 0; i < PQntuples(x); i++) {
-        camp cp;
-        if (!load_campaign(r, c, cg_arena_strdup(a, PQgetvalue(x, i, 0)), &cp, &res)) {
-            PQclear(x);
-            srv_pool_put(r->s->pool, c);
-            return res;
-        }
-        cg_jv_arr_push(a, items, campaign_json(a, &cp));
-    }
+    int rows = PQntuples(x), shown = rows > (int)limit ? (int)limit : rows;
+    const char **ids = cg_arena_zalloc(a, ((size_t)shown + 1) * sizeof *ids);
+    camp_rows *raw = cg_arena_zalloc(a, ((size_t)shown + 1) * sizeof *raw);
+    for (int i = 0; i < shown; i++) ids[i] = cg_arena_strdup(a, PQgetvalue(x, i, 0));
     PQclear(x);
+    enum MHD_Result res = MHD_YES;
+    int fetched = 0;
+    while (fetched < shown && fetch_campaign(r, c, ids[fetched], &raw[fetched], &res)) fetched++;
     srv_pool_put(r->s->pool, c);
+    bool ok = fetched == shown;
+    cg_jv *items = cg_jv_arr(a);
+    for (int i = 0; i < fetched; i++) {
+        camp cp;
+        if (!ok) {
+            PQclear(raw[i].caps);
+        } else if (!build_campaign(r, ids[i], &raw[i], &cp, &res)) {
+            ok = false;
+        } else {
+            cg_jv_arr_push(a, items, campaign_json(a, &cp));
+        }
+    }
+    if (!ok) return res;
     cg_jv *o = cg_jv_obj(a);
     cg_jv_obj_put(a, o, "items", items);
+    cg_jv_obj_put(a, o, "next_cursor", rows > (int)limit ? cg_jv_str(a, ids[shown - 1]) : cg_jv_null(a));
     return srv_reply_json(r, 200, o);
 }
 
-/* Runs one campaign read: loads it, then `fn` builds the answer. */
-static enum MHD_Result with_campaign(srv_req *r, enum MHD_Result (*fn)(srv_req *, PGconn *, camp *)) {
-    cg_error err = {0};
-    PGconn *c = srv_pool_get(r->s->pool, &err);
-    if (!c) return srv_fail_unavailable(r, &err);
+/* Runs one campaign read: loads it (connection returned first), then `fn`
+ * builds the answer. */
+static enum MHD_Result with_campaign(srv_req *r, enum MHD_Result (*fn)(srv_req *, camp *)) {
     camp cp;
     enum MHD_Result res;
-    if (load_campaign(r, c, r->params[0], &cp, &res)) res = fn(r, c, &cp);
-    srv_pool_put(r->s->pool, c);
+    if (load_campaign_pooled(r, r->params[0], &cp, &res)) res = fn(r, &cp);
     return res;
 }
 
-static enum MHD_Result get_one(srv_req *r, PGconn *c, camp *cp) {
-    (void)c;
+static enum MHD_Result get_one(srv_req *r, camp *cp) {
     return srv_reply_json(r, 200, campaign_json(&r->arena, cp));
 }
 
-static enum MHD_Result get_status(srv_req *r, PGconn *c, camp *cp) {
-    (void)c;
+static enum MHD_Result get_status(srv_req *r, camp *cp) {
     return srv_reply_json(r, 200, status_json(&r->arena, cp));
 }
 
 /* series/1 over ids (display names `names`), in the given order. */
-static enum MHD_Result series_of(srv_req *r, PGconn *c, const char *const *ids, const char *const *names, size_t n) {
+static enum MHD_Result series_of(srv_req *r, const char *const *ids, const char *const *names, size_t n) {
     cg_arena *a = &r->arena;
     enum MHD_Result res;
     const char **texts = cg_arena_zalloc(a, (n + 1) * sizeof *texts);
-    if (!srv_facts_load(r, c, "series_point", ids, n, texts, &res)) return res;
+    cg_error e0 = {0};
+    PGconn *c = srv_pool_get(r->s->pool, &e0);
+    if (!c) return srv_fail_unavailable(r, &e0);
+    int loaded = srv_facts_load(r, c, "series_point", ids, n, texts, &res);
+    srv_pool_put(r->s->pool, c); /* returned before the series is computed */
+    if (!loaded) return res;
     cg_series_point *pts = cg_arena_zalloc(a, (n + 1) * sizeof *pts);
     cg_json_limits lim;
     cg_json_limits_default(&lim);
@@ -337,7 +426,7 @@ static enum MHD_Result series_of(srv_req *r, PGconn *c, const char *const *ids, 
     return srv_reply_json(r, 200, out);
 }
 
-static enum MHD_Result get_series(srv_req *r, PGconn *c, camp *cp) {
+static enum MHD_Result get_series(srv_req *r, camp *cp) {
     cg_arena *a = &r->arena;
     cg_error err = {0};
     if (cg_campaign_require_published(&cp->m, cp->states, &err) < 0) {
@@ -364,7 +453,7 @@ static enum MHD_Result get_series(srv_req *r, PGconn *c, camp *cp) {
         names[k] = cp->m.planned[order[k]].bundle;
     }
     free(order);
-    return series_of(r, c, ids, names, n);
+    return series_of(r, ids, names, n);
 }
 
 enum MHD_Result srv_h_campaign_get(srv_req *r) { return with_campaign(r, get_one); }
@@ -377,8 +466,7 @@ enum MHD_Result srv_h_series(srv_req *r) {
     if (!c) return srv_fail_unavailable(r, &err);
     srv_cohort co;
     enum MHD_Result res;
-    if (srv_cohort_resolve(r, c, "bundles", srv_query(r, "bundles"), NULL, &co, &res))
-        res = series_of(r, c, co.ids, co.given, co.n);
+    int ok = srv_cohort_resolve(r, c, "bundles", srv_query(r, "bundles"), NULL, &co, &res);
     srv_pool_put(r->s->pool, c);
-    return res;
+    return ok ? series_of(r, co.ids, co.given, co.n) : res;
 }

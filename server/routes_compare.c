@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/strmap.h"
 #include "comparison/compare.h"
 #include "srv_compare.h"
 
@@ -27,15 +28,18 @@ static const struct filter filters[] = {
     {"implementation_id", "b.implementation_id =", ""},
     {"workload_id", "b.workload_id =", ""},
     {"campaign", "b.campaign_id =", ""},
-    {"capture_step", "b.capture_step =", "::bigint"},
+    {"capture_step", "b.capture_step =", "::numeric"},
     {"outcome", "b.outcome =", ""},
     {"signer", "b.signer_key_id =", ""},
     {"since", "b.uploaded_at >=", "::timestamptz"},
     {"until", "b.uploaded_at <", "::timestamptz"},
+    /* issue 15: revision filters (a commit hash or prefix, a branch) */
+    {"commit", "EXISTS (SELECT 1 FROM bundle_revisions v WHERE v.bundle_id = b.id AND starts_with(v.commit_sha,", "))"},
+    {"branch", "EXISTS (SELECT 1 FROM bundle_revisions v WHERE v.bundle_id = b.id AND v.branch =", ")"},
 };
 
 static bool is_uint(const char *s) {
-    if (!*s || strlen(s) > 19) return false;
+    if (!*s || strlen(s) > 20) return false; /* u64 values have up to 20 digits */
     for (; *s; s++)
         if (*s < '0' || *s > '9') return false;
     return true;
@@ -50,7 +54,8 @@ static bool is_hex_prefix(const char *s) {
 }
 
 /* Appends " AND <filter>" for each list filter of the request; params from *np. */
-static int add_filters(srv_req *r, cg_buf *where, const char **params, int *np, enum MHD_Result *res) {
+static int add_filters(srv_req *r, cg_buf *where, const char **params, const char **pnames, const char **pcasts,
+                       int *np, enum MHD_Result *res) {
     for (size_t k = 0; k < sizeof filters / sizeof filters[0]; k++) {
         const char *v = srv_query(r, filters[k].param);
         if (!v) continue;
@@ -58,6 +63,8 @@ static int add_filters(srv_req *r, cg_buf *where, const char **params, int *np, 
             *res = srv_fail(r, "invalid_parameter", NULL, "capture_step must be a non-negative integer");
             return 0;
         }
+        pnames[*np] = filters[k].param;
+        pcasts[*np] = filters[k].cast;
         params[(*np)++] = v;
         cg_buf_printf(where, " AND %s $%d%s", filters[k].lhs, *np, filters[k].cast);
     }
@@ -80,12 +87,12 @@ static int add_filters(srv_req *r, cg_buf *where, const char **params, int *np, 
 /* A selector cohort: base condition + list filters, in `order`. */
 static int select_ids(srv_req *r, PGconn *c, const char *name, const char *base, const char *arg, const char *order,
                       srv_cohort *out, enum MHD_Result *res) {
-    const char *params[24];
+    const char *params[24], *pnames[24] = {0}, *pcasts[24] = {0};
     int np = 0;
     params[np++] = arg;
     cg_buf where = CG_BUF_INIT;
     cg_buf_puts(&where, base);
-    if (!add_filters(r, &where, params, &np, res)) {
+    if (!add_filters(r, &where, params, pnames, pcasts, &np, res)) {
         cg_buf_free(&where);
         return 0;
     }
@@ -96,8 +103,12 @@ static int select_ids(srv_req *r, PGconn *c, const char *name, const char *base,
     char sqlstate[6] = "";
     PGresult *x = srv_q(c, sql, np, params, NULL, sqlstate, &err);
     if (!x) {
-        *res = !strncmp(sqlstate, "22", 2) ? srv_fail(r, "invalid_parameter", NULL, "invalid since/until timestamp")
-                                           : srv_fail_unavailable(r, &err);
+        const char *bad = !strncmp(sqlstate, "22", 2) ? srv_sql22_param(c, np, params, pcasts, pnames) : NULL;
+        cg_jv *d = bad ? cg_jv_obj(&r->arena) : NULL;
+        if (d) cg_jv_obj_put(&r->arena, d, "parameter", cg_jv_str(&r->arena, bad));
+        *res = bad ? srv_fail(r, "invalid_parameter", d, "invalid value for parameter %s", bad)
+               : !strncmp(sqlstate, "22", 2) ? srv_fail(r, "invalid_parameter", NULL, "invalid query parameter value")
+                                             : srv_fail_unavailable(r, &err);
         return 0;
     }
     int rows = PQntuples(x);
@@ -214,9 +225,20 @@ int srv_cohort_resolve(srv_req *r, PGconn *c, const char *name, const char *text
             if (!srv_campaign_published_ids(r, c, selector + 9, &ids, &m, res)) return 0;
             ok = select_ids(r, c, name, "b.id = ANY($1::text[])", srv_id_array(a, ids, m),
                             "array_position($1::text[], b.id)", out, res);
+        } else if (!strncmp(selector, "commit:", 7) && selector[7]) { /* issue 15 */
+            ok = select_ids(r, c, name,
+                            "b.id IN (SELECT bundle_id FROM bundle_revisions WHERE starts_with(commit_sha, $1))",
+                            selector + 7, "b.id", out, res);
+        } else if (!strncmp(selector, "branch:", 7) && selector[7]) { /* its newest commit's cohort */
+            ok = select_ids(r, c, name,
+                            "b.id IN (SELECT bundle_id FROM bundle_revisions WHERE branch = $1 AND commit_sha = "
+                            "(SELECT commit_sha FROM bundle_revisions WHERE branch = $1 "
+                            "ORDER BY commit_time DESC, commit_sha DESC LIMIT 1))",
+                            selector + 7, "b.id", out, res);
         } else {
             *res = srv_fail(r, "invalid_parameter", NULL,
-                            "unknown cohort selector %s (use campaign:<id> or implementation:<id>)", selector);
+                            "unknown cohort selector %s (use campaign:<id>, implementation:<id>, commit:<sha> or "
+                            "branch:<name>)", selector);
             return 0;
         }
     } else {
@@ -365,23 +387,24 @@ enum MHD_Result srv_h_compare_post(srv_req *r) {
 /* ------------------------------------------------------------ /compare/spans */
 
 typedef struct group {
-    const char *kind, *path;
+    const char *kind, *hash; /* hash: lowercase hex of the path text's SHA-256 */
+    const char *path;        /* text, filled from the path tree */
     uint64_t median;
     uint64_t runs;
 } group;
 
-/* Groups of one cohort, sorted by (kind, path) in byte order, aggregated in
- * the database: runs containing the path and the two middle per-run totals
- * (equal for an odd count); the median is their mean, rounded down. */
+/* Groups of one cohort, sorted by (kind, hash), aggregated in the database:
+ * runs containing the path and the two middle per-run totals (equal for an odd
+ * count); the median is their mean, rounded down. */
 static int load_groups(srv_req *r, PGconn *c, const srv_cohort *co, group **out, size_t *n, enum MHD_Result *res) {
     const char *p[1] = {srv_id_array(&r->arena, co->ids, co->n)};
     cg_error err = {0};
     PGresult *x = srv_q(c,
-                        "SELECT t.kind, t.path, count(*), "
+                        "SELECT t.kind, encode(t.path_hash, 'hex'), count(*), "
                         "(array_agg(t.total_ns ORDER BY t.total_ns))[(count(*) + 1) / 2], "
                         "(array_agg(t.total_ns ORDER BY t.total_ns))[count(*) / 2 + 1] "
                         "FROM unnest($1::text[]) AS u(id) JOIN bundle_span_totals t ON t.bundle_id = u.id "
-                        "GROUP BY t.kind, t.path ORDER BY t.kind COLLATE \"C\", t.path COLLATE \"C\"",
+                        "GROUP BY t.kind, t.path_hash ORDER BY t.kind COLLATE \"C\", t.path_hash",
                         1, p, NULL, NULL, &err);
     if (!x) {
         *res = srv_fail_unavailable(r, &err);
@@ -392,7 +415,7 @@ static int load_groups(srv_req *r, PGconn *c, const srv_cohort *co, group **out,
     for (int i = 0; i < rows; i++) {
         uint64_t lo = strtoull(PQgetvalue(x, i, 3), NULL, 10), hi = strtoull(PQgetvalue(x, i, 4), NULL, 10);
         g[i].kind = cg_arena_strdup(&r->arena, PQgetvalue(x, i, 0));
-        g[i].path = cg_arena_strdup(&r->arena, PQgetvalue(x, i, 1));
+        g[i].hash = cg_arena_strdup(&r->arena, PQgetvalue(x, i, 1));
         g[i].runs = strtoull(PQgetvalue(x, i, 2), NULL, 10);
         g[i].median = lo + (hi - lo) / 2;
     }
@@ -400,6 +423,91 @@ static int load_groups(srv_req *r, PGconn *c, const srv_cohort *co, group **out,
     *out = g;
     *n = (size_t)rows;
     return 1;
+}
+
+/* The path tree of the cohorts' bundles: hash → (parent, name), text lengths
+ * memoized so the size of an answer is known before any text is built. */
+typedef struct ptree {
+    cg_strmap by_hash;  /* hex hash → node */
+    const char **name;
+    size_t *parent;     /* SIZE_MAX at a root (or an unknown parent) */
+    uint64_t *len;      /* text length; 0 = not computed yet */
+    size_t n;
+} ptree;
+
+static void ptree_free(ptree *t) {
+    cg_strmap_free(&t->by_hash);
+    free(t->name);
+    free(t->parent);
+    free(t->len);
+}
+
+static int load_tree(srv_req *r, PGconn *c, const srv_cohort *ca, const srv_cohort *cb, ptree *t, enum MHD_Result *res) {
+    const char **ids = cg_arena_zalloc(&r->arena, (ca->n + cb->n + 1) * sizeof *ids);
+    memcpy(ids, ca->ids, ca->n * sizeof *ids);
+    memcpy(ids + ca->n, cb->ids, cb->n * sizeof *ids);
+    const char *p[1] = {srv_id_array(&r->arena, ids, ca->n + cb->n)};
+    cg_error err = {0};
+    PGresult *x = srv_q(c,
+                        "SELECT DISTINCT ON (s.hash) encode(s.hash, 'hex'), encode(s.parent, 'hex'), s.name "
+                        "FROM unnest($1::text[]) AS u(id) JOIN bundle_span_paths s ON s.bundle_id = u.id ORDER BY s.hash",
+                        1, p, NULL, NULL, &err);
+    if (!x) {
+        *res = srv_fail_unavailable(r, &err);
+        return 0;
+    }
+    size_t n = (size_t)PQntuples(x);
+    cg_strmap_init(&t->by_hash);
+    t->n = n;
+    t->name = malloc((n + 1) * sizeof *t->name);
+    t->parent = malloc((n + 1) * sizeof *t->parent);
+    t->len = calloc(n + 1, sizeof *t->len);
+    const char **phex = malloc((n + 1) * sizeof *phex);
+    if (!t->name || !t->parent || !t->len || !phex) abort();
+    for (size_t i = 0; i < n; i++) {
+        cg_strmap_put(&t->by_hash, cg_arena_strdup(&r->arena, PQgetvalue(x, (int)i, 0)), i, NULL);
+        phex[i] = PQgetisnull(x, (int)i, 1) ? NULL : cg_arena_strdup(&r->arena, PQgetvalue(x, (int)i, 1));
+        t->name[i] = cg_arena_strndup(&r->arena, PQgetvalue(x, (int)i, 2), (size_t)PQgetlength(x, (int)i, 2));
+    }
+    PQclear(x);
+    for (size_t i = 0; i < n; i++) {
+        size_t *k = phex[i] ? cg_strmap_get(&t->by_hash, phex[i]) : NULL;
+        t->parent[i] = k && *k != i ? *k : SIZE_MAX;
+    }
+    free(phex);
+    return 1;
+}
+
+/* Text length of node k, memoized along its chain of unknown ancestors (an
+ * explicit stack, no recursion). A chain longer than the tree, impossible
+ * without a hash collision, is cut there. len[] holds length + 1 (0 = unknown). */
+static uint64_t ptree_len(ptree *t, size_t k, size_t *stack) {
+    size_t depth = 0, x = k;
+    while (x != SIZE_MAX && !t->len[x] && depth < t->n) {
+        stack[depth++] = x;
+        x = t->parent[x];
+    }
+    uint64_t above = x != SIZE_MAX && t->len[x] ? t->len[x] : 0; /* parent's length + 1, or 0 */
+    for (size_t q = depth; q-- > 0;) {
+        size_t y = stack[q];
+        t->len[y] = above + strlen(t->name[y]) + 1;
+        above = t->len[y];
+    }
+    return t->len[k] - 1;
+}
+
+static const char *ptree_text(cg_arena *a, ptree *t, size_t k, size_t *stack) {
+    uint64_t len = ptree_len(t, k, stack);
+    char *out = cg_arena_alloc(a, len + 1), *end = out + len;
+    *end = 0;
+    for (size_t x = k; x != SIZE_MAX && end > out; x = t->parent[x]) {
+        size_t nl = strlen(t->name[x]);
+        if (nl > (size_t)(end - out)) break;
+        end -= nl;
+        memcpy(end, t->name[x], nl);
+        if (end > out) *--end = '/';
+    }
+    return out;
 }
 
 /* Backfills the facts of cohort members that have none. 1, or 0 after answering. */
@@ -438,56 +546,49 @@ static int cmp_diff(const void *x, const void *y) {
     return k ? k : strcmp(p->a->path, q->a->path);
 }
 
-static int cmp_group(const group *a, const group *b) {
+static int cmp_group_key(const group *a, const group *b) {
+    int k = strcmp(a->kind, b->kind);
+    return k ? k : strcmp(a->hash, b->hash);
+}
+
+static int cmp_group_text(const void *x, const void *y) {
+    const group *a = *(const group *const *)x, *b = *(const group *const *)y;
     int k = strcmp(a->kind, b->kind);
     return k ? k : strcmp(a->path, b->path);
 }
 
-enum MHD_Result srv_h_compare_spans(srv_req *r) {
-    cg_arena *a = &r->arena;
-    cg_error err = {0};
-    PGconn *c = srv_pool_get(r->s->pool, &err);
-    if (!c) return srv_fail_unavailable(r, &err);
-    enum MHD_Result res;
-    srv_cohort ca, cb;
-    group *ga, *gb;
-    size_t na, nb;
-    if (!srv_cohort_resolve(r, c, "a", srv_query(r, "a"), NULL, &ca, &res) ||
-        !srv_cohort_resolve(r, c, "b", srv_query(r, "b"), NULL, &cb, &res)) {
-        srv_pool_put(r->s->pool, c);
-        return res;
+/* Fills the path text of every group in g[0..n) (tree node by hash). */
+static void fill_texts(cg_arena *a, ptree *t, group **g, size_t n, size_t *stack) {
+    for (size_t i = 0; i < n; i++) {
+        size_t *k = cg_strmap_get(&t->by_hash, g[i]->hash);
+        g[i]->path = k ? ptree_text(a, t, *k, stack) : g[i]->hash;
     }
-    /* bundles from before migration 0002 get their facts first */
-    if (!facts_ensure(r, c, &ca, &res) || !facts_ensure(r, c, &cb, &res) || !load_groups(r, c, &ca, &ga, &na, &res) || !load_groups(r, c, &cb, &gb, &nb, &res)) {
-        srv_pool_put(r->s->pool, c);
-        return res;
+}
+
+static uint64_t text_bytes(ptree *t, group **g, size_t n, size_t *stack) {
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t *k = cg_strmap_get(&t->by_hash, g[i]->hash);
+        sum += k ? ptree_len(t, *k, stack) : 64;
     }
-    srv_pool_put(r->s->pool, c);
-    diffrow *rows = malloc((na + nb + 1) * sizeof *rows);
-    if (!rows) abort();
-    size_t nr = 0, i = 0, j = 0;
-    cg_jv *only_a = cg_jv_arr(a), *only_b = cg_jv_arr(a);
-    while (i < na || j < nb) {
-        int k = i >= na ? 1 : j >= nb ? -1 : cmp_group(&ga[i], &gb[j]);
-        if (k < 0) {
-            cg_jv_arr_push(a, only_a, cg_jv_str(a, ga[i++].path));
-        } else if (k > 0) {
-            cg_jv_arr_push(a, only_b, cg_jv_str(a, gb[j++].path));
-        } else {
-            rows[nr].a = &ga[i];
-            rows[nr].b = &gb[j];
-            rows[nr].delta = (int64_t)gb[j].median - (int64_t)ga[i].median; /* totals are ≤ 2^63-1 */
-            nr++;
-            i++;
-            j++;
-        }
-    }
+    return sum;
+}
+
+static cg_jv *paths_json(cg_arena *a, group **g, size_t n) {
+    qsort(g, n, sizeof *g, cmp_group_text);
+    cg_jv *arr = cg_jv_arr(a);
+    for (size_t i = 0; i < n; i++) cg_jv_arr_push(a, arr, cg_jv_str(a, g[i]->path));
+    return arr;
+}
+
+static cg_jv *diff_json(cg_arena *a, const srv_cohort *ca, const srv_cohort *cb, diffrow *rows, size_t nr,
+                        group **oa, size_t noa, group **ob, size_t nob) {
     qsort(rows, nr, sizeof *rows, cmp_diff);
     cg_jv *out = cg_jv_obj(a), *arr = cg_jv_arr(a);
     cg_jv_obj_put(a, out, "schema", cg_jv_str(a, "candle-graph/span-diff/1"));
     cg_jv *ja = cg_jv_obj(a), *jb = cg_jv_obj(a);
-    cg_jv_obj_put(a, ja, "runs", cg_jv_u64(a, ca.n));
-    cg_jv_obj_put(a, jb, "runs", cg_jv_u64(a, cb.n));
+    cg_jv_obj_put(a, ja, "runs", cg_jv_u64(a, ca->n));
+    cg_jv_obj_put(a, jb, "runs", cg_jv_u64(a, cb->n));
     cg_jv_obj_put(a, out, "a", ja);
     cg_jv_obj_put(a, out, "b", jb);
     for (size_t k = 0; k < nr; k++) {
@@ -504,9 +605,82 @@ enum MHD_Result srv_h_compare_spans(srv_req *r) {
         cg_jv_obj_put(a, o, "b_count", cg_jv_u64(a, rows[k].b->runs));
         cg_jv_arr_push(a, arr, o);
     }
-    free(rows);
     cg_jv_obj_put(a, out, "rows", arr);
-    cg_jv_obj_put(a, out, "only_a", only_a);
-    cg_jv_obj_put(a, out, "only_b", only_b);
-    return srv_reply_json(r, 200, out);
+    cg_jv_obj_put(a, out, "only_a", paths_json(a, oa, noa));
+    cg_jv_obj_put(a, out, "only_b", paths_json(a, ob, nob));
+    return out;
+}
+
+/* Loads everything /compare/spans needs through one pooled connection. */
+static int spans_load(srv_req *r, srv_cohort *ca, srv_cohort *cb, group **ga, size_t *na, group **gb, size_t *nb,
+                      ptree *t, enum MHD_Result *res) {
+    cg_error err = {0};
+    PGconn *c = srv_pool_get(r->s->pool, &err);
+    if (!c) {
+        *res = srv_fail_unavailable(r, &err);
+        return 0;
+    }
+    /* bundles from before migration 0003 get their facts first */
+    int ok = srv_cohort_resolve(r, c, "a", srv_query(r, "a"), NULL, ca, res) &&
+             srv_cohort_resolve(r, c, "b", srv_query(r, "b"), NULL, cb, res) && facts_ensure(r, c, ca, res) &&
+             facts_ensure(r, c, cb, res) && load_groups(r, c, ca, ga, na, res) && load_groups(r, c, cb, gb, nb, res) &&
+             load_tree(r, c, ca, cb, t, res);
+    srv_pool_put(r->s->pool, c);
+    return ok;
+}
+
+enum MHD_Result srv_h_compare_spans(srv_req *r) {
+    cg_arena *a = &r->arena;
+    enum MHD_Result res;
+    srv_cohort ca, cb;
+    group *ga, *gb;
+    size_t na, nb;
+    ptree t;
+    memset(&t, 0, sizeof t);
+    if (!spans_load(r, &ca, &cb, &ga, &na, &gb, &nb, &t, &res)) {
+        ptree_free(&t);
+        return res;
+    }
+    diffrow *rows = malloc((na + nb + 1) * sizeof *rows);
+    group **oa = malloc((na + 1) * sizeof *oa), **ob = malloc((nb + 1) * sizeof *ob);
+    group **named = malloc((na + nb + 1) * sizeof *named);
+    size_t *stack = malloc((t.n + 1) * sizeof *stack);
+    if (!rows || !oa || !ob || !named || !stack) abort();
+    size_t nr = 0, noa = 0, nob = 0, nn = 0, i = 0, j = 0;
+    while (i < na || j < nb) {
+        int k = i >= na ? 1 : j >= nb ? -1 : cmp_group_key(&ga[i], &gb[j]);
+        if (k < 0) {
+            oa[noa++] = named[nn++] = &ga[i++];
+        } else if (k > 0) {
+            ob[nob++] = named[nn++] = &gb[j++];
+        } else {
+            rows[nr].a = named[nn++] = &ga[i];
+            rows[nr].b = &gb[j];
+            rows[nr].delta = (int64_t)gb[j].median - (int64_t)ga[i].median; /* totals are ≤ 2^63-1 */
+            nr++;
+            i++;
+            j++;
+        }
+    }
+    /* the answer's path texts are the only part that grows with depth: bounded before they exist */
+    uint64_t bytes = text_bytes(&t, named, nn, stack);
+    if (bytes > SRV_SPAN_DIFF_MAX_PATH_BYTES) {
+        cg_jv *d = cg_jv_obj(a);
+        cg_jv_obj_put(a, d, "limit", cg_jv_str(a, "span_diff_path_bytes"));
+        cg_jv_obj_put(a, d, "max", cg_jv_u64(a, SRV_SPAN_DIFF_MAX_PATH_BYTES));
+        res = srv_fail(r, "payload_too_large", d,
+                       "the span diff would carry %" PRIu64 " bytes of path text (limit %llu); compare "
+                       "bundles with fewer or shallower spans",
+                       bytes, (unsigned long long)SRV_SPAN_DIFF_MAX_PATH_BYTES);
+    } else {
+        fill_texts(a, &t, named, nn, stack);
+        res = srv_reply_json(r, 200, diff_json(a, &ca, &cb, rows, nr, oa, noa, ob, nob));
+    }
+    free(rows);
+    free(oa);
+    free(ob);
+    free(named);
+    free(stack);
+    ptree_free(&t);
+    return res;
 }

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -13,14 +14,23 @@
 #include "base/fs.h"
 #include "srv.h"
 #include "srv_web.h"
+#include "srv_history.h"
+
+/* The data dir and its upload/staging areas are private to the server's user
+ * (0700; the embedded cluster's user is let through the data dir by pgembed). */
+static int private_dir(const char *p, cg_error *err) {
+    if (cg_mkdir_p(p, err) < 0) return -1;
+    if (chmod(p, 0700) != 0) return cg_err_set(err, CG_EIO, "chmod %s: %s", p, strerror(errno));
+    return 0;
+}
 
 static int prepare_dirs(const srv_config *cfg, cg_error *err) {
     char p[PATH_MAX + 32];
-    if (cg_mkdir_p(cfg->data_dir, err) < 0) return -1;
+    if (private_dir(cfg->data_dir, err) < 0) return -1;
     snprintf(p, sizeof p, "%s/tmp", cfg->data_dir);
-    if (cg_mkdir_p(p, err) < 0) return -1;
+    if (private_dir(p, err) < 0) return -1;
     snprintf(p, sizeof p, "%s/staging", cfg->data_dir);
-    return cg_mkdir_p(p, err);
+    return private_dir(p, err);
 }
 
 int srv_cmd_serve(int argc, char **argv) {
@@ -71,12 +81,18 @@ int srv_cmd_serve(int argc, char **argv) {
     }
     pthread_mutex_init(&s->upload_mu, NULL);
     pthread_cond_init(&s->upload_cv, NULL);
-    s->upload_slots = s->cfg.max_uploads ? s->cfg.max_uploads : 1;
+    s->upload_slots = s->cfg.max_uploads; /* 0: uploads refused (429), reads still served */
     if (srv_janitor_start(s) < 0) {
         cg_err_set(&err, CG_EIO, "cannot start the janitor thread");
         goto fail;
     }
+    if (srv_webhook_start(s) < 0) { /* issue 15: webhook outbox delivery */
+        srv_janitor_stop();
+        cg_err_set(&err, CG_EIO, "cannot start the webhook delivery thread");
+        goto fail;
+    }
     if (srv_http_start(s, &err) < 0) {
+        srv_webhook_stop();
         srv_janitor_stop();
         goto fail;
     }
@@ -94,6 +110,7 @@ int srv_cmd_serve(int argc, char **argv) {
     pthread_cond_broadcast(&s->upload_cv);
     pthread_mutex_unlock(&s->upload_mu);
     srv_http_stop(s, s->cfg.shutdown_grace_s);
+    srv_webhook_stop();
     srv_janitor_stop();
     rc = 0;
     goto done;

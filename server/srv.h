@@ -63,6 +63,13 @@ typedef struct srv_config {
     unsigned janitor_grace_s;
     unsigned shutdown_grace_s;
     unsigned statement_timeout_ms;
+    /* slow clients (http_guard.c) */
+    unsigned header_timeout_s;   /* deadline for a complete request head (each request) */
+    unsigned body_timeout_s;     /* body grace period before the minimum rate applies */
+    unsigned min_body_rate;      /* bytes/s a body must keep after the grace period */
+    unsigned max_query_params;   /* more → 431 too_many_parameters */
+    unsigned max_uri_bytes;      /* longer request target → 414 uri_too_long */
+    unsigned max_decode_ratio;   /* decoded/compressed bytes of a zstd upload (0 = off) */
 } srv_config;
 
 void srv_config_defaults(srv_config *c);
@@ -171,8 +178,11 @@ void srv_metrics_render(cg_buf *out, unsigned pool_size, unsigned pool_in_use, u
 
 /* ------------------------------------------------------------ server state */
 
+typedef struct srv_guard srv_guard;
+
 typedef struct srv_server {
     srv_config cfg;
+    srv_guard *guard;      /* slow-client watchdog (http_guard.c) */
     char conninfo[1024];
     srv_pool *pool;
     srv_blobstore blobs;
@@ -233,6 +243,10 @@ struct srv_req {
     bool body_too_large;
     bool body_timed_out;
     bool has_slot;         /* holds an ingest slot */
+    bool started;          /* call 1 of the access handler ran */
+    unsigned n_query;      /* query parameters counted before MHD parsed them */
+    size_t uri_len;
+    bool close_conn;       /* answer with Connection: close (framing errors) */
     /* outcome (for logs/metrics) */
     int status;
     const char *err_code;
@@ -267,11 +281,72 @@ const char *srv_header(srv_req *r, const char *name);
 /* Offline viewer pages may run inline script but reach no network address. */
 #define SRV_HTML_CSP \
     "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; connect-src 'none'"
+/* Uploaded HTML (/viewer, any .html under /files): a sandboxed, opaque origin
+ * that can run its own inline script but never reads the app's storage,
+ * cookies or token, and cannot be framed. */
+#define SRV_UPLOADED_HTML_CSP "sandbox allow-scripts; " SRV_HTML_CSP "; frame-ancestors 'none'"
+/* Cache-Control for immutable content: "private" unless the route is public
+ * (no token needed, or --public-read). */
+const char *srv_cache_immutable(const srv_req *r);
+/* First key found twice in one object anywhere in v (request bodies are
+ * refused with 400 duplicate_key rather than letting the first one win). */
+const char *srv_json_dup_key(const cg_jv *v);
+enum MHD_Result srv_fail_dup_key(srv_req *r, const char *key);
+
+/* ------------------------------------------------------------ http_guard.c */
+
+/* Slow-client watchdog: tracks every TCP connection (MHD socket context) and
+ * closes one whose request head is not complete within header_timeout_s, or
+ * whose body falls below min_body_rate after body_timeout_s. Head-waiting
+ * connections are capped at 3/4 of the connection limit: a new connection over
+ * the cap sheds the oldest one still sending its head, so such clients cannot
+ * hold every slot. */
+int srv_guard_start(srv_server *s);
+void srv_guard_stop(srv_server *s);
+void srv_guard_notify(void *cls, struct MHD_Connection *c, void **socket_ctx, enum MHD_ConnectionNotificationCode toe);
+/* Phase changes of the connection serving r (called from http.c). */
+void srv_guard_body_begin(srv_req *r);   /* head complete, body expected */
+void srv_guard_body_bytes(srv_req *r, uint64_t n);
+void srv_guard_busy(srv_req *r);         /* head (and body) complete */
+void srv_guard_idle(srv_server *s, struct MHD_Connection *c); /* request over: waiting for the next head */
+/* Why the guard closed this connection ("header deadline", "body rate"), or NULL. */
+const char *srv_guard_reason(srv_server *s, struct MHD_Connection *c);
+
+/* ------------------------------------------------------------ log.c (UTF-8) */
+
+/* s with every invalid UTF-8 sequence replaced by U+FFFD (arena copy, or s
+ * itself when already valid). */
+const char *srv_utf8_clean(cg_arena *a, const char *s, size_t n, size_t *out_len);
 
 /* ------------------------------------------------------------ errors.c */
 
+/* The reasons table (errors.c, X-macro SRV_REASONS): every error code with its
+ * category, HTTP status and retryability. Input categories are never 5xx. */
+typedef enum srv_category {
+    SRV_CAT_INPUT = 0, /* the request itself (syntax, parameters, route) */
+    SRV_CAT_AUTH,      /* token or signer */
+    SRV_CAT_CONFLICT,  /* state conflicts with stored data */
+    SRV_CAT_LIMIT,     /* a size or count limit */
+    SRV_CAT_VERIFY,    /* the uploaded bundle fails a verification rule */
+    SRV_CAT_OVERLOAD,  /* try again later (our capacity) */
+    SRV_CAT_STORE,     /* our database, blob store or disk */
+} srv_category;
+typedef struct srv_reason_info {
+    const char *code;
+    srv_category category;
+    unsigned status;
+    bool retryable; /* answered with Retry-After */
+} srv_reason_info;
+const srv_reason_info *srv_reason(const char *code); /* NULL for an unknown code */
 unsigned srv_error_status(const char *code); /* 500 for an unknown code */
-extern const char *const srv_error_codes[];  /* every code the server can answer */
+bool srv_error_retryable(const char *code);
+extern const char *const srv_error_codes[];  /* every code the server can answer, NULL-terminated */
+/* After a statement failed with a SQLSTATE of class 22 (data exception): the
+ * name of the first parameter whose value does not convert with its cast
+ * (checked one by one with "SELECT $1<cast>"), or NULL. casts[i] may be "" for
+ * an untyped parameter, names[i] NULL for one the client did not give. */
+const char *srv_sql22_param(PGconn *c, int n, const char *const *values, const char *const *casts,
+                            const char *const *names);
 
 /* ------------------------------------------------------------ auth.c */
 
@@ -308,6 +383,7 @@ enum MHD_Result srv_h_bundle_archive(srv_req *r);
 enum MHD_Result srv_h_bundle_signature(srv_req *r);
 enum MHD_Result srv_h_bundle_evidence(srv_req *r);
 enum MHD_Result srv_h_bundle_graph(srv_req *r);
+enum MHD_Result srv_h_bundle_export(srv_req *r);
 enum MHD_Result srv_h_bundle_viewer(srv_req *r);
 
 /* ------------------------------------------------------------ janitor.c / fsck.c */

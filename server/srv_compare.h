@@ -21,13 +21,41 @@
 int srv_facts_insert(PGconn *c, const char *id, const char *run_id, const cg_trace *t, const cg_health *h,
                      char sqlstate[6], cg_error *err);
 
-/* The per-path totals of a trace as a JSON array [{"k": "span"|"op"|"device",
- * "p": path, "t": total_ns, "n": occurrences}] (any order; paths in arena a):
- * span paths join names from the root with "/" (a missing parent or a cycle
- * ends the chain), closed spans only; op path = span path + "/" + op name;
- * device path = "device:<device>/<clock_id>" with the clock's busy time and
- * interval count. Totals saturate at 2^63-1. */
-void srv_span_totals_json(cg_arena *a, const cg_trace *t, cg_buf *out);
+/* The per-path totals of a trace (span-diff input), linear in the trace.
+ * A path is a node of a tree: a root's text is its name, a child's is its
+ * parent's text + "/" + its name. A node is keyed by the SHA-256 of its text
+ * (sha256(convert_to(text, 'UTF8')) in SQL), computed by continuing the
+ * parent's hash state, so no path text is ever built: memory and rows stay
+ * linear in the trace however deep its spans nest. Equal texts are one node. Span paths follow parent links from the root (a missing parent or a
+ * cycle ends the chain), closed spans only; an op's path is its span's path
+ * node + the op name; a device clock is the root "device:<device>/<clock_id>"
+ * with the clock's busy time and interval count. Totals saturate at 2^63-1.
+ * Everything lives in arena a. */
+typedef struct srv_path_node {
+    const unsigned char *hash; /* 32 bytes */
+    size_t parent;             /* index into nodes; SIZE_MAX at a root */
+    const char *name;
+} srv_path_node;
+
+typedef struct srv_path_total {
+    char kind; /* 's' span, 'o' op, 'd' device */
+    size_t node;
+    uint64_t total, n;
+} srv_path_total;
+
+typedef struct srv_path_totals {
+    srv_path_node *nodes;
+    size_t n_nodes;
+    srv_path_total *totals;
+    size_t n_totals;
+} srv_path_totals;
+
+void srv_path_totals_build(cg_arena *a, const cg_trace *t, srv_path_totals *out);
+/* Row sets for the index: nodes [{"h": hex, "p": hex|null, "n": name}],
+ * totals [{"k": "span"|"op"|"device", "h": hex, "t": total_ns, "n": count}]. */
+void srv_path_totals_json(const srv_path_totals *pt, cg_buf *nodes, cg_buf *totals);
+/* The text of node k (arena a); tests and diagnostics. */
+const char *srv_path_text(cg_arena *a, const srv_path_totals *pt, size_t k);
 
 /* Computes and stores the facts of an already stored bundle that has none
  * (reads its trace.jsonl blob once). Concurrent backfills of the same bundle
@@ -64,6 +92,16 @@ int srv_facts_load(srv_req *r, PGconn *c, const char *column, const char *const 
 void srv_compare_cache_key(const srv_cohort *a, const srv_cohort *b, char key[65]);
 char *srv_compare_cache_get(const char key[65], size_t *len, bool *ineligible);
 void srv_compare_cache_put(const char key[65], const char *data, size_t len, bool ineligible);
+
+/* GET /compare/spans answers 413 payload_too_large (detail.limit
+ * "span_diff_path_bytes") rather than carry more path text than this: the text
+ * of a path grows with its depth, so a deep chain's answer is quadratic in the
+ * trace even though everything stored is linear. */
+#define SRV_SPAN_DIFF_MAX_PATH_BYTES ((uint64_t)32 << 20)
+
+/* PUT /campaigns/{id} refuses a manifest planning more captures with 413
+ * payload_too_large (detail.limit "planned_captures"). */
+#define SRV_MAX_PLANNED_CAPTURES 10000
 
 enum MHD_Result srv_h_compare_get(srv_req *r);
 enum MHD_Result srv_h_compare_post(srv_req *r);

@@ -28,6 +28,17 @@ typedef struct srv_index_row {
     const char *campaign_id, *planned_name; /* NULL when not attached */
 } srv_index_row;
 
+/* Longest text the index keeps in a btree key (PostgreSQL refuses index rows
+ * over ~2.7 kB with an error that used to surface as 503). */
+#define SRV_INDEX_MAX_KEY_BYTES 1024
+
+/* Checked before anything is stored: the name of the first indexed text of
+ * the bundle (run_id, entrypoint, implementation_id, workload_id, a tag key or
+ * value, a tensor-stats label, a file path) longer than SRV_INDEX_MAX_KEY_BYTES,
+ * or NULL when every one fits. Span and op names are not keys (paths are
+ * keyed by hash). */
+const char *srv_index_oversized(const cg_trace *t, const char *run_id, const srv_file_row *files, size_t n_files);
+
 /* Inserts the bundle row and its files/tags/tensor stats. -1 with err and sqlstate. */
 int srv_index_insert(PGconn *c, const srv_index_row *row, cg_arena *a, char sqlstate[6], cg_error *err);
 /* Duration of the single closed measured span (has=false otherwise) and the count. */

@@ -72,32 +72,32 @@ static cg_jv *meta_canonical(cg_arena *a, const cg_jv *v, bool in_meta, bool in_
 static int load_bundle(cg_arena *a, cli_loaded *l, cg_error *err) {
     cg_bundle_check chk;
     if (cg_bundle_verify(l->bundle_root, &l->receipt, &chk, err) != 0)
-        return cg_err_context(err, "verify bundle %s", l->bundle_root);
+        return cg_err_context(err, "verify evidence bundle %s", l->bundle_root);
     snprintf(l->trace_path, sizeof l->trace_path, "%.4000s/trace.jsonl", l->bundle_root);
     l->trace = cg_trace_read_file(l->trace_path, NULL, err);
-    if (!l->trace) return -1;
+    if (!l->trace) return cg_err_context(err, "parse verified bundle trace %s", l->trace_path);
     if (strcmp(l->trace->run.run_id, l->receipt.run_id) != 0)
         return cg_err_set(err, CG_EVERIFY, "verified bundle manifest run ID %s does not match trace run ID %s",
-                          l->receipt.run_id, l->trace->run.run_id);
+                          CG_QUOTE(l->receipt.run_id), CG_QUOTE(l->trace->run.run_id));
     char ev_path[4200];
     snprintf(ev_path, sizeof ev_path, "%.4000s/evidence.json", l->bundle_root);
     size_t len;
     char *data = cg_read_file(ev_path, 1u << 30, &len, err);
-    if (!data) return cg_err_context(err, "read verified evidence packet");
+    if (!data) return cg_err_context(err, "read verified evidence packet %s", ev_path);
     cg_json_limits lim;
     cg_json_limits_default(&lim);
     lim.max_depth = 128;
     l->packet = cg_json_parse(a, data, len, &lim, err);
     free(data);
     if (!l->packet) return cg_err_context(err, "parse verified evidence packet %s", ev_path);
-    if (cg_evidence_validate_schema(l->packet, err) != 0) return cg_err_context(err, "verified evidence packet");
+    if (cg_evidence_validate_schema(l->packet, err) != 0) return -1;
     cg_jv *prov = cg_run_meta_to_json(a, &l->trace->run);
     if (!cg_jv_equal(meta_canonical(a, prov, true, false),
                      meta_canonical(a, cg_jv_get(l->packet, "provenance"), true, false)))
         return cg_err_set(err, CG_EVERIFY, "verified evidence packet provenance does not match its trace metadata");
     const char *consumed[] = {"trace.jsonl", "evidence.json"};
     if (cg_bundle_verify_consumed(l->bundle_root, &l->receipt, consumed, 2, err) != 0)
-        return cg_err_context(err, "post-read verify bundle %s", l->bundle_root);
+        return cg_err_context(err, "post-read verify consumed files in evidence bundle %s", l->bundle_root);
     return 0;
 }
 
@@ -105,31 +105,58 @@ int cli_load_evidence(cg_arena *a, const char *path, const char *nsight_dir, cli
     return cli_load_evidence_ex(a, path, nsight_dir, false, l, err);
 }
 
+/* A raw input whose parent holds evidence.json or nsight/ without bundle.json
+ * would silently lose its unverified GPU evidence: refused. */
+static int reject_augmented_parent(const char *root, cg_error *err) {
+    if (has_file(root, "evidence.json") || has_file(root, "nsight"))
+        return cg_err_set(err, CG_EINVAL,
+                          "input parent %s contains augmented evidence but no bundle.json; refusing to discard "
+                          "unverified GPU evidence and rebuild as trace-only",
+                          root);
+    return 0;
+}
+
+/* The crate's resolution: a directory is a bundle (bundle.json) or a raw-trace
+ * directory (a trace.jsonl file); a file whose parent holds bundle.json
+ * resolves to that bundle; anything else is a raw trace. */
+static int resolve_input(const char *path, cli_loaded *l, cg_error *err) {
+    struct stat st;
+    if (stat(path, &st) != 0) return cg_err_set(err, CG_EIO, "evidence input does not exist: %s", path);
+    if (S_ISDIR(st.st_mode)) {
+        if (has_file(path, "bundle.json")) {
+            l->is_bundle = true;
+            snprintf(l->bundle_root, sizeof l->bundle_root, "%.4000s", path);
+            return 0;
+        }
+        snprintf(l->trace_path, sizeof l->trace_path, "%.4000s/trace.jsonl", path);
+        struct stat ts;
+        if (stat(l->trace_path, &ts) != 0 || !S_ISREG(ts.st_mode))
+            return cg_err_set(err, CG_EINVAL,
+                              "input directory is neither a finalized bundle nor a raw-trace directory: %s", path);
+        return reject_augmented_parent(path, err);
+    }
+    if (!S_ISREG(st.st_mode)) return cg_err_set(err, CG_EINVAL, "evidence input is not a regular file: %s", path);
+    char dir[4000];
+    cg_path_parent(path, dir, sizeof dir);
+    if (has_file(dir, "bundle.json")) {
+        l->is_bundle = true;
+        snprintf(l->bundle_root, sizeof l->bundle_root, "%.4000s", dir);
+        return 0;
+    }
+    snprintf(l->trace_path, sizeof l->trace_path, "%.4000s", path);
+    return reject_augmented_parent(dir, err);
+}
+
 int cli_load_evidence_ex(cg_arena *a, const char *path, const char *nsight_dir, bool lazy, cli_loaded *l,
                          cg_error *err) {
     memset(l, 0, sizeof *l);
-    struct stat st;
-    if (stat(path, &st) != 0) return cg_err_set(err, CG_EIO, "input %s: %s", path, strerror(errno));
-    char dir[4000];
-    if (S_ISDIR(st.st_mode)) snprintf(dir, sizeof dir, "%s", path);
-    else cg_path_parent(path, dir, sizeof dir);
-    /* a directory with bundle.json, or any file whose parent holds one (bundles spec §7) */
-    bool bundle = has_file(dir, "bundle.json");
-    if (bundle) {
-        if (nsight_dir) return cg_err_set(err, CG_EINVAL, "--nsight-dir is rejected for bundles: the bundle's own nsight/ evidence is bound");
-        l->is_bundle = true;
-        snprintf(l->bundle_root, sizeof l->bundle_root, "%.4000s", dir);
+    if (resolve_input(path, l, err) != 0) return -1;
+    if (l->is_bundle) {
+        if (nsight_dir)
+            return cg_err_set(err, CG_EINVAL, "bundle inputs already bind their Nsight evidence; drop --nsight-dir for %s",
+                              path);
         if (load_bundle(a, l, err) != 0) return -1;
     } else {
-        if (has_file(dir, "evidence.json") || has_file(dir, "nsight"))
-            return cg_err_set(err, CG_EINVAL,
-                              "%s holds evidence.json or nsight/ but no bundle.json; refusing to discard unverified GPU "
-                              "evidence and rebuild as trace-only",
-                              dir);
-        if (S_ISDIR(st.st_mode) && !has_file(path, "trace.jsonl"))
-            return cg_err_set(err, CG_EINVAL, "input directory %s holds no trace.jsonl", path);
-        if (S_ISDIR(st.st_mode)) snprintf(l->trace_path, sizeof l->trace_path, "%.4000s/trace.jsonl", path);
-        else snprintf(l->trace_path, sizeof l->trace_path, "%.4000s", path);
         l->trace = cg_trace_read_file(l->trace_path, NULL, err);
         if (!l->trace) return -1;
         l->evidence = cg_evidence_build(a, l->trace, nsight_dir, err);

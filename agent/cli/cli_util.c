@@ -86,44 +86,30 @@ int cli_write_bytes(const char *out_path, const void *data, size_t len) {
     return 0;
 }
 
-typedef struct fd_out {
-    int fd;
-    int err_no;
-} fd_out;
+int cli_write_stream(const char *out_path, cli_producer produce, void *arg) {
+    cg_error err;
+    cg_err_clear(&err);
+    bool to_stdout = !out_path || !strcmp(out_path, "-");
+    if (to_stdout && fflush(stdout) != 0) return cli_failf("write stdout: %s", strerror(errno));
+    cg_fd_sink_ctx o = {to_stdout ? STDOUT_FILENO : open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), 0};
+    if (o.fd < 0) return cli_failf("create %s: %s", out_path, strerror(errno));
+    const char *name = to_stdout ? "stdout" : out_path;
+    int rc = produce(cg_fd_sink, &o, arg, &err);
+    if (rc != 0 && o.err_no) rc = cli_failf("write %s: %s", name, strerror(o.err_no));
+    else if (rc != 0) rc = cli_fail(&err);
+    if (!to_stdout && close(o.fd) != 0 && rc == 0) rc = cli_failf("close %s: %s", out_path, strerror(errno));
+    return rc;
+}
 
-static int fd_out_write(void *ctx, const char *data, size_t len) {
-    fd_out *o = ctx;
-    while (len) {
-        ssize_t n = write(o->fd, data, len);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            o->err_no = errno;
-            return -1;
-        }
-        data += n;
-        len -= (size_t)n;
-    }
-    return 0;
+static int produce_json(cg_json_sink sink, void *sink_ctx, void *arg, cg_error *err) {
+    (void)err;
+    return cg_json_write_sink(arg, true, true, sink, sink_ctx);
 }
 
 /* Streams pretty JSON + "\n" through a bounded buffer (lazy arrays are produced
  * item by item), so memory does not grow with the document. */
 int cli_write_json(const char *out_path, const cg_jv *v) {
-    if (!out_path || !strcmp(out_path, "-")) {
-        if (fflush(stdout) != 0) return cli_failf("write stdout: %s", strerror(errno));
-        fd_out o = {STDOUT_FILENO, 0};
-        if (cg_json_write_sink(v, true, true, fd_out_write, &o) != 0)
-            return cli_failf("write stdout: %s", strerror(o.err_no));
-        return 0;
-    }
-    fd_out o = {open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), 0};
-    if (o.fd < 0) return cli_failf("create %s: %s", out_path, strerror(errno));
-    if (cg_json_write_sink(v, true, true, fd_out_write, &o) != 0) {
-        close(o.fd);
-        return cli_failf("write %s: %s", out_path, strerror(o.err_no));
-    }
-    if (close(o.fd) != 0) return cli_failf("close %s: %s", out_path, strerror(errno));
-    return 0;
+    return cli_write_stream(out_path, produce_json, (void *)v);
 }
 
 cg_jv *cli_tool_json(cg_arena *a) {
@@ -131,4 +117,32 @@ cg_jv *cli_tool_json(cg_arena *a) {
     cg_jv_obj_put(a, o, "package", cg_jv_str_nocopy(a, "candle-graph"));
     cg_jv_obj_put(a, o, "version", cg_jv_str_nocopy(a, CG_VERSION));
     return o;
+}
+
+static int member_cmp(const void *l, const void *r) {
+    const cg_jmember *x = l, *y = r;
+    size_t n = x->key_len < y->key_len ? x->key_len : y->key_len;
+    int c = memcmp(x->key, y->key, n);
+    if (c) return c;
+    return x->key_len < y->key_len ? -1 : x->key_len > y->key_len;
+}
+
+static cg_jv *sorted_copy(cg_arena *a, const cg_jv *v) {
+    if (v->type == CG_JARR) {
+        cg_jv *o = cg_jv_arr(a);
+        for (size_t i = 0; i < v->u.arr.n; i++) cg_jv_arr_push(a, o, sorted_copy(a, v->u.arr.items[i]));
+        return o;
+    }
+    if (v->type != CG_JOBJ) return (cg_jv *)v;
+    cg_jmember *m = cg_arena_alloc(a, sizeof *m * (v->u.obj.n ? v->u.obj.n : 1));
+    memcpy(m, v->u.obj.m, sizeof *m * v->u.obj.n);
+    qsort(m, v->u.obj.n, sizeof *m, member_cmp);
+    cg_jv *o = cg_jv_obj(a);
+    for (size_t i = 0; i < v->u.obj.n; i++) cg_jv_obj_putn(a, o, m[i].key, m[i].key_len, sorted_copy(a, m[i].val));
+    return o;
+}
+
+cg_jv *cli_jv_sorted(cg_arena *a, cg_jv *v) {
+    if (!v) return cg_jv_null(a);
+    return sorted_copy(a, cg_jv_materialize(a, v));
 }

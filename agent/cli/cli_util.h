@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "base/json.h"
+#include "cmd_decls.h" /* generated: int cg_cmd_<name>(int, char **) and its help text */
 
 /* Flag parsing over argv[1..argc-1] (argv[0] is the command name).
  * cli_take_value: if argv[*i] is `flag` (or `alt`, may be NULL) or `flag=VALUE`,
@@ -26,8 +27,18 @@ int cli_failf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Writes pretty JSON + "\n" to stdout (out_path NULL or "-") or to out_path. */
 int cli_write_json(const char *out_path, const cg_jv *v);
+/* Streams output to stdout (out_path NULL or "-") or out_path: `produce` writes
+ * through the sink it is given; returns 0, or 1 after printing the error (a
+ * failed write names the file and errno; otherwise produce's err). */
+typedef int (*cli_producer)(cg_json_sink sink, void *sink_ctx, void *arg, cg_error *err);
+int cli_write_stream(const char *out_path, cli_producer produce, void *arg);
 /* Writes raw bytes to stdout or out_path. */
 int cli_write_bytes(const char *out_path, const void *data, size_t len);
+
+/* The value serde_json::to_value would make of v (what the crate's `json!`
+ * envelopes hold): a copy in arena a with every object's keys sorted by byte
+ * order, recursively, lazy arrays materialized. Scalars and strings are shared. */
+cg_jv *cli_jv_sorted(cg_arena *a, cg_jv *v);
 
 /* {"package": "candle-graph", "version": CG_VERSION} */
 cg_jv *cli_tool_json(cg_arena *a);

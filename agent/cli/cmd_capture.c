@@ -30,6 +30,7 @@
 #include "bundle/publish.h"
 #include "bundle/signature.h"
 #include "capture/capture.h"
+#include "capture/revision.h"
 #include "cli_spool.h"
 #include "cli_util.h"
 #include "trace/health.h"
@@ -37,7 +38,8 @@
 
 const char cg_cmd_capture_help[] =
     "usage: candle-graph capture --entrypoint E --step N [--train|--infer] --bundle DIR "
-    "[--nvtx-spans] [--measure LABEL] [--nsys] [--sign KEY] [--spool DIR] -- CMD ARGS...\n"
+    "[--nvtx-spans] [--measure LABEL] [--nsys] [--sign KEY] [--spool DIR] [--git] [--tag KEY=VALUE]... "
+    "-- CMD ARGS...\n"
     "Run CMD under the CUPTI collector, merge host and device evidence into one trace/10 and "
     "publish it as a bundle.\n"
     "  --entrypoint E     entrypoint of the captured run\n"
@@ -51,6 +53,9 @@ const char cg_cmd_capture_help[] =
     "                     capture-manifest.json go to the bundle's nsight/ (nsys from $CG_NSYS or PATH)\n"
     "  --sign KEY         sign the bundle with this Ed25519 private key (<DIR>.sig.json)\n"
     "  --spool DIR        copy the finished bundle (and signature) into this daemon spool\n"
+    "  --git              add the revision tags vcs.commit, vcs.branch, vcs.commit_time, vcs.repository\n"
+    "                     and ci.run_url from the working copy and the CI environment (docs/ci.md)\n"
+    "  --tag KEY=VALUE    add a tag to the trace's run metadata (repeatable; wins over --git)\n"
     "The program's environment: CG_CAPTURE_TRACE (where an instrumented program writes its\n"
     "trace), CG_CAPTURE_ENTRYPOINT, CG_CAPTURE_STEP, CG_CAPTURE_PHASE.\n"
     "Prints {tool, bundle, outcome, exit_status, collector, health, gaps, signature, spool_entry}.\n"
@@ -62,6 +67,10 @@ typedef struct {
     bool infer, nvtx;
     char *nsys; /* resolved nsys path with --nsys, else NULL */
     char **cmd;
+    bool git;                  /* --git: revision tags (detected before the run) */
+    cg_revision rev;
+    const char *tags[64];      /* --tag KEY=VALUE, in order */
+    size_t n_tags;
 } capture_opts;
 
 static bool file_exists(const char *p) {
@@ -536,6 +545,22 @@ static void put_tag(cg_trace *t, const char *key, const char *value) {
     t->run.n_tags = j;
 }
 
+/* --git and --tag (issue 15); --tag values win. */
+static void add_revision_tags(cg_trace *t, const capture_opts *o) {
+    if (o->git) {
+        put_tag(t, "vcs.commit", o->rev.commit);
+        put_tag(t, "vcs.branch", o->rev.branch);
+        put_tag(t, "vcs.commit_time", o->rev.commit_time);
+        if (o->rev.repository[0]) put_tag(t, "vcs.repository", o->rev.repository);
+        if (o->rev.run_url[0]) put_tag(t, "ci.run_url", o->rev.run_url);
+    }
+    for (size_t i = 0; i < o->n_tags; i++) {
+        const char *eq = strchr(o->tags[i], '=');
+        char *key = cg_arena_strndup(&t->arena, o->tags[i], (size_t)(eq - o->tags[i]));
+        put_tag(t, key, eq + 1);
+    }
+}
+
 static void tag_u64(cg_trace *t, const cg_jv *st, const char *field, const char *tag) {
     uint64_t x = 0;
     char buf[32];
@@ -585,6 +610,19 @@ static int parse_args(int argc, char **argv, capture_opts *o) {
             if (r < 0) return 2;
             continue;
         }
+        const char *tag = NULL;
+        if ((r = cli_take_value(argc, argv, &i, "--tag", NULL, &tag))) {
+            if (r < 0) return 2;
+            const char *eq = strchr(tag, '=');
+            if (!eq || eq == tag) return cli_usage_error("capture", "--tag needs KEY=VALUE, got %s", tag);
+            if (o->n_tags == sizeof o->tags / sizeof o->tags[0]) return cli_usage_error("capture", "too many --tag");
+            o->tags[o->n_tags++] = tag;
+            continue;
+        }
+        if (cli_is_flag(argv[i], "--git", NULL)) {
+            o->git = true;
+            continue;
+        }
         if (cli_is_flag(argv[i], "--train", NULL)) train = true;
         else if (cli_is_flag(argv[i], "--infer", NULL)) o->infer = true;
         else if (cli_is_flag(argv[i], "--nvtx-spans", NULL)) o->nvtx = true;
@@ -593,6 +631,11 @@ static int parse_args(int argc, char **argv, capture_opts *o) {
     }
     if (!o->entrypoint || !step || !o->bundle)
         return cli_usage_error("capture", "--entrypoint, --step and --bundle are required");
+    cg_error gerr = {0};
+    if (o->git && cg_revision_detect(NULL, &o->rev, &gerr) < 0) {
+        fprintf(stderr, "candle-graph capture: --git: %s\n", gerr.msg);
+        return 2;
+    }
     if (i >= argc) return cli_usage_error("capture", "missing the command to run after --");
     if (train && o->infer) return cli_usage_error("capture", "--train and --infer exclude each other");
     if (o->measure && !o->nvtx)
@@ -684,6 +727,7 @@ int cg_cmd_capture(int argc, char **argv) {
     free(stext);
     cg_err_clear(&err);
     put_tag(t, "capture.collector", o.nsys ? "nsys" : "cupti");
+    add_revision_tags(t, &o);
     if (o.nsys) {
         /* device evidence comes from Nsight Systems (nsight/ in the bundle) */
     } else if (st) {

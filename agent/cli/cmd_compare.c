@@ -13,11 +13,13 @@ const char cg_cmd_compare_help[] =
     "usage: candle-graph compare --baseline BUNDLE... --candidate BUNDLE... [--unverified-traces] "
     "[--require-eligible] [-o FILE]\n"
     "Compare the outer wall time of replicated baseline and candidate runs (candle-graph/comparison/6).\n"
-    "  --baseline B...       baseline bundle directories (repeatable; at least one)\n"
-    "  --candidate C...      candidate bundle directories (repeatable; at least one)\n"
-    "  --unverified-traces   inputs are raw trace.jsonl files: diagnostic only, always ineligible\n"
-    "  --require-eligible    exit 1 after writing the JSON when the verdict is ineligible\n"
-    "  -o, --output F        write to F instead of stdout (never inside an input bundle)\n";
+    "  --baseline <BUNDLE>...   finalized evidence bundle directories, unless --unverified-traces is set\n"
+    "                           (repeatable; at least one)\n"
+    "  --candidate <BUNDLE>...  finalized evidence bundle directories, unless --unverified-traces is set\n"
+    "  --unverified-traces      treat baseline and candidate paths as raw traces; output is always\n"
+    "                           diagnostic/ineligible\n"
+    "  --require-eligible       exit nonzero (after writing output) when the comparison verdict is ineligible\n"
+    "  -o, --output F           write to F instead of stdout (never inside an input bundle)\n";
 
 /* The bundle an input lives in: the directory itself, or a trace file's parent
  * directory when that holds bundle.json. */

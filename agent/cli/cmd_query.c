@@ -1,28 +1,44 @@
-/* candle-graph query — one focused view of the evidence (trace-query/4). */
+/* candle-graph query — one typed view of raw-trace or verified-bundle evidence,
+ * as the crate's candle-graph/trace-query/5 envelope: schema, tool, kind,
+ * filter {label, label_prefix}, input, capabilities, result; keys sorted at
+ * every level (the crate's `json!`).
+ *
+ * Results: slowest-host {entrypoint, outer_wall_time_ns, slowest_host_spans},
+ * slowest-device {entrypoint, slowest_device_spans}, heaviest {entrypoint,
+ * heaviest_spans, heaviest_ops (op nodes with known allocated bytes, top 50)},
+ * spans {spans, edges} (every node), tensors and gradients (the graph's
+ * lists), memory, tensor-stats and capabilities (the packet's), gpu-* (see
+ * cli_gpu.h). A label filter (spans, tensors, tensor-stats, gradients) gives
+ * the complete {total, matched, rows}; filtered spans add edges null and
+ * edges_reason. The graph kinds fail with "query requires a complete,
+ * structurally valid capture" when the packet has no graph. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli_evidence.h"
+#include "cli_gpu.h"
 #include "cli_util.h"
 
 const char cg_cmd_query_help[] =
     "usage: candle-graph query INPUT --kind KIND [--label S | --label-prefix S] [-o FILE]\n"
-    "Print one focused view of a trace's evidence as candle-graph/trace-query/4.\n"
-    "  --kind KIND        slowest-host, slowest-device, heaviest, spans, tensors, gradients (need a graph:\n"
-    "                     a complete, structurally valid capture), memory, tensor-stats, capabilities,\n"
-    "                     gpu-status, gpu-correlation, gpu-phases (50 rows), gpu-kernels (50 rows),\n"
+    "Run a typed query against raw-trace or verified bundle evidence (candle-graph/trace-query/5).\n"
+    "  --kind KIND        slowest-host, slowest-device, heaviest, memory, spans, tensors, tensor-stats,\n"
+    "                     gradients, capabilities, gpu-status, gpu-correlation, gpu-phases, gpu-kernels,\n"
     "                     gpu-attribution-gaps\n"
-    "  --label S          exact label filter (spans, tensors, tensor-stats, gradients as root/key)\n"
-    "  --label-prefix S   label prefix filter (same kinds)\n"
-    "  --nsight-dir DIR   nsys stats CSV directory for a raw trace (rejected for bundles)\n"
+    "  --label S          exact label filter (kinds: spans, tensors, tensor-stats, gradients)\n"
+    "  --label-prefix S   label-prefix filter (kinds: spans, tensors, tensor-stats, gradients)\n"
+    "  --nsight-dir DIR   nsys stats CSV directory for a raw trace (ours; rejected for bundles)\n"
     "  -o, --output F     write to F instead of stdout\n";
 
-#define QUERY_SCHEMA "candle-graph/trace-query/4"
-#define GPU_ROWS 50
+#define QUERY_SCHEMA "candle-graph/trace-query/5"
+#define HEAVIEST_OPS 50
 
-static const char *const graph_kinds[] = {"slowest-host", "slowest-device", "heaviest", "spans", "tensors", "gradients"};
-static const char *const other_kinds[] = {"memory", "gpu-status", "tensor-stats", "capabilities", "gpu-correlation",
-                                          "gpu-phases", "gpu-kernels", "gpu-attribution-gaps"};
-static const char *const label_kinds[] = {"spans", "tensors", "tensor-stats", "gradients"};
+static const char *const kinds[] = {"slowest-host", "slowest-device", "heaviest",     "memory",
+                                    "spans",        "tensors",        "tensor-stats", "gradients",
+                                    "capabilities", "gpu-status",     "gpu-correlation", "gpu-phases",
+                                    "gpu-kernels",  "gpu-attribution-gaps"};
+static const char *const graph_kinds[] = {"slowest-host", "slowest-device", "heaviest", "spans", "tensors",
+                                          "gradients"};
 
 static bool in(const char *k, const char *const *set, size_t n) {
     for (size_t i = 0; i < n; i++)
@@ -31,151 +47,199 @@ static bool in(const char *k, const char *const *set, size_t n) {
 }
 #define IN(k, set) in(k, set, sizeof set / sizeof set[0])
 
-static bool match(const char *label, const char *exact, const char *prefix) {
-    if (!exact && !prefix) return true;
-    if (!label) return false;
-    if (exact) return !strcmp(label, exact);
-    return !strncmp(label, prefix, strlen(prefix));
-}
+typedef struct label_filter {
+    const char *exact, *prefix; /* at most one set */
+} label_filter;
 
-static cg_jv *head(cg_arena *a, cg_jv *arr, size_t n) {
-    cg_jv *o = cg_jv_arr(a);
-    for (size_t i = 0; i < cg_jv_len(arr) && i < n; i++) cg_jv_arr_push(a, o, cg_jv_at(arr, i));
-    return o;
+static bool filter_matches(const label_filter *f, const char *value) {
+    if (!value) return false;
+    if (f->exact) return !strcmp(value, f->exact);
+    return !strncmp(value, f->prefix, strlen(f->prefix));
 }
 
 static cg_jv *or_null(cg_arena *a, cg_jv *v) { return v ? v : cg_jv_null(a); }
+static size_t len_of(cg_jv *v) { return v && v->type == CG_JARR ? cg_jv_len(v) : 0; }
 
-static cg_jv *result_for(cg_arena *a, const char *kind, cg_jv *p, const char *exact, const char *prefix) {
-    cg_jv *graph = cg_jv_get(p, "graph"), *gpu = cg_jv_get(p, "gpu");
-    cg_jv *summary = cg_jv_get(graph, "summary");
-    if (!strcmp(kind, "slowest-host")) return or_null(a, cg_jv_get(summary, "slowest_host_spans"));
-    if (!strcmp(kind, "slowest-device")) return or_null(a, cg_jv_get(summary, "slowest_device_spans"));
-    if (!strcmp(kind, "heaviest")) return or_null(a, cg_jv_get(summary, "heaviest_spans"));
-    cg_jv *out = cg_jv_arr(a);
-    if (!strcmp(kind, "spans")) {
-        cg_jv *spans = cg_jv_get(graph, "spans");
-        for (size_t i = 0; i < cg_jv_len(spans); i++) {
-            cg_jv *n = cg_jv_at(spans, i);
-            const char *k = cg_jv_as_str(cg_jv_get(n, "kind"));
-            if (!k || !strcmp(k, "op") || !strcmp(k, "tensor")) continue;
-            if (match(cg_jv_as_str(cg_jv_get(n, "name")), exact, prefix)) cg_jv_arr_push(a, out, n);
-        }
-        return out;
-    }
-    if (!strcmp(kind, "tensors")) {
-        cg_jv *ts = cg_jv_get(graph, "tensors");
-        for (size_t i = 0; i < cg_jv_len(ts); i++) {
-            cg_jv *t = cg_jv_at(ts, i);
-            if (match(cg_jv_as_str(cg_jv_get(t, "label")), exact, prefix)) cg_jv_arr_push(a, out, t);
-        }
-        return out;
-    }
-    if (!strcmp(kind, "gradients")) {
-        cg_jv *gs = cg_jv_get(graph, "gradients");
-        for (size_t i = 0; i < cg_jv_len(gs); i++) {
-            cg_jv *g = cg_jv_at(gs, i);
-            const char *root = cg_jv_as_str(cg_jv_get(g, "root")), *key = cg_jv_as_str(cg_jv_get(g, "key"));
-            const char *composite = cg_arena_printf(a, "%s/%s", root ? root : "", key ? key : "");
-            if (match(composite, exact, prefix)) cg_jv_arr_push(a, out, g);
-        }
-        return out;
-    }
-    if (!strcmp(kind, "tensor-stats")) {
-        cg_jv *ts = cg_jv_get(p, "tensor_stats");
-        for (size_t i = 0; i < cg_jv_len(ts); i++) {
-            cg_jv *t = cg_jv_at(ts, i);
-            if (match(cg_jv_as_str(cg_jv_get(t, "label")), exact, prefix)) cg_jv_arr_push(a, out, t);
-        }
-        return out;
-    }
-    if (!strcmp(kind, "memory")) return or_null(a, cg_jv_get(p, "memory"));
-    if (!strcmp(kind, "capabilities")) return or_null(a, cg_jv_get(p, "capabilities"));
-    if (!strcmp(kind, "gpu-status")) {
-        cg_jv *o = cg_jv_obj(a);
-        static const char *const keys[] = {"status", "reason", "raw_report", "source_csv", "provenance", "coverage",
-                                           "diagnostics", "limits"};
-        for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-            cg_jv *v = cg_jv_get(gpu, keys[i]);
-            if (v) cg_jv_obj_put(a, o, keys[i], v);
-        }
-        cg_jv *caps = cg_jv_get(p, "capabilities");
-        cg_jv_obj_put(a, o, "correlation_capability", or_null(a, cg_jv_get(caps, "gpu_correlation")));
-        cg_jv_obj_put(a, o, "provenance_capability", or_null(a, cg_jv_get(caps, "provenance_binding")));
-        return o;
-    }
-    if (!strcmp(kind, "gpu-correlation")) return or_null(a, cg_jv_get(gpu, "correlation"));
-    if (!strcmp(kind, "gpu-phases")) return head(a, cg_jv_get(gpu, "phase_attribution"), GPU_ROWS);
-    if (!strcmp(kind, "gpu-kernels")) return head(a, cg_jv_get(gpu, "kernels"), GPU_ROWS);
-    /* gpu-attribution-gaps: what the correlation could not attribute */
-    cg_jv *corr = cg_jv_get(gpu, "correlation");
-    cg_jv *ledger = cg_jv_get(corr, "ledger");
+/* {total, matched, rows}: every row, untruncated */
+static cg_jv *filtered_rows(cg_arena *a, size_t total, cg_jv *rows) {
     cg_jv *o = cg_jv_obj(a);
-    cg_jv_obj_put(a, o, "status", or_null(a, cg_jv_get(gpu, "status")));
-    cg_jv_obj_put(a, o, "complete", or_null(a, cg_jv_get(corr, "complete")));
-    cg_jv_obj_put(a, o, "reason", or_null(a, cg_jv_get(corr, "reason")));
-    static const char *const lk[] = {"missing_expected", "unexpected_observed", "unexpected_cpu_only", "duplicates"};
-    for (size_t i = 0; i < sizeof lk / sizeof lk[0]; i++) {
-        cg_jv *v = cg_jv_get(ledger, lk[i]);
-        cg_jv_obj_put(a, o, lk[i], v ? v : cg_jv_arr(a));
-    }
-    /* projected ranges that produced no phase attribution */
-    cg_jv *unattributed = cg_jv_arr(a);
-    cg_jv *ranges = cg_jv_get(gpu, "nvtx_ranges"), *phases = cg_jv_get(gpu, "phase_attribution");
-    for (size_t i = 0; i < cg_jv_len(ranges); i++) {
-        const char *key = cg_jv_as_str(cg_jv_get(cg_jv_at(ranges, i), "semantic_key"));
-        if (!key) continue;
-        bool found = false;
-        for (size_t j = 0; j < cg_jv_len(phases) && !found; j++) {
-            const char *pk = cg_jv_as_str(cg_jv_get(cg_jv_at(phases, j), "semantic_key"));
-            found = pk && !strcmp(pk, key);
-        }
-        if (!found) cg_jv_arr_push(a, unattributed, cg_jv_at(ranges, i));
-        if (cg_jv_len(unattributed) >= GPU_ROWS) break;
-    }
-    cg_jv_obj_put(a, o, "unattributed_ranges", unattributed);
+    cg_jv_obj_put(a, o, "total", cg_jv_u64(a, total));
+    cg_jv_obj_put(a, o, "matched", cg_jv_u64(a, cg_jv_len(rows)));
+    cg_jv_obj_put(a, o, "rows", rows);
     return o;
 }
 
-int cg_cmd_query(int argc, char **argv) {
-    cli_evidence_args ea = {0};
-    const char *kind = NULL, *label = NULL, *prefix = NULL;
-    for (int i = 1; i < argc; i++) {
-        int r;
-        if ((r = cli_take_value(argc, argv, &i, "--kind", NULL, &kind))) { if (r < 0) return 2; continue; }
-        if ((r = cli_take_value(argc, argv, &i, "--label", NULL, &label))) { if (r < 0) return 2; continue; }
-        if ((r = cli_take_value(argc, argv, &i, "--label-prefix", NULL, &prefix))) { if (r < 0) return 2; continue; }
-        if ((r = cli_evidence_arg("query", argc, argv, &i, true, &ea))) return r;
+/* the label a row is filtered by: tensors fall back to their tensor_id; a
+ * gradient matches by key or by root/key */
+static bool row_matches(cg_arena *a, const char *kind, cg_jv *row, const label_filter *f) {
+    if (!strcmp(kind, "spans")) return filter_matches(f, cg_jv_as_str(cg_jv_get(row, "name")));
+    if (!strcmp(kind, "tensor-stats")) return filter_matches(f, cg_jv_as_str(cg_jv_get(row, "label")));
+    if (!strcmp(kind, "tensors")) {
+        const char *label = cg_jv_as_str(cg_jv_get(row, "label"));
+        return filter_matches(f, label ? label : cg_jv_as_str(cg_jv_get(row, "tensor_id")));
     }
-    int rc = cli_evidence_require_input("query", &ea);
-    if (rc) return rc;
-    if (!kind) return cli_usage_error("query", "--kind is required");
-    if (!IN(kind, graph_kinds) && !IN(kind, other_kinds)) return cli_usage_error("query", "unknown kind %s", kind);
-    if (label && prefix) return cli_usage_error("query", "--label and --label-prefix are exclusive");
-    if ((label || prefix) && !IN(kind, label_kinds))
-        return cli_usage_error("query", "--label/--label-prefix apply to spans, tensors, tensor-stats and gradients only");
+    const char *root = cg_jv_as_str(cg_jv_get(row, "root")), *key = cg_jv_as_str(cg_jv_get(row, "key"));
+    return filter_matches(f, key) ||
+           filter_matches(f, cg_arena_printf(a, "%s/%s", root ? root : "", key ? key : ""));
+}
+
+static cg_jv *filtered_result(cg_arena *a, const char *kind, cg_jv *p, const label_filter *f) {
+    cg_jv *graph = cg_jv_get(p, "graph");
+    cg_jv *src = !strcmp(kind, "tensor-stats") ? cg_jv_get(p, "tensor_stats")
+                 : !strcmp(kind, "spans")      ? cg_jv_get(graph, "spans")
+                 : !strcmp(kind, "tensors")    ? cg_jv_get(graph, "tensors")
+                                               : cg_jv_get(graph, "gradients");
+    cg_jv *rows = cg_jv_arr(a);
+    for (size_t i = 0; i < len_of(src); i++)
+        if (row_matches(a, kind, cg_jv_at(src, i), f)) cg_jv_arr_push(a, rows, cg_jv_at(src, i));
+    cg_jv *o = filtered_rows(a, len_of(src), rows);
+    if (!strcmp(kind, "spans")) {
+        cg_jv_obj_put(a, o, "edges", cg_jv_null(a));
+        cg_jv_obj_put(a, o, "edges_reason",
+                      cg_jv_str_nocopy(a, "edges are omitted for filtered span queries; run without a filter for the "
+                                          "full span graph"));
+    }
+    return o;
+}
+
+typedef struct weighed {
+    cg_jv *node;
+    uint64_t bytes;
+    const cg_jv *id;
+} weighed;
+
+static int id_cmp(const cg_jv *x, const cg_jv *y) {
+    if (x && y && x->type == CG_JSTR && y->type == CG_JSTR) return strcmp(x->u.str.s, y->u.str.s);
+    uint64_t l = 0, r = 0;
+    cg_jv_as_u64(x, &l);
+    cg_jv_as_u64(y, &r);
+    return (l > r) - (l < r);
+}
+
+static int weighed_cmp(const void *l, const void *r) {
+    const weighed *x = l, *y = r;
+    if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
+    return id_cmp(x->id, y->id);
+}
+
+/* op nodes whose allocated bytes are known, heaviest first (ties by id), top 50 */
+static cg_jv *heaviest_ops(cg_arena *a, cg_jv *spans) {
+    size_t n = len_of(spans), k = 0;
+    weighed *w = cg_arena_alloc(a, sizeof *w * (n ? n : 1));
+    for (size_t i = 0; i < n; i++) {
+        cg_jv *node = cg_jv_at(spans, i);
+        const char *kind = cg_jv_as_str(cg_jv_get(node, "kind"));
+        uint64_t bytes = 0;
+        if (kind && !strcmp(kind, "op") && cg_jv_as_u64(cg_jv_get(node, "allocated_bytes"), &bytes))
+            w[k++] = (weighed){node, bytes, cg_jv_get(node, "id")};
+    }
+    qsort(w, k, sizeof *w, weighed_cmp);
+    cg_jv *out = cg_jv_arr(a);
+    for (size_t i = 0; i < k && i < HEAVIEST_OPS; i++) cg_jv_arr_push(a, out, w[i].node);
+    return out;
+}
+
+static cg_jv *graph_result(cg_arena *a, const char *kind, cg_jv *graph) {
+    cg_jv *summary = cg_jv_get(graph, "summary"), *o = cg_jv_obj(a);
+    if (!strcmp(kind, "tensors")) return or_null(a, cg_jv_get(graph, "tensors"));
+    if (!strcmp(kind, "gradients")) return or_null(a, cg_jv_get(graph, "gradients"));
+    if (!strcmp(kind, "spans")) {
+        cg_jv_obj_put(a, o, "spans", or_null(a, cg_jv_get(graph, "spans")));
+        cg_jv_obj_put(a, o, "edges", or_null(a, cg_jv_get(graph, "edges")));
+        return o;
+    }
+    cg_jv_obj_put(a, o, "entrypoint", or_null(a, cg_jv_get(summary, "entrypoint")));
+    if (!strcmp(kind, "slowest-host")) {
+        cg_jv_obj_put(a, o, "outer_wall_time_ns", or_null(a, cg_jv_get(summary, "outer_wall_time_ns")));
+        cg_jv_obj_put(a, o, "slowest_host_spans", or_null(a, cg_jv_get(summary, "slowest_host_spans")));
+    } else if (!strcmp(kind, "slowest-device")) {
+        cg_jv_obj_put(a, o, "slowest_device_spans", or_null(a, cg_jv_get(summary, "slowest_device_spans")));
+    } else {
+        cg_jv_obj_put(a, o, "heaviest_spans", or_null(a, cg_jv_get(summary, "heaviest_spans")));
+        cg_jv_obj_put(a, o, "heaviest_ops", heaviest_ops(a, cg_jv_get(graph, "spans")));
+    }
+    return o;
+}
+
+static cg_jv *packet_result(cg_arena *a, const char *kind, cg_jv *p) {
+    if (!strcmp(kind, "memory")) return or_null(a, cg_jv_get(p, "memory"));
+    if (!strcmp(kind, "tensor-stats")) { /* omitted from evidence.json when empty; the crate reads [] */
+        cg_jv *stats = cg_jv_get(p, "tensor_stats");
+        return stats ? stats : cg_jv_arr(a);
+    }
+    if (!strcmp(kind, "capabilities")) return or_null(a, cg_jv_get(p, "capabilities"));
+    if (!strcmp(kind, "gpu-status")) return cli_query_gpu_status(a, p);
+    if (!strcmp(kind, "gpu-correlation")) return cli_query_gpu_correlation(a, p);
+    if (!strcmp(kind, "gpu-phases")) return cli_query_gpu_phases(a, p);
+    if (!strcmp(kind, "gpu-kernels")) return cli_query_gpu_kernels(a, p);
+    return cli_query_gpu_attribution_gaps(a, p);
+}
+
+/* The result, or NULL after printing the crate's error (exit 1). */
+static cg_jv *query_result(cg_arena *a, const char *kind, cg_jv *p, const label_filter *f) {
+    bool filtered = f->exact || f->prefix;
+    bool label_kind = !strcmp(kind, "spans") || !strcmp(kind, "tensors") || !strcmp(kind, "gradients");
+    if (filtered && !label_kind && strcmp(kind, "tensor-stats") != 0) {
+        cli_failf("query kind %s does not support label filtering", kind);
+        return NULL;
+    }
+    cg_jv *graph = cg_jv_get(p, "graph");
+    bool needs_graph = filtered ? label_kind : IN(kind, graph_kinds);
+    if (needs_graph && (!graph || graph->type != CG_JOBJ)) {
+        cli_failf("query requires a complete, structurally valid capture");
+        return NULL;
+    }
+    if (filtered) return filtered_result(a, kind, p, f);
+    return needs_graph ? graph_result(a, kind, graph) : packet_result(a, kind, p);
+}
+
+static cg_jv *filter_json(cg_arena *a, const label_filter *f) {
+    cg_jv *o = cg_jv_obj(a);
+    cg_jv_obj_put(a, o, "label", f->exact ? cg_jv_str(a, f->exact) : cg_jv_null(a));
+    cg_jv_obj_put(a, o, "label_prefix", f->prefix ? cg_jv_str(a, f->prefix) : cg_jv_null(a));
+    return o;
+}
+
+static int run_query(const cli_evidence_args *ea, const char *kind, const label_filter *f) {
     cli_evidence ev;
-    if ((rc = cli_evidence_open(&ea, false, &ev)) == 0) {
+    int rc = cli_evidence_open(ea, false, &ev);
+    if (rc == 0) {
         cg_arena *a = &ev.arena;
-        cg_jv *graph = cg_jv_get(ev.l.packet, "graph");
-        if (IN(kind, graph_kinds) && (!graph || graph->type == CG_JNULL)) {
-            rc = cli_failf("query requires a complete, structurally valid capture");
+        cg_jv *result = query_result(a, kind, ev.l.packet, f);
+        if (!result) {
+            rc = 1;
         } else {
             cg_jv *o = cg_jv_obj(a);
             cg_jv_obj_put(a, o, "schema", cg_jv_str_nocopy(a, QUERY_SCHEMA));
             cg_jv_obj_put(a, o, "tool", cli_tool_json(a));
             cg_jv_obj_put(a, o, "kind", cg_jv_str(a, kind));
+            cg_jv_obj_put(a, o, "filter", filter_json(a, f));
             cg_jv_obj_put(a, o, "input", ev.l.input);
-            cg_jv_obj_put(a, o, "capabilities", cg_jv_get(ev.l.packet, "capabilities"));
-            if (label || prefix) {
-                cg_jv *f = cg_jv_obj(a);
-                cg_jv_obj_put(a, f, label ? "label" : "label_prefix", cg_jv_str(a, label ? label : prefix));
-                cg_jv_obj_put(a, o, "filter", f);
-            }
-            cg_jv_obj_put(a, o, "result", result_for(a, kind, ev.l.packet, label, prefix));
-            rc = cli_write_json(ea.out, o);
+            cg_jv_obj_put(a, o, "capabilities", or_null(a, cg_jv_get(ev.l.packet, "capabilities")));
+            cg_jv_obj_put(a, o, "result", result);
+            rc = cli_write_json(ea->out, cli_jv_sorted(a, o));
         }
     }
     cli_evidence_close(&ev);
     return rc;
+}
+
+int cg_cmd_query(int argc, char **argv) {
+    cli_evidence_args ea = {0};
+    const char *kind = NULL;
+    label_filter f = {0};
+    for (int i = 1; i < argc; i++) {
+        int r;
+        if ((r = cli_take_value(argc, argv, &i, "--kind", NULL, &kind))) { if (r < 0) return 2; continue; }
+        if ((r = cli_take_value(argc, argv, &i, "--label", NULL, &f.exact))) { if (r < 0) return 2; continue; }
+        if ((r = cli_take_value(argc, argv, &i, "--label-prefix", NULL, &f.prefix))) { if (r < 0) return 2; continue; }
+        if ((r = cli_evidence_arg("query", argc, argv, &i, true, &ea))) return r;
+    }
+    int rc = cli_evidence_require_input("query", &ea);
+    if (rc) return rc;
+    if (!kind) return cli_usage_error("query", "--kind is required");
+    if (!IN(kind, kinds)) return cli_usage_error("query", "invalid value '%s' for '--kind <KIND>'", kind);
+    if (f.exact && f.prefix)
+        return cli_usage_error("query", "the argument '--label <S>' cannot be used with '--label-prefix <S>'");
+    return run_query(&ea, kind, &f);
 }

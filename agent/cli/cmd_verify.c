@@ -52,7 +52,7 @@ int cg_cmd_verify(int argc, char **argv) {
     cg_jv_obj_put(&a, o, "tool", cli_tool_json(&a));
     cg_jv_obj_put(&a, o, "receipt", cg_bundle_receipt_to_json(&a, &r));
     cg_jv_obj_put(&a, o, "semantic", sem);
-    int rc = cli_write_json(out, o);
+    int rc = cli_write_json(out, cli_jv_sorted(&a, o)); /* the crate's json!: keys sorted */
     cg_arena_free(&a);
     return rc;
 }

@@ -645,6 +645,7 @@ static void at_exit(void) {
     write_status();
 }
 
+EXPORT int InitializeInjection(void); /* the entry point CUDA calls (CUDA_INJECTION64_PATH) */
 EXPORT int InitializeInjection(void) {
     int expected = 0;
     if (!atomic_compare_exchange_strong(&g.initialized, &expected, 1)) return 1;

@@ -109,6 +109,19 @@ static int check_usable(const cg_health *h, cg_error *err) {
     return 0;
 }
 
+/* build_from_trace's refusal of a repeated node id; the id is quoted and
+ * escaped as JSON writes it (Rust's {:?} for every id without control characters) */
+static int duplicate_node_error(cg_error *err, const char *id) {
+    cg_buf q = CG_BUF_INIT;
+    cg_json_write_str(&q, id, strlen(id));
+    cg_err_set(err, CG_EINVAL,
+               "duplicate graph node ID %s: span IDs must not collide with synthesized `<span>/op/<n>` or "
+               "`tensor/<id>` node IDs",
+               q.data ? q.data : "\"\"");
+    cg_buf_free(&q);
+    return -1;
+}
+
 /* ---- edges ---- */
 
 typedef struct eref {
@@ -157,6 +170,29 @@ static int cmp_href(const void *pa, const void *pb) {
 
 static cg_interval node_interval(const cg_graph_node *n) {
     return cg_interval_of(n->start_ns, n->host_total_time_ns);
+}
+
+/* ---- memory ---- */
+
+/* node_memory_metrics onto span nodes (nodes[0..n_spans)) and op nodes
+ * (nodes[n_spans..)): unknown figures stay absent. */
+static void apply_memory_metrics(const cg_trace *t, const cg_memory_profile *memory, cg_graph_node *nodes,
+                                 cg_arena *a) {
+    size_t ns = t->n_spans;
+    cg_span_memory *sm = cg_memory_span_metrics(t, memory, a);
+    for (size_t i = 0; sm && i < ns; i++) {
+        cg_graph_node *n = &nodes[i];
+        n->has_allocated_bytes = sm[i].has_allocated;
+        n->allocated_bytes = sm[i].allocated_bytes;
+        n->has_peak_live_bytes = n->has_residual_bytes = sm[i].has_window;
+        n->peak_live_bytes = sm[i].peak_live_bytes;
+        n->residual_bytes = sm[i].residual_bytes;
+    }
+    cg_op_memory *om = cg_memory_op_metrics(t, memory, a);
+    for (size_t i = 0; om && i < t->n_ops; i++) {
+        nodes[ns + i].has_allocated_bytes = om[i].has_allocated;
+        nodes[ns + i].allocated_bytes = om[i].allocated_bytes;
+    }
 }
 
 /* ---- build ---- */
@@ -300,16 +336,11 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
         n->origin_index = i;
     }
 
-    /* tensor nodes: first tensor event per id; producing op fills dense bytes */
+    /* tensor nodes: the first tensor event of the id carries the metadata (none: bare node) */
     sref *tev = xmalloc((t->n_tensors ? t->n_tensors : 1) * sizeof *tev);
     for (size_t i = 0; i < t->n_tensors; i++) tev[i] = (sref){t->tensors[i].tensor_id, i};
     sort_sref(tev, t->n_tensors);
-    sref *outs = xmalloc((no ? no : 1) * sizeof *outs);
-    size_t n_outs = 0;
-    for (size_t i = 0; i < no; i++)
-        if (t->ops[i].output && t->ops[i].has_output_dense_bytes) outs[n_outs++] = (sref){t->ops[i].output, i};
-    sort_sref(outs, n_outs);
-    for (size_t u = 0, p = 0, q = 0; u < nu; u++) {
+    for (size_t u = 0, p = 0; u < nu; u++) {
         cg_graph_node *n = &nodes[ns + no + u];
         n->id = cg_arena_printf(a, "tensor/%s", tids[u]);
         n->name = tids[u];
@@ -323,16 +354,11 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
             n->parent_id = te->span_id;
             n->parent = span_index(t, te->span_id);
             if (te->label) n->name = te->label;
-            n->shape = &te->shape;
+            if (te->shape.n > 0) n->shape = &te->shape;
             n->dtype = te->dtype;
             n->device = te->device;
             n->has_dense_bytes = te->has_dense_bytes;
             n->dense_bytes = te->dense_bytes;
-        }
-        while (q < n_outs && strcmp(outs[q].s, tids[u]) < 0) q++;
-        if (!n->has_dense_bytes && q < n_outs && strcmp(outs[q].s, tids[u]) == 0) {
-            n->has_dense_bytes = true;
-            n->dense_bytes = t->ops[outs[q].idx].output_dense_bytes;
         }
     }
 
@@ -343,24 +369,19 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
         for (size_t i = 0; i < g->n_nodes; i++) ids[i] = (sref){nodes[i].id, i};
         sort_sref(ids, g->n_nodes);
         size_t *by_id = cg_arena_alloc(a, (g->n_nodes ? g->n_nodes : 1) * sizeof *by_id);
+        size_t dup = NONE; /* node order position of the first repeated id */
         for (size_t i = 0; i < g->n_nodes; i++) {
             by_id[i] = ids[i].idx;
-            if (i > 0 && strcmp(ids[i - 1].s, ids[i].s) == 0 && !rc)
-                rc = cg_err_set(err, CG_EINVAL, "duplicate graph node ID");
+            bool repeat = i > 0 && strcmp(ids[i - 1].s, ids[i].s) == 0;
+            bool second = repeat && (i < 2 || strcmp(ids[i - 2].s, ids[i].s) != 0);
+            if (second && (dup == NONE || ids[i].idx < dup)) dup = ids[i].idx;
         }
+        if (dup != NONE) rc = duplicate_node_error(err, nodes[dup].id);
         g->node_by_id = by_id;
         free(ids);
     }
 
-    cg_span_memory *sm = rc ? NULL : cg_memory_span_metrics(t, memory, a);
-    for (size_t i = 0; sm && i < ns; i++) {
-        cg_graph_node *n = &nodes[i];
-        n->has_allocated_bytes = sm[i].known;
-        n->allocated_bytes = sm[i].allocated_bytes;
-        n->has_peak_live_bytes = n->has_residual_bytes = sm[i].has_window;
-        n->peak_live_bytes = sm[i].peak_live_bytes;
-        n->residual_bytes = sm[i].residual_bytes;
-    }
+    if (!rc) apply_memory_metrics(t, memory, nodes, a);
 
     /* self time: children (spans and ops) by parent, CSR over span nodes */
     size_t *cfirst = xcalloc(ns + 1, sizeof *cfirst);
@@ -448,8 +469,11 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
 #undef TENSOR_NODE
         qsort(es, ne, sizeof *es, cmp_eref);
         g->edges = cg_arena_alloc(a, (ne ? ne : 1) * sizeof *g->edges);
+        /* trace edges all stay (duplicates included); a synthesized edge is dropped
+         * when an earlier edge (trace or synthesized) has its (from, to, kind) */
         for (size_t i = 0; i < ne; i++) {
-            if (g->n_edges > 0) {
+            bool synthesized = es[i].seq >= t->n_edges;
+            if (synthesized && g->n_edges > 0) {
                 const cg_graph_edge *p = &g->edges[g->n_edges - 1];
                 if (p->is_data == es[i].e.is_data && !strcmp(p->from, es[i].e.from) && !strcmp(p->to, es[i].e.to))
                     continue;
@@ -547,7 +571,6 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
     free(ivs);
     free(clist);
     free(cfirst);
-    free(outs);
     free(tev);
     free(op_counter);
     free(tout);
@@ -671,7 +694,7 @@ cg_jv *cg_heavy_span_to_json(cg_arena *a, const cg_heavy_span *c) {
     cg_jv_obj_put(a, o, "id", cg_jv_str_nocopy(a, c->id));
     cg_jv_obj_put(a, o, "name", cg_jv_str_nocopy(a, c->name));
     cg_jv_obj_put(a, o, "allocated_bytes", cg_jv_u64(a, c->allocated_bytes));
-    if (c->has_peak_live_bytes) cg_jv_obj_put(a, o, "peak_live_bytes", cg_jv_u64(a, c->peak_live_bytes));
+    cg_jv_obj_put(a, o, "peak_live_bytes", c->has_peak_live_bytes ? cg_jv_u64(a, c->peak_live_bytes) : cg_jv_null(a));
     return o;
 }
 

@@ -9,7 +9,9 @@
  * Errors (returns NULL, err set, CG_ESTATE / CG_EINVAL):
  *   "cannot build a graph from a failed capture"           (capture not complete)
  *   "trace is structurally invalid: <error messages joined by '; '>"
- *   "duplicate graph node ID"                              (two nodes share an id)
+ *   "duplicate graph node ID \"<id>\": span IDs must not collide with synthesized
+ *    `<span>/op/<n>` or `tensor/<id>` node IDs"            (the first id, in node order,
+ *                                                          that repeats an earlier node's)
  * Thread safety: reentrant (no global state); distinct arenas may be used concurrently.
  * Limits: O(n log n) in the number of records (O(n log^2 n) for the per-span
  * memory metrics); memory proportional to the input; no recursion over the

@@ -1,9 +1,12 @@
-/* memory.h — the two memory planes of a trace (spec §8) and the per-span
- * logical memory metrics used by the graph.
+/* memory.h — the two memory planes of a trace (the crate's src/trace/memory.rs:
+ * analyze_memory, node_memory_metrics) and the per-node logical memory metrics
+ * used by the graph.
  *
  * Logical plane: `memory` events (storage lifetimes keyed by (device, storage_id)).
  * Physical plane: `device_memory` samples. A plane without events is absent
- * (NULL here, `null` in JSON), never zeros.
+ * (NULL here, omitted from the JSON), never zeros; an unobserved figure stays
+ * unknown (omitted), never 0, and physical figures are never derived from
+ * other measurements.
  *
  * Ownership: everything is allocated in the caller's arena; strings and shapes
  * point into the trace, which must outlive the profile. Scratch memory is
@@ -45,27 +48,36 @@ typedef struct cg_lifetime {
 typedef struct cg_device_live_change {
     size_t device; /* index into cg_logical_memory.devices */
     uint64_t live_bytes;
+    bool present; /* the device holds at least one live storage (so it is a key of the map) */
 } cg_device_live_change;
 
 /* LogicalMemoryPoint. live_bytes_by_device is reconstructed by replaying the
  * changes [change_first, change_first+n_changes) of every point up to this one
- * (cg_logical_live_by_device does it); devices appear once they opened a lifetime. */
+ * (cg_logical_live_by_device does it). Both maps hold exactly the devices /
+ * categories with at least one live storage at that point (no zero entries
+ * invented for the others). */
 typedef struct cg_logical_point {
     uint64_t timestamp_ns;
     uint64_t live_bytes;
     uint64_t live_bytes_by_category[CG_CAT_COUNT]; /* index = cg_category */
+    uint8_t category_present;                       /* bit c: category c is a key of the map */
     size_t change_first, n_changes;
 } cg_logical_point;
 
+/* LogicalDeviceMemoryStats: every device with a memory event (a device that only
+ * saw unmatched frees has zero counts and no peak). */
 typedef struct cg_logical_device {
     const char *device;
     uint64_t storage_allocation_count, matched_storage_free_count, total_allocated_bytes;
+    bool has_peak; /* false: no allocation observed on the device (peak omitted) */
     uint64_t peak_live_bytes, peak_timestamp_ns;
 } cg_logical_device;
 
 typedef struct cg_logical_memory {
     uint64_t storage_allocation_count, matched_storage_free_count, total_allocated_bytes;
-    size_t peak_point; /* index into timeline of the peak (first strict maximum) */
+    bool has_peak;     /* false: no allocation at all (the stream only held unmatched frees) */
+    size_t peak_point; /* index into timeline of the peak: the first strict maximum among the
+                          points at or after the first allocation */
     cg_lifetime *peak_live_allocations; size_t n_peak_live_allocations; /* snapshot at the peak:
                                           sorted by (start, device, storage_id), no end, aliases so far */
     cg_logical_device *devices; size_t n_devices; /* sorted by device */
@@ -98,32 +110,55 @@ typedef struct cg_memory_profile {
 /* Builds both planes. Never NULL. */
 cg_memory_profile *cg_memory_analyze(const cg_trace *t, cg_arena *a);
 
-/* Live bytes of the logical peak (false when the logical plane is absent). */
+/* Live bytes of the logical peak (false when the logical plane or its peak is absent). */
 bool cg_memory_logical_peak(const cg_memory_profile *p, uint64_t *bytes, uint64_t *timestamp_ns);
 
 /* Fills out[0..n_devices) with the live bytes per device at timeline point `point`
  * and seen[0..n_devices) with whether the device appears in that point's map. O(changes). */
 void cg_logical_live_by_device(const cg_logical_memory *l, size_t point, uint64_t *out, bool *seen);
 
-/* Per-span metrics (indexed like t->spans) for the graph (§8 "Per-node metrics").
- * known: the logical plane exists. allocated_bytes: bytes of lifetimes opened in
- * the span. has_window: the span is closed and reachable from a root; then
- * peak_live_bytes / residual_bytes are the subtree lifetimes clipped to
- * [start, start+duration): live at start = start <= window start and (open or
- * end > window start); later starts add, ends strictly inside subtract, frees
- * before allocations at equal timestamps; peak = max running live; residual =
- * live after the window (start < window end, open or end >= window end).
- * Returns NULL when the logical plane is absent. O(n log^2 n) (small-to-large). */
+/* Per-span metrics (indexed like t->spans) for the graph (node_memory_metrics).
+ * complete = the contract declares complete logical-memory coverage.
+ * has_allocated: complete, or at least one lifetime was opened in the span;
+ *   allocated_bytes is then the (saturating) sum of those lifetimes' bytes.
+ * has_window: the span is closed and reachable from a root, and complete or at
+ *   least one lifetime was opened in its subtree. Over the subtree lifetimes and
+ *   the window [start, start+duration) (empty window: both 0), as the crate's
+ *   clipped_lifetime_metrics walks it: peak_live_bytes = the largest running sum
+ *   from the bytes live at the window start, through each timestamp strictly
+ *   inside the window (its frees subtracted with saturation, then its
+ *   allocations added; so a storage allocated and freed at one such timestamp
+ *   can lift the sum); residual_bytes = the bytes of lifetimes with
+ *   start < window end < end (an open lifetime ends at UINT64_MAX).
+ * Under partial or undeclared coverage an unobserved span stays unknown, not 0.
+ * Returns NULL when the logical plane is absent. O(n log^2 n) (small-to-large
+ * over a segment tree of composed step maps); exact while byte sums stay below
+ * 2^63. */
 typedef struct cg_span_memory {
-    bool known;
+    bool has_allocated;
     uint64_t allocated_bytes;
     bool has_window;
     uint64_t peak_live_bytes, residual_bytes;
 } cg_span_memory;
 cg_span_memory *cg_memory_span_metrics(const cg_trace *t, const cg_memory_profile *p, cg_arena *a);
 
-/* MemoryProfile JSON {logical, physical} (absent plane = null). Field names in
- * docs/compatibility-analysis.md. */
+/* Per-op allocation attribution (indexed like t->ops): a lifetime with an
+ * op_name attributes its bytes to the op of its allocation span carrying that
+ * name when exactly one op of that span does; an ambiguous or unknown name
+ * leaves it at span level only. has_allocated: at least one lifetime attributed.
+ * Returns NULL when the logical plane is absent. O(n log n). */
+typedef struct cg_op_memory {
+    bool has_allocated;
+    uint64_t allocated_bytes;
+} cg_op_memory;
+cg_op_memory *cg_memory_op_metrics(const cg_trace *t, const cg_memory_profile *p, cg_arena *a);
+
+/* MemoryProfile JSON {logical?, physical?} (an absent plane is omitted), in the
+ * crate's field order: logical {storage_allocation_count,
+ * matched_storage_free_count, total_allocated_bytes, peak?, timeline, lifetimes,
+ * by_device: [{device, ..., peak_live_bytes?, peak_timestamp_ns?}]}; physical
+ * {timeline, by_device: [{device, ...}]}; a lifetime's op_name is null when absent;
+ * the by-device / by-category maps have sorted keys. */
 cg_jv *cg_memory_to_json(cg_arena *a, const cg_memory_profile *p);
 /* The same value with lifetimes, peak live allocations and both timelines as
  * lazy arrays (json.h); p and its trace must outlive every use of the value. */

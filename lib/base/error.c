@@ -49,4 +49,25 @@ void cg_err_clear(cg_error *err) {
     err->msg[0] = '\0';
 }
 
+const char *cg_err_quote(char *buf, size_t size, const char *s) {
+    size_t o = 0;
+    if (size < 3) {
+        if (size) buf[0] = '\0';
+        return buf;
+    }
+    buf[o++] = '"';
+    for (; *s && o + 4 < size; s++) {
+        char e = *s == '"' ? '"' : *s == '\\' ? '\\' : *s == '\n' ? 'n' : *s == '\r' ? 'r' : *s == '\t' ? 't' : 0;
+        if (e) {
+            buf[o++] = '\\';
+            buf[o++] = e;
+        } else {
+            buf[o++] = *s;
+        }
+    }
+    buf[o++] = '"';
+    buf[o] = '\0';
+    return buf;
+}
+
 cg_errcode cg_errcode_of_errno(int e) { return e == ENOSPC || e == EDQUOT ? CG_ENOSPC : CG_EIO; }

@@ -43,4 +43,12 @@ void cg_err_clear(cg_error *err);
 /* CG_ENOSPC for ENOSPC and EDQUOT, CG_EIO for every other errno value. */
 cg_errcode cg_errcode_of_errno(int e);
 
+/* Rust's {:?} of a string, as the crate's messages quote values: s in double
+ * quotes with \" \\ \n \r \t escaped, written into buf (truncated to size;
+ * always terminated). Returns buf. */
+const char *cg_err_quote(char *buf, size_t size, const char *s);
+/* cg_err_quote into a temporary buffer that lives until the end of the
+ * enclosing full expression (for message arguments). */
+#define CG_QUOTE(s) cg_err_quote((char[CG_ERROR_MAX / 2]){0}, CG_ERROR_MAX / 2, (s))
+
 #endif

@@ -928,13 +928,8 @@ int cg_json_write_sink(const cg_jv *v, bool pretty, bool newline, cg_json_sink s
     return w.stop;
 }
 
-typedef struct fd_sink {
-    int fd;
-    int err_no;
-} fd_sink;
-
-static int fd_write(void *ctx, const char *data, size_t len) {
-    fd_sink *s = ctx;
+int cg_fd_sink(void *ctx, const char *data, size_t len) {
+    cg_fd_sink_ctx *s = ctx;
     while (len) {
         ssize_t n = write(s->fd, data, len);
         if (n < 0) {
@@ -949,8 +944,8 @@ static int fd_write(void *ctx, const char *data, size_t len) {
 }
 
 int cg_json_write_fd(int fd, const cg_jv *v, bool pretty, bool newline, cg_error *err) {
-    fd_sink s = {fd, 0};
-    if (cg_json_write_sink(v, pretty, newline, fd_write, &s) != 0)
+    cg_fd_sink_ctx s = {fd, 0};
+    if (cg_json_write_sink(v, pretty, newline, cg_fd_sink, &s) != 0)
         return cg_err_set(err, CG_EIO, "write: %s", strerror(s.err_no));
     return 0;
 }
@@ -958,12 +953,30 @@ int cg_json_write_fd(int fd, const cg_jv *v, bool pretty, bool newline, cg_error
 int cg_json_write_file(const char *path, const cg_jv *v, bool pretty, cg_error *err) {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (fd < 0) return cg_err_set(err, CG_EIO, "create %s: %s", path, strerror(errno));
-    fd_sink s = {fd, 0};
-    int rc = cg_json_write_sink(v, pretty, true, fd_write, &s);
+    cg_fd_sink_ctx s = {fd, 0};
+    int rc = cg_json_write_sink(v, pretty, true, cg_fd_sink, &s);
     if (close(fd) != 0 && rc == 0) {
         s.err_no = errno;
         rc = -1;
     }
     if (rc != 0) return cg_err_set(err, CG_EIO, "write %s: %s", path, strerror(s.err_no));
     return 0;
+}
+
+size_t cg_utf8_seq_len(const char *p, size_t n) {
+    return n ? utf8_len((const unsigned char *)p, (const unsigned char *)p + n) : 0;
+}
+
+size_t cg_utf8_valid_prefix(const char *s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        if ((unsigned char)s[i] < 0x80) {
+            i++;
+            continue;
+        }
+        size_t l = cg_utf8_seq_len(s + i, n - i);
+        if (!l) break;
+        i += l;
+    }
+    return i;
 }

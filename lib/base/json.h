@@ -156,7 +156,22 @@ int cg_json_write_file(const char *path, const cg_jv *v, bool pretty, cg_error *
 #define CG_JSON_CHUNK ((size_t)1 << 20)
 typedef int (*cg_json_sink)(void *ctx, const char *data, size_t len);
 int cg_json_write_sink(const cg_jv *v, bool pretty, bool newline, cg_json_sink sink, void *ctx);
+/* A sink writing everything to a file descriptor (ctx: cg_fd_sink_ctx; the fd is
+ * not closed); retries EINTR, keeps the errno of a failed write in err_no. */
+typedef struct cg_fd_sink_ctx {
+    int fd;
+    int err_no;
+} cg_fd_sink_ctx;
+int cg_fd_sink(void *ctx, const char *data, size_t len);
 /* Streams to an open file descriptor (not closed). Errors: CG_EIO with strerror. */
 int cg_json_write_fd(int fd, const cg_jv *v, bool pretty, bool newline, cg_error *err);
+
+/* ---- UTF-8 ----
+ * Length of the one valid UTF-8 sequence at p (within n bytes), 0 when the
+ * bytes there are not one (overlong forms, surrogates and > U+10FFFF are
+ * invalid, as in the parser). */
+size_t cg_utf8_seq_len(const char *p, size_t n);
+/* Length of the longest valid UTF-8 prefix of s (== n when all of s is valid). */
+size_t cg_utf8_valid_prefix(const char *s, size_t n);
 
 #endif

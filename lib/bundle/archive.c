@@ -35,6 +35,8 @@ void cg_archive_limits_default(cg_archive_limits *l) {
     l->max_total_bytes = (uint64_t)8 << 30;
     l->max_stream_bytes = 0; /* derived */
     l->window_log_max = 27;
+    l->max_ratio = 0;
+    l->ratio_floor_bytes = (uint64_t)16 << 20;
     l->scratch = false;
 }
 
@@ -46,6 +48,7 @@ const char *cg_archive_error_name(cg_archive_error e) {
     case CG_ARCHIVE_TOO_LARGE: return "payload_too_large";
     case CG_ARCHIVE_MALFORMED: return "malformed_archive";
     case CG_ARCHIVE_LOCAL: return "local_error";
+    case CG_ARCHIVE_RATIO: return "payload_too_large";
     }
     return "local_error";
 }
@@ -375,6 +378,9 @@ typedef struct unpack_in {
     bool first_pending;  /* plain tar: bytes already in inbuf to hand out first */
     uint64_t total_out;
     uint64_t limit;
+    uint64_t max_ratio, ratio_floor; /* zstd only; 0 = off */
+    uint64_t compressed;             /* whole input when known (regular file), else 0 */
+    uint64_t total_in;               /* bytes read from fd */
     cg_archive_error cls;
     char msg[256];
 } unpack_in;
@@ -395,6 +401,19 @@ static ssize_t read_some(int fd, void *buf, size_t n) {
         if (r < 0 && errno == EINTR) continue;
         return r;
     }
+}
+
+/* The decompression-ratio trip-wire (zstd input only). */
+static bool ratio_exceeded(unpack_in *u) {
+    if (!u->max_ratio) return false;
+    uint64_t in = u->compressed ? u->compressed : u->total_in;
+    uint64_t cap = in > UINT64_MAX / u->max_ratio ? UINT64_MAX : in * u->max_ratio;
+    if (cap < u->ratio_floor) cap = u->ratio_floor;
+    if (u->total_out <= cap) return false;
+    in_fail(u, CG_ARCHIVE_RATIO,
+            "decompressed archive exceeds %llu times its compressed size of %llu bytes",
+            (unsigned long long)u->max_ratio, (unsigned long long)in);
+    return true;
 }
 
 /* Produces the next chunk of the decoded tar stream: >0 bytes, 0 at end, -1 on error. */
@@ -429,6 +448,7 @@ static ssize_t produce(unpack_in *u, const void **buf) {
                 return -1;
             }
             if (r == 0) u->eof = true;
+            u->total_in += (uint64_t)r;
             u->in.src = u->inbuf;
             u->in.size = (size_t)r;
             u->in.pos = 0;
@@ -453,6 +473,7 @@ static ssize_t produce(unpack_in *u, const void **buf) {
         u->last_ret = r;
         if (out.pos) {
             u->total_out += out.pos;
+            if (ratio_exceeded(u)) return -1;
             if (u->total_out > u->limit) {
                 in_fail(u, CG_ARCHIVE_TOO_LARGE, "decompressed archive exceeds the limit of %llu bytes",
                         (unsigned long long)u->limit);
@@ -736,7 +757,10 @@ static int unpack_entries(unpack_state *s, unpack_in *u) {
     goto out;
 reader_error:
     if (u->cls)
-        st_fail(s, u->cls, u->cls == CG_ARCHIVE_TOO_LARGE ? CG_ELIMIT : u->cls == CG_ARCHIVE_LOCAL ? CG_EIO : CG_EPARSE,
+        st_fail(s, u->cls,
+                (u->cls == CG_ARCHIVE_TOO_LARGE || u->cls == CG_ARCHIVE_RATIO) ? CG_ELIMIT
+                : u->cls == CG_ARCHIVE_LOCAL                                    ? CG_EIO
+                                                                                : CG_EPARSE,
                 "%s", u->msg);
     else
         st_fail(s, CG_ARCHIVE_MALFORMED, CG_EPARSE, "malformed archive: %s",
@@ -790,6 +814,13 @@ int cg_archive_unpack_fd(int fd, const char *dest, const cg_archive_limits *lim_
     u.in.src = u.inbuf;
     u.in.size = have;
     u.in.pos = 0;
+    u.total_in = have;
+    u.max_ratio = lim.max_ratio;
+    u.ratio_floor = lim.ratio_floor_bytes;
+    struct stat ist;
+    off_t here = lseek(fd, 0, SEEK_CUR);
+    if (u.max_ratio && here >= 0 && fstat(fd, &ist) == 0 && S_ISREG(ist.st_mode) && ist.st_size >= here)
+        u.compressed = (uint64_t)(ist.st_size - here) + have;
     u.zstd = have >= 4 && u.inbuf[0] == 0x28 && u.inbuf[1] == 0xB5 && u.inbuf[2] == 0x2F && u.inbuf[3] == 0xFD;
     if (u.zstd) {
         u.z = ZSTD_createDCtx();

@@ -25,6 +25,8 @@
  *   CG_ARCHIVE_MALFORMED     unreadable, truncated or corrupt input, duplicate entries,
  *                            a path that is both a file and a directory                  → 400 malformed_archive
  *   CG_ARCHIVE_LOCAL         local failure (dest exists, disk, permissions)              → 5xx / CLI error
+ *   CG_ARCHIVE_RATIO         zstd output over max_ratio × the compressed input size      → 413 payload_too_large
+ *                            (detail.limit decompression_ratio)
  * Ownership: no allocation escapes; err carries the message. */
 #ifndef CG_BUNDLE_ARCHIVE_H
 #define CG_BUNDLE_ARCHIVE_H
@@ -41,6 +43,7 @@ typedef enum cg_archive_error {
     CG_ARCHIVE_TOO_LARGE,
     CG_ARCHIVE_MALFORMED,
     CG_ARCHIVE_LOCAL,
+    CG_ARCHIVE_RATIO,
 } cg_archive_error;
 
 typedef struct cg_archive_limits {
@@ -49,6 +52,14 @@ typedef struct cg_archive_limits {
     uint64_t max_total_bytes;   /* sum of file sizes; default 8 GiB */
     uint64_t max_stream_bytes;  /* decoded tar stream; default max_total_bytes + 1536*max_entries + 1 MiB */
     int window_log_max;         /* zstd windowLogMax; default 27 (128 MiB) */
+    /* Decompression-ratio trip-wire, independent of the size limits: a zstd
+     * archive may decode to at most max(ratio_floor_bytes, max_ratio × its
+     * compressed size) bytes. The compressed size is the rest of the file when
+     * the input is a regular file, else the bytes read so far. 0 = off
+     * (default); ratio_floor_bytes default 16 MiB (small archives of tiny or
+     * empty files compress far better than any real bundle). */
+    uint64_t max_ratio;
+    uint64_t ratio_floor_bytes;
     /* Unpack durability. false (default): every file and directory is fsynced
      * before the staging directory is renamed to dest, and dest's parent after.
      * true: dest is a scratch copy that the caller reads and then deletes (the

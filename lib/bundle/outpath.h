@@ -1,6 +1,7 @@
 /* outpath.h — write safety for commands that read bundles (spec §7): an output
  * path that resolves inside an input bundle (lexical "..", existing symlink
- * aliases, or the bundle root itself) is refused with
+ * aliases, or the bundle root itself), or whose resolution passes through the
+ * bundle on the way (the crate's resolve_write_path: "B/new/../../x"), is refused with
  * "refusing to write command output … inside verified bundle …".
  * No allocation escapes. Errors: -1 with CG_EINVAL (refusal) or CG_EIO. */
 #ifndef CG_BUNDLE_OUTPATH_H

@@ -134,28 +134,28 @@ int cg_reconcile_published_bundle(const char *destination, const cg_profile_run 
     return rc;
 }
 
+/* The crate's Path::ancestors().skip(1): the destination as written, cut one
+ * component at a time ("a/../b/c" → "a/../b", "a/..", "a", ""); an empty
+ * ancestor is the cwd. Each is displayed as written. */
 int cg_publication_check_not_nested(const char *destination, cg_error *err) {
-    char abs[PATH_MAX];
-    /* lexically absolute, so every proper ancestor up to "/" is checked */
-    if (cg_bundle_path_lexical_abs(destination, abs) != 0)
-        return cg_err_set(err, CG_EINVAL, "bundle destination path is too long: %s", destination);
-    if (!strcmp(abs, "/")) return 0; /* the root has no proper ancestor */
-    size_t n = strlen(abs);
-    /* proper ancestors: cut at each '/' from the right, ending with "/" */
-    while (n > 0) {
-        while (n > 0 && abs[n - 1] != '/') n--;
-        if (n == 0) break;
-        char anc[PATH_MAX];
-        size_t al = n > 1 ? n - 1 : 1;
-        memcpy(anc, abs, al);
-        anc[al] = '\0';
+    char anc[PATH_MAX];
+    size_t n = strlen(destination);
+    if (n >= sizeof anc) return cg_err_set(err, CG_EINVAL, "bundle destination path is too long: %s", destination);
+    memcpy(anc, destination, n + 1);
+    for (;;) {
+        while (n > 1 && anc[n - 1] == '/') n--; /* trailing separators */
+        if (n == 1 && anc[0] == '/') break;      /* the root has no parent */
+        while (n > 0 && anc[n - 1] != '/') n--; /* the last component */
+        if (n == 0 && anc[0] == '\0') break;    /* "" has no parent */
+        while (n > 1 && anc[n - 1] == '/') n--;
+        anc[n] = '\0';
         char probe[PATH_MAX + 16];
-        snprintf(probe, sizeof probe, "%s/bundle.json", al == 1 && anc[0] == '/' ? "" : anc);
+        snprintf(probe, sizeof probe, "%s%sbundle.json", anc, n == 0 ? "" : n == 1 && anc[0] == '/' ? "" : "/");
         struct stat st;
         if (stat(probe, &st) == 0 && S_ISREG(st.st_mode))
             return cg_err_set(err, CG_EINVAL, "refusing to publish bundle %s inside existing bundle %s", destination,
                               anc);
-        n = al == 1 ? 0 : n - 1;
+        if (n == 0) break;
     }
     return 0;
 }

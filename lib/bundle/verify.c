@@ -24,6 +24,8 @@
 
 #define HASH_CHUNK ((size_t)1 << 20)
 
+
+
 static int fail(cg_bundle_check *check, cg_bundle_check which, cg_error *err, cg_errcode code, const char *fmt,
                 ...) __attribute__((format(printf, 5, 6)));
 static int fail(cg_bundle_check *check, cg_bundle_check which, cg_error *err, cg_errcode code, const char *fmt,
@@ -274,14 +276,14 @@ int cg_bundle_verify(const char *root, cg_bundle_receipt *out, cg_bundle_check *
     }
     /* 4 */
     if (strcmp(m.schema, CG_BUNDLE_SCHEMA) != 0 || strlen(m.schema) != strlen(CG_BUNDLE_SCHEMA)) {
-        fail(check, CG_BCHK_SCHEMA, err, CG_EVERIFY, "unsupported bundle schema %s; expected %s", m.schema,
-             CG_BUNDLE_SCHEMA);
+        fail(check, CG_BCHK_SCHEMA, err, CG_EVERIFY, "unsupported bundle schema %s; expected %s", CG_QUOTE(m.schema),
+             CG_QUOTE(CG_BUNDLE_SCHEMA));
         goto out;
     }
     /* 5 */
     for (size_t i = 0; i < m.n_files; i++) {
         if (!declared_path_ok(&m.files[i])) {
-            fail(check, CG_BCHK_UNSAFE_PATH, err, CG_EVERIFY, "unsafe or reserved bundle path %s", m.files[i].path);
+            fail(check, CG_BCHK_UNSAFE_PATH, err, CG_EVERIFY, "unsafe or reserved bundle path %s", CG_QUOTE(m.files[i].path));
             goto out;
         }
     }
@@ -303,7 +305,7 @@ int cg_bundle_verify(const char *root, cg_bundle_receipt *out, cg_bundle_check *
             if (!dup || sorted[i] < dup) dup = sorted[i];
         }
         if (dup) {
-            fail(check, CG_BCHK_DUPLICATE_PATH, err, CG_EVERIFY, "bundle manifest declares %s more than once", dup->path);
+            fail(check, CG_BCHK_DUPLICATE_PATH, err, CG_EVERIFY, "bundle manifest declares %s more than once", CG_QUOTE(dup->path));
             goto out;
         }
     }
@@ -311,7 +313,7 @@ int cg_bundle_verify(const char *root, cg_bundle_receipt *out, cg_bundle_check *
     for (size_t i = 0; i < m.n_files; i++) {
         if (!cg_is_sha256_hex(m.files[i].sha256)) {
             fail(check, CG_BCHK_INVALID_DIGEST, err, CG_EVERIFY, "bundle manifest has an invalid SHA-256 for %s",
-                 m.files[i].path);
+                 CG_QUOTE(m.files[i].path));
             goto out;
         }
     }
@@ -360,7 +362,7 @@ int cg_bundle_verify(const char *root, cg_bundle_receipt *out, cg_bundle_check *
         }
         if ((uint64_t)fst.st_size != f->bytes) {
             fail(check, CG_BCHK_SIZE_MISMATCH, err, CG_EVERIFY, "bundle file %s size mismatch: expected %llu, observed %llu",
-                 f->path, (unsigned long long)f->bytes, (unsigned long long)fst.st_size);
+                 CG_QUOTE(f->path), (unsigned long long)f->bytes, (unsigned long long)fst.st_size);
             free(full);
             goto out;
         }
@@ -381,11 +383,11 @@ int cg_bundle_verify(const char *root, cg_bundle_receipt *out, cg_bundle_check *
         free(full);
         if (hashed != f->bytes) {
             fail(check, CG_BCHK_SIZE_MISMATCH, err, CG_EVERIFY, "bundle file %s size mismatch: expected %llu, observed %llu",
-                 f->path, (unsigned long long)f->bytes, (unsigned long long)hashed);
+                 CG_QUOTE(f->path), (unsigned long long)f->bytes, (unsigned long long)hashed);
             goto out;
         }
         if (!hex_equal_ci(hex, f->sha256)) {
-            fail(check, CG_BCHK_DIGEST_MISMATCH, err, CG_EVERIFY, "bundle file %s SHA-256 mismatch", f->path);
+            fail(check, CG_BCHK_DIGEST_MISMATCH, err, CG_EVERIFY, "bundle file %s SHA-256 mismatch", CG_QUOTE(f->path));
             goto out;
         }
         if (total > UINT64_MAX - f->bytes) {
@@ -461,7 +463,7 @@ int cg_bundle_verify_consumed(const char *root, const cg_bundle_receipt *initial
     for (size_t i = 0; i < n_consumed; i++) {
         const char *p = consumed[i];
         if (!cg_bundle_path_is_safe(p) || !strcmp(p, CG_BUNDLE_MANIFEST_NAME)) {
-            cg_err_set(err, CG_EVERIFY, "unsafe or reserved consumed bundle path %s", p);
+            cg_err_set(err, CG_EVERIFY, "unsafe or reserved consumed bundle path %s", CG_QUOTE(p));
             goto out;
         }
         const cg_bundle_file *decl = NULL;
@@ -492,7 +494,7 @@ int cg_bundle_verify_consumed(const char *root, const cg_bundle_receipt *initial
         free(full);
         if (ssize != decl->bytes || hashed != decl->bytes || !cg_is_sha256_hex(decl->sha256) ||
             !hex_equal_ci(fhex, decl->sha256)) {
-            cg_err_set(err, CG_EVERIFY, "consumed bundle file %s changed after initial verification", p);
+            cg_err_set(err, CG_EVERIFY, "consumed bundle file %s changed after initial verification", CG_QUOTE(p));
             goto out;
         }
     }

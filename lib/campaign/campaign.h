@@ -99,4 +99,10 @@ int cg_campaign_require_published(const cg_campaign_manifest *m, const cg_captur
 /* The planned captures' indices in capture-step order (malloc'd; caller frees). */
 size_t *cg_campaign_step_order(const cg_campaign_manifest *m);
 
+/* The crate's is_safe_relative_path for a planned bundle path: non-empty, no
+ * backslash, not absolute, and every component (as Rust's Path::components
+ * yields them: empty and interior "." segments dropped) a normal name; so
+ * "runs/./b1" and "a//b" are safe, "./b1", "../x" and "a/../b" are not. */
+bool cg_campaign_bundle_path_is_safe(const char *path);
+
 #endif

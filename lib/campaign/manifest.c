@@ -46,7 +46,8 @@ static int parse_shape(cg_arena *a, const char *text, size_t len, cg_campaign_ma
 
 static int check_schema_and_validate(const cg_campaign_manifest *out, const char *schema, cg_error *err) {
     if (strcmp(schema, CG_CAMPAIGN_SCHEMA) != 0)
-        return cg_err_set(err, CG_EINVAL, "unsupported campaign schema %s; expected %s", schema, CG_CAMPAIGN_SCHEMA);
+        return cg_err_set(err, CG_EINVAL, "unsupported campaign schema %s; expected %s", CG_QUOTE(schema),
+                          CG_QUOTE(CG_CAMPAIGN_SCHEMA));
     return cg_campaign_manifest_validate(out, err);
 }
 
@@ -102,13 +103,13 @@ int cg_campaign_manifest_validate(const cg_campaign_manifest *m, cg_error *err) 
         if (rep[i] & 1)
             rc = cg_err_set(err, CG_EINVAL, "campaign manifest plans duplicate capture_step %llu",
                             (unsigned long long)p->capture_step);
-        else if (!cg_bundle_path_is_safe(p->bundle))
+        else if (!cg_campaign_bundle_path_is_safe(p->bundle))
             rc = cg_err_set(err, CG_EINVAL,
                             "campaign manifest has an unsafe bundle path %s; bundle paths must be non-empty "
                             "relative paths without `..` or backslashes",
-                            p->bundle);
+                            CG_QUOTE(p->bundle));
         else if (rep[i] & 2)
-            rc = cg_err_set(err, CG_EINVAL, "campaign manifest plans duplicate bundle path %s", p->bundle);
+            rc = cg_err_set(err, CG_EINVAL, "campaign manifest plans duplicate bundle path %s", CG_QUOTE(p->bundle));
     }
     free(rep);
     return rc;
@@ -121,9 +122,10 @@ int cg_campaign_manifest_load(cg_arena *a, const char *path, cg_campaign_manifes
     const char *schema = NULL;
     int rc = parse_shape(a, text, len, out, &schema, err);
     free(text);
-    /* JSON/shape errors get the parse context; validation messages stay bare */
+    /* JSON/shape errors get the parse context, validation errors the validate context (the crate's) */
     if (rc != 0) return cg_err_context(err, "parse campaign manifest %s", path);
-    return check_schema_and_validate(out, schema, err);
+    if (check_schema_and_validate(out, schema, err) != 0) return cg_err_context(err, "validate campaign manifest %s", path);
+    return 0;
 }
 
 cg_jv *cg_campaign_manifest_to_json(cg_arena *a, const cg_campaign_manifest *m) {
@@ -150,4 +152,19 @@ char *cg_campaign_resolve_bundle(cg_arena *a, const char *manifest_path, const c
     char *r = cg_arena_strdup(a, j);
     free(j);
     return r;
+}
+
+bool cg_campaign_bundle_path_is_safe(const char *path) {
+    if (!path[0] || strchr(path, '\\') || path[0] == '/') return false;
+    bool first = true;
+    for (const char *s = path; *s;) {
+        const char *e = strchr(s, '/');
+        size_t n = e ? (size_t)(e - s) : strlen(s);
+        if (n == 2 && s[0] == '.' && s[1] == '.') return false;
+        if (n == 1 && s[0] == '.' && first) return false; /* a leading "." is Component::CurDir */
+        if (n) first = false;
+        s += n;
+        while (*s == '/') s++;
+    }
+    return true;
 }

@@ -128,25 +128,27 @@ cg_jv *cg_build_series_from_points(cg_arena *a, const cg_series_point *pts, size
         cg_err_set(err, CG_EINVAL, "series requires at least one bundle");
         return NULL;
     }
+    /* per point in input order, as the crate checks them: entrypoint, phase, then a step
+     * an earlier point already provides */
     const cg_series_point *ref = &pts[0];
-    for (size_t i = 1; i < n; i++) {
+    for (size_t i = 0; i < n; i++) {
         if (strcmp(pts[i].entrypoint, ref->entrypoint) != 0) {
-            cg_err_set(err, CG_EINVAL, "series bundles mix entrypoints: %s and %s", ref->entrypoint, pts[i].entrypoint);
+            cg_err_set(err, CG_EINVAL, "series bundles mix entrypoints: %s observes %s, expected %s from %s",
+                       pts[i].bundle, CG_QUOTE(pts[i].entrypoint), CG_QUOTE(ref->entrypoint), ref->bundle);
             return NULL;
         }
         if (pts[i].phase != ref->phase) {
-            cg_err_set(err, CG_EINVAL, "series bundles mix phases: %s and %s", cg_phase_name(ref->phase),
-                       cg_phase_name(pts[i].phase));
+            cg_err_set(err, CG_EINVAL, "series bundles mix phases: %s observes %s, expected %s from %s", pts[i].bundle,
+                       CG_QUOTE(cg_phase_name(pts[i].phase)), CG_QUOTE(cg_phase_name(ref->phase)), ref->bundle);
             return NULL;
         }
-    }
-    for (size_t i = 1; i < n; i++)
         for (size_t j = 0; j < i; j++)
             if (pts[j].capture_step == pts[i].capture_step) {
                 cg_err_set(err, CG_EINVAL, "ambiguous series coordinate: capture_step %llu is provided by both %s and %s",
                            (unsigned long long)pts[i].capture_step, pts[j].bundle, pts[i].bundle);
                 return NULL;
             }
+    }
     /* capture-step order (steps are unique now) */
     size_t *order = malloc(n * sizeof *order);
     if (!order) abort();

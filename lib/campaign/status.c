@@ -29,7 +29,7 @@ void cg_capture_state_from_facts(cg_arena *a, const cg_campaign_manifest *m, con
     if (strcmp(trace_entrypoint, m->entrypoint) != 0) {
         out->kind = CG_CAPTURE_IDENTITY_MISMATCH;
         out->message = cg_arena_printf(a, "entrypoint mismatch: manifest declares %s, bundle trace observes %s",
-                                       m->entrypoint, trace_entrypoint);
+                                       CG_QUOTE(m->entrypoint), CG_QUOTE(trace_entrypoint));
     } else if (trace_capture_step != planned->capture_step) {
         out->kind = CG_CAPTURE_IDENTITY_MISMATCH;
         out->message = cg_arena_printf(a, "capture_step mismatch: manifest plans %llu, bundle trace observes %llu",

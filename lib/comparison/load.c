@@ -50,7 +50,7 @@ int cg_cohort_row_from_bundle(cg_arena *a, const char *root, const char *cohort_
     }
     if (strcmp(t->run.run_id, receipt.run_id) != 0) {
         cg_err_set(err, CG_EVERIFY, "verified %s bundle %zu manifest run ID %s does not match trace run ID %s",
-                   cohort_name, index, receipt.run_id, t->run.run_id);
+                   cohort_name, index, CG_QUOTE(receipt.run_id), CG_QUOTE(t->run.run_id));
         goto done;
     }
     static const char *const consumed[] = {"trace.jsonl"};
@@ -71,8 +71,9 @@ done:
 
 int cg_cohort_row_from_trace_file(cg_arena *a, const char *path, const char *cohort_name, size_t index,
                                   cg_cohort_row *out, cg_error *err) {
+    (void)index; /* the crate's message names the path, not the position */
     cg_trace *t = cg_trace_read_file(path, NULL, err);
-    if (!t) return cg_err_context(err, "parse unverified %s trace %zu at %s", cohort_name, index, path);
+    if (!t) return cg_err_context(err, "parse unverified %s %s", cohort_name, path);
     cg_health *h = cg_health_analyze(t);
     cg_cohort_row_from_trace(a, t, h, NULL, out);
     cg_health_free(h);

@@ -313,3 +313,24 @@ void cg_stats_bootstrap_unpaired(const uint64_t *baseline, size_t nb, const uint
     free(sc);
     free(deltas);
 }
+
+/* ---- the interval of one sample's median (issue 15: history points) */
+void cg_stats_bootstrap_median(const uint64_t *v, size_t n, cg_ci *out) {
+    out->lower_delta_ns = out->upper_delta_ns = 0.0;
+    if (n == 0) return;
+    resampler r;
+    double w;
+    uint64_t *sv = median_resampler(v, n, &r, &w);
+    double *meds = xmalloc(CG_BOOTSTRAP_ITERATIONS * sizeof *meds);
+    uint64_t s = CG_BOOTSTRAP_SEED;
+    for (size_t it = 0; it < CG_BOOTSTRAP_ITERATIONS; it++) {
+        resampler_draw(&r, &s);
+        size_t a, b;
+        resampler_pick(&r, &a, &b);
+        meds[it] = lerp_at((double)sv[a], (double)sv[b], r.lo == r.hi, w);
+    }
+    finish_ci(meds, out);
+    resampler_free(&r);
+    free(sv);
+    free(meds);
+}

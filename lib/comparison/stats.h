@@ -52,4 +52,9 @@ void cg_stats_bootstrap_paired(const cg_pair *pairs, size_t n, cg_ci *out);
 void cg_stats_bootstrap_unpaired(const uint64_t *baseline, size_t nb, const uint64_t *candidate,
                                  size_t nc, cg_ci *out);
 
+/* Issue 15 (history points): the 95 % interval of one sample's median with
+ * the same PRNG stream, resampling and CI ranks (lower/upper in the cg_ci
+ * fields, in ns, not a delta). */
+void cg_stats_bootstrap_median(const uint64_t *v, size_t n, cg_ci *out);
+
 #endif

@@ -11,35 +11,51 @@
 #include <cmocka.h>
 
 #include "base/fs.h"
+#include "base/sha256.h"
 #include "srv_compare.h"
 
 #define FIXTURE "tests/fixtures/reader/illustrative.jsonl"
 
-/* total and count of (kind, path) in the totals JSON; -1 when absent */
-static int64_t lookup(const cg_jv *arr, const char *kind, const char *path, uint64_t *n) {
-    for (size_t i = 0; i < cg_jv_len(arr); i++) {
-        const cg_jv *o = cg_jv_at(arr, i);
-        if (strcmp(cg_jv_as_str(cg_jv_get(o, "k")), kind) || strcmp(cg_jv_as_str(cg_jv_get(o, "p")), path)) continue;
-        uint64_t t = 0;
-        assert_true(cg_jv_as_u64(cg_jv_get(o, "t"), &t));
-        assert_true(cg_jv_as_u64(cg_jv_get(o, "n"), n));
-        return (int64_t)t;
+typedef struct totals {
+    cg_arena *a;
+    srv_path_totals pt;
+    size_t n; /* entries */
+} totals;
+
+/* total and count of (kind, path text); -1 when absent */
+static int64_t lookup(const totals *v, const char *kind, const char *path, uint64_t *n) {
+    char k = kind[0] == 's' ? 's' : kind[0] == 'o' ? 'o' : 'd';
+    for (size_t i = 0; i < v->pt.n_totals; i++) {
+        const srv_path_total *x = &v->pt.totals[i];
+        if (x->kind != k || strcmp(srv_path_text(v->a, &v->pt, x->node), path)) continue;
+        *n = x->n;
+        return (int64_t)x->total;
     }
     return -1;
 }
 
-static cg_jv *totals_of(cg_arena *a, const char *text, size_t len) {
+static totals *totals_of(cg_arena *a, const char *text, size_t len) {
     cg_error err = {0};
     cg_trace *t = cg_trace_read_mem(text, len, "mem.jsonl", NULL, &err);
     if (!t) fail_msg("trace: %s", err.msg);
-    cg_buf b = CG_BUF_INIT;
-    srv_span_totals_json(a, t, &b);
+    totals *v = cg_arena_zalloc(a, sizeof *v);
+    v->a = a;
+    srv_path_totals_build(a, t, &v->pt);
+    v->n = v->pt.n_totals;
+    /* names are the trace's: keep the texts alive past cg_trace_free */
+    for (size_t k = 0; k < v->pt.n_nodes; k++) v->pt.nodes[k].name = cg_arena_strdup(a, v->pt.nodes[k].name);
+    /* the row sets are valid JSON with one object per node / total */
+    cg_buf nb = CG_BUF_INIT, tb = CG_BUF_INIT;
+    srv_path_totals_json(&v->pt, &nb, &tb);
     cg_json_limits lim;
     cg_json_limits_default(&lim);
-    cg_jv *v = cg_json_parse(a, b.data, b.len, &lim, &err);
-    assert_non_null(v);
-    assert_int_equal(v->type, CG_JARR);
-    cg_buf_free(&b);
+    cg_jv *nj = cg_json_parse(a, nb.data, nb.len, &lim, &err), *tj = cg_json_parse(a, tb.data, tb.len, &lim, &err);
+    assert_non_null(nj);
+    assert_non_null(tj);
+    assert_int_equal(cg_jv_len(nj), v->pt.n_nodes);
+    assert_int_equal(cg_jv_len(tj), v->pt.n_totals);
+    cg_buf_free(&nb);
+    cg_buf_free(&tb);
     cg_trace_free(t);
     return v;
 }
@@ -52,7 +68,7 @@ static void test_totals_fixture(void **state) {
     cg_error err = {0};
     char *text = cg_read_file(FIXTURE, 1 << 20, &len, &err);
     assert_non_null(text);
-    cg_jv *v = totals_of(&a, text, len);
+    totals *v = totals_of(&a, text, len);
     uint64_t n = 0;
     const char *root = "toy::train::update", *upd = "toy::train::update/toy/update-000000000003";
     assert_int_equal(lookup(v, "span", root, &n), 1100);
@@ -70,7 +86,7 @@ static void test_totals_fixture(void **state) {
     assert_int_equal(n, 1);
     assert_int_equal(lookup(v, "device", "device:cuda:0/cuda-event-0", &n), 300);
     assert_int_equal(n, 1);
-    assert_int_equal(cg_jv_len(v), 7); /* 5 spans, 1 op, 1 device clock */
+    assert_int_equal(v->n, 7); /* 5 spans, 1 op, 1 device clock */
     free(text);
     cg_arena_free(&a);
 }
@@ -98,7 +114,7 @@ static void test_totals_repeats_and_open(void **state) {
     cg_trace *t = cg_trace_read_mem(b.data, b.len, "mem.jsonl", NULL, &err);
     if (t) { /* the reader may refuse an unclosed span; then only check the repeat */
         cg_trace_free(t);
-        cg_jv *v = totals_of(&a, b.data, b.len);
+        totals *v = totals_of(&a, b.data, b.len);
         uint64_t n = 0;
         assert_int_equal(lookup(v, "span", "toy::train::update/toy/update-000000000003/toy/update-000000000003/backward", &n),
                          257);
@@ -107,6 +123,47 @@ static void test_totals_repeats_and_open(void **state) {
     } else {
         fail_msg("reader refused the test trace: %s", err.msg);
     }
+    cg_buf_free(&b);
+    free(text);
+    cg_arena_free(&a);
+}
+
+/* A 5,000-deep chain: one node per span (linear), each keyed by the SHA-256 of
+ * its text, and a name holding "/" gives the same node as the split it spells. */
+static void test_totals_deep_chain(void **state) {
+    (void)state;
+    cg_arena a;
+    cg_arena_init(&a, 0);
+    size_t len;
+    cg_error err = {0};
+    char *text = cg_read_file(FIXTURE, 1 << 20, &len, &err);
+    assert_non_null(text);
+    cg_buf b = CG_BUF_INIT;
+    cg_buf_append(&b, text, (size_t)(strchr(text, '\n') + 1 - text)); /* the meta line */
+    enum { D = 5000 };
+    for (int i = 1; i <= D; i++) {
+        cg_buf_printf(&b, "{\"kind\":\"span_start\",\"id\":\"s%d\",", i);
+        if (i > 1) cg_buf_printf(&b, "\"parent_id\":\"s%d\",", i - 1);
+        cg_buf_printf(&b, "\"name\":\"n\",\"start_ns\":%d,\"span_kind\":\"function\",\"measured\":%s}\n", i,
+                      i == 1 ? "true" : "false");
+    }
+    cg_buf_puts(&b, "{\"kind\":\"span_start\",\"id\":\"x1\",\"name\":\"n/n\",\"start_ns\":1,\"span_kind\":\"function\","
+                    "\"measured\":false}\n{\"kind\":\"span_end\",\"id\":\"x1\",\"duration_ns\":5}\n");
+    for (int i = D; i >= 1; i--) cg_buf_printf(&b, "{\"kind\":\"span_end\",\"id\":\"s%d\",\"duration_ns\":%d}\n", i, 3 * D - i);
+    cg_buf_printf(&b, "{\"kind\":\"terminal\",\"outcome\":\"complete\",\"timestamp_ns\":%d}\n", 4 * D);
+    totals *v = totals_of(&a, b.data, b.len);
+    assert_int_equal(v->pt.n_nodes, D); /* "n/n" is the node of s2's path */
+    uint64_t n = 0;
+    assert_int_equal(lookup(v, "span", "n/n", &n), (3 * D - 2) + 5);
+    assert_int_equal(n, 2);
+    size_t deepest = SIZE_MAX;
+    for (size_t k = 0; k < v->pt.n_nodes; k++)
+        if (strlen(srv_path_text(&a, &v->pt, k)) == 2 * D - 1) deepest = k;
+    assert_true(deepest != SIZE_MAX);
+    const char *p = srv_path_text(&a, &v->pt, deepest);
+    unsigned char h[32];
+    cg_sha256_buf(p, strlen(p), h);
+    assert_memory_equal(h, v->pt.nodes[deepest].hash, 32);
     cg_buf_free(&b);
     free(text);
     cg_arena_free(&a);
@@ -193,6 +250,7 @@ static void test_routes(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_totals_fixture), cmocka_unit_test(test_totals_repeats_and_open),
+        cmocka_unit_test(test_totals_deep_chain),
         cmocka_unit_test(test_cache), cmocka_unit_test(test_routes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -55,6 +55,21 @@ static void test_error_status(void **state) {
         assert_int_equal(srv_error_status(want[i].code), want[i].status);
     for (size_t i = 0; srv_error_codes[i]; i++) assert_true(srv_error_status(srv_error_codes[i]) < 600);
     assert_int_equal(srv_error_status("no_such_code"), 500);
+    /* issue 13: input errors are never 5xx; only our store answers 5xx; 429/503 retryable */
+    for (size_t i = 0; srv_error_codes[i]; i++) {
+        const srv_reason_info *ri = srv_reason(srv_error_codes[i]);
+        assert_non_null(ri);
+        if (ri->category == SRV_CAT_STORE) assert_true(ri->status >= 500);
+        else if (strcmp(ri->code, "not_implemented") != 0) assert_true(ri->status < 500);
+    }
+    assert_int_equal(srv_error_status("not_implemented"), 501); /* RFC 9110's status for an unknown coding */
+    assert_int_equal(srv_error_status("too_many_parameters"), 431);
+    assert_int_equal(srv_error_status("uri_too_long"), 414);
+    assert_int_equal(srv_error_status("duplicate_key"), 400);
+    assert_int_equal(srv_error_status("invalid_run_id"), 422);
+    assert_true(srv_error_retryable("too_many_requests"));
+    assert_true(srv_error_retryable("unavailable"));
+    assert_false(srv_error_retryable("bad_request"));
 }
 
 static void test_scopes(void **state) {

@@ -18,6 +18,7 @@ const { chromium } = require('playwright-core');
 const sampleHtml = process.env.CG_VIEWER_SAMPLE_HTML;
 const failedHtml = process.env.CG_VIEWER_FAILED_HTML;
 const realHtml = process.env.CG_VIEWER_REAL_HTML;
+const bigHtml = process.env.CG_VIEWER_BIG_HTML;
 const shotDir = process.env.CG_SCREENSHOT_DIR || join(root, 'build', 'screenshots');
 assert.ok(sampleHtml && failedHtml && realHtml, 'CG_VIEWER_SAMPLE_HTML, CG_VIEWER_FAILED_HTML and CG_VIEWER_REAL_HTML must be set');
 mkdirSync(shotDir, { recursive: true });
@@ -272,6 +273,28 @@ test('row limits via CG.app.mount (web-app path): 250 GPU rows, last 100 memory 
     await page.waitForSelector('.cg-node');
     assert.equal(await page.$$eval('.cg-node', (n) => n.length), 14); // 7 spans + 7 ops; tensors hidden
     assert.match(await page.$eval('.cg-graph-notice', (e) => e.textContent), /Tensors are hidden by default/);
+    assertClean(log, url);
+  } finally {
+    await context.close();
+  }
+});
+
+test('bounded viewer of a large trace: every tab renders and states what was cut', async () => {
+  const { context, page, log, url } = await open(bigHtml);
+  try {
+    const cut = (id) => page.$$eval('[data-panel="' + id + '"] .cg-cut li', (l) => l.map((x) => x.dataset.truncated + ' | ' + x.textContent));
+    await page.click('[role="tab"][data-tab="trace"]');
+    await page.waitForSelector('[data-panel="trace"] .cg-cut');
+    const trace = await cut('trace');
+    assert.ok(trace.some((l) => /^views\.trace\.nodes \| nodes: [\d,]+ of [\d,]+ shown \(heaviest by host total time/.test(l)), trace.join('\n'));
+    await page.click('[role="tab"][data-tab="span_costs"]');
+    assert.ok((await cut('span_costs')).some((l) => l.startsWith('views.span_costs.items')));
+    await page.click('[role="tab"][data-tab="memory"]');
+    assert.ok((await cut('memory')).some((l) => /logical \u203a timeline: [\d,]+ of [\d,]+ shown \(downsampled/.test(l)));
+    await page.click('[role="tab"][data-tab="gpu"]');
+    await page.click('[role="tab"][data-tab="evidence"]');
+    await page.click('[role="tab"][data-tab="trace"]');
+    await shot(page, 'bounded');
     assertClean(log, url);
   } finally {
     await context.close();

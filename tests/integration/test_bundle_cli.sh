@@ -23,6 +23,8 @@ cd "$T"
 "$CG" report "$TRACE" --bundle b --nsight-dir "$NSIGHT" -o receipt.json
 [ "$(json receipt.json schema)" = candle-graph/publication/1 ] || fail "receipt schema"
 [ "$(json receipt.json status)" = published ] || fail "receipt status"
+# publication/1 is a derived struct: declaration order (checked against the crate's CLI)
+python3 -c 'import json; d=json.load(open("receipt.json")); assert list(d)==["schema","status","bundle_path","run_id","verification"]; assert list(d["verification"])==["schema","bundle_schema","run_id","manifest_path","manifest_sha256","files_verified","bytes_verified"]' || fail "receipt key order"
 [ "$(json receipt.json verification.manifest_sha256)" = "$(sha256sum b/bundle.json | cut -d' ' -f1)" ] || fail "manifest_sha256"
 python3 - b <<'PY' || fail "manifest digests differ from sha256sum"
 import json, subprocess, sys, os
@@ -44,7 +46,7 @@ ls -A . | grep -q '^\.b\.tmp-' && fail "staging directory left behind"
 # --- verify envelopes ---
 "$CG" verify b -o v.json
 [ "$(json v.json schema)" = candle-graph/verify/1 ] || fail "verify schema"
-python3 -c 'import json; d=json.load(open("v.json")); assert d["semantic"] is None; assert list(d)==["schema","tool","receipt","semantic"]' || fail "verify envelope"
+python3 -c 'import json; d=json.load(open("v.json")); assert d["semantic"] is None; assert list(d)==["receipt","schema","semantic","tool"]' || fail "verify envelope"
 "$CG" verify b --semantic >vs.json
 [ "$(json vs.json semantic.status)" = rederived_match ] || fail "semantic status"
 cmp <(json v.json receipt) <(json vs.json receipt) || fail "receipt not deterministic"
@@ -82,7 +84,7 @@ if "$CG" verify t --semantic 2>err.txt; then fail "tampered evidence passed --se
 grep -q "semantic verification failed" err.txt || fail "semantic message: $(cat err.txt)"
 echo x >>t/report.md
 if "$CG" verify t 2>err.txt; then fail "size change passed"; fi
-grep -q "bundle file report.md size mismatch" err.txt || fail "size message"
+grep -qF 'bundle file "report.md" size mismatch' err.txt || fail "size message"
 
 # --- pack/unpack with GNU tar and zstd ---
 "$CG" pack b -o b.tar >/dev/null

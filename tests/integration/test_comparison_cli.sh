@@ -75,7 +75,7 @@ cp -r "$T/cand/3" "$T/tampered"
 printf ' ' >>"$T/tampered/trace.jsonl"
 rc=0; "$CG" compare --baseline "${BASE[@]}" --candidate "${CAND[@]:0:3}" "$T/tampered" "${CAND[4]}" -o "$T/t.json" 2>"$T/e2" || rc=$?
 [ "$rc" = 1 ] && [ ! -e "$T/t.json" ] || fail "tampered bundle did not abort the comparison"
-grep -q "^candle-graph: verify candidate bundle 4 at $T/tampered: bundle file trace.jsonl size mismatch" "$T/e2" \
+grep -q "^candle-graph: verify candidate bundle 4 at $T/tampered: bundle file \"trace.jsonl\" size mismatch" "$T/e2" \
     || fail "tamper message: $(cat "$T/e2")"
 
 # 4. rows (cohort sample table) vs bundles: byte-identical comparison JSON

@@ -73,7 +73,7 @@ for k in slowest-host slowest-device heaviest spans tensors gradients; do
 done
 for k in memory tensor-stats capabilities gpu-status gpu-correlation gpu-phases gpu-kernels gpu-attribution-gaps; do
     "$CG" query "$FAILED" --kind "$k" -o q.json 2>err.txt || fail "query --kind $k on a failed capture: $(cat err.txt)"
-    [ "$(json q.json schema)" = candle-graph/trace-query/4 ] || fail "query schema"
+    [ "$(json q.json schema)" = candle-graph/trace-query/5 ] || fail "query schema"
     [ "$(json q.json kind)" = "$k" ] || fail "query kind"
 done
 

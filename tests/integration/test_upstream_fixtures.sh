@@ -11,13 +11,23 @@
 #   expected.stderr  when present: stderr must equal it byte for byte
 #   expected/        when present: every file below it must equal $OUT/<same path> byte for byte
 # A case with none of the three expectations fails (a case that cannot fail is no test).
+# PENDING.md in a case folder: the expectations are the crate's, and our output does not meet
+# them yet for the reason it states (another area's open work). Such a case is counted as
+# pending while it differs; once it passes it counts as passed with a NOTE to remove PENDING.md.
+# Before comparing, the case folder's and the scratch folder's absolute paths in the actual
+# output (stdout, stderr, files) are written as the literal text $CASE and $OUT, so goldens of
+# envelopes that echo their input paths stay independent of where the checkout lies.
 set -uo pipefail
 CG="${CG_BINARY_DIR:?}/agent/candle-graph"
 ROOT="${CG_FIXTURES:?}/upstream"
 [ -x "$CG" ] || { echo "FAIL: $CG is not built" >&2; exit 1; }
 SCRATCH="$(mktemp -d)"
 trap 'rm -rf "$SCRATCH"' EXIT
-pass=0 failed=0
+pass=0 failed=0 pending=0
+# normalize FILE: a copy with the case and scratch paths spelled $CASE / $OUT
+normalize() {
+  CASE_DIR="$2" OUT_DIR="$3" perl -pe 's/\Q$ENV{CASE_DIR}\E/\$CASE/g; s/\Q$ENV{OUT_DIR}\E/\$OUT/g' "$1"
+}
 check_case() {
   local case="$1" out="$SCRATCH/out" want_rc=0 rc args expectations=0
   rm -rf "$out" && mkdir -p "$out"
@@ -28,6 +38,8 @@ check_case() {
   ( cd "$out" && CASE="$case" OUT="$out" eval "set -- $args" && exec "$CG" "$@" ) \
     >"$SCRATCH/stdout" 2>"$SCRATCH/stderr" </dev/null
   rc=$?
+  normalize "$SCRATCH/stdout" "$case" "$out" >"$SCRATCH/stdout.n" && mv "$SCRATCH/stdout.n" "$SCRATCH/stdout"
+  normalize "$SCRATCH/stderr" "$case" "$out" >"$SCRATCH/stderr.n" && mv "$SCRATCH/stderr.n" "$SCRATCH/stderr"
   if [ "$rc" != "$want_rc" ]; then
     echo "FAIL ${case#$ROOT/}: exit $rc, expected $want_rc"; head -c 2000 "$SCRATCH/stderr"; return 1
   fi
@@ -47,8 +59,10 @@ check_case() {
     local f rel
     while IFS= read -r -d '' f; do
       rel="${f#$case/expected/}"
-      cmp -s "$f" "$out/$rel" || {
-        echo "FAIL ${case#$ROOT/}: $rel differs"; diff "$f" "$out/$rel" 2>&1 | head -n 20; return 1; }
+      [ -f "$out/$rel" ] || { echo "FAIL ${case#$ROOT/}: $rel was not written"; return 1; }
+      normalize "$out/$rel" "$case" "$out" >"$SCRATCH/file.n"
+      cmp -s "$f" "$SCRATCH/file.n" || {
+        echo "FAIL ${case#$ROOT/}: $rel differs"; diff "$f" "$SCRATCH/file.n" 2>&1 | head -n 20; return 1; }
     done < <(find "$case/expected" -type f -print0)
   fi
   [ "$expectations" = 1 ] || { echo "FAIL ${case#$ROOT/}: no expectation"; return 1; }
@@ -56,7 +70,13 @@ check_case() {
 }
 while IFS= read -r cmdfile; do
   case_dir="$(dirname "$cmdfile")"
-  if check_case "$case_dir"; then pass=$((pass + 1)); else failed=$((failed + 1)); fi
+  if [ -f "$case_dir/PENDING.md" ]; then
+    if check_case "$case_dir" >/dev/null; then
+      echo "NOTE ${case_dir#$ROOT/}: passes now; remove its PENDING.md"; pass=$((pass + 1))
+    else
+      pending=$((pending + 1))
+    fi
+  elif check_case "$case_dir"; then pass=$((pass + 1)); else failed=$((failed + 1)); fi
 done < <(find "$ROOT" -name cmd -type f | LC_ALL=C sort)
-echo "upstream fixtures: $pass passed, $failed failed"
+echo "upstream fixtures: $pass passed, $pending pending, $failed failed"
 [ "$failed" = 0 ] && [ "$pass" -gt 0 ]

@@ -38,14 +38,15 @@ static int validate_reference(const cg_campaign_manifest *m, cg_error *err) {
             if (m->planned[k].capture_step == p->capture_step)
                 return cg_err_set(err, CG_EINVAL, "campaign manifest plans duplicate capture_step %llu",
                                   (unsigned long long)p->capture_step);
-        if (!cg_bundle_path_is_safe(p->bundle))
+        if (!cg_campaign_bundle_path_is_safe(p->bundle))
             return cg_err_set(err, CG_EINVAL,
                               "campaign manifest has an unsafe bundle path %s; bundle paths must be non-empty "
                               "relative paths without `..` or backslashes",
-                              p->bundle);
+                              CG_QUOTE(p->bundle));
         for (size_t k = 0; k < i; k++)
             if (!strcmp(m->planned[k].bundle, p->bundle))
-                return cg_err_set(err, CG_EINVAL, "campaign manifest plans duplicate bundle path %s", p->bundle);
+                return cg_err_set(err, CG_EINVAL, "campaign manifest plans duplicate bundle path %s",
+                                  CG_QUOTE(p->bundle));
     }
     return 0;
 }

@@ -208,6 +208,13 @@ static void test_zstd_bombs_and_corruption(void **st) {
     cg_archive_limits_default(&lim);
     lim.window_log_max = 10;
     expect(unpack_bytes(z, zl, &lim, msg, sizeof msg), CG_ARCHIVE_TOO_LARGE, msg, "window");
+    /* ratio trip-wire (issue 13): 48 MiB from a few KiB is over 200x, whatever the size limits */
+    cg_archive_limits_default(&lim);
+    lim.max_ratio = 200;
+    expect(unpack_bytes(z, zl, &lim, msg, sizeof msg), CG_ARCHIVE_RATIO, msg, "times its compressed size");
+    assert_string_equal(cg_archive_error_name(CG_ARCHIVE_RATIO), "payload_too_large");
+    lim.ratio_floor_bytes = 64u << 20; /* under the floor any ratio is accepted */
+    expect(unpack_bytes(z, zl, &lim, msg, sizeof msg), CG_ARCHIVE_OK, msg, NULL);
     /* within default limits the same archive unpacks */
     expect(unpack_bytes(z, zl, NULL, msg, sizeof msg), CG_ARCHIVE_OK, msg, NULL);
     /* truncated zstd (cut in the middle, and just before the end/checksum) */

@@ -207,14 +207,14 @@ static void test_status_every_state(void **st) {
     assert_string_equal(cg_jv_as_str(cg_jv_get(capture(v, 2), "bundle")), "runs/s3");
     const cg_jv *s;
     s = cg_jv_get(capture(v, 1), "state");
-    assert_string_equal(cg_jv_as_str(cg_jv_get(s, "message")), "bundle file trace.jsonl SHA-256 mismatch");
+    assert_string_equal(cg_jv_as_str(cg_jv_get(s, "message")), "bundle file \"trace.jsonl\" SHA-256 mismatch");
     s = cg_jv_get(capture(v, 2), "state");
     assert_string_equal(cg_jv_as_str(cg_jv_get(s, "run_id")), "run-3");
     assert_true(cg_is_sha256_hex(cg_jv_as_str(cg_jv_get(s, "manifest_sha256"))));
     assert_int_equal(cg_jv_len(s), 3);
     s = cg_jv_get(capture(v, 3), "state");
     assert_string_equal(cg_jv_as_str(cg_jv_get(s, "message")),
-                        "entrypoint mismatch: manifest declares train, bundle trace observes eval");
+                        "entrypoint mismatch: manifest declares \"train\", bundle trace observes \"eval\"");
     s = cg_jv_get(capture(v, 4), "state");
     assert_string_equal(cg_jv_as_str(cg_jv_get(s, "message")),
                         "capture_step mismatch: manifest plans 5, bundle trace observes 6");
@@ -399,10 +399,12 @@ static void test_series_errors(void **st) {
     assert_string_equal(err.msg, want);
     const char *mixe[] = {x, z};
     assert_null(cg_build_series(&a, mixe, 2, NULL, &err));
-    assert_string_equal(err.msg, "series bundles mix entrypoints: train and eval");
+    snprintf(want, sizeof want, "series bundles mix entrypoints: %s observes \"eval\", expected \"train\" from %s", z, x);
+    assert_string_equal(err.msg, want);
     const char *mixp[] = {x, p};
     assert_null(cg_build_series(&a, mixp, 2, NULL, &err));
-    assert_string_equal(err.msg, "series bundles mix phases: train and infer");
+    snprintf(want, sizeof want, "series bundles mix phases: %s observes \"infer\", expected \"train\" from %s", p, x);
+    assert_string_equal(err.msg, want);
     const char *missing[] = {x, bad};
     assert_null(cg_build_series(&a, missing, 2, NULL, &err));
     snprintf(want, sizeof want, "verify series bundle %s: ", bad);

@@ -21,6 +21,7 @@
 #include "render/artifacts.h"
 
 /* the benchmark's synthetic trace generator, as a function */
+int cg_bench_gen_trace_main(int argc, char **argv);
 #define main cg_bench_gen_trace_main
 #include "../../bench/trace_ingest/gen_trace.c"
 #undef main

@@ -27,13 +27,14 @@ export class ApiError extends Error {
   get explanation() { return STATUS_WORDS[this.status] || (this.status ? 'The server answered with status ' + this.status + '.' : 'The server could not be reached.'); }
 }
 
-async function request(path, { text = false, signal } = {}) {
+async function request(path, { text = false, signal, method = 'GET', body } = {}) {
   const headers = { Accept: text ? 'text/html' : 'application/json' };
   const token = getToken();
   if (token) headers.Authorization = 'Bearer ' + token;
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
   let res;
   try {
-    res = await fetch(path, { headers, signal, credentials: 'omit', cache: 'no-cache' });
+    res = await fetch(path, { method, headers, signal, credentials: 'omit', cache: 'no-cache', body: body === undefined ? undefined : JSON.stringify(body) });
   } catch (e) {
     if (e && e.name === 'AbortError') throw e;
     throw new ApiError(0, 'network', 'The server could not be reached: ' + (e && e.message ? e.message : e));
@@ -51,6 +52,8 @@ async function request(path, { text = false, signal } = {}) {
 
 export const getJson = (path, opts) => request(path, opts);
 export const getText = (path, opts) => request(path, { ...(opts || {}), text: true });
+// A JSON body sent with method (alert triage: PATCH /alerts/{id}, upload scope).
+export const sendJson = (method, path, body) => request(path, { method, body });
 
 export function query(params) {
   const q = new URLSearchParams();

@@ -50,6 +50,8 @@ function renderFiles(pane, id, b) {
       h('li', null, dl('/bundles/' + id + '/archive', shortId(id) + '.tar.zst'), ' \u2014 unpacked, it verifies with ', h('code', null, 'candle-graph verify')),
       h('li', null, dl('/bundles/' + id + '/manifest', 'bundle.json'), ' \u2014 the exact stored manifest'),
       h('li', null, dl('/bundles/' + id + '/viewer', 'viewer.html'), ' \u2014 the offline viewer'),
+      h('li', { 'data-export': 'chrome' }, dl('/bundles/' + id + '/export?format=chrome', shortId(id) + '.chrome-trace.json'),
+        ' \u2014 for Perfetto (ui.perfetto.dev) or chrome://tracing: host spans and ops nested per lane, each device clock its own process (never aligned with the host), memory as counters'),
       b.signature ? h('li', null, dl('/bundles/' + id + '/signature', 'signature.json'), ' \u2014 candle-graph/signature/1') : null));
   pane.append(h('h3', null, 'Signature'));
   if (!b.signature) pane.append(h('p', null, badge('neutral', 'unsigned'), ' This bundle was uploaded without a signature.'));

@@ -11,6 +11,8 @@ const FILTERS = [
   { key: 'implementation_id', label: 'Implementation' },
   { key: 'campaign', label: 'Campaign' },
   { key: 'signer', label: 'Signer key id' },
+  { key: 'branch', label: 'Branch' },
+  { key: 'commit', label: 'Commit (hash or prefix)' },
 ];
 const cursorStack = [];
 
@@ -70,7 +72,7 @@ export async function renderBundles(host, ctx) {
   drawCohorts();
 
   const api = {};
-  for (const k of ['entrypoint', 'device', 'implementation_id', 'campaign', 'outcome', 'signer', 'since', 'until', 'phase', 'workload_id', 'capture_step', 'tag', 'cursor']) if (p.get(k)) api[k] = p.get(k);
+  for (const k of ['entrypoint', 'device', 'implementation_id', 'campaign', 'outcome', 'signer', 'since', 'until', 'phase', 'workload_id', 'capture_step', 'tag', 'cursor', 'branch', 'commit']) if (p.get(k)) api[k] = p.get(k);
   api.limit = limit;
   const out = h('div', { class: 'wa-results' }, h('p', { class: 'wa-loading' }, 'Loading bundles\u2026'));
   host.append(out);

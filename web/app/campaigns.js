@@ -70,10 +70,18 @@ export async function renderCampaign(host, id, ctx) {
     h('div', { class: 'wa-field wa-actions' }, h('button', { type: 'submit' }, 'Apply'))));
   const charts = h('div', { class: 'wa-charts' });
   host.append(charts);
+  // series/1 fails closed unless every planned capture is published: say why
+  // instead of asking for an answer that can only be a 409.
+  const pending = (st.captures || []).filter((c) => (c.state?.state || 'unknown') !== 'published');
+  if (pending.length) {
+    charts.append(seriesWithheld(pending, (st.captures || []).length));
+    return;
+  }
   let series;
   try { series = await getJson('/campaigns/' + encodeURIComponent(id) + '/series' + query({ label_prefix: ctx.params.get('label_prefix') })); } catch (e) {
-    charts.append(errorPanel(e, 'Series'));
-    if (e.status === 409) charts.append(h('p', null, 'Series are drawn only when every planned capture is published.'));
+    if (!ctx.isCurrent()) return;
+    if (e.status === 409) charts.append(h('p', { class: 'wa-empty', 'data-series': 'withheld' }, 'No series is drawn: the campaign changed since its status was read, and not every planned capture is published now. Reload to see which.'));
+    else charts.append(errorPanel(e, 'Series'));
     return;
   }
   if (!ctx.isCurrent()) return;
@@ -82,4 +90,16 @@ export async function renderCampaign(host, id, ctx) {
   charts.append(lineChart('Tensor-stat RMS by label', Object.keys(ts).map((k) => ({ name: k, points: ts[k].map((p) => ({ x: p.capture_step, y: p.rms })) })), { fmtY: (v) => fmtNum(v) }));
   const gr = series.gradients || {};
   charts.append(lineChart('Gradient norms', Object.keys(gr).map((k) => ({ name: k, points: gr[k].map((p) => ({ x: p.capture_step, y: p.norm })) })), { fmtY: (v) => fmtNum(v) }));
+}
+
+// Why no series is drawn for a partial campaign: the planned captures that are
+// not published yet, by state, each with its bundle name and step.
+function seriesWithheld(pending, planned) {
+  const byState = {};
+  for (const c of pending) (byState[c.state?.state || 'unknown'] ||= []).push(c);
+  return h('div', { class: 'wa-panel', 'data-series': 'withheld', role: 'status' },
+    h('p', null, 'No series is drawn: series compare every planned capture, and ' + pending.length + ' of ' + planned +
+      ' planned captures ' + (pending.length === 1 ? 'is' : 'are') + ' not published yet.'),
+    h('ul', null, Object.keys(byState).map((k) => h('li', null, badge(STATE_KIND[k] || 'neutral', STATE_WORDS[k] || k), ' ',
+      byState[k].map((c) => c.bundle + ' (step ' + c.capture_step + ')').join(', ')))));
 }

@@ -4,12 +4,16 @@
 //   #/compare?a=…&b=…              cohort comparison    (compare.js)
 //   #/campaigns, #/campaign/<id>   campaigns            (campaigns.js)
 //   #/token                        read token for this tab
+//   #/history?<series filters>     per-commit history   (history.js)
+//   #/alerts?state=…               alerts and triage    (alerts.js)
 import { getToken, setToken } from './api.js';
 import { h } from './ui.js';
 import { renderBundles } from './bundles.js';
 import { renderBundle } from './bundle.js';
 import { renderCompare } from './compare.js';
 import { renderCampaigns, renderCampaign } from './campaigns.js';
+import { renderHistory } from './history.js';
+import { renderAlerts } from './alerts.js';
 
 const main = document.getElementById('wa-main');
 let renderSeq = 0;
@@ -73,6 +77,8 @@ async function route() {
     else if (page === 'campaigns') await renderCampaigns(host, ctx);
     else if (page === 'campaign' && parts[1]) await renderCampaign(host, parts[1], ctx);
     else if (page === 'token') host.append(tokenPage());
+    else if (page === 'history') await renderHistory(host, ctx);
+    else if (page === 'alerts') await renderAlerts(host, ctx);
     else host.append(h('div', { class: 'wa-error', role: 'alert' }, h('h1', null, 'Page not found'), h('p', null, 'There is no page at this address. '), h('a', { href: '#/bundles' }, 'Go to the bundle list')));
   } catch (e) {
     if (seq !== renderSeq) return;

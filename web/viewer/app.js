@@ -73,6 +73,8 @@
       var pane = panes[i];
       if (!pane.cgRendered) {
         pane.cgRendered = true;
+        var cut = U.cutNotes(payload, TABS[i].id);
+        if (cut) pane.appendChild(cut);
         try { TABS[i].render(pane, payload); } catch (err) {
           pane.appendChild(h('p', { class: 'cg-warning', role: 'alert' }, 'This section could not be displayed: ' + (err && err.message ? err.message : String(err))));
           if (window.console) console.error(err);

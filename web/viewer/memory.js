@@ -96,7 +96,7 @@
       return entries(r.live_bytes_by_device).map(function (e) { return e[0] + ': ' + U.fmtBytes(e[1]); }).join(', ') || '\u2014';
     } }]), last, { label: 'Logical memory timeline', compact: true });
 
-    var devRows = entries(lg.devices).map(function (e) { return Object.assign({ device: e[0] }, e[1]); });
+    var devRows = Array.isArray(lg.by_device) ? lg.by_device : [];
     return U.section('Logical memory',
       cards,
       h('div', { class: 'cg-cols cg-cols-2' },
@@ -120,7 +120,7 @@
         h('strong', null, 'Physical memory unknown'),
         ' \u2014 no device memory samples were recorded; zero is not inferred.'));
     }
-    var rows = entries(ph.devices).map(function (e) { return Object.assign({ device: e[0] }, e[1]); });
+    var rows = Array.isArray(ph.by_device) ? ph.by_device : [];
     function at(v, t) { return U.isNum(v) ? h('span', { title: U.fmtInt(v) + ' bytes' + (U.isNum(t) ? ' at ' + U.fmtInt(t) + ' ns' : '') }, U.fmtBytes(v), U.isNum(t) ? h('span', { class: 'cg-exact' }, '@ ' + U.fmtInt(t) + ' ns') : null) : '\u2014'; }
     var samples = Array.isArray(ph.timeline) ? ph.timeline : [];
     return U.section('Physical memory',

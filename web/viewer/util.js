@@ -250,7 +250,25 @@
     return i >= 0 ? s.slice(i + 2) : s;
   }
 
+  /* The lists of one tab that the bounded payload cut (payload.truncation, keyed by
+   * dotted path "views.<tab>.<list>"), each stated as "<list>: N of M shown (order)". */
+  var CUT_ORDER = { first: 'the first ones', downsampled: 'downsampled, each bucket\u2019s first and highest point kept' };
+  function cutNotes(payload, tab) {
+    var t = (payload && payload.truncation) || {}, prefix = 'views.' + tab + '.', out = [];
+    Object.keys(t).forEach(function (path) {
+      var c = t[path];
+      if (path.indexOf(prefix) !== 0 || !c || !c.truncated) return;
+      var list = path.slice(prefix.length).replace(/\./g, ' \u203a ');
+      out.push(h('li', { 'data-truncated': path }, list + ': ' + fmtInt(c.displayed) + ' of ' + fmtInt(c.total) +
+        ' shown (' + (CUT_ORDER[c.order] || c.order) + ')'));
+    });
+    if (!out.length) return null;
+    return h('div', { class: 'cg-warning cg-cut', role: 'note' },
+      h('p', null, 'This offline viewer is bounded: long lists are cut. The bundle\u2019s evidence.json holds every item.'), h('ul', null, out));
+  }
+
   CG.util = {
+    cutNotes: cutNotes,
     h: h, s: s, append: append, isNum: isNum, present: present,
     fmtInt: fmtInt, fmtNum: fmtNum, fmtNs: fmtNs, fmtBytes: fmtBytes, fmtPct: fmtPct,
     nsCell: nsCell, bytesCell: bytesCell, badge: badge, section: section, empty: empty, kv: kv,

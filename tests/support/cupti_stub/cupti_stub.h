@@ -34,4 +34,15 @@ typedef void (*cupti_stub_device_reset_fn)(void);
 /* Number of buffers completed so far. */
 typedef size_t (*cupti_stub_completed_fn)(void);
 
+/* The stand-in's definitions of the entry points above (looked up with dlsym). */
+uint32_t cupti_stub_launch(uint32_t kind, uint32_t device, uint32_t stream, uint64_t start, uint64_t end,
+                           const char *name);
+void cupti_stub_raw(const void *bytes, size_t len);
+void cupti_stub_new_buffer(void);
+void cupti_stub_drop(size_t n);
+void cupti_stub_nvtx_push(const char *name);
+void cupti_stub_nvtx_pop(void);
+void cupti_stub_device_reset(void);
+size_t cupti_stub_completed(void);
+
 #endif

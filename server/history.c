@@ -1,0 +1,525 @@
+/* history.c — revisions index, history points, incremental change-point
+ * detection and alert creation (srv_history.h). */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comparison/compare.h"
+#include "comparison/stats.h"
+#include "srv_compare.h"
+#include "srv_history.h"
+#include "srv_index.h"
+
+const char *const srv_series_fields[] = {
+    "workload_id", "model_id", "config_id", "data_id", "seed_policy", "physical_batch", "accumulation_steps",
+    "precision", "device_state", "entrypoint", "phase", "device",
+};
+const size_t srv_n_series_fields = sizeof srv_series_fields / sizeof srv_series_fields[0];
+
+#define LOCK_CLASS "1500015"
+
+/* ------------------------------------------------------------ revision */
+
+static const char *tag_of(const cg_run_meta *m, const char *key) {
+    for (size_t i = 0; i < m->n_tags; i++)
+        if (!strcmp(m->tags[i].key, key)) return m->tags[i].value;
+    return NULL;
+}
+
+static bool is_commit(const char *s) {
+    size_t n = strlen(s);
+    if (n < 7 || n > 64) return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return false;
+    return true;
+}
+
+static bool digits(const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (s[i] < '0' || s[i] > '9') return false;
+    return true;
+}
+
+/* RFC 3339 date-time: YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM). */
+static bool is_rfc3339(const char *s) {
+    if (strlen(s) < 20 || !digits(s, 4) || s[4] != '-' || !digits(s + 5, 2) || s[7] != '-' || !digits(s + 8, 2) ||
+        s[10] != 'T' || !digits(s + 11, 2) || s[13] != ':' || !digits(s + 14, 2) || s[16] != ':' || !digits(s + 17, 2))
+        return false;
+    if (s[5] > '1' || s[8] > '3' || s[11] > '2' || s[14] > '5' || s[17] > '6') return false;
+    const char *p = s + 19;
+    if (*p == '.') {
+        p++;
+        if (!(*p >= '0' && *p <= '9')) return false;
+        while (*p >= '0' && *p <= '9') p++;
+    }
+    if (*p == 'Z') return p[1] == 0;
+    return (*p == '+' || *p == '-') && digits(p + 1, 2) && p[3] == ':' && digits(p + 4, 2) && p[6] == 0;
+}
+
+/* Canonical series key: the identity fields in srv_series_fields order. */
+static const char *series_key(cg_arena *a, const cg_trace *t) {
+    const cg_run_meta *m = &t->run;
+    const cg_comparison_identity *id = m->identity;
+    cg_jv *o = cg_jv_obj(a);
+    const char *s[] = {id->workload_id, id->model_id, id->config_id, id->data_id, id->seed_policy};
+    for (size_t i = 0; i < 5; i++) cg_jv_obj_put(a, o, srv_series_fields[i], s[i] ? cg_jv_str(a, s[i]) : cg_jv_null(a));
+    cg_jv_obj_put(a, o, "physical_batch", cg_jv_u64(a, id->physical_batch));
+    cg_jv_obj_put(a, o, "accumulation_steps", cg_jv_u64(a, id->accumulation_steps));
+    cg_jv_obj_put(a, o, "precision", id->precision ? cg_jv_str(a, id->precision) : cg_jv_null(a));
+    cg_jv_obj_put(a, o, "device_state", id->device_state ? cg_jv_str(a, id->device_state) : cg_jv_null(a));
+    cg_jv_obj_put(a, o, "entrypoint", cg_jv_str(a, m->entrypoint));
+    cg_jv_obj_put(a, o, "phase", cg_jv_str(a, cg_phase_name(m->phase)));
+    cg_jv_obj_put(a, o, "device", cg_jv_str(a, m->device));
+    cg_buf b = CG_BUF_INIT;
+    cg_json_write(&b, o, false);
+    const char *k = cg_arena_strndup(a, b.data, b.len);
+    cg_buf_free(&b);
+    return k;
+}
+
+static PGresult *q1(PGconn *c, const char *sql, int n, const char *const *p, char ss[6], cg_error *err) {
+    return srv_q(c, sql, n, p, NULL, ss, err);
+}
+
+static int exec_p(PGconn *c, const char *sql, int n, const char *const *p, char ss[6], cg_error *err) {
+    PGresult *x = q1(c, sql, n, p, ss, err);
+    if (!x) return -1;
+    PQclear(x);
+    return 0;
+}
+
+/* Position of the commit's point, inserting it (and shifting later points
+ * when an older commit arrives late). */
+static int point_pos(PGconn *c, const char *sid, const char *commit, const char *ctime, long *pos, char ss[6],
+                     cg_error *err) {
+    const char *p[3] = {sid, commit, ctime};
+    PGresult *x = q1(c, "SELECT pos FROM history_points WHERE series_id = $1::bigint AND commit_sha = $2", 2, p, ss, err);
+    if (!x) return -1;
+    if (PQntuples(x) == 1) {
+        *pos = strtol(PQgetvalue(x, 0, 0), NULL, 10);
+        PQclear(x);
+        return 0;
+    }
+    PQclear(x);
+    x = q1(c,
+           "SELECT pos, ($3::timestamptz, $2::text) > (commit_time, commit_sha) FROM history_points "
+           "WHERE series_id = $1::bigint ORDER BY pos DESC LIMIT 1",
+           3, p, ss, err);
+    if (!x) return -1;
+    bool append = PQntuples(x) == 0 || !strcmp(PQgetvalue(x, 0, 1), "t");
+    *pos = PQntuples(x) == 0 ? 0 : strtol(PQgetvalue(x, 0, 0), NULL, 10) + 1;
+    PQclear(x);
+    if (!append) {
+        x = q1(c,
+               "SELECT count(*) FROM history_points WHERE series_id = $1::bigint AND "
+               "(commit_time, commit_sha) < ($3::timestamptz, $2::text)",
+               3, p, ss, err);
+        if (!x) return -1;
+        *pos = strtol(PQgetvalue(x, 0, 0), NULL, 10);
+        PQclear(x);
+        char ps[24];
+        snprintf(ps, sizeof ps, "%ld", *pos);
+        const char *pu[2] = {sid, ps};
+        if (exec_p(c, "UPDATE history_points SET pos = pos + 1 WHERE series_id = $1::bigint AND pos >= $2::int", 2, pu,
+                   ss, err) < 0)
+            return -1;
+    }
+    char ps[24];
+    snprintf(ps, sizeof ps, "%ld", *pos);
+    const char *pi[4] = {sid, commit, ctime, ps};
+    return exec_p(c,
+                  "INSERT INTO history_points (series_id, commit_sha, commit_time, pos) "
+                  "VALUES ($1::bigint, $2, $3::timestamptz, $4::int)",
+                  4, pi, ss, err);
+}
+
+int srv_history_index(PGconn *c, const char *bundle_id, const cg_trace *t, long long *series_id, char ss[6],
+                      cg_error *err) {
+    *series_id = -1;
+    const cg_run_meta *m = &t->run;
+    const char *commit = tag_of(m, "vcs.commit"), *branch = tag_of(m, "vcs.branch"),
+               *ctime = tag_of(m, "vcs.commit_time");
+    if (!commit || !branch || !ctime || !*branch || !is_commit(commit) || !is_rfc3339(ctime) || !m->identity ||
+        !m->identity->workload_id)
+        return 0;
+    bool has;
+    uint64_t ns, count;
+    srv_measured_sample(t, &has, &ns, &count);
+    if (!has) return 0;
+    cg_arena a;
+    cg_arena_init(&a, 0);
+    int rc = -1;
+    const char *p1[2] = {series_key(&a, t), branch};
+    PGresult *x = q1(c,
+                     "INSERT INTO history_series (series_key, branch, identity) VALUES ($1::text, $2, $1::text::jsonb) "
+                     "ON CONFLICT (series_key, branch) DO UPDATE SET series_key = EXCLUDED.series_key RETURNING id",
+                     2, p1, ss, err);
+    if (!x) goto out;
+    char sid[24];
+    snprintf(sid, sizeof sid, "%s", PQgetvalue(x, 0, 0));
+    PQclear(x);
+    const char *pl[1] = {sid};
+    if (exec_p(c, "SELECT pg_advisory_xact_lock(" LOCK_CLASS ", ($1::bigint % 2147483647)::int)", 1, pl, ss, err) < 0)
+        goto out;
+    const char *p2[7] = {bundle_id, sid, commit, branch, ctime, tag_of(m, "vcs.repository"), tag_of(m, "ci.run_url")};
+    if (exec_p(c,
+               "INSERT INTO bundle_revisions (bundle_id, series_id, commit_sha, branch, commit_time, repository, "
+               "run_url) VALUES ($1, $2::bigint, $3, $4, $5::timestamptz, $6, $7)",
+               7, p2, ss, err) < 0)
+        goto out;
+    long pos;
+    if (point_pos(c, sid, commit, ctime, &pos, ss, err) < 0) goto out;
+    char ps[24];
+    snprintf(ps, sizeof ps, "%ld", pos);
+    const char *p3[2] = {sid, ps};
+    if (exec_p(c, "UPDATE history_series SET dirty_from = LEAST(COALESCE(dirty_from, $2::int), $2::int) WHERE id = $1::bigint",
+               2, p3, ss, err) < 0)
+        goto out;
+    *series_id = strtoll(sid, NULL, 10);
+    rc = 0;
+out:
+    cg_arena_free(&a);
+    return rc;
+}
+
+/* ------------------------------------------------------------ points */
+
+static uint64_t *parse_u64_list(cg_arena *a, const char *s, size_t *n) {
+    size_t cap = 1;
+    for (const char *p = s; *p; p++) cap += *p == ',';
+    uint64_t *v = cg_arena_zalloc(a, cap * sizeof *v);
+    *n = 0;
+    while (*s) {
+        char *e;
+        v[(*n)++] = strtoull(s, &e, 10);
+        s = *e == ',' ? e + 1 : e + strlen(e);
+    }
+    return v;
+}
+
+static const char **parse_id_list(cg_arena *a, const char *s, size_t *n) {
+    size_t cap = 1;
+    for (const char *p = s; *p; p++) cap += *p == ',';
+    const char **v = cg_arena_zalloc(a, (cap + 1) * sizeof *v);
+    *n = 0;
+    while (*s) {
+        const char *e = strchr(s, ',');
+        if (!e) e = s + strlen(s);
+        v[(*n)++] = cg_arena_strndup(a, s, (size_t)(e - s));
+        s = *e ? e + 1 : e;
+    }
+    return v;
+}
+
+/* metric → (kind, path) of bundle_span_totals; NULL kind for the outer metric. */
+static bool metric_parse(cg_arena *a, const char *metric, const char **kind, const char **path) {
+    *kind = *path = NULL;
+    if (!strcmp(metric, SRV_METRIC_OUTER)) return true;
+    if (!strncmp(metric, "span:", 5) && metric[5]) *kind = "span", *path = metric + 5;
+    else if (!strncmp(metric, "op:", 3) && metric[3]) *kind = "op", *path = metric + 3;
+    else if (!strncmp(metric, "device:", 7) && strchr(metric + 7, '/')) *kind = "device", *path = metric;
+    else return false;
+    *path = cg_arena_strdup(a, *path);
+    return true;
+}
+
+int srv_history_points(PGconn *c, cg_arena *a, long long series_id, const char *metric, long from_pos,
+                       srv_point **out, size_t *n, cg_error *err) {
+    const char *kind, *path;
+    if (!metric_parse(a, metric, &kind, &path)) return cg_err_set(err, CG_EINVAL, "unknown metric %s", metric);
+    const char *p[4] = {cg_arena_printf(a, "%lld", series_id), cg_arena_printf(a, "%ld", from_pos), kind, path};
+    const char *join = kind ? "LEFT JOIN bundle_span_totals v ON v.bundle_id = r.bundle_id AND v.kind = $3 AND v.path_hash = sha256(convert_to($4, 'UTF8')) "
+                            : "LEFT JOIN LATERAL (SELECT b.measured_ns AS total_ns FROM bundles b WHERE b.id = r.bundle_id) v ON true ";
+    char *sql = cg_arena_printf(a,
+                                "SELECT p.pos, p.commit_sha, to_char(p.commit_time AT TIME ZONE 'UTC', "
+                                "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), string_agg(r.bundle_id, ',' ORDER BY r.bundle_id), "
+                                "coalesce(string_agg(v.total_ns::text, ',' ORDER BY r.bundle_id), '') "
+                                "FROM history_points p JOIN bundle_revisions r ON r.series_id = p.series_id AND "
+                                "r.commit_sha = p.commit_sha %s WHERE p.series_id = $1::bigint AND p.pos >= $2::int "
+                                "%s GROUP BY p.pos, p.commit_sha, p.commit_time ORDER BY p.pos",
+                                join, kind ? "AND $3::text IS NOT NULL AND $4::text IS NOT NULL" : "");
+    PGresult *x = srv_q(c, sql, kind ? 4 : 2, p, NULL, NULL, err);
+    if (!x) return -1;
+    int rows = PQntuples(x);
+    srv_point *pt = cg_arena_zalloc(a, ((size_t)rows + 1) * sizeof *pt);
+    for (int i = 0; i < rows; i++) {
+        pt[i].pos = strtol(PQgetvalue(x, i, 0), NULL, 10);
+        pt[i].commit = cg_arena_strdup(a, PQgetvalue(x, i, 1));
+        pt[i].commit_time = cg_arena_strdup(a, PQgetvalue(x, i, 2));
+        pt[i].ids = parse_id_list(a, PQgetvalue(x, i, 3), &pt[i].n_ids);
+        pt[i].values = parse_u64_list(a, PQgetvalue(x, i, 4), &pt[i].n);
+        pt[i].median = pt[i].n ? cg_stats_percentile_u64(pt[i].values, pt[i].n, 0.5) : NAN;
+    }
+    PQclear(x);
+    *out = pt;
+    *n = (size_t)rows;
+    return 0;
+}
+
+/* ------------------------------------------------------------ confirmation */
+
+static int load_rows(PGconn *c, cg_arena *a, const srv_point *pt, cg_cohort_row **rows, size_t *n, cg_error *err) {
+    const char *p[1] = {srv_id_array(a, pt->ids, pt->n_ids)};
+    PGresult *x = srv_q(c,
+                        "SELECT f.cohort_row FROM unnest($1::text[]) WITH ORDINALITY AS u(id, ord) "
+                        "JOIN bundle_facts f ON f.bundle_id = u.id ORDER BY u.ord",
+                        1, p, NULL, NULL, err);
+    if (!x) return -1;
+    *n = (size_t)PQntuples(x);
+    *rows = cg_arena_zalloc(a, (*n + 1) * sizeof **rows);
+    for (size_t i = 0; i < *n; i++)
+        if (cg_cohort_row_parse(a, PQgetvalue(x, (int)i, 0), (size_t)PQgetlength(x, (int)i, 0), &(*rows)[i], err) < 0) {
+            PQclear(x);
+            return -1;
+        }
+    PQclear(x);
+    return 0;
+}
+
+static double num(const cg_jv *v) {
+    double d = 0.0;
+    cg_jv_as_f64(v, &d);
+    return d;
+}
+
+int srv_history_confirm(PGconn *c, cg_arena *a, const char *metric, const srv_point *before, const srv_point *after,
+                        srv_confirmation *out, cg_error *err) {
+    memset(out, 0, sizeof *out);
+    cg_cohort_row *rb, *rc;
+    size_t nb, nc;
+    if (load_rows(c, a, before, &rb, &nb, err) < 0 || load_rows(c, a, after, &rc, &nc, err) < 0) return -1;
+    cg_jv *cmp = cg_compare_rows(a, rb, nb, rc, nc, CG_CMP_VERIFIED_BUNDLES);
+    out->comparison = cmp;
+    out->reasons = cg_jv_arr(a);
+    const cg_jv *rs = cg_jv_get(cmp, "reasons");
+    for (size_t i = 0; rs && i < cg_jv_len(rs); i++)
+        cg_jv_arr_push(a, out->reasons, cg_jv_clone(a, cg_jv_get(cg_jv_at(rs, i), "code")));
+    const char *verdict = cg_jv_as_str(cg_jv_get(cmp, "verdict"));
+    const cg_jv *cv = cg_jv_get(cmp, "comparable");
+    bool comparable = cv && cv->type == CG_JBOOL && cv->u.b;
+    if (!strcmp(metric, SRV_METRIC_OUTER)) {
+        const cg_jv *ci = cg_jv_get(cmp, "confidence_interval");
+        out->verdict = verdict;
+        out->delta_ns = num(cg_jv_get(cmp, "median_delta_ns"));
+        double base = num(cg_jv_get(cg_jv_get(cmp, "baseline"), "median_ns"));
+        out->relative_change = base != 0.0 ? out->delta_ns / base : 0.0;
+        out->ci_lower = num(cg_jv_get(ci, "lower_delta_ns"));
+        out->ci_upper = num(cg_jv_get(ci, "upper_delta_ns"));
+    } else if (!comparable || before->n == 0 || after->n == 0) {
+        out->verdict = comparable ? "inconclusive" : "ineligible";
+    } else {
+        cg_ci ci;
+        cg_stats_bootstrap_unpaired(before->values, before->n, after->values, after->n, &ci);
+        out->delta_ns = after->median - before->median;
+        out->relative_change = before->median != 0.0 ? out->delta_ns / before->median : 0.0;
+        out->ci_lower = ci.lower_delta_ns;
+        out->ci_upper = ci.upper_delta_ns;
+        out->verdict = ci.upper_delta_ns < 0.0   ? "candidate_faster"
+                       : ci.lower_delta_ns > 0.0 ? "candidate_slower"
+                                                 : "inconclusive";
+    }
+    out->confirmed = comparable && verdict &&
+                     (!strcmp(out->verdict, "candidate_faster") || !strcmp(out->verdict, "candidate_slower"));
+    return 0;
+}
+
+void srv_history_params(const char *params_json, srv_cp_params *p) {
+    srv_cp_defaults(p);
+    if (params_json && *params_json) {
+        cg_arena a;
+        cg_arena_init(&a, 0);
+        cg_json_limits lim;
+        cg_json_limits_default(&lim);
+        cg_error err = {0};
+        cg_jv *v = cg_json_parse(&a, params_json, strlen(params_json), &lim, &err);
+        uint64_t u;
+        double d;
+        if (v && cg_jv_as_f64(cg_jv_get(v, "p_max"), &d)) p->p_max = d;
+        if (v && cg_jv_as_u64(cg_jv_get(v, "window"), &u) && u < 100000) p->window = (unsigned)u;
+        if (v && cg_jv_as_u64(cg_jv_get(v, "min_segment"), &u) && u < 100000) p->min_segment = (unsigned)u;
+        if (v && cg_jv_as_f64(cg_jv_get(v, "min_relative_change"), &d)) p->min_relative_change = d;
+        cg_arena_free(&a);
+    }
+    srv_cp_sanitize(p);
+}
+
+/* ------------------------------------------------------------ alerts */
+
+static const char *f64s(cg_arena *a, double d) { return cg_arena_printf(a, "%.17g", d); }
+
+/* Creates or refreshes the alert of a confirmed change point; *event is the
+ * event type to emit (NULL when nothing changed). */
+static int alert_upsert(PGconn *c, cg_arena *a, const char *sid, const char *metric, const srv_point *before,
+                        const srv_point *after, const srv_confirmation *cf, long long *alert_id, const char **event,
+                        cg_error *err) {
+    *event = NULL;
+    const char *p[10] = {sid,
+                         metric,
+                         before->commit,
+                         after->commit,
+                         f64s(a, cf->delta_ns),
+                         f64s(a, cf->relative_change),
+                         f64s(a, cf->ci_lower),
+                         f64s(a, cf->ci_upper),
+                         srv_id_array(a, before->ids, before->n_ids),
+                         srv_id_array(a, after->ids, after->n_ids)};
+    PGresult *x = srv_q(c,
+                        "INSERT INTO alerts (series_id, metric, before_commit, after_commit, delta_ns, relative_change, "
+                        "ci_lower_ns, ci_upper_ns, baseline, candidate) VALUES ($1::bigint, $2, $3, $4, $5::float8, "
+                        "$6::float8, $7::float8, $8::float8, $9::text[], $10::text[]) "
+                        "ON CONFLICT (series_id, metric, before_commit, after_commit) DO NOTHING RETURNING id",
+                        10, p, NULL, NULL, err);
+    if (!x) return -1;
+    if (PQntuples(x) == 1) {
+        *alert_id = strtoll(PQgetvalue(x, 0, 0), NULL, 10);
+        *event = "alert.opened";
+        PQclear(x);
+        return 0;
+    }
+    PQclear(x);
+    x = srv_q(c,
+              "UPDATE alerts SET delta_ns = $5::float8, relative_change = $6::float8, ci_lower_ns = $7::float8, "
+              "ci_upper_ns = $8::float8, baseline = $9::text[], candidate = $10::text[], updated_at = now() "
+              "WHERE series_id = $1::bigint AND metric = $2 AND before_commit = $3 AND after_commit = $4 AND "
+              "(delta_ns, ci_lower_ns, ci_upper_ns, baseline, candidate) IS DISTINCT FROM "
+              "($5::float8, $7::float8, $8::float8, $9::text[], $10::text[]) RETURNING id",
+              10, p, NULL, NULL, err);
+    if (!x) return -1;
+    if (PQntuples(x) == 1) *event = "alert.updated";
+    PQclear(x);
+    const char *q[4] = {sid, metric, before->commit, after->commit};
+    x = srv_q(c,
+              "SELECT id FROM alerts WHERE series_id = $1::bigint AND metric = $2 AND before_commit = $3 AND "
+              "after_commit = $4",
+              4, q, NULL, NULL, err);
+    if (!x) return -1;
+    *alert_id = PQntuples(x) ? strtoll(PQgetvalue(x, 0, 0), NULL, 10) : -1;
+    PQclear(x);
+    return 0;
+}
+
+/* Confirms one change point, raises/refreshes its alert and stores it. */
+static int record_cp(PGconn *c, cg_arena *a, const char *sid, const srv_cp *cp, const srv_point *before,
+                     const srv_point *after, bool *kick, cg_error *err) {
+    srv_confirmation cf;
+    if (srv_history_confirm(c, a, SRV_METRIC_OUTER, before, after, &cf, err) < 0) return -1;
+    long long alert_id = -1;
+    if (cf.confirmed) {
+        const char *event;
+        if (alert_upsert(c, a, sid, SRV_METRIC_OUTER, before, after, &cf, &alert_id, &event, err) < 0) return -1;
+        if (event) {
+            cg_jv *aj = srv_alert_load(c, a, alert_id, err);
+            if (!aj || srv_webhook_enqueue(c, a, event, alert_id, aj, err) < 0) return -1;
+            *kick = true;
+        }
+    }
+    cg_buf rb = CG_BUF_INIT;
+    cg_json_write(&rb, cf.reasons, false);
+    const char *p[12] = {sid,
+                         SRV_METRIC_OUTER,
+                         cg_arena_printf(a, "%zu", cp->pos),
+                         cg_arena_printf(a, "%zu", cp->detected_pos),
+                         after->commit,
+                         before->commit,
+                         f64s(a, cp->p_value),
+                         f64s(a, cp->relative_change),
+                         cf.confirmed ? "confirmed" : "unconfirmed",
+                         cf.verdict ? cf.verdict : "ineligible",
+                         cg_arena_strndup(a, rb.data, rb.len),
+                         alert_id >= 0 ? cg_arena_printf(a, "%lld", alert_id) : NULL};
+    cg_buf_free(&rb);
+    return exec_p(c,
+                  "INSERT INTO history_change_points (series_id, metric, pos, detected_pos, commit_sha, before_commit, "
+                  "p_value, relative_change, state, verdict, reasons, alert_id) VALUES ($1::bigint, $2, $3::int, "
+                  "$4::int, $5, $6, $7::float8, $8::float8, $9, $10, $11::jsonb, $12::bigint) "
+                  "ON CONFLICT (series_id, metric, pos) DO UPDATE SET detected_pos = EXCLUDED.detected_pos, "
+                  "commit_sha = EXCLUDED.commit_sha, before_commit = EXCLUDED.before_commit, p_value = "
+                  "EXCLUDED.p_value, relative_change = EXCLUDED.relative_change, state = EXCLUDED.state, verdict = "
+                  "EXCLUDED.verdict, reasons = EXCLUDED.reasons, alert_id = EXCLUDED.alert_id",
+                  12, p, NULL, err);
+}
+
+/* ------------------------------------------------------------ detection */
+
+/* The sweep from position k (the series is locked, the transaction open). */
+static int sweep(PGconn *c, cg_arena *a, const char *sid, long k, const srv_cp_params *prm, bool *kick,
+                 cg_error *err) {
+    const char *p[3] = {sid, SRV_METRIC_OUTER, cg_arena_printf(a, "%ld", k)};
+    PGresult *x = srv_q(c,
+                        "SELECT coalesce(max(pos), 0) FROM history_change_points WHERE series_id = $1::bigint AND "
+                        "metric = $2 AND detected_pos < $3::int",
+                        3, p, NULL, NULL, err);
+    if (!x) return -1;
+    size_t last = strtoull(PQgetvalue(x, 0, 0), NULL, 10);
+    PQclear(x);
+    if (exec_p(c,
+               "DELETE FROM history_change_points WHERE series_id = $1::bigint AND metric = $2 AND detected_pos >= $3::int",
+               3, p, NULL, err) < 0)
+        return -1;
+    long base = k + 1 - (long)prm->window;
+    if (base < (long)last) base = (long)last;
+    if (base < 0) base = 0;
+    srv_point *pt;
+    size_t n;
+    if (srv_history_points(c, a, strtoll(sid, NULL, 10), SRV_METRIC_OUTER, base, &pt, &n, err) < 0) return -1;
+    double *v = cg_arena_zalloc(a, (n + 1) * sizeof *v);
+    for (size_t i = 0; i < n; i++) {
+        if (pt[i].pos != base + (long)i) return cg_err_set(err, CG_ESTATE, "history points of series %s are not dense", sid);
+        v[i] = pt[i].median;
+    }
+    for (long e = k; e < base + (long)n; e++) {
+        srv_cp found[16];
+        size_t got = srv_cp_step(prm, v, (size_t)base, (size_t)e, &last, found, 16);
+        for (size_t i = 0; i < got; i++) {
+            size_t at = found[i].pos - (size_t)base;
+            if (record_cp(c, a, sid, &found[i], &pt[at - 1], &pt[at], kick, err) < 0) return -1;
+        }
+    }
+    return 0;
+}
+
+int srv_history_redetect(PGconn *c, long long series_id, cg_error *err) {
+    cg_arena a;
+    cg_arena_init(&a, 0);
+    const char *sid = cg_arena_printf(&a, "%lld", series_id);
+    const char *p[1] = {sid};
+    bool kick = false;
+    int rc = -1;
+    PGresult *x = NULL;
+    if (srv_exec(c, "BEGIN", err) < 0) goto out;
+    if (exec_p(c, "SELECT pg_advisory_xact_lock(" LOCK_CLASS ", ($1::bigint % 2147483647)::int)", 1, p, NULL, err) < 0)
+        goto fail;
+    x = srv_q(c, "SELECT dirty_from, params::text FROM history_series WHERE id = $1::bigint", 1, p, NULL, NULL, err);
+    if (!x) goto fail;
+    if (PQntuples(x) == 1 && !PQgetisnull(x, 0, 0)) {
+        long k = strtol(PQgetvalue(x, 0, 0), NULL, 10);
+        srv_cp_params prm;
+        srv_history_params(PQgetvalue(x, 0, 1), &prm);
+        if (sweep(c, &a, sid, k, &prm, &kick, err) < 0) goto fail;
+        if (exec_p(c, "UPDATE history_series SET dirty_from = NULL WHERE id = $1::bigint", 1, p, NULL, err) < 0) goto fail;
+    }
+    if (srv_exec(c, "COMMIT", err) < 0) goto fail;
+    rc = 0;
+    if (kick) srv_webhook_kick();
+    goto out;
+fail:
+    srv_exec(c, "ROLLBACK", &(cg_error){0});
+out:
+    if (x) PQclear(x);
+    cg_arena_free(&a);
+    return rc;
+}
+
+void srv_history_detect(srv_server *s, long long series_id) {
+    if (series_id < 0) return;
+    cg_error err = {0};
+    PGconn *c = srv_pool_get(s->pool, &err);
+    if (!c || srv_history_redetect(c, series_id, &err) < 0) {
+        char id[24];
+        snprintf(id, sizeof id, "%lld", series_id);
+        srv_log("error", "change-point detection failed (retried at the next upload of the series)", "series", id,
+                "error", err.msg, NULL);
+    }
+    if (c) srv_pool_put(s->pool, c);
+}
