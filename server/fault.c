@@ -31,8 +31,17 @@ PGconn *srv_fault_connect(const char *const *keys, const char *const *vals, int 
     return c;
 }
 
+/* The reply of a call that ran is lost: drop it, cut the connection and hand
+ * back libpq's own failure for the next exchange. */
+static PGresult *lose_reply(PGconn *c, PGresult *r) {
+    PQclear(r);
+    cut(c);
+    return PQexec(c, "SELECT 1");
+}
+
 PGresult *srv_fault_exec(PGconn *c, const char *sql) {
     int e = cg_fault_hit(CG_FAULT_PQ);
+    if (e == ECONNABORTED) return lose_reply(c, PQexec(c, sql));
     if (e == ECONNRESET) cut(c);
     return PQexec(c, e && e != ECONNRESET ? raise_sql(e) : sql);
 }
@@ -40,6 +49,7 @@ PGresult *srv_fault_exec(PGconn *c, const char *sql) {
 PGresult *srv_fault_exec_params(PGconn *c, const char *sql, int n, const Oid *types, const char *const *vals,
                                 const int *lens, const int *fmts, int result_format) {
     int e = cg_fault_hit(CG_FAULT_PQ);
+    if (e == ECONNABORTED) return lose_reply(c, PQexecParams(c, sql, n, types, vals, lens, fmts, result_format));
     if (e == ECONNRESET) cut(c);
     if (e && e != ECONNRESET) return PQexecParams(c, raise_sql(e), 0, NULL, NULL, NULL, NULL, result_format);
     return PQexecParams(c, sql, n, types, vals, lens, fmts, result_format);

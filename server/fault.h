@@ -4,6 +4,9 @@
  * the rule for the current call fires, the failure is real, not simulated:
  *   ECONNRESET (`lost`): the connection's socket is shut down before the call,
  *     so libpq itself reports the lost connection (PQstatus CONNECTION_BAD);
+ *   ECONNABORTED (`lost-after`): the call runs in the server, then the socket
+ *     is shut down and the caller gets the lost-connection error instead of the
+ *     reply (the ambiguous COMMIT of RELIABILITY.md E3);
  *   ENOSPC / EDQUOT: the statement is replaced by one that raises SQLSTATE
  *     53100 (disk_full) in the server, aborting any open transaction;
  *   EIO / EROFS: likewise with SQLSTATE 58030 (io_error) / 25006 (read only).

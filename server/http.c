@@ -270,6 +270,7 @@ static void req_free(srv_req *r) {
 static srv_req *req_new(srv_server *s) {
     srv_req *r = calloc(1, sizeof *r);
     if (!r) return NULL;
+    cg_fault_thread_enable(); /* CG_FAULT counts request threads only (base/fault.h) */
     r->s = s;
     r->body_fd = -1;
     r->route = -1;

@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,13 +24,13 @@ static rule rules[MAX_RULES];
 static size_t n_rules;
 static atomic_bool armed;
 static _Atomic uint64_t calls[CG_FAULT_NOPS];
-static pthread_t main_thread;
+static _Thread_local bool thread_enabled;
 
 static const char *const op_names[CG_FAULT_NOPS] = {"write", "fsync", "rename", "pq"};
 
 static const struct { const char *name; int value; } err_names[] = {
     {"EIO", EIO}, {"ENOSPC", ENOSPC}, {"EDQUOT", EDQUOT}, {"EROFS", EROFS}, {"ECONNRESET", ECONNRESET},
-    {"lost", ECONNRESET},
+    {"lost", ECONNRESET}, {"ECONNABORTED", ECONNABORTED}, {"lost-after", ECONNABORTED},
 };
 
 static bool parse_op(const char *s, size_t n, cg_fault_op *op) {
@@ -88,7 +87,6 @@ static bool parse_spec(const char *spec) {
 }
 
 __attribute__((constructor)) static void fault_init(void) {
-    main_thread = pthread_self();
     const char *spec = getenv("CG_FAULT");
     if (!spec || !*spec) return;
     if (!parse_spec(spec)) {
@@ -100,13 +98,15 @@ __attribute__((constructor)) static void fault_init(void) {
     fprintf(stderr, "{\"msg\":\"fault injection armed\",\"rules\":%zu}\n", n_rules);
 }
 
+void cg_fault_thread_enable(void) { thread_enabled = true; }
+
 bool cg_fault_armed(void) { return atomic_load_explicit(&armed, memory_order_relaxed); }
 
 uint64_t cg_fault_calls(cg_fault_op op) { return op < CG_FAULT_NOPS ? atomic_load(&calls[op]) : 0; }
 
 int cg_fault_hit(cg_fault_op op) {
     if (!atomic_load_explicit(&armed, memory_order_relaxed) || op >= CG_FAULT_NOPS) return 0;
-    if (pthread_equal(pthread_self(), main_thread)) return 0;
+    if (!thread_enabled) return 0;
     uint64_t nth = atomic_fetch_add(&calls[op], 1) + 1;
     for (size_t i = 0; i < n_rules; i++) {
         const rule *r = &rules[i];

@@ -6,15 +6,17 @@
  *     OP:N:ERR[:persist]
  * OP is write, fsync, rename or pq (a libpq connect/exec call, see
  * server/fault.h); N ≥ 1 is the 1-based index of the call of that OP that fails;
- * ERR is EIO, ENOSPC, EDQUOT, EROFS or ECONNRESET (alias `lost`); with
+ * ERR is EIO, ENOSPC, EDQUOT, EROFS, ECONNRESET (alias `lost`) or ECONNABORTED
+ * (alias `lost-after`: for pq, the call runs and its reply is lost); with
  * `persist` every call from the N-th on fails (a disk that stays full),
  * otherwise only the N-th (transient). An invalid CG_FAULT is reported on
  * stderr and leaves injection off.
  *
- * Only calls made off the process's main thread count and fail: start-up,
- * migrations and the offline commands (fsck, admin) run on the main thread and
- * are never faulted, so N counts the calls made while serving (request threads,
- * the janitor, background index builds). Each injected failure is reported on
+ * Only calls made on threads that called cg_fault_thread_enable() count and
+ * fail — the server enables its request threads — so start-up, migrations,
+ * the offline commands (fsck, admin) and background threads (janitor, webhook
+ * delivery, index builds) are never faulted and N counts the calls made while
+ * answering requests, deterministically. Each injected failure is reported on
  * stderr as one JSON line {"msg":"fault injected","op":…,"call":…,"errno":…}.
  *
  * Thread-safe (atomic counters). No allocation after start-up. */
@@ -36,6 +38,10 @@ typedef enum cg_fault_op {
 /* Counts one call of op; returns 0 when it should proceed, otherwise the errno
  * value it must fail with. Always 0 (and no counting) when not armed. */
 int cg_fault_hit(cg_fault_op op);
+
+/* Lets the calls of the calling thread count (and fail) from now on; a no-op
+ * when not armed. */
+void cg_fault_thread_enable(void);
 
 /* true when CG_FAULT armed at least one rule. */
 bool cg_fault_armed(void);

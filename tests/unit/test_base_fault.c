@@ -1,6 +1,6 @@
 /* base/fault: CG_FAULT is inert when unset or invalid; armed, the N-th call of
- * an operation made off the main thread fails with the named errno (once, or
- * from N on with :persist), and calls on the main thread are never counted.
+ * an operation made on an enabled thread fails with the named errno (once, or
+ * from N on with :persist), and calls on other threads are never counted.
  * CG_FAULT is read by a constructor, so each case re-executes this program
  * with the variable set (CG_FAULT_TEST_CASE names the case). */
 #include <setjmp.h>
@@ -26,6 +26,7 @@ typedef struct outcome {
 
 static void *worker(void *arg) {
     outcome *o = arg;
+    cg_fault_thread_enable();
     const char *tmp = getenv("TMPDIR");
     char dir[512];
     snprintf(dir, sizeof dir, "%s/cgfaultXXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -68,7 +69,7 @@ static void expect_inert(void) {
 
 static void expect_armed(void) {
     assert_true(cg_fault_armed());
-    /* the main thread is never faulted nor counted */
+    /* a thread that did not enable faults is never faulted nor counted */
     for (int i = 0; i < 4; i++) assert_int_equal(cg_fault_hit(CG_FAULT_WRITE), 0);
     assert_int_equal(cg_fault_calls(CG_FAULT_WRITE), 0);
     outcome o = run_worker();
