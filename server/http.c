@@ -176,6 +176,13 @@ enum MHD_Result srv_fail_dup_key(srv_req *r, const char *key) {
     return srv_fail(r, "duplicate_key", d, "the request body has the key %s more than once in one object", key);
 }
 
+cg_jv *srv_detail_param(srv_req *r, const char *name) {
+    cg_arena *a = &r->arena;
+    cg_jv *d = cg_jv_obj(a);
+    cg_jv_obj_put(a, d, "parameter", cg_jv_str(a, name));
+    return d;
+}
+
 const char *srv_cache_immutable(const srv_req *r) {
     bool pub = r->route < 0 || srv_routes[r->route].scope == SRV_SCOPE_NONE ||
                (srv_routes[r->route].scope == SRV_SCOPE_READ && r->s->cfg.public_read);

@@ -60,7 +60,8 @@ static int add_filters(srv_req *r, cg_buf *where, const char **params, const cha
         const char *v = srv_query(r, filters[k].param);
         if (!v) continue;
         if (!strcmp(filters[k].param, "capture_step") && !is_uint(v)) {
-            *res = srv_fail(r, "invalid_parameter", NULL, "capture_step must be a non-negative integer");
+            *res = srv_fail(r, "invalid_parameter", srv_detail_param(r, "capture_step"),
+                            "capture_step must be a non-negative integer");
             return 0;
         }
         pnames[*np] = filters[k].param;

@@ -292,13 +292,15 @@ const char *srv_cache_immutable(const srv_req *r);
  * refused with 400 duplicate_key rather than letting the first one win). */
 const char *srv_json_dup_key(const cg_jv *v);
 enum MHD_Result srv_fail_dup_key(srv_req *r, const char *key);
+/* {"parameter": name} for the detail of an invalid_parameter answer (arena). */
+cg_jv *srv_detail_param(srv_req *r, const char *name);
 
 /* ------------------------------------------------------------ http_guard.c */
 
 /* Slow-client watchdog: tracks every TCP connection (MHD socket context) and
  * closes one whose request head is not complete within header_timeout_s, or
  * whose body falls below min_body_rate after body_timeout_s. Head-waiting
- * connections are capped at 3/4 of the connection limit: a new connection over
+ * connections are capped at half the connection limit: a new connection over
  * the cap sheds the oldest one still sending its head, so such clients cannot
  * hold every slot. */
 int srv_guard_start(srv_server *s);
