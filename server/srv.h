@@ -24,6 +24,7 @@
 #include "base/error.h"
 #include "base/json.h"
 #include "base/sha256.h"
+#include "fault.h" /* CG_FAULT wrappers for I/O and libpq calls */
 
 #ifndef PATH_MAX
 #define PATH_MAX 4096
