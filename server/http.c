@@ -277,6 +277,7 @@ static void req_free(srv_req *r) {
 static srv_req *req_new(srv_server *s) {
     srv_req *r = calloc(1, sizeof *r);
     if (!r) return NULL;
+    cg_fault_thread_enable(); /* CG_FAULT counts request threads only (base/fault.h) */
     r->s = s;
     r->body_fd = -1;
     r->route = -1;
@@ -596,7 +597,7 @@ static int absorb(srv_req *r, const char *data, size_t n) {
     }
     if (r->body_kind == SRV_BODY_STREAM && r->body_fd >= 0) {
         while (n > 0) {
-            ssize_t w = write(r->body_fd, data, n);
+            ssize_t w = cg_fault_write(r->body_fd, data, n);
             if (w < 0) {
                 if (errno == EINTR) continue;
                 return errno == ENOSPC || errno == EDQUOT ? -2 : -3;

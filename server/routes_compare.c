@@ -21,70 +21,12 @@ int srv_campaign_published_ids(srv_req *r, PGconn *c, const char *cid, const cha
 
 /* ------------------------------------------------------------ cohorts */
 
-struct filter { const char *param, *lhs, *cast; };
-static const struct filter filters[] = {
-    {"entrypoint", "b.entrypoint =", ""},
-    {"phase", "b.phase =", ""},
-    {"device", "b.device =", ""},
-    {"implementation_id", "b.implementation_id =", ""},
-    {"workload_id", "b.workload_id =", ""},
-    {"campaign", "b.campaign_id =", ""},
-    {"capture_step", "b.capture_step =", "::numeric"},
-    {"outcome", "b.outcome =", ""},
-    {"signer", "b.signer_key_id =", ""},
-    {"since", "b.uploaded_at >=", "::timestamptz"},
-    {"until", "b.uploaded_at <", "::timestamptz"},
-    /* issue 15: revision filters (a commit hash or prefix, a branch) */
-    {"commit", "EXISTS (SELECT 1 FROM bundle_revisions v WHERE v.bundle_id = b.id AND starts_with(v.commit_sha,", "))"},
-    {"branch", "EXISTS (SELECT 1 FROM bundle_revisions v WHERE v.bundle_id = b.id AND v.branch =", ")"},
-};
-
-static bool is_uint(const char *s) {
-    size_t n = strlen(s); /* a u64: up to 20 digits, at most 18446744073709551615 */
-    if (!n || n > 20 || (n == 20 && strcmp(s, "18446744073709551615") > 0)) return false;
-    for (; *s; s++)
-        if (*s < '0' || *s > '9') return false;
-    return true;
-}
-
 static bool is_hex_prefix(const char *s) {
     size_t n = strlen(s);
     if (n < 12 || n > 64) return false;
     for (size_t i = 0; i < n; i++)
         if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return false;
     return true;
-}
-
-/* Appends " AND <filter>" for each list filter of the request; params from *np. */
-static int add_filters(srv_req *r, cg_buf *where, const char **params, const char **pnames, const char **pcasts,
-                       int *np, enum MHD_Result *res) {
-    for (size_t k = 0; k < sizeof filters / sizeof filters[0]; k++) {
-        const char *v = srv_query(r, filters[k].param);
-        if (!v) continue;
-        if (!strcmp(filters[k].param, "capture_step") && !is_uint(v)) {
-            *res = srv_fail(r, "invalid_parameter", srv_detail_param(r, "capture_step"),
-                            "capture_step must be an integer from 0 to 2^64-1");
-            return 0;
-        }
-        pnames[*np] = filters[k].param;
-        pcasts[*np] = filters[k].cast;
-        params[(*np)++] = v;
-        cg_buf_printf(where, " AND %s $%d%s", filters[k].lhs, *np, filters[k].cast);
-    }
-    const char *tag = srv_query(r, "tag");
-    if (tag) {
-        const char *colon = strchr(tag, ':');
-        if (!colon || colon == tag) {
-            *res = srv_fail(r, "invalid_parameter", NULL, "tag must be key:value");
-            return 0;
-        }
-        params[(*np)++] = cg_arena_strndup(&r->arena, tag, (size_t)(colon - tag));
-        params[(*np)++] = colon + 1;
-        cg_buf_printf(where,
-                      " AND EXISTS (SELECT 1 FROM bundle_tags t WHERE t.bundle_id = b.id AND t.key = $%d AND t.value = $%d)",
-                      *np - 1, *np);
-    }
-    return 1;
 }
 
 /* A selector cohort: base condition + list filters, in `order`. */
@@ -95,7 +37,7 @@ static int select_ids(srv_req *r, PGconn *c, const char *name, const char *base,
     params[np++] = arg;
     cg_buf where = CG_BUF_INIT;
     cg_buf_puts(&where, base);
-    if (!add_filters(r, &where, params, pnames, pcasts, &np, res)) {
+    if (!srv_bundle_filters_add(r, &where, params, pnames, pcasts, &np, res)) {
         cg_buf_free(&where);
         return 0;
     }
