@@ -10,14 +10,19 @@ CASES=$(cd "$FIX" && ls -d crate_published_*/ | tr -d /)
 [ "$(wc -w <<<"$CASES")" -ge 4 ] || die "expected at least 4 crate_published_* fixtures, found: $CASES"
 
 srv_setup
-ADMIN=$("$SERVER" admin bootstrap --database-url "$DBURL" | jq -r .token) || die "admin bootstrap failed"
-srv_start main
-http POST /tokens -H "$(auth "$ADMIN")" -H 'Content-Type: application/json' -d '{"name":"up","scopes":["upload","read"]}'
-expect 201 "" "POST /tokens" || die "no upload token"
-UP=$(jq -r .token "$T/body")
 "$CLI" keygen --out "$T/k" >/dev/null 2>&1 || die "candle-graph keygen failed"
-http POST /keys -H "$(auth "$ADMIN")" -H 'Content-Type: application/json' -d "$(jq -n --rawfile k "$T/k.pub" '{name:"crate", public_key:$k}')"
-expect 201 "" "POST /keys" || die "key not registered"
+# The fixtures share the trace's run_id, so each is ingested by its own server and database.
+fresh_server() {
+  psqlc "CREATE DATABASE $1" >/dev/null || die "create database $1"
+  DBURL="host=$PGSOCK dbname=$1 user=cgtest"
+  ADMIN=$("$SERVER" admin bootstrap --database-url "$DBURL" | jq -r .token) || die "admin bootstrap failed"
+  srv_start "$1"
+  http POST /tokens -H "$(auth "$ADMIN")" -H 'Content-Type: application/json' -d '{"name":"up","scopes":["upload","read"]}'
+  expect 201 "" "$1: POST /tokens" || die "no upload token"
+  UP=$(jq -r .token "$T/body")
+  http POST /keys -H "$(auth "$ADMIN")" -H 'Content-Type: application/json' -d "$(jq -n --rawfile k "$T/k.pub" '{name:"crate", public_key:$k}')"
+  expect 201 "" "$1: POST /keys" || die "key not registered"
+}
 
 for c in $CASES; do
   b=$T/$c
@@ -36,6 +41,7 @@ for c in $CASES; do
     fail "$c: import: $(head -c 600 "$T/i.err")"
   fi
   # server ingest of the signed bundle
+  fresh_server "$c"
   "$CLI" sign "$b" --key "$T/k" >/dev/null 2>&1 || die "candle-graph sign $c failed"
   pack "$b" "$T/$c.tar.zst" z
   upload "$T/$c.tar.zst" "$UP" "$b.sig.json"
@@ -47,6 +53,7 @@ for c in $CASES; do
     expect 200 "" "$c: GET /evidence" && { cmp -s "$T/body" "$b/evidence.json" && pass "$c: stored evidence is the crate's bytes" \
       || fail "$c: stored evidence differs from the crate's evidence.json"; }
   fi
+  srv_stop
 done
 [ "$FAILS" = 0 ] || { note "$FAILS failure(s)"; exit 1; }
 note "crate-published bundles: all checks passed"
