@@ -448,7 +448,7 @@ static int dec_field(dctx *d, const wire_field *f, const cg_jv *v, void *out) {
 
 static int field_index(const wire_record *rec, const char *key, size_t len) {
     for (size_t i = 0; i < rec->n_fields; i++)
-        if (!strncmp(rec->fields[i].name, key, len) && rec->fields[i].name[len] == '\0') return (int)i;
+        if (strlen(rec->fields[i].name) == len && !memcmp(rec->fields[i].name, key, len)) return (int)i;
     return -1;
 }
 
