@@ -7,7 +7,7 @@ CMAKE_FLAGS ?=
 # and stop printing every "Entering/Leaving directory".
 MAKEFLAGS += --no-print-directory
 
-.PHONY: all bootstrap build run test test-unit test-asan bench clean
+.PHONY: all bootstrap build run test test-unit test-asan test-asan-server bench clean
 
 all: build
 
@@ -21,8 +21,9 @@ build: bootstrap
 run: build
 	@bash scripts/run.sh $(BUILD)
 
-# Warnings-as-errors build + every test through ctest, then the unit tests again
-# under AddressSanitizer + UndefinedBehaviorSanitizer.
+# Warnings-as-errors build + every test through ctest, then the unit tests and the
+# server's integration tests (real PostgreSQL, real HTTP) again under
+# AddressSanitizer + UndefinedBehaviorSanitizer.
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
 	@$(MAKE) --no-print-directory test-asan
@@ -32,6 +33,23 @@ test-asan:
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j $(JOBS) -L unit --timeout 900
+	@$(MAKE) test-asan-server
+
+# The server's HTTP integration tests against the sanitizer build: every report
+# (memory error, leak at exit, undefined behaviour) of the server or the CLI goes
+# to a private directory, and any report fails the target.
+# (not server_scale: its peak-RSS bounds hold for the production build, and the
+# sanitizers' shadow memory doubles RSS)
+ASAN_SERVER_TESTS ?= server_api server_hardening server_embedded server_export server_faults \
+  server_html_sandbox server7_compare_campaigns
+test-asan-server:
+	@d=$$(mktemp -d) && for t in $(ASAN_SERVER_TESTS); do \
+	  ASAN_OPTIONS=detect_leaks=1:log_path=$$d/asan UBSAN_OPTIONS=print_stacktrace=1:log_path=$$d/ubsan \
+	  CG_SOURCE_DIR=$(CURDIR) CG_BINARY_DIR=$(CURDIR)/$(ASAN_BUILD) CG_FIXTURES=$(CURDIR)/tests/fixtures \
+	  bash tests/integration/test_$$t.sh >$$d/$$t.out 2>&1 || { tail -40 $$d/$$t.out; rm -rf $$d; exit 1; }; \
+	  echo "asan: integration.$$t passed"; done; \
+	  if ls $$d/asan* $$d/ubsan* >/dev/null 2>&1; then cat $$d/asan* $$d/ubsan* 2>/dev/null | head -200; rm -rf $$d; exit 1; fi; \
+	  rm -rf $$d; echo "asan: no sanitizer reports from the server tests"
 
 bench: build
 	@bash bench/run.sh $(BUILD)

@@ -67,7 +67,7 @@ static int copy_fd(int in, int out, bool *enospc, cg_error *err) {
         }
         if (n == 0) break;
         for (ssize_t off = 0; off < n;) {
-            ssize_t w = write(out, buf + off, (size_t)(n - off));
+            ssize_t w = cg_fault_write(out, buf + off, (size_t)(n - off));
             if (w < 0 && errno == EINTR) continue;
             if (w < 0) {
                 if (errno == ENOSPC || errno == EDQUOT) *enospc = true;
@@ -103,7 +103,7 @@ static int put_fs(srv_blobstore *b, const char *src, const char *hex, uint64_t s
     int rc = in < 0 ? cg_err_set(err, CG_EIO, "open %s: %s", src, strerror(errno)) : copy_fd(in, out, enospc, err);
     if (in >= 0) close(in);
     if (rc == 0 && fchmod(out, 0600) != 0) rc = cg_err_set(err, CG_EIO, "fchmod: %s", strerror(errno));
-    if (rc == 0 && fsync(out) != 0) {
+    if (rc == 0 && cg_fault_fsync(out) != 0) {
         if (errno == ENOSPC || errno == EDQUOT) *enospc = true;
         rc = cg_err_set(err, CG_EIO, "fsync blob: %s", strerror(errno));
     }
@@ -111,7 +111,7 @@ static int put_fs(srv_blobstore *b, const char *src, const char *hex, uint64_t s
         if (errno == ENOSPC || errno == EDQUOT) *enospc = true;
         rc = cg_err_set(err, CG_EIO, "close blob: %s", strerror(errno));
     }
-    if (rc == 0 && rename(tmp, dst) != 0) rc = cg_err_set(err, CG_EIO, "rename blob: %s", strerror(errno));
+    if (rc == 0 && cg_fault_rename(tmp, dst) != 0) rc = cg_err_set(err, cg_errcode_of_errno(errno), "rename blob: %s", strerror(errno));
     if (rc != 0) {
         unlink(tmp);
         return -1;
@@ -175,7 +175,9 @@ static int put_pg(PGconn *c, const char *src, const char *hex, uint64_t size, cg
 int srv_blob_put(srv_blobstore *b, PGconn *conn, const char *src, const char *hex, uint64_t size, bool *enospc,
                  cg_error *err) {
     *enospc = false;
-    return b->kind == SRV_BLOB_FS ? put_fs(b, src, hex, size, enospc, err) : put_pg(conn, src, hex, size, err);
+    int rc = b->kind == SRV_BLOB_FS ? put_fs(b, src, hex, size, enospc, err) : put_pg(conn, src, hex, size, err);
+    if (rc != 0 && err && err->code == CG_ENOSPC) *enospc = true; /* rename or directory sync found the disk full */
+    return rc;
 }
 
 /* pg: materialize the chunks into an unlinked temp file. */
@@ -200,7 +202,7 @@ static int open_pg(srv_blobstore *b, PGconn *c, const char *hex, uint64_t *size,
         snprintf(ix, sizeof ix, "%d", idx);
         const char *q[2] = {hex, ix};
         int lens[2] = {0, 0}, fmts[2] = {0, 0};
-        PGresult *x = PQexecParams(c, "SELECT data FROM pg_blob_chunks WHERE sha256 = $1 AND idx = $2::int", 2, NULL, q,
+        PGresult *x = srv_fault_exec_params(c, "SELECT data FROM pg_blob_chunks WHERE sha256 = $1 AND idx = $2::int", 2, NULL, q,
                                    lens, fmts, 1);
         if (PQresultStatus(x) != PGRES_TUPLES_OK) {
             cg_err_set(err, CG_EIO, "database: %s", PQresultErrorMessage(x));
@@ -215,7 +217,7 @@ static int open_pg(srv_blobstore *b, PGconn *c, const char *hex, uint64_t *size,
         const char *d = PQgetvalue(x, 0, 0);
         size_t n = (size_t)PQgetlength(x, 0, 0);
         for (size_t off = 0; off < n;) {
-            ssize_t w = write(fd, d + off, n - off);
+            ssize_t w = cg_fault_write(fd, d + off, n - off);
             if (w < 0 && errno == EINTR) continue;
             if (w < 0) {
                 PQclear(x);

@@ -176,6 +176,13 @@ enum MHD_Result srv_fail_dup_key(srv_req *r, const char *key) {
     return srv_fail(r, "duplicate_key", d, "the request body has the key %s more than once in one object", key);
 }
 
+cg_jv *srv_detail_param(srv_req *r, const char *name) {
+    cg_arena *a = &r->arena;
+    cg_jv *d = cg_jv_obj(a);
+    cg_jv_obj_put(a, d, "parameter", cg_jv_str(a, name));
+    return d;
+}
+
 const char *srv_cache_immutable(const srv_req *r) {
     bool pub = r->route < 0 || srv_routes[r->route].scope == SRV_SCOPE_NONE ||
                (srv_routes[r->route].scope == SRV_SCOPE_READ && r->s->cfg.public_read);
@@ -270,6 +277,7 @@ static void req_free(srv_req *r) {
 static srv_req *req_new(srv_server *s) {
     srv_req *r = calloc(1, sizeof *r);
     if (!r) return NULL;
+    cg_fault_thread_enable(); /* CG_FAULT counts request threads only (base/fault.h) */
     r->s = s;
     r->body_fd = -1;
     r->route = -1;
@@ -589,7 +597,7 @@ static int absorb(srv_req *r, const char *data, size_t n) {
     }
     if (r->body_kind == SRV_BODY_STREAM && r->body_fd >= 0) {
         while (n > 0) {
-            ssize_t w = write(r->body_fd, data, n);
+            ssize_t w = cg_fault_write(r->body_fd, data, n);
             if (w < 0) {
                 if (errno == EINTR) continue;
                 return errno == ENOSPC || errno == EDQUOT ? -2 : -3;

@@ -10,9 +10,11 @@
  *     after its previous request was answered (keep-alive included), or
  *   - is sending a body slower than min_body_rate bytes/s once body_timeout_s
  *     has passed (deadline = body start + body_timeout_s + bytes/min_body_rate).
- * Connections waiting for their head are capped at 3/4 of the connection limit:
+ * Connections waiting for their head are capped at half the connection limit:
  * a new connection over the cap sheds the oldest one still waiting, so slow
- * clients can never hold every slot and others keep being served.
+ * clients can never hold every slot and others keep being served (the other
+ * half is headroom for requests in progress and for shed connections that MHD
+ * has not finished closing).
  *
  * Safety of shutdown(): an entry is unlinked (under mu) in MHD's CLOSED
  * notification, which MHD sends before it closes the socket, and shutdown() is
@@ -195,7 +197,7 @@ int srv_guard_start(srv_server *s) {
     pthread_cond_init(&g->cv, &ca);
     pthread_condattr_destroy(&ca);
     unsigned lim = s->cfg.conn_limit ? s->cfg.conn_limit : 1;
-    g->cap = lim - lim / 4;
+    g->cap = lim / 2;
     if (g->cap == 0) g->cap = 1;
     g->header_s = (double)s->cfg.header_timeout_s;
     g->body_s = (double)s->cfg.body_timeout_s;

@@ -209,7 +209,7 @@ static bool check_signature(ingest *g, const char **sig_json, const char **key_i
         return false;
     }
     const char *p[1] = {kid};
-    PGresult *q = PQexecParams(c, "SELECT public_key, revoked_at IS NOT NULL FROM signer_keys WHERE key_id = $1", 1,
+    PGresult *q = srv_fault_exec_params(c, "SELECT public_key, revoked_at IS NOT NULL FROM signer_keys WHERE key_id = $1", 1,
                                NULL, p, NULL, NULL, 1);
     if (PQresultStatus(q) != PGRES_TUPLES_OK) {
         cg_err_set(&err, CG_EIO, "database: %s", PQresultErrorMessage(q));
@@ -390,7 +390,7 @@ static enum MHD_Result run(ingest *g) {
                                     cg_jv_u64(a, s->cfg.max_decode_ratio)),
                           err.msg);
         default:
-            if (srv_free_bytes(s->cfg.data_dir) < (1u << 20))
+            if (err.code == CG_ENOSPC || srv_free_bytes(s->cfg.data_dir) < (1u << 20))
                 return srv_fail(r, "insufficient_storage", NULL, "no space left to unpack the upload");
             return srv_fail_unavailable(r, &err);
         }

@@ -27,7 +27,7 @@ static void quiet_notice(void *arg, const char *msg) {
 PGconn *srv_db_connect(const char *conninfo, unsigned stmt_timeout_ms, cg_error *err) {
     const char *keys[] = {"dbname", "connect_timeout", "application_name", NULL};
     const char *vals[] = {conninfo, "3", "candle-graph-server", NULL};
-    PGconn *c = PQconnectdbParams(keys, vals, 1);
+    PGconn *c = srv_fault_connect(keys, vals, 1);
     if (!c || PQstatus(c) != CONNECTION_OK) {
         const char *m = c ? PQerrorMessage(c) : "out of memory";
         char msg[512];
@@ -41,7 +41,7 @@ PGconn *srv_db_connect(const char *conninfo, unsigned stmt_timeout_ms, cg_error 
     PQsetNoticeProcessor(c, quiet_notice, NULL);
     char sql[128];
     snprintf(sql, sizeof sql, "SET statement_timeout = %u", stmt_timeout_ms);
-    PGresult *r = PQexec(c, sql);
+    PGresult *r = srv_fault_exec(c, sql);
     bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
     PQclear(r);
     if (!ok) {
@@ -145,7 +145,7 @@ void srv_pool_put(srv_pool *p, PGconn *c) {
         if (p->busy[i] && p->out[i] == c) slot = (int)i;
     pthread_mutex_unlock(&p->mu);
     if (PQstatus(c) == CONNECTION_OK && PQtransactionStatus(c) != PQTRANS_IDLE) {
-        PGresult *r = PQexec(c, "ROLLBACK");
+        PGresult *r = srv_fault_exec(c, "ROLLBACK");
         PQclear(r);
         if (PQtransactionStatus(c) != PQTRANS_IDLE) {
             PQfinish(c);
@@ -202,7 +202,7 @@ PGresult *srv_q(PGconn *c, const char *sql, int n, const char *const *params, co
         fmts[i] = bin_lens && bin_lens[i] > 0 ? 1 : 0;
     }
     if (sqlstate) sqlstate[0] = 0;
-    PGresult *r = PQexecParams(c, sql, n, NULL, params, lens, fmts, 0);
+    PGresult *r = srv_fault_exec_params(c, sql, n, NULL, params, lens, fmts, 0);
     ExecStatusType st = PQresultStatus(r);
     if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return r;
     const char *code = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;

@@ -1,5 +1,6 @@
 #include "base/error.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -86,3 +87,5 @@ const char *cg_err_quote(char *buf, size_t size, const char *s) {
     buf[o] = '\0';
     return buf;
 }
+
+cg_errcode cg_errcode_of_errno(int e) { return e == ENOSPC || e == EDQUOT ? CG_ENOSPC : CG_EIO; }

@@ -25,6 +25,7 @@ typedef enum cg_errcode {
     CG_EVERIFY,  /* bundle / signature verification failure */
     CG_ESTATE,   /* operation not allowed in the current state */
     CG_EEXIST,   /* destination already exists */
+    CG_ENOSPC,   /* storage exhausted (ENOSPC, EDQUOT): the disk or a quota is full */
 } cg_errcode;
 
 #define CG_ERROR_CHAIN 8
@@ -52,6 +53,8 @@ void cg_err_clear(cg_error *err);
  * causes, "\n\nCaused by:\n" and each cause indented by four spaces,
  * numbered "N: " when there is more than one. No trailing newline. */
 void cg_err_write_chain(cg_buf *out, const cg_error *err);
+/* CG_ENOSPC for ENOSPC and EDQUOT, CG_EIO for every other errno value. */
+cg_errcode cg_errcode_of_errno(int e);
 
 /* Rust's {:?} of a string, as the crate's messages quote values: s in double
  * quotes with \" \\ \n \r \t escaped, written into buf (truncated to size;

@@ -1,4 +1,5 @@
 #include "base/fs.h"
+#include "base/fault.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -78,7 +79,7 @@ char *cg_read_file(const char *path, size_t max_bytes, size_t *len, cg_error *er
 static int write_all(int fd, const void *data, size_t len) {
     const char *p = data;
     while (len) {
-        ssize_t w = write(fd, p, len);
+        ssize_t w = cg_fault_write(fd, p, len);
         if (w < 0) {
             if (errno == EINTR) continue;
             return -1;
@@ -92,22 +93,22 @@ static int write_all(int fd, const void *data, size_t len) {
 int cg_write_file(const char *path, const void *data, size_t len, bool do_fsync, cg_error *err) {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return cg_err_set(err, CG_EIO, "create %s: %s", path, strerror(errno));
-    if (write_all(fd, data, len) != 0 || (do_fsync && fsync(fd) != 0)) {
+    if (write_all(fd, data, len) != 0 || (do_fsync && cg_fault_fsync(fd) != 0)) {
         int e = errno;
         close(fd);
-        return cg_err_set(err, CG_EIO, "write %s: %s", path, strerror(e));
+        return cg_err_set(err, cg_errcode_of_errno(e), "write %s: %s", path, strerror(e));
     }
-    if (close(fd) != 0) return cg_err_set(err, CG_EIO, "close %s: %s", path, strerror(errno));
+    if (close(fd) != 0) return cg_err_set(err, cg_errcode_of_errno(errno), "close %s: %s", path, strerror(errno));
     return 0;
 }
 
 int cg_fsync_path(const char *path, cg_error *err) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return cg_err_set(err, CG_EIO, "open %s for sync: %s", path, strerror(errno));
-    if (fsync(fd) != 0 && errno != EINVAL) {
+    if (cg_fault_fsync(fd) != 0 && errno != EINVAL) {
         int e = errno;
         close(fd);
-        return cg_err_set(err, CG_EIO, "sync %s: %s", path, strerror(e));
+        return cg_err_set(err, cg_errcode_of_errno(e), "sync %s: %s", path, strerror(e));
     }
     close(fd);
     return 0;
@@ -123,11 +124,11 @@ int cg_write_file_atomic(const char *path, const void *data, size_t len, cg_erro
         free(tmp);
         return -1;
     }
-    if (rename(tmp, path) != 0) {
+    if (cg_fault_rename(tmp, path) != 0) {
         int e = errno;
         unlink(tmp);
         free(tmp);
-        return cg_err_set(err, CG_EIO, "rename into %s: %s", path, strerror(e));
+        return cg_err_set(err, cg_errcode_of_errno(e), "rename into %s: %s", path, strerror(e));
     }
     free(tmp);
     char parent[4096];
@@ -216,7 +217,7 @@ int cg_copy_file(const char *src, const char *dst, cg_error *err) {
         }
     }
     close(in);
-    if (fsync(out) != 0) {
+    if (cg_fault_fsync(out) != 0) {
         int e = errno;
         close(out);
         return cg_err_set(err, CG_EIO, "sync %s: %s", dst, strerror(e));

@@ -2,6 +2,7 @@
  * safe unpack (libarchive for tar, libzstd streaming for the zstd layer). */
 #define _GNU_SOURCE /* renameat2 / RENAME_NOREPLACE */
 #include "bundle/archive.h"
+#include "base/fault.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -55,7 +56,7 @@ const char *cg_archive_error_name(cg_archive_error e) {
 static int write_all(int fd, const void *p, size_t n) {
     const char *c = p;
     while (n) {
-        ssize_t w = write(fd, c, n);
+        ssize_t w = cg_fault_write(fd, c, n);
         if (w < 0) {
             if (errno == EINTR) continue;
             return -1;
@@ -336,13 +337,13 @@ int cg_archive_pack(const char *bundle, const char *out_path, bool zstd, cg_erro
         pack_fail(NULL, &o, err, "finish zstd stream");
         goto out;
     }
-    if (fsync(o.fd) != 0) {
+    if (cg_fault_fsync(o.fd) != 0) {
         cg_err_set(err, CG_EIO, "sync %s: %s", tmp, strerror(errno));
         goto out;
     }
     close(o.fd);
     o.fd = -1;
-    if (rename(tmp, out_path) != 0) {
+    if (cg_fault_rename(tmp, out_path) != 0) {
         cg_err_set(err, CG_EIO, "rename %s to %s: %s", tmp, out_path, strerror(errno));
         goto out;
     }
@@ -622,7 +623,7 @@ static int extract_file(unpack_state *s, struct archive *a, const char *rel, str
     if (fd < 0) {
         if (errno == EEXIST)
             return st_fail(s, CG_ARCHIVE_MALFORMED, CG_EPARSE, "archive path %s is both a file and a directory", rel);
-        return st_fail(s, CG_ARCHIVE_LOCAL, CG_EIO, "create %s: %s", path, strerror(errno));
+        return st_fail(s, CG_ARCHIVE_LOCAL, cg_errcode_of_errno(errno), "create %s: %s", path, strerror(errno));
     }
     uint64_t written = 0;
     for (;;) {
@@ -640,12 +641,12 @@ static int extract_file(unpack_state *s, struct archive *a, const char *rel, str
         if (write_all(fd, s->chunk, (size_t)r) != 0) {
             int en = errno;
             close(fd);
-            return st_fail(s, CG_ARCHIVE_LOCAL, CG_EIO, "write %s: %s", path, strerror(en));
+            return st_fail(s, CG_ARCHIVE_LOCAL, cg_errcode_of_errno(en), "write %s: %s", path, strerror(en));
         }
     }
     s->total_bytes += written;
-    if ((!s->lim->scratch && fsync(fd) != 0) || close(fd) != 0)
-        return st_fail(s, CG_ARCHIVE_LOCAL, CG_EIO, "sync %s: %s", path, strerror(errno));
+    if ((!s->lim->scratch && cg_fault_fsync(fd) != 0) || close(fd) != 0)
+        return st_fail(s, CG_ARCHIVE_LOCAL, cg_errcode_of_errno(errno), "sync %s: %s", path, strerror(errno));
     return 0;
 }
 
@@ -841,12 +842,12 @@ int cg_archive_unpack_fd(int fd, const char *dest, const cg_archive_limits *lim_
         s.cls = CG_ARCHIVE_LOCAL;
         goto out;
     }
-    if (renameat2(AT_FDCWD, staging, AT_FDCWD, dest, RENAME_NOREPLACE) != 0) {
+    if (cg_fault_renameat2(AT_FDCWD, staging, AT_FDCWD, dest, RENAME_NOREPLACE) != 0) {
         int en = errno;
         if (en == EEXIST)
             st_fail(&s, CG_ARCHIVE_LOCAL, CG_EEXIST, "unpack destination already exists: %s", dest);
         else
-            st_fail(&s, CG_ARCHIVE_LOCAL, CG_EIO, "rename %s to %s: %s", staging, dest, strerror(en));
+            st_fail(&s, CG_ARCHIVE_LOCAL, cg_errcode_of_errno(en), "rename %s to %s: %s", staging, dest, strerror(en));
         goto out;
     }
     if (!lim.scratch && cg_fsync_path(parent, err) != 0) {

@@ -150,18 +150,28 @@ typedef struct ctx {
     unsigned next_pid;
 } ctx;
 
-static void emit_span(ctx *c, const cg_span *s, unsigned tid) {
+/* Opens a complete event: {"name":N,"cat":CAT,"ph":"X","pid":P,"tid":T,"ts":…,"dur":…,"args":{"span_id":S
+ * (the caller adds its other args and closes with "}}"). */
+static cg_buf *complete_begin(ctx *c, const char *name, const char *cat, unsigned pid, unsigned tid, uint64_t ts,
+                              uint64_t dur, const char *span_id) {
     cg_buf *b = &c->o.b;
     ev_begin(&c->o);
     PUT_LIT(b, "{\"name\":");
-    put_str(b, s->name);
-    PUT_LIT(b, ",\"cat\":\"span\",\"ph\":\"X\"");
-    put_track(b, HOST_PID, tid);
-    put_us(b, s->start_ns);
+    put_str(b, name);
+    PUT_LIT(b, ",\"cat\":");
+    put_str(b, cat);
+    PUT_LIT(b, ",\"ph\":\"X\"");
+    put_track(b, pid, tid);
+    put_us(b, ts);
     PUT_LIT(b, ",\"dur\":");
-    put_us(b, s->closed ? s->duration_ns : 0);
+    put_us(b, dur);
     PUT_LIT(b, ",\"args\":{\"span_id\":");
-    put_str(b, s->id);
+    put_str(b, span_id);
+    return b;
+}
+
+static void emit_span(ctx *c, const cg_span *s, unsigned tid) {
+    cg_buf *b = complete_begin(c, s->name, "span", HOST_PID, tid, s->start_ns, s->closed ? s->duration_ns : 0, s->id);
     PUT_KV_STR(b, "kind", cg_span_kind_name(s->kind));
     if (s->step != CG_STEP_NONE) PUT_KV_STR(b, "step", cg_step_name(s->step));
     if (s->measured) PUT_LIT(b, ",\"measured\":true");
@@ -171,17 +181,7 @@ static void emit_span(ctx *c, const cg_span *s, unsigned tid) {
 }
 
 static void emit_op(ctx *c, const cg_op *op, unsigned tid) {
-    cg_buf *b = &c->o.b;
-    ev_begin(&c->o);
-    PUT_LIT(b, "{\"name\":");
-    put_str(b, op->op_name);
-    PUT_LIT(b, ",\"cat\":\"op\",\"ph\":\"X\"");
-    put_track(b, HOST_PID, tid);
-    put_us(b, op->timestamp_ns);
-    PUT_LIT(b, ",\"dur\":");
-    put_us(b, op->duration_ns);
-    PUT_LIT(b, ",\"args\":{\"span_id\":");
-    put_str(b, op->span_id);
+    cg_buf *b = complete_begin(c, op->op_name, "op", HOST_PID, tid, op->timestamp_ns, op->duration_ns, op->span_id);
     PUT_KV_STR(b, "dtype", op->dtype);
     PUT_KV_STR(b, "device", op->device);
     if (op->has_output_dense_bytes) {
@@ -247,17 +247,7 @@ static group *device_group(ctx *c, const cg_device_interval *d) {
 
 static void emit_device_interval(ctx *c, const cg_device_interval *d, unsigned pid, unsigned tid) {
     const cg_span *s = cg_trace_find_span(c->t, d->span_id);
-    cg_buf *b = &c->o.b;
-    ev_begin(&c->o);
-    PUT_LIT(b, "{\"name\":");
-    put_str(b, s ? s->name : d->span_id);
-    PUT_LIT(b, ",\"cat\":\"device\",\"ph\":\"X\"");
-    put_track(b, pid, tid);
-    put_us(b, d->start_ns);
-    PUT_LIT(b, ",\"dur\":");
-    put_us(b, d->duration_ns);
-    PUT_LIT(b, ",\"args\":{\"span_id\":");
-    put_str(b, d->span_id);
+    cg_buf *b = complete_begin(c, s ? s->name : d->span_id, "device", pid, tid, d->start_ns, d->duration_ns, d->span_id);
     PUT_KV_STR(b, "stream_id", d->stream_id);
     PUT_KV_STR(b, "backend", d->backend);
     PUT_KV_STR(b, "clock_id", d->clock_id);
