@@ -25,7 +25,11 @@ static int produce(cg_json_sink sink, void *sink_ctx, void *arg, cg_error *err) 
 
 /* The trace to export: a bundle's trace.jsonl after bundle/1 verification, or the file itself. */
 static cg_trace *load(const char *input, cg_error *err) {
-    if (!cg_is_dir(input)) return cg_trace_read_file(input, NULL, err);
+    if (!cg_is_dir(input)) {
+        cg_trace *t = cg_trace_read_file(input, NULL, err);
+        if (!t) cg_err_context(err, "parse trace %s", input); /* the crate's chain: rule errors carry no path */
+        return t;
+    }
     cg_bundle_receipt receipt;
     if (cg_bundle_verify(input, &receipt, NULL, err) != 0) return NULL;
     char *path = cg_path_join(input, "trace.jsonl");
