@@ -162,11 +162,13 @@ int srv_history_index(PGconn *c, const char *bundle_id, const cg_trace *t, long 
     const char *pl[1] = {sid};
     if (exec_p(c, "SELECT pg_advisory_xact_lock(" LOCK_CLASS ", ($1::bigint % 2147483647)::int)", 1, pl, ss, err) < 0)
         goto out;
-    const char *p2[7] = {bundle_id, sid, commit, branch, ctime, tag_of(m, "vcs.repository"), tag_of(m, "ci.run_url")};
+    char nss[24];
+    snprintf(nss, sizeof nss, "%" PRIu64, ns);
+    const char *p2[8] = {bundle_id, sid, commit, branch, ctime, tag_of(m, "vcs.repository"), tag_of(m, "ci.run_url"), nss};
     if (exec_p(c,
                "INSERT INTO bundle_revisions (bundle_id, series_id, commit_sha, branch, commit_time, repository, "
-               "run_url) VALUES ($1, $2::bigint, $3, $4, $5::timestamptz, $6, $7)",
-               7, p2, ss, err) < 0)
+               "run_url, measured_ns) VALUES ($1, $2::bigint, $3, $4, $5::timestamptz, $6, $7, $8::numeric)",
+               8, p2, ss, err) < 0)
         goto out;
     long pos;
     if (point_pos(c, sid, commit, ctime, &pos, ss, err) < 0) goto out;
@@ -230,7 +232,7 @@ int srv_history_points(PGconn *c, cg_arena *a, long long series_id, const char *
     if (!metric_parse(a, metric, &kind, &path)) return cg_err_set(err, CG_EINVAL, "unknown metric %s", metric);
     const char *p[4] = {cg_arena_printf(a, "%lld", series_id), cg_arena_printf(a, "%ld", from_pos), kind, path};
     const char *join = kind ? "LEFT JOIN bundle_span_totals v ON v.bundle_id = r.bundle_id AND v.kind = $3 AND v.path_hash = sha256(convert_to($4, 'UTF8')) "
-                            : "LEFT JOIN LATERAL (SELECT b.measured_ns AS total_ns FROM bundles b WHERE b.id = r.bundle_id) v ON true ";
+                            : "CROSS JOIN LATERAL (SELECT r.measured_ns AS total_ns) v ";
     char *sql = cg_arena_printf(a,
                                 "SELECT p.pos, p.commit_sha, to_char(p.commit_time AT TIME ZONE 'UTC', "
                                 "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), string_agg(r.bundle_id, ',' ORDER BY r.bundle_id), "

@@ -13,6 +13,7 @@
 #include "campaign/series.h"
 #include "comparison/cohort.h"
 #include "srv_compare.h"
+#include "srv_store.h"
 
 /* ------------------------------------------------------------ path totals */
 
@@ -215,35 +216,9 @@ int srv_facts_insert(PGconn *c, const char *id, const char *run_id, const cg_tra
     srv_path_totals pt;
     srv_path_totals_build(&a, t, &pt);
     srv_path_totals_json(&pt, &nodes, &tots);
-    int ret = -1;
-    const char *p[4] = {id, crow.data, spt.data, t->terminal.reason};
-    PGresult *x = srv_q(c,
-                        "INSERT INTO bundle_facts (bundle_id, cohort_row, series_point, terminal_reason) "
-                        "VALUES ($1, $2, $3, $4) ON CONFLICT (bundle_id) DO NOTHING",
-                        4, p, NULL, sqlstate, err);
-    if (!x) goto out;
-    bool inserted = strcmp(PQcmdTuples(x), "1") == 0;
-    PQclear(x);
-    if (inserted) {
-        const char *q[2] = {id, nodes.data};
-        x = srv_q(c,
-                  "INSERT INTO bundle_span_paths (bundle_id, hash, parent, name) "
-                  "SELECT $1, decode(r.h, 'hex'), decode(r.p, 'hex'), r.n FROM json_to_recordset($2::json) "
-                  "AS r(h text, p text, n text) ON CONFLICT DO NOTHING",
-                  2, q, NULL, sqlstate, err);
-        if (!x) goto out;
-        PQclear(x);
-        q[1] = tots.data;
-        x = srv_q(c,
-                  "INSERT INTO bundle_span_totals (bundle_id, kind, path_hash, total_ns, occurrences) "
-                  "SELECT $1, r.k, decode(r.h, 'hex'), r.t, r.n FROM json_to_recordset($2::json) "
-                  "AS r(k text, h text, t bigint, n bigint)",
-                  2, q, NULL, sqlstate, err);
-        if (!x) goto out;
-        PQclear(x);
-    }
-    ret = 0;
-out:
+    srv_facts_text ft = {id, crow.data, spt.data, t->terminal.reason, nodes.data, tots.data};
+    bool inserted;
+    int ret = srv_store_facts_put(c, &ft, &inserted, sqlstate, err) < 0 ? -1 : 0;
     cg_buf_free(&crow);
     cg_buf_free(&spt);
     cg_buf_free(&nodes);
@@ -253,11 +228,7 @@ out:
 }
 
 int srv_facts_backfill(srv_server *s, PGconn *c, const char *id, cg_error *err) {
-    const char *p[1] = {id};
-    PGresult *x = srv_q(c,
-                        "SELECT b.run_id, f.sha256, f.bytes FROM bundles b JOIN bundle_files f ON f.bundle_id = b.id "
-                        "AND f.path = 'trace.jsonl' WHERE b.id = $1",
-                        1, p, NULL, NULL, err);
+    PGresult *x = srv_store_trace_of(c, id, err);
     if (!x) return -1;
     if (PQntuples(x) != 1) {
         PQclear(x);

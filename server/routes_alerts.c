@@ -70,13 +70,6 @@ cg_jv *srv_alert_load(PGconn *c, cg_arena *a, long long id, cg_error *err) {
     return o;
 }
 
-static bool is_uint(const char *s) {
-    if (!*s || strlen(s) > 18) return false;
-    for (; *s; s++)
-        if (*s < '0' || *s > '9') return false;
-    return true;
-}
-
 enum MHD_Result srv_h_alerts_list(srv_req *r) {
     cg_arena *a = &r->arena;
     const char *params[8];
@@ -89,7 +82,8 @@ enum MHD_Result srv_h_alerts_list(srv_req *r) {
         cg_buf_free(&where);
         return srv_fail(r, "invalid_parameter", NULL, "state must be open, acknowledged, false_positive or resolved");
     }
-    if ((cursor && !is_uint(cursor)) || (lim && (!is_uint(lim) || !strtoll(lim, NULL, 10) || strtoll(lim, NULL, 10) > 500))) {
+    uint64_t nlim = 0;
+    if ((cursor && !srv_parse_u64(cursor, INT64_MAX, NULL)) || (lim && (!srv_parse_u64(lim, 500, &nlim) || nlim < 1))) {
         cg_buf_free(&where);
         return srv_fail(r, "invalid_parameter", NULL, "limit must be 1 to 500 and cursor one this server issued");
     }
@@ -121,7 +115,7 @@ enum MHD_Result srv_h_alerts_list(srv_req *r) {
 
 enum MHD_Result srv_h_alert_patch(srv_req *r) {
     cg_arena *a = &r->arena;
-    if (!is_uint(r->params[0])) return srv_fail(r, "not_found", NULL, "no alert %s", r->params[0]);
+    if (!srv_parse_u64(r->params[0], INT64_MAX, NULL)) return srv_fail(r, "not_found", NULL, "no alert %s", r->params[0]);
     cg_json_limits lim;
     cg_json_limits_default(&lim);
     lim.max_depth = 4;

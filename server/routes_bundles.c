@@ -306,35 +306,6 @@ static int derive_archive(srv_req *r, const char *id, const char *out, srv_deriv
 
 /* ------------------------------------------------------------ list */
 
-/* Each filter is a fixed SQL fragment "<lhs> $n<cast>"; values are parameters. */
-struct filter { const char *param; const char *lhs; const char *cast; };
-static const struct filter filters[] = {
-    {"entrypoint", "b.entrypoint =", ""},
-    {"phase", "b.phase =", ""},
-    {"device", "b.device =", ""},
-    {"implementation_id", "b.implementation_id =", ""},
-    {"workload_id", "b.workload_id =", ""},
-    {"campaign", "b.campaign_id =", ""},
-    {"capture_step", "b.capture_step =", "::numeric"},
-    {"outcome", "b.outcome =", ""},
-    {"signer", "b.signer_key_id =", ""},
-    {"since", "b.uploaded_at >=", "::timestamptz"},
-    {"until", "b.uploaded_at <", "::timestamptz"},
-    /* issue 15: revision filters (a commit hash or prefix, a branch) */
-    {"commit", "EXISTS (SELECT 1 FROM bundle_revisions v WHERE v.bundle_id = b.id AND starts_with(v.commit_sha,", "))"},
-    {"branch", "EXISTS (SELECT 1 FROM bundle_revisions v WHERE v.bundle_id = b.id AND v.branch =", ")"},
-};
-
-/* A decimal u64 (0 .. 2^64-1): digits only, no sign, no overflow. */
-static bool is_uint(const char *s) {
-    if (!*s) return false;
-    for (const char *p = s; *p; p++)
-        if (*p < '0' || *p > '9') return false;
-    errno = 0;
-    (void)strtoull(s, NULL, 10);
-    return errno != ERANGE;
-}
-
 #define SUMMARY_COLS                                                                                                 \
     "b.seq, b.id, b.run_id, b.entrypoint, b.phase, b.device, b.capture_step, b.implementation_id, b.workload_id, "   \
     "b.outcome, b.structurally_valid, b.capture_complete, b.measured_ns, b.measured_span_count, b.signer_key_id, "  \
@@ -383,42 +354,21 @@ enum MHD_Result srv_h_bundles_list(srv_req *r) {
     unsigned long limit = 50;
     const char *ls = srv_query(r, "limit");
     if (ls) {
-        if (!is_uint(ls) || (limit = strtoul(ls, NULL, 10)) < 1 || limit > 500) {
+        uint64_t v = 0;
+        if (!srv_parse_u64(ls, 500, &v) || v < 1) {
             cg_buf_free(&where);
             return srv_fail(r, "invalid_parameter", NULL, "limit must be an integer from 1 to 500");
         }
+        limit = (unsigned long)v;
     }
-    for (size_t k = 0; k < sizeof filters / sizeof filters[0]; k++) {
-        const char *v = srv_query(r, filters[k].param);
-        if (!v) continue;
-        if (!strcmp(filters[k].param, "capture_step") && !is_uint(v)) {
-            cg_buf_free(&where);
-            cg_jv *d = cg_jv_obj(&r->arena);
-            cg_jv_obj_put(&r->arena, d, "parameter", cg_jv_str_nocopy(&r->arena, "capture_step"));
-            return srv_fail(r, "invalid_parameter", d, "capture_step must be an integer from 0 to 2^64-1");
-        }
-        pnames[np] = filters[k].param;
-        pcasts[np] = filters[k].cast;
-        params[np++] = v;
-        cg_buf_puts(&where, " AND ");
-        cg_buf_printf(&where, "%s $%d%s", filters[k].lhs, np, filters[k].cast);
-    }
-    const char *tag = srv_query(r, "tag");
-    if (tag) {
-        const char *colon = strchr(tag, ':');
-        if (!colon || colon == tag) {
-            cg_buf_free(&where);
-            return srv_fail(r, "invalid_parameter", NULL, "tag must be key:value");
-        }
-        params[np++] = cg_arena_strndup(a, tag, (size_t)(colon - tag));
-        params[np++] = colon + 1;
-        cg_buf_printf(&where,
-                      " AND EXISTS (SELECT 1 FROM bundle_tags t WHERE t.bundle_id = b.id AND t.key = $%d AND t.value = $%d)",
-                      np - 1, np);
+    enum MHD_Result refused;
+    if (!srv_bundle_filters_add(r, &where, params, pnames, pcasts, &np, &refused)) {
+        cg_buf_free(&where);
+        return refused;
     }
     const char *cursor = srv_query(r, "cursor");
     if (cursor) {
-        if (!is_uint(cursor)) {
+        if (!srv_parse_u64(cursor, INT64_MAX, NULL)) { /* seq is a bigint */
             cg_buf_free(&where);
             return srv_fail(r, "invalid_parameter", NULL, "cursor is not one this server issued");
         }

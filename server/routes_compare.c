@@ -12,6 +12,7 @@
 #include "base/strmap.h"
 #include "comparison/compare.h"
 #include "srv_compare.h"
+#include "srv_store.h"
 
 #define MAX_COHORT 1000
 
@@ -20,69 +21,12 @@ int srv_campaign_published_ids(srv_req *r, PGconn *c, const char *cid, const cha
 
 /* ------------------------------------------------------------ cohorts */
 
-struct filter { const char *param, *lhs, *cast; };
-static const struct filter filters[] = {
-    {"entrypoint", "b.entrypoint =", ""},
-    {"phase", "b.phase =", ""},
-    {"device", "b.device =", ""},
-    {"implementation_id", "b.implementation_id =", ""},
-    {"workload_id", "b.workload_id =", ""},
-    {"campaign", "b.campaign_id =", ""},
-    {"capture_step", "b.capture_step =", "::numeric"},
-    {"outcome", "b.outcome =", ""},
-    {"signer", "b.signer_key_id =", ""},
-    {"since", "b.uploaded_at >=", "::timestamptz"},
-    {"until", "b.uploaded_at <", "::timestamptz"},
-    /* issue 15: revision filters (a commit hash or prefix, a branch) */
-    {"commit", "EXISTS (SELECT 1 FROM bundle_revisions v WHERE v.bundle_id = b.id AND starts_with(v.commit_sha,", "))"},
-    {"branch", "EXISTS (SELECT 1 FROM bundle_revisions v WHERE v.bundle_id = b.id AND v.branch =", ")"},
-};
-
-static bool is_uint(const char *s) {
-    if (!*s || strlen(s) > 20) return false; /* u64 values have up to 20 digits */
-    for (; *s; s++)
-        if (*s < '0' || *s > '9') return false;
-    return true;
-}
-
 static bool is_hex_prefix(const char *s) {
     size_t n = strlen(s);
     if (n < 12 || n > 64) return false;
     for (size_t i = 0; i < n; i++)
         if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return false;
     return true;
-}
-
-/* Appends " AND <filter>" for each list filter of the request; params from *np. */
-static int add_filters(srv_req *r, cg_buf *where, const char **params, const char **pnames, const char **pcasts,
-                       int *np, enum MHD_Result *res) {
-    for (size_t k = 0; k < sizeof filters / sizeof filters[0]; k++) {
-        const char *v = srv_query(r, filters[k].param);
-        if (!v) continue;
-        if (!strcmp(filters[k].param, "capture_step") && !is_uint(v)) {
-            *res = srv_fail(r, "invalid_parameter", srv_detail_param(r, "capture_step"),
-                            "capture_step must be a non-negative integer");
-            return 0;
-        }
-        pnames[*np] = filters[k].param;
-        pcasts[*np] = filters[k].cast;
-        params[(*np)++] = v;
-        cg_buf_printf(where, " AND %s $%d%s", filters[k].lhs, *np, filters[k].cast);
-    }
-    const char *tag = srv_query(r, "tag");
-    if (tag) {
-        const char *colon = strchr(tag, ':');
-        if (!colon || colon == tag) {
-            *res = srv_fail(r, "invalid_parameter", NULL, "tag must be key:value");
-            return 0;
-        }
-        params[(*np)++] = cg_arena_strndup(&r->arena, tag, (size_t)(colon - tag));
-        params[(*np)++] = colon + 1;
-        cg_buf_printf(where,
-                      " AND EXISTS (SELECT 1 FROM bundle_tags t WHERE t.bundle_id = b.id AND t.key = $%d AND t.value = $%d)",
-                      *np - 1, *np);
-    }
-    return 1;
 }
 
 /* A selector cohort: base condition + list filters, in `order`. */
@@ -93,7 +37,7 @@ static int select_ids(srv_req *r, PGconn *c, const char *name, const char *base,
     params[np++] = arg;
     cg_buf where = CG_BUF_INIT;
     cg_buf_puts(&where, base);
-    if (!add_filters(r, &where, params, pnames, pcasts, &np, res)) {
+    if (!srv_bundle_filters_add(r, &where, params, pnames, pcasts, &np, res)) {
         cg_buf_free(&where);
         return 0;
     }
@@ -138,11 +82,7 @@ static int resolve_tokens(srv_req *r, PGconn *c, const char *name, const char **
         }
     const char *p[1] = {srv_id_array(&r->arena, tok, n)};
     cg_error err = {0};
-    PGresult *x = srv_q(c,
-                        "SELECT u.ord, b.id FROM unnest($1::text[]) WITH ORDINALITY AS u(p, ord) "
-                        "LEFT JOIN LATERAL (SELECT id FROM bundles WHERE id >= u.p AND id < u.p || 'g' ORDER BY id "
-                        "LIMIT 2) b ON true ORDER BY u.ord, b.id",
-                        1, p, NULL, NULL, &err);
+    PGresult *x = srv_store_resolve_prefixes(c, p[0], &err);
     if (!x) {
         *res = srv_fail_unavailable(r, &err);
         return 0;
@@ -259,13 +199,10 @@ int srv_cohort_resolve(srv_req *r, PGconn *c, const char *name, const char *text
 int srv_facts_load(srv_req *r, PGconn *c, const char *column, const char *const *ids, size_t n, const char **texts,
                    enum MHD_Result *res) {
     const char *p[1] = {srv_id_array(&r->arena, ids, n)};
-    char *sql = cg_arena_printf(&r->arena,
-                                "SELECT u.ord, f.%s FROM unnest($1::text[]) WITH ORDINALITY AS u(id, ord) "
-                                "LEFT JOIN bundle_facts f ON f.bundle_id = u.id ORDER BY u.ord",
-                                strcmp(column, "series_point") == 0 ? "series_point" : "cohort_row");
+    bool series = strcmp(column, "series_point") == 0;
     for (int attempt = 0; attempt < 2; attempt++) {
         cg_error err = {0};
-        PGresult *x = srv_q(c, sql, 1, p, NULL, NULL, &err);
+        PGresult *x = srv_store_facts_column(c, p[0], series, &err);
         if (!x) {
             *res = srv_fail_unavailable(r, &err);
             return 0;
@@ -294,9 +231,14 @@ int srv_facts_load(srv_req *r, PGconn *c, const char *column, const char *const 
 
 /* ------------------------------------------------------------ /compare */
 
-static int load_rows(srv_req *r, PGconn *c, const srv_cohort *co, cg_cohort_row **rows, enum MHD_Result *res) {
+/* The stored cohort-row texts of a cohort (through c). */
+static const char **load_row_texts(srv_req *r, PGconn *c, const srv_cohort *co, enum MHD_Result *res) {
     const char **texts = cg_arena_zalloc(&r->arena, (co->n + 1) * sizeof *texts);
-    if (!srv_facts_load(r, c, "cohort_row", co->ids, co->n, texts, res)) return 0;
+    return srv_facts_load(r, c, "cohort_row", co->ids, co->n, texts, res) ? texts : NULL;
+}
+
+/* Parses them (no connection held). */
+static int parse_rows(srv_req *r, const srv_cohort *co, const char **texts, cg_cohort_row **rows, enum MHD_Result *res) {
     *rows = cg_arena_zalloc(&r->arena, (co->n + 1) * sizeof **rows);
     for (size_t i = 0; i < co->n; i++) {
         cg_error err = {0};
@@ -345,11 +287,9 @@ static enum MHD_Result compare(srv_req *r, const char *atext, const char *btext,
         free(hit);
         if (!out) return srv_fail(r, "internal", NULL, "cached comparison unreadable");
     } else {
-        if (!load_rows(r, c, &ca, &ra, &res) || !load_rows(r, c, &cb, &rb, &res)) {
-            srv_pool_put(r->s->pool, c);
-            return res;
-        }
-        srv_pool_put(r->s->pool, c);
+        const char **ta = load_row_texts(r, c, &ca, &res), **tb = ta ? load_row_texts(r, c, &cb, &res) : NULL;
+        srv_pool_put(r->s->pool, c); /* returned before any row is parsed or compared */
+        if (!tb || !parse_rows(r, &ca, ta, &ra, &res) || !parse_rows(r, &cb, tb, &rb, &res)) return res;
         out = cg_compare_rows(a, ra, ca.n, rb, cb.n, CG_CMP_VERIFIED_BUNDLES);
         ineligible = cg_comparison_is_ineligible(out);
         cg_buf b = CG_BUF_INIT;
@@ -400,13 +340,7 @@ typedef struct group {
 static int load_groups(srv_req *r, PGconn *c, const srv_cohort *co, group **out, size_t *n, enum MHD_Result *res) {
     const char *p[1] = {srv_id_array(&r->arena, co->ids, co->n)};
     cg_error err = {0};
-    PGresult *x = srv_q(c,
-                        "SELECT t.kind, encode(t.path_hash, 'hex'), count(*), "
-                        "(array_agg(t.total_ns ORDER BY t.total_ns))[(count(*) + 1) / 2], "
-                        "(array_agg(t.total_ns ORDER BY t.total_ns))[count(*) / 2 + 1] "
-                        "FROM unnest($1::text[]) AS u(id) JOIN bundle_span_totals t ON t.bundle_id = u.id "
-                        "GROUP BY t.kind, t.path_hash ORDER BY t.kind COLLATE \"C\", t.path_hash",
-                        1, p, NULL, NULL, &err);
+    PGresult *x = srv_store_span_groups(c, p[0], &err);
     if (!x) {
         *res = srv_fail_unavailable(r, &err);
         return 0;
@@ -449,10 +383,7 @@ static int load_tree(srv_req *r, PGconn *c, const srv_cohort *ca, const srv_coho
     memcpy(ids + ca->n, cb->ids, cb->n * sizeof *ids);
     const char *p[1] = {srv_id_array(&r->arena, ids, ca->n + cb->n)};
     cg_error err = {0};
-    PGresult *x = srv_q(c,
-                        "SELECT DISTINCT ON (s.hash) encode(s.hash, 'hex'), encode(s.parent, 'hex'), s.name "
-                        "FROM unnest($1::text[]) AS u(id) JOIN bundle_span_paths s ON s.bundle_id = u.id ORDER BY s.hash",
-                        1, p, NULL, NULL, &err);
+    PGresult *x = srv_store_span_nodes(c, p[0], &err);
     if (!x) {
         *res = srv_fail_unavailable(r, &err);
         return 0;
@@ -515,10 +446,7 @@ static const char *ptree_text(cg_arena *a, ptree *t, size_t k, size_t *stack) {
 static int facts_ensure(srv_req *r, PGconn *c, const srv_cohort *co, enum MHD_Result *res) {
     const char *p[1] = {srv_id_array(&r->arena, co->ids, co->n)};
     cg_error err = {0};
-    PGresult *x = srv_q(c,
-                        "SELECT DISTINCT u.id FROM unnest($1::text[]) AS u(id) "
-                        "WHERE NOT EXISTS (SELECT 1 FROM bundle_facts f WHERE f.bundle_id = u.id)",
-                        1, p, NULL, NULL, &err);
+    PGresult *x = srv_store_facts_missing(c, p[0], &err);
     if (!x) {
         *res = srv_fail_unavailable(r, &err);
         return 0;

@@ -14,13 +14,6 @@
 #define HISTORY_SCHEMA "candle-graph/history/1"
 #define MAX_POINTS 10000
 
-static bool is_uint(const char *s) {
-    if (!*s || strlen(s) > 9) return false;
-    for (; *s; s++)
-        if (*s < '0' || *s > '9') return false;
-    return true;
-}
-
 static cg_jv *parse_json(cg_arena *a, const char *s) {
     cg_json_limits lim;
     cg_json_limits_default(&lim);
@@ -233,7 +226,8 @@ enum MHD_Result srv_h_history(srv_req *r) {
         strncmp(metric, "device:", 7))
         return srv_fail(r, "invalid_parameter", NULL,
                         "metric must be outer_wall_time_ns, span:<path>, op:<path> or device:<device>/<clock_id>");
-    if (lim && (!is_uint(lim) || !strtol(lim, NULL, 10) || strtol(lim, NULL, 10) > MAX_POINTS))
+    uint64_t nlim = 0;
+    if (lim && (!srv_parse_u64(lim, MAX_POINTS, &nlim) || nlim < 1))
         return srv_fail(r, "invalid_parameter", NULL, "limit must be 1 to %d", MAX_POINTS);
     if (detect && strcmp(detect, "stored") && strcmp(detect, "full"))
         return srv_fail(r, "invalid_parameter", NULL, "detect must be stored or full");

@@ -118,7 +118,7 @@ fail:
     srv_log("error", "cannot start", "error", err.msg, NULL);
     fprintf(stderr, "candle-graph-server: %s\n", err.msg);
 done:
-    srv_timeline_stop();
+    srv_timeline_stop(s);
     srv_pool_free(s->pool);
     srv_pgembed_stop(&pg);
     if (rc == 0) srv_log("info", "stopped", NULL);

@@ -192,6 +192,7 @@ typedef struct srv_server {
     pthread_mutex_t upload_mu;
     pthread_cond_t upload_cv;
     unsigned upload_slots; /* free ingest slots (guarded by upload_mu) */
+    _Atomic(struct srv_timeline *) timeline; /* Timeline index cache (timeline_index.c), made on first use */
 } srv_server;
 
 /* ------------------------------------------------------------ router.c */
@@ -294,6 +295,16 @@ const char *srv_json_dup_key(const cg_jv *v);
 enum MHD_Result srv_fail_dup_key(srv_req *r, const char *key);
 /* {"parameter": name} for the detail of an invalid_parameter answer (arena). */
 cg_jv *srv_detail_param(srv_req *r, const char *name);
+/* query_params.c: a decimal integer 0..max (digits only, no sign, no overflow);
+ * out may be NULL. */
+bool srv_parse_u64(const char *s, uint64_t max, uint64_t *out);
+/* Appends " AND <filter>" to where for each bundle-list filter of the request
+ * (entrypoint, phase, device, implementation_id, workload_id, campaign,
+ * capture_step, outcome, signer, since, until, commit, branch, tag=k:v), binding
+ * the values as params[*np..] (with their names and casts). Returns 1, or 0 with
+ * *res the 400 answer for a bad value. */
+int srv_bundle_filters_add(srv_req *r, cg_buf *where, const char **params, const char **pnames, const char **pcasts,
+                           int *np, enum MHD_Result *res);
 
 /* ------------------------------------------------------------ http_guard.c */
 

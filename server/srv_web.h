@@ -9,8 +9,9 @@
  * the bytes, computed once per file) and honour If-None-Match (304).
  *
  * routes_timeline.c answers GET /bundles/{id}/timeline from a per-bundle index
- * built once from trace.jsonl and kept in a small in-memory LRU cache; see
- * the file header for the response shape. Both need no ownership from callers. */
+ * (timeline_index.c, srv_timeline.h) built once from trace.jsonl and kept in a
+ * small LRU cache held by the server; see the file header for the response
+ * shape. Both need no ownership from callers. */
 #ifndef SRV_WEB_H
 #define SRV_WEB_H
 
@@ -26,14 +27,15 @@ bool srv_static_try(srv_req *r, const char *method, const char *path, enum MHD_R
 enum MHD_Result srv_h_bundle_timeline(srv_req *r);
 
 /* Drops every cached timeline index nobody is using. */
-void srv_timeline_cache_clear(void);
+void srv_timeline_cache_clear(srv_server *s);
 /* Queues a freshly published bundle (full 64-hex id) so its timeline index is
  * built in the background (one worker thread, started on first use; at most 16
  * queued, further ids are dropped and built on first request instead). Call
  * after the publishing transaction committed. */
 void srv_timeline_warm(srv_server *s, const char *id);
-/* Stops the worker (waits for the index it is building) and clears the cache.
- * Call once at shutdown, before the pool is freed. */
-void srv_timeline_stop(void);
+/* Stops the worker (waits for the index it is building), clears the cache and
+ * frees the server's timeline state. Call once at shutdown, after HTTP stopped
+ * and before the pool is freed. */
+void srv_timeline_stop(srv_server *s);
 
 #endif

@@ -158,7 +158,7 @@ int cli_load_evidence_ex(cg_arena *a, const char *path, const char *nsight_dir, 
         if (load_bundle(a, l, err) != 0) return -1;
     } else {
         l->trace = cg_trace_read_file(l->trace_path, NULL, err);
-        if (!l->trace) return -1;
+        if (!l->trace) return cg_err_context(err, "parse trace %s", l->trace_path); /* build_evidence's context */
         l->evidence = cg_evidence_build(a, l->trace, nsight_dir, err);
         if (!l->evidence) return -1;
         l->packet = lazy ? cg_evidence_to_json_lazy(a, l->evidence) : cg_evidence_to_json(a, l->evidence);

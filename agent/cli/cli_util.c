@@ -134,7 +134,8 @@ static cg_jv *sorted_copy(cg_arena *a, const cg_jv *v) {
         return o;
     }
     if (v->type != CG_JOBJ) return (cg_jv *)v;
-    cg_jmember *m = cg_arena_alloc(a, sizeof *m * (v->u.obj.n ? v->u.obj.n : 1));
+    if (!v->u.obj.n) return cg_jv_obj(a);
+    cg_jmember *m = cg_arena_alloc(a, sizeof *m * v->u.obj.n);
     memcpy(m, v->u.obj.m, sizeof *m * v->u.obj.n);
     qsort(m, v->u.obj.n, sizeof *m, member_cmp);
     cg_jv *o = cg_jv_obj(a);

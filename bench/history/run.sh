@@ -52,8 +52,8 @@ INSERT INTO bundles (id, run_id, measured_ns, $COLS)
 INSERT INTO bundle_facts (bundle_id, cohort_row, series_point, terminal_reason)
   SELECT c.id, replace(replace(f.cohort_row, 'run-tpl', c.run_id), '$TPL', c.id), f.series_point, f.terminal_reason
   FROM c, bundle_facts f WHERE f.bundle_id = '$TPL';
-INSERT INTO bundle_revisions (bundle_id, series_id, commit_sha, branch, commit_time)
-  SELECT id, $SID, sha, 'main', ct FROM c;
+INSERT INTO bundle_revisions (bundle_id, series_id, commit_sha, branch, commit_time, measured_ns)
+  SELECT id, $SID, sha, 'main', ct, ns FROM c;
 INSERT INTO history_points (series_id, commit_sha, commit_time, pos)
   SELECT DISTINCT $SID, sha, ct, commit_no FROM c;
 SQL

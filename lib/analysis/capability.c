@@ -1,6 +1,7 @@
-/* capability.c — assessment of the 11 capability states (spec §9).
- * Where the spec gives no text for a source or reason, the wording here is ours
- * (listed in docs/compatibility.md); levels follow the spec's rules exactly. */
+/* capability.c — assessment of the 11 capability states, as the crate's
+ * evidence.rs (assess_capabilities, observed_coverage, assess_gradient_coverage)
+ * words and levels them at commit 4abcd63f; every source and reason is part of
+ * evidence.json and compared value for value by semantic verification. */
 #include "analysis/capability.h"
 
 #include <stdlib.h>
@@ -49,209 +50,177 @@ static void set(cg_cap_state *s, cg_cap_level l, const char *source, const char 
     s->reason = reason;
 }
 
-static const char *plural(uint64_t n, const char *one, const char *many) { return n == 1 ? one : many; }
+/* CapabilityState::unavailable: the source of every unavailable state is "none". */
+static void unavailable(cg_cap_state *s, const char *reason) { set(s, CG_CAP_UNAVAILABLE, "none", reason); }
 
-/* CoverageLevel declared vs. observation count (observed_coverage). */
-static void observed(cg_arena *a, cg_cap_state *s, cg_coverage declared, uint64_t count, const char *what,
-                     const char *source) {
-    const char *decl = cg_coverage_name(declared);
-    const char *events = plural(count, "event", "events");
+/* observed_coverage: declared coverage against the number of observations. */
+static void observed(cg_arena *a, cg_cap_state *s, cg_coverage declared, size_t count, const char *source,
+                     const char *label) {
     switch (declared) {
     case CG_COV_COMPLETE:
         if (count == 0)
             set(s, CG_CAP_INVALID, source,
-                cg_arena_printf(a, "%s coverage is declared complete but no %s events were observed", what, what));
-        else
-            set(s, CG_CAP_COMPLETE, source,
-                cg_arena_printf(a, "%s coverage is declared complete; %llu %s observed", what,
-                                (unsigned long long)count, events));
+                cg_arena_printf(a, "producer declared complete %s, but emitted no observations", label));
+        else set(s, CG_CAP_COMPLETE, source, cg_arena_printf(a, "producer declared complete %s", label));
         break;
     case CG_COV_PARTIAL:
-    case CG_COV_NONE:
         if (count == 0)
-            set(s, CG_CAP_UNAVAILABLE, source,
-                cg_arena_printf(a, "no %s events were observed (declared coverage: %s)", what, decl));
+            unavailable(s, cg_arena_printf(a, "producer declared partial %s, but this run emitted no observations",
+                                           label));
+        else set(s, CG_CAP_PARTIAL, source, cg_arena_printf(a, "producer declared partial %s", label));
+        break;
+    case CG_COV_NONE:
+        if (count == 0) unavailable(s, cg_arena_printf(a, "producer did not declare or emit %s", label));
         else
             set(s, CG_CAP_PARTIAL, source,
-                cg_arena_printf(a, "%s coverage is declared %s: %llu %s observed, not claimed complete", what, decl,
-                                (unsigned long long)count, events));
+                cg_arena_printf(a, "observations exist, but producer did not declare complete %s", label));
         break;
     }
 }
 
+/* Health codes that speak about gradient evidence. */
 static bool gradient_related(const char *code) {
     return !strncmp(code, "gradient_", 9) || !strcmp(code, "empty_gradient_event_id") ||
-           !strcmp(code, "duplicate_gradient_event_id") || !strcmp(code, "empty_gradient_parameter_key");
+           !strcmp(code, "duplicate_gradient_event_id");
 }
+
+#define GRADIENT_SOURCE "exact gradient contract"
 
 static void assess_gradients(cg_arena *a, const cg_trace *t, const cg_health *h, cg_cap_state *s) {
     const cg_capture_contract *c = &t->run.contract;
-    const char *src = "capture contract gradient manifest";
     if (c->gradients != CG_COV_COMPLETE) {
-        observed(a, s, c->gradients, t->n_gradients, "gradient", "gradient events");
+        observed(a, s, c->gradients, t->n_gradients, "trace gradient events", "gradient coverage");
         return;
     }
-    if (!c->gradient_contract) {
-        set(s, CG_CAP_INVALID, src, "complete gradient coverage requires an exact gradient contract");
+    const cg_gradient_contract *g = c->gradient_contract;
+    if (!g) {
+        set(s, CG_CAP_INVALID, GRADIENT_SOURCE,
+            "complete gradient coverage requires a digest-bound parameter manifest");
         return;
     }
     cg_error err;
     cg_err_clear(&err);
-    if (cg_gradient_contract_validate(c->gradient_contract, &err) != 0) {
-        set(s, CG_CAP_INVALID, src, cg_arena_printf(a, "gradient contract is invalid: %s", err.msg));
+    if (cg_gradient_contract_validate(g, &err) != 0) {
+        set(s, CG_CAP_INVALID, GRADIENT_SOURCE, cg_arena_printf(a, "gradient contract validation failed: %s", err.msg));
         return;
     }
-    bool warn = false;
+    bool any = false;
     for (size_t i = 0; i < h->n_issues; i++) {
         if (!gradient_related(h->issues[i].code)) continue;
         if (h->issues[i].severity == CG_SEV_ERROR) {
-            set(s, CG_CAP_INVALID, src,
-                cg_arena_printf(a, "gradient evidence violates the contract: %s", h->issues[i].message));
+            set(s, CG_CAP_INVALID, GRADIENT_SOURCE,
+                "gradient events did not satisfy the exact manifest and family contract");
             return;
         }
-        warn = true;
+        any = true;
     }
-    const cg_gradient_contract *g = c->gradient_contract;
-    if (warn) {
-        set(s, CG_CAP_PARTIAL, src,
-            cg_arena_printf(a, "gradient contract %s has warnings; see gaps", g->manifest_sha256));
+    if (any) {
+        set(s, CG_CAP_PARTIAL, GRADIENT_SOURCE,
+            "capture ended before every manifest and family expectation could be validated");
         return;
     }
-    set(s, CG_CAP_COMPLETE, src,
+    set(s, CG_CAP_COMPLETE, GRADIENT_SOURCE,
         cg_arena_printf(a, "%zu manifest entries and %zu family expectations validated against %s", g->n_expected,
                         g->n_families, g->manifest_sha256));
 }
 
-/* Required labels each name exactly one span, and none is declared twice. */
-static const char *label_problem(cg_arena *a, const cg_trace *t) {
+/* Every required label is declared once and names exactly one span. */
+static bool required_labels_present(const cg_trace *t) {
     const cg_strlist *req = &t->run.contract.required_semantic_labels;
-    if (!req->n) return NULL;
+    if (!req->n) return true;
     cg_strmap names;
     cg_strmap_init(&names);
     for (size_t i = 0; i < t->n_spans; i++) {
         size_t *v;
         if (!cg_strmap_put(&names, t->spans[i].name, 1, &v)) (*v)++;
     }
-    const char *problem = NULL;
-    for (size_t i = 0; i < req->n && !problem; i++) {
-        for (size_t j = 0; j < i; j++)
-            if (!strcmp(req->items[i], req->items[j])) {
-                problem = cg_arena_printf(a, "required semantic label %s is declared more than once", req->items[i]);
-                break;
-            }
-        if (problem) break;
+    bool ok = true;
+    for (size_t i = 0; i < req->n && ok; i++) {
+        for (size_t j = 0; j < i && ok; j++) ok = strcmp(req->items[i], req->items[j]) != 0;
         size_t *v = cg_strmap_get(&names, req->items[i]);
-        size_t count = v ? *v : 0;
-        if (count != 1)
-            problem = cg_arena_printf(a, "required semantic label %s names %zu spans; exactly one is required",
-                                      req->items[i], count);
+        if (ok) ok = v && *v == 1;
     }
     cg_strmap_free(&names);
-    return problem;
+    return ok;
+}
+
+static void assess_provenance(const cg_nsight_evidence *gpu, cg_cap_state *s) {
+    if (gpu->status == CG_NSIGHT_UNAVAILABLE) unavailable(s, "no Nsight artifacts were supplied");
+    else if (gpu->status == CG_NSIGHT_FAILED) set(s, CG_CAP_INVALID, "Nsight artifact manifest", "artifact loading failed");
+    else if (gpu->provenance.binding == CG_NSIGHT_BOUND)
+        set(s, CG_CAP_COMPLETE, "capture-manifest.json", "manifest IDs and artifact hashes match this trace");
+    else if (gpu->provenance.binding == CG_NSIGHT_PARTIAL)
+        set(s, CG_CAP_PARTIAL, "Nsight artifact hashes", "artifacts are hashed, but trace binding is incomplete");
+    else set(s, CG_CAP_INVALID, "capture-manifest.json", "manifest IDs or artifact hashes do not match");
+}
+
+static void assess_gpu_correlation(const cg_trace *t, const cg_nsight_evidence *gpu, cg_cap_state *s) {
+    const char *why = gpu->reason;
+    if (!required_labels_present(t))
+        set(s, CG_CAP_INVALID, "trace semantic labels",
+            "one or more labels required for GPU correlation are absent from the application trace");
+    else if (gpu->status == CG_NSIGHT_AVAILABLE && gpu->correlation.complete)
+        set(s, CG_CAP_COMPLETE, "Nsight NVTX projection", "application and projected semantic labels matched");
+    else if (gpu->status == CG_NSIGHT_AVAILABLE)
+        set(s, CG_CAP_PARTIAL, "Nsight NVTX projection",
+            gpu->correlation.reason ? gpu->correlation.reason : "correlation is incomplete");
+    else if (gpu->status == CG_NSIGHT_UNAVAILABLE) unavailable(s, why ? why : "Nsight evidence was not supplied");
+    else set(s, CG_CAP_INVALID, "Nsight normalization", why ? why : "Nsight normalization failed");
+}
+
+static void assess_host_time(const cg_health *h, const cg_trace *t, const char *trace_src, cg_cap_state *s) {
+    bool valid = h->structurally_valid, complete = h->capture_complete;
+    cg_cap_state *st = &s[CG_CAPK_STRUCTURAL_TRACE], *ow = &s[CG_CAPK_OUTER_WALL_TIME],
+                 *nh = &s[CG_CAPK_NESTED_HOST_TIME];
+    if (valid) set(st, CG_CAP_COMPLETE, trace_src, "span and event invariants passed");
+    else set(st, CG_CAP_INVALID, trace_src, "one or more structural invariants failed");
+
+    size_t measured = 0;
+    for (size_t i = 0; i < t->n_spans; i++) measured += t->spans[i].measured && t->spans[i].closed;
+    if (!valid)
+        set(ow, CG_CAP_INVALID, trace_src, "outer wall time is not qualified for a structurally invalid trace");
+    else if (!complete) unavailable(ow, "capture did not complete");
+    else if (measured == 1) set(ow, CG_CAP_COMPLETE, "measured span", "one closed measured region was observed");
+    else set(ow, CG_CAP_INVALID, "measured span", "exactly one closed measured region is required");
+
+    if (!valid) set(nh, CG_CAP_INVALID, trace_src, "nested host attribution requires a structurally valid trace");
+    else if (complete)
+        set(nh, CG_CAP_COMPLETE, "span wall intervals",
+            "measured-subtree and concurrent-overlap host intervals are structurally valid");
+    else unavailable(nh, "measured-scope host attribution requires a complete, valid capture");
 }
 
 void cg_capabilities_assess(cg_arena *a, const cg_trace *t, const cg_health *h, cg_coverage device_coverage,
                             const cg_nsight_evidence *gpu, cg_capabilities *out) {
     cg_cap_state *s = out->s;
-    bool valid = h->structurally_valid, complete = h->capture_complete;
-    bool failed = t->terminal.outcome == CG_OUTCOME_FAILED;
-
-    /* structural_trace */
-    const char *schema_src = cg_arena_printf(a, "%s validation", t->schema);
-    if (valid) {
-        set(&s[CG_CAPK_STRUCTURAL_TRACE], CG_CAP_COMPLETE, schema_src, "span and event invariants passed");
-    } else {
-        size_t errors = 0;
-        for (size_t i = 0; i < h->n_issues; i++) errors += h->issues[i].severity == CG_SEV_ERROR;
-        set(&s[CG_CAPK_STRUCTURAL_TRACE], CG_CAP_INVALID, schema_src,
-            cg_arena_printf(a, "%zu structural %s; see health issues", errors, errors == 1 ? "error" : "errors"));
-    }
-
-    /* outer_wall_time */
-    size_t measured_closed = 0;
-    for (size_t i = 0; i < t->n_spans; i++) measured_closed += t->spans[i].measured && t->spans[i].closed;
-    cg_cap_state *ow = &s[CG_CAPK_OUTER_WALL_TIME];
-    if (!valid) set(ow, CG_CAP_INVALID, "measured span", "trace is structurally invalid");
-    else if (failed) set(ow, CG_CAP_UNAVAILABLE, "measured span", "capture failed before the measured region completed");
-    else if (measured_closed == 1)
-        set(ow, CG_CAP_COMPLETE, "measured span", "exactly one closed measured region on the host clock");
-    else
-        set(ow, CG_CAP_INVALID, "measured span",
-            cg_arena_printf(a, "expected exactly one closed measured region, found %zu", measured_closed));
-
-    /* nested_host_time */
-    cg_cap_state *nh = &s[CG_CAPK_NESTED_HOST_TIME];
-    if (!valid) set(nh, CG_CAP_INVALID, "host span timing", "trace is structurally invalid");
-    else if (complete)
-        set(nh, CG_CAP_COMPLETE, "host span timing",
-            "nested host spans of a complete capture, measured on the session's monotonic host clock");
-    else set(nh, CG_CAP_UNAVAILABLE, "host span timing", "capture is not complete");
-
-    /* declared vs observed */
+    /* the source names the schema this reader validates against, not the one read */
+    const char *trace_src = CG_TRACE_SCHEMA " validation";
+    assess_host_time(h, t, trace_src, s);
     const cg_capture_contract *c = &t->run.contract;
-    observed(a, &s[CG_CAPK_NESTED_DEVICE_TIME], device_coverage, t->n_device_intervals, "device interval",
-             "device_interval events");
-    observed(a, &s[CG_CAPK_OPERATIONS], c->operations, t->n_ops, "operation", "op events");
-    observed(a, &s[CG_CAPK_TENSORS], c->tensors, t->n_tensors, "tensor", "tensor events");
+    observed(a, &s[CG_CAPK_NESTED_DEVICE_TIME], device_coverage, t->n_device_intervals, "device intervals",
+             "device timing");
+    observed(a, &s[CG_CAPK_OPERATIONS], c->operations, t->n_ops, "trace op events", "operation coverage");
+    observed(a, &s[CG_CAPK_TENSORS], c->tensors, t->n_tensors, "trace tensor events", "tensor coverage");
     assess_gradients(a, t, h, &s[CG_CAPK_GRADIENTS]);
-    observed(a, &s[CG_CAPK_LOGICAL_MEMORY], c->logical_memory, t->n_memory, "logical memory", "memory events");
-    observed(a, &s[CG_CAPK_PHYSICAL_MEMORY], c->physical_memory, t->n_device_memory, "physical memory",
-             "device_memory samples");
+    observed(a, &s[CG_CAPK_LOGICAL_MEMORY], c->logical_memory, t->n_memory, "storage lifetime events",
+             "logical memory coverage");
+    observed(a, &s[CG_CAPK_PHYSICAL_MEMORY], c->physical_memory, t->n_device_memory, "device memory samples",
+             "physical memory coverage");
+    assess_provenance(gpu, &s[CG_CAPK_PROVENANCE_BINDING]);
+    assess_gpu_correlation(t, gpu, &s[CG_CAPK_GPU_CORRELATION]);
 
-    /* provenance_binding */
-    cg_cap_state *pb = &s[CG_CAPK_PROVENANCE_BINDING];
-    cg_nsight_status gst = gpu->status;
-    const char *gsrc = "Nsight Systems";
-    if (gst == CG_NSIGHT_UNAVAILABLE)
-        set(pb, CG_CAP_UNAVAILABLE, gsrc, gpu->reason ? gpu->reason : "Nsight evidence is unavailable");
-    else if (gst == CG_NSIGHT_FAILED)
-        set(pb, CG_CAP_INVALID, gsrc, gpu->reason ? gpu->reason : "Nsight evidence failed to load");
-    else {
-        const char *why = gpu->provenance.reason;
-        switch (gpu->provenance.binding) {
-        case CG_NSIGHT_BOUND:
-            set(pb, CG_CAP_COMPLETE, "capture-manifest.json",
-                why ? why : "capture manifest hashes and run identity are bound to this trace");
-            break;
-        case CG_NSIGHT_PARTIAL:
-            set(pb, CG_CAP_PARTIAL, "capture-manifest.json", why ? why : "capture manifest is absent or incomplete");
-            break;
-        case CG_NSIGHT_MISMATCH:
-            set(pb, CG_CAP_INVALID, "capture-manifest.json", why ? why : "capture manifest does not match");
-            break;
-        }
+    if (!h->structurally_valid) {
+        static const cg_cap_kind linked[] = {CG_CAPK_NESTED_DEVICE_TIME, CG_CAPK_OPERATIONS, CG_CAPK_TENSORS,
+                                             CG_CAPK_GRADIENTS, CG_CAPK_LOGICAL_MEMORY, CG_CAPK_GPU_CORRELATION};
+        for (size_t i = 0; i < sizeof linked / sizeof linked[0]; i++)
+            if (cg_cap_available(s[linked[i]].level))
+                set(&s[linked[i]], CG_CAP_INVALID, trace_src,
+                    "structurally invalid trace cannot qualify trace-linked evidence");
     }
-
-    /* gpu_correlation */
-    cg_cap_state *gc = &s[CG_CAPK_GPU_CORRELATION];
-    const char *lp = label_problem(a, t);
-    if (lp) set(gc, CG_CAP_INVALID, "required semantic labels", lp);
-    else if (gst == CG_NSIGHT_AVAILABLE && gpu->correlation.complete)
-        set(gc, CG_CAP_COMPLETE, "nvtx_projected_range",
-            gpu->correlation.reason ? gpu->correlation.reason : "every GPU-expected label correlated");
-    else if (gst == CG_NSIGHT_AVAILABLE)
-        set(gc, CG_CAP_PARTIAL, "nvtx_projected_range",
-            gpu->correlation.reason ? gpu->correlation.reason : "GPU correlation is incomplete");
-    else if (gst == CG_NSIGHT_UNAVAILABLE)
-        set(gc, CG_CAP_UNAVAILABLE, gsrc, gpu->reason ? gpu->reason : "Nsight evidence is unavailable");
-    else set(gc, CG_CAP_INVALID, gsrc, gpu->reason ? gpu->reason : "Nsight evidence failed to load");
-
-    /* post-rules */
-    static const cg_cap_kind demote_invalid[] = {CG_CAPK_NESTED_DEVICE_TIME, CG_CAPK_OPERATIONS, CG_CAPK_TENSORS,
-                                                 CG_CAPK_GRADIENTS, CG_CAPK_LOGICAL_MEMORY, CG_CAPK_GPU_CORRELATION};
-    if (!valid) {
-        for (size_t i = 0; i < sizeof demote_invalid / sizeof demote_invalid[0]; i++) {
-            cg_cap_state *x = &s[demote_invalid[i]];
-            if (cg_cap_available(x->level)) {
-                x->level = CG_CAP_INVALID;
-                x->reason = cg_arena_printf(a, "%s; trace is structurally invalid", x->reason);
-            }
-        }
-    }
-    if (failed) {
+    if (!h->capture_complete) {
         static const cg_cap_kind lower[] = {CG_CAPK_NESTED_DEVICE_TIME, CG_CAPK_OPERATIONS, CG_CAPK_TENSORS,
-                                            CG_CAPK_GRADIENTS, CG_CAPK_LOGICAL_MEMORY, CG_CAPK_GPU_CORRELATION,
-                                            CG_CAPK_PHYSICAL_MEMORY, CG_CAPK_PROVENANCE_BINDING};
+                                            CG_CAPK_GRADIENTS, CG_CAPK_LOGICAL_MEMORY, CG_CAPK_PHYSICAL_MEMORY,
+                                            CG_CAPK_GPU_CORRELATION, CG_CAPK_PROVENANCE_BINDING};
         for (size_t i = 0; i < sizeof lower / sizeof lower[0]; i++) {
             cg_cap_state *x = &s[lower[i]];
             if (x->level == CG_CAP_COMPLETE) {

@@ -1,4 +1,5 @@
-/* evidence.c — EvidencePacket construction (spec §9). */
+/* evidence.c — EvidencePacket::from_document as the crate builds it
+ * (src/evidence.rs at 4abcd63f): findings, facts and gaps. */
 #include "analysis/evidence.h"
 
 #include <stdlib.h>
@@ -33,106 +34,98 @@ static cg_jv *finding(cg_arena *a, const char *code, const char *summary, const 
     return o;
 }
 
-static uint64_t ju64(const cg_jv *o, const char *k) {
-    uint64_t v = 0;
-    cg_jv_as_u64(cg_jv_get(o, k), &v);
-    return v;
+/* Nanoseconds as the crate's `{:.2}` milliseconds (ties to even on the exact
+ * binary value, as printf does). */
+static const char *ms(cg_arena *a, uint64_t ns) { return cg_arena_printf(a, "%.2f", (double)ns / 1000000.0); }
+
+static void host_finding(cg_arena *a, cg_evidence *e, const cg_host_span_cost *c) {
+    cg_cap_kind req[] = {CG_CAPK_NESTED_HOST_TIME};
+    const char *summary = cg_arena_printf(
+        a,
+        "`%s` has the largest observed measured-scope host self-time (%s ms overlap-clipped, %s ms full "
+        "self-time; `%s` span duration %s ms of %s ms full)",
+        c->name, ms(a, c->measured_overlap_self_time_ns), ms(a, c->host_self_time_ns), cg_host_scope_name(c->scope),
+        ms(a, c->measured_overlap_duration_ns), ms(a, c->full_duration_ns));
+    cg_jv_arr_push(a, e->findings,
+                   finding(a, "largest_observed_host_self_time", summary, c->id, req, 1,
+                           e->caps.s[CG_CAPK_NESTED_HOST_TIME].level));
 }
 
-static const char *jstr(const cg_jv *o, const char *k) {
-    const char *s = cg_jv_as_str(cg_jv_get(o, k));
-    return s ? s : "";
+static void device_finding(cg_arena *a, cg_evidence *e, const cg_device_span_cost *c) {
+    cg_cap_kind req[] = {CG_CAPK_NESTED_DEVICE_TIME};
+    const char *summary =
+        cg_arena_printf(a, "`%s` has the largest observed device-busy interval union on `%s` (%s ms)", c->name,
+                        c->device, ms(a, c->device_busy_ns));
+    cg_jv_arr_push(a, e->findings,
+                   finding(a, "largest_observed_device_busy_time", summary, c->id, req, 1,
+                           e->caps.s[CG_CAPK_NESTED_DEVICE_TIME].level));
 }
 
-static void build_findings(cg_arena *a, cg_evidence *e) {
-    e->findings = cg_jv_arr(a);
-    const cg_capabilities *c = &e->caps;
-    if (e->graph) {
-        cg_jv *summary = cg_jv_get(e->graph, "summary");
-        cg_jv *host = cg_jv_get(summary, "slowest_host_spans");
-        if (host && cg_jv_len(host)) {
-            cg_jv *r = cg_jv_at(host, 0);
-            cg_cap_kind req[] = {CG_CAPK_NESTED_HOST_TIME};
-            cg_jv_arr_push(a, e->findings,
-                           finding(a, "largest_observed_host_self_time",
-                                   cg_arena_printf(a,
-                                                   "%s (%s) has the largest observed host self time in the measured "
-                                                   "window: %llu ns (%s)",
-                                                   jstr(r, "name"), jstr(r, "id"),
-                                                   (unsigned long long)ju64(r, "measured_overlap_self_time_ns"),
-                                                   jstr(r, "scope")),
-                                   "graph.summary.slowest_host_spans", req, 1,
-                                   c->s[CG_CAPK_NESTED_HOST_TIME].level));
-        }
-        cg_jv *dev = cg_jv_get(summary, "slowest_device_spans");
-        if (dev && cg_jv_len(dev)) {
-            cg_jv *r = cg_jv_at(dev, 0);
-            cg_cap_kind req[] = {CG_CAPK_NESTED_DEVICE_TIME};
-            cg_jv_arr_push(a, e->findings,
-                           finding(a, "largest_observed_device_busy_time",
-                                   cg_arena_printf(a,
-                                                   "%s (%s) has the largest observed device busy time: %llu ns on %s "
-                                                   "clock %s",
-                                                   jstr(r, "name"), jstr(r, "id"),
-                                                   (unsigned long long)ju64(r, "device_busy_ns"), jstr(r, "device"),
-                                                   jstr(r, "clock_id")),
-                                   "graph.summary.slowest_device_spans", req, 1,
-                                   c->s[CG_CAPK_NESTED_DEVICE_TIME].level));
-        }
-    }
+static void kernel_finding(cg_arena *a, cg_evidence *e) {
     const cg_nsight_summary_row *k = cg_nsight_first_kernel(e->gpu);
-    cg_cap_level gcl = c->s[CG_CAPK_GPU_CORRELATION].level, pbl = c->s[CG_CAPK_PROVENANCE_BINDING].level;
-    if (k && e->health->structurally_valid && e->health->capture_complete && cg_cap_available(gcl) &&
-        cg_cap_available(pbl)) {
-        cg_cap_kind req[] = {CG_CAPK_GPU_CORRELATION, CG_CAPK_PROVENANCE_BINDING};
-        cg_jv_arr_push(a, e->findings,
-                       finding(a, "largest_nsight_kernel_total",
-                               cg_arena_printf(a, "%s has the largest Nsight kernel total: %llu ns over %llu instances",
-                                               k->name, (unsigned long long)k->total_ns,
-                                               (unsigned long long)k->count),
-                               "gpu.kernels", req, 2, cg_cap_weakest(gcl, pbl)));
-    }
+    cg_cap_level gcl = e->caps.s[CG_CAPK_GPU_CORRELATION].level, pbl = e->caps.s[CG_CAPK_PROVENANCE_BINDING].level;
+    if (!k || !e->health->structurally_valid || !e->health->capture_complete || !cg_cap_available(gcl) ||
+        !cg_cap_available(pbl))
+        return;
+    cg_cap_kind req[] = {CG_CAPK_GPU_CORRELATION, CG_CAPK_PROVENANCE_BINDING};
+    const char *summary = cg_arena_printf(a, "`%s` has the largest normalized Nsight kernel total (%s ms)", k->name,
+                                          ms(a, k->total_ns));
+    cg_jv_arr_push(a, e->findings,
+                   finding(a, "largest_nsight_kernel_total", summary, "nsight.cuda_gpu_kern_sum", req, 2,
+                           cg_cap_weakest(gcl, pbl)));
 }
 
-static void build_facts(cg_arena *a, cg_evidence *e) {
+#define GRADIENT_CONTRACT_SOURCE "capture_contract.gradient_contract"
+
+/* Facts and findings in the crate's order: outer wall time, the gradient
+ * contract, the graph's host/device findings and gradient observations, the
+ * logical peak, the Nsight kernel. A fact exists only when its capability is
+ * available (partial or complete). */
+static void build_findings_and_facts(cg_arena *a, cg_evidence *e, const cg_graph *g) {
     const cg_trace *t = e->trace;
+    const cg_capabilities *c = &e->caps;
+    e->findings = cg_jv_arr(a);
     e->facts = cg_jv_arr(a);
-    for (size_t i = 0; i < t->n_spans; i++) {
-        const cg_span *s = &t->spans[i];
-        if (s->measured && s->closed) {
+    if (cg_cap_available(c->s[CG_CAPK_OUTER_WALL_TIME].level))
+        for (size_t i = 0; i < t->n_spans; i++) {
+            const cg_span *s = &t->spans[i];
+            if (!s->measured || !s->closed) continue;
             cg_jv_arr_push(a, e->facts,
-                           fact(a, "outer_wall_time", "Outer wall time", "duration_ns", cg_jv_u64(a, s->duration_ns),
-                                cg_arena_printf(a, "measured span %s", s->id), CG_CAPK_OUTER_WALL_TIME));
+                           fact(a, "outer_wall_time", "Measured region wall time", "duration_ns",
+                                cg_jv_u64(a, s->duration_ns), "measured_span", CG_CAPK_OUTER_WALL_TIME));
             break;
         }
-    }
-    const cg_gradient_contract *g = t->run.contract.gradient_contract;
-    if (g) {
+    const cg_gradient_contract *gc = t->run.contract.gradient_contract;
+    if (gc && cg_cap_available(c->s[CG_CAPK_GRADIENTS].level)) {
         cg_jv_arr_push(a, e->facts,
-                       fact(a, "gradient_manifest_sha256", "Gradient manifest digest", "text",
-                            cg_jv_str(a, g->manifest_sha256), "capture_contract.gradient_contract",
-                            CG_CAPK_GRADIENTS));
+                       fact(a, "gradient_manifest_sha256", "Gradient manifest SHA-256", "text",
+                            cg_jv_str(a, gc->manifest_sha256), GRADIENT_CONTRACT_SOURCE, CG_CAPK_GRADIENTS));
         cg_jv_arr_push(a, e->facts,
-                       fact(a, "gradient_manifest_entries", "Gradient manifest entries", "count",
-                            cg_jv_u64(a, g->n_expected), "capture_contract.gradient_contract", CG_CAPK_GRADIENTS));
+                       fact(a, "gradient_manifest_entries", "Expected gradient parameters", "count",
+                            cg_jv_u64(a, gc->n_expected), GRADIENT_CONTRACT_SOURCE, CG_CAPK_GRADIENTS));
         cg_jv_arr_push(a, e->facts,
                        fact(a, "gradient_family_expectations", "Gradient family expectations", "count",
-                            cg_jv_u64(a, g->n_families), "capture_contract.gradient_contract", CG_CAPK_GRADIENTS));
+                            cg_jv_u64(a, gc->n_families), GRADIENT_CONTRACT_SOURCE, CG_CAPK_GRADIENTS));
     }
-    if (e->graph && t->n_gradients) {
-        uint64_t n = 0;
-        for (size_t i = 0; i < t->n_gradients; i++) n += t->gradients[i].state != CG_GRAD_PRESENT;
-        cg_jv_arr_push(a, e->facts,
-                       fact(a, "gradient_observations", "Gradient observations that are not present", "count",
-                            cg_jv_u64(a, n), "gradient events", CG_CAPK_GRADIENTS));
+    if (g) {
+        const cg_host_span_cost *host = cg_graph_first_slowest_host(g);
+        const cg_device_span_cost *dev = cg_graph_first_slowest_device(g);
+        if (host) host_finding(a, e, host);
+        if (dev) device_finding(a, e, dev);
+        if (t->n_gradients) {
+            uint64_t n = 0;
+            for (size_t i = 0; i < t->n_gradients; i++) n += t->gradients[i].state != CG_GRAD_PRESENT;
+            cg_jv_arr_push(a, e->facts,
+                           fact(a, "gradient_observations", "Non-present gradient observations", "count",
+                                cg_jv_u64(a, n), "trace.gradient", CG_CAPK_GRADIENTS));
+        }
     }
     uint64_t peak, ts;
-    if (cg_memory_logical_peak(e->memory, &peak, &ts)) {
+    if (cg_cap_available(c->s[CG_CAPK_LOGICAL_MEMORY].level) && cg_memory_logical_peak(e->memory, &peak, &ts))
         cg_jv_arr_push(a, e->facts,
-                       fact(a, "logical_peak_live_bytes", "Logical peak live bytes", "bytes", cg_jv_u64(a, peak),
-                            cg_arena_printf(a, "memory events (peak at %llu ns)", (unsigned long long)ts),
-                            CG_CAPK_LOGICAL_MEMORY));
-    }
+                       fact(a, "logical_peak_live_bytes", "Peak live logical storage", "bytes", cg_jv_u64(a, peak),
+                            "logical_storage_lifetimes", CG_CAPK_LOGICAL_MEMORY));
+    kernel_finding(a, e);
 }
 
 static int cmp_str(const void *x, const void *y) { return strcmp(*(const char *const *)x, *(const char *const *)y); }
@@ -153,16 +146,22 @@ static void build_gaps(cg_arena *a, cg_evidence *e) {
 }
 
 cg_evidence *cg_evidence_build(cg_arena *a, const cg_trace *t, const char *nsight_dir, cg_error *err) {
+    return cg_evidence_build_as(a, t, nsight_dir, NULL, err);
+}
+
+cg_evidence *cg_evidence_build_as(cg_arena *a, const cg_trace *t, const char *nsight_dir, const char *nsight_display,
+                                  cg_error *err) {
     cg_evidence *e = cg_arena_zalloc(a, sizeof *e);
     e->trace = t;
     const cg_capture_contract *c = &t->run.contract;
-    e->gpu = cg_nsight_load(a, nsight_dir, &c->required_semantic_labels, &c->gpu_expected_semantic_labels,
-                            &c->cpu_only_semantic_labels);
+    e->gpu = cg_nsight_load_as(a, nsight_dir, nsight_display, &c->required_semantic_labels,
+                               &c->gpu_expected_semantic_labels, &c->cpu_only_semantic_labels, NULL);
     cg_nsight_bind_to_trace(e->gpu, t->run.run_id, t->run.correlation_id);
     e->health = cg_health_analyze(t);
     e->timing = cg_timing_analyze(t, a);
     e->memory = cg_memory_analyze(t, a);
     cg_capabilities_assess(a, t, e->health, e->timing->device_coverage, e->gpu, &e->caps);
+    const cg_graph *graph = NULL;
     if (e->health->structurally_valid && e->health->capture_complete) {
         cg_graph *g = cg_graph_build_with(t, e->health, e->timing, e->memory, a, err);
         if (!g) {
@@ -170,9 +169,9 @@ cg_evidence *cg_evidence_build(cg_arena *a, const cg_trace *t, const char *nsigh
             return NULL;
         }
         e->graph = cg_graph_to_json_lazy(a, g);
+        graph = g;
     }
-    build_findings(a, e);
-    build_facts(a, e);
+    build_findings_and_facts(a, e, graph);
     build_gaps(a, e);
     return e;
 }
@@ -212,12 +211,17 @@ cg_jv *cg_evidence_to_json(cg_arena *a, const cg_evidence *e) {
 }
 
 cg_jv *cg_evidence_build_file(cg_arena *a, const char *trace_path, const char *nsight_dir, cg_error *err) {
+    return cg_evidence_build_file_as(a, trace_path, nsight_dir, NULL, err);
+}
+
+cg_jv *cg_evidence_build_file_as(cg_arena *a, const char *trace_path, const char *nsight_dir,
+                                 const char *nsight_display, cg_error *err) {
     cg_trace *t = cg_trace_read_file(trace_path, NULL, err);
     if (!t) return NULL;
     cg_jv *out = NULL;
     cg_arena work;
     cg_arena_init(&work, 1 << 20);
-    cg_evidence *e = cg_evidence_build(&work, t, nsight_dir, err);
+    cg_evidence *e = cg_evidence_build_as(&work, t, nsight_dir, nsight_display, err);
     if (e) {
         /* the clone materializes the lazy arrays and copies every string into `a`,
          * so the result outlives the trace and the work arena */

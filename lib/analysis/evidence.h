@@ -39,6 +39,10 @@ typedef struct cg_evidence {
  * when graph construction fails for a complete, valid capture (e.g. "duplicate
  * graph node ID"). */
 cg_evidence *cg_evidence_build(cg_arena *a, const cg_trace *t, const char *nsight_dir, cg_error *err);
+/* Same, naming the Nsight directory `nsight_display` in messages that quote a
+ * path (see cg_nsight_load_as; NULL = nsight_dir). */
+cg_evidence *cg_evidence_build_as(cg_arena *a, const cg_trace *t, const char *nsight_dir, const char *nsight_display,
+                                  cg_error *err);
 void cg_evidence_free(cg_evidence *e);
 
 /* The packet JSON with the spec's field order. */
@@ -52,6 +56,8 @@ cg_jv *cg_evidence_to_json_lazy(cg_arena *a, const cg_evidence *e);
 
 /* build_evidence(trace_path, nsight_dir) → packet JSON (parses the trace). */
 cg_jv *cg_evidence_build_file(cg_arena *a, const char *trace_path, const char *nsight_dir, cg_error *err);
+cg_jv *cg_evidence_build_file_as(cg_arena *a, const char *trace_path, const char *nsight_dir,
+                                 const char *nsight_display, cg_error *err);
 
 /* Reading a packet: schema must be exactly evidence/4; an embedded graph must be
  * graph/5; provenance, health, capabilities, findings, facts, gaps, timing,

@@ -7,6 +7,7 @@
 int cg_err_vset(cg_error *err, cg_errcode code, const char *fmt, va_list ap) {
     if (!err) return -1;
     err->code = code;
+    err->n_ctx = 0;
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     return -1;
 }
@@ -39,6 +40,10 @@ int cg_err_context(cg_error *err, const char *fmt, ...) {
     if (ol > sizeof err->msg - 1 - n) ol = sizeof err->msg - 1 - n;
     memcpy(err->msg + n, old, ol);
     err->msg[n + ol] = '\0';
+    if (err->n_ctx == CG_ERROR_CHAIN) err->n_ctx--; /* the innermost boundary is dropped */
+    for (unsigned i = err->n_ctx; i > 0; i--) err->ctx_end[i] = err->ctx_end[i - 1] + (unsigned)n;
+    err->ctx_end[0] = (unsigned)pl;
+    err->n_ctx++;
     return -1;
 }
 
@@ -47,6 +52,19 @@ void cg_err_clear(cg_error *err) {
     err->code = CG_OK;
     err->line = 0;
     err->msg[0] = '\0';
+    err->n_ctx = 0;
+}
+
+void cg_err_write_chain(cg_buf *out, const cg_error *err) {
+    size_t len = strnlen(err->msg, sizeof err->msg), start = 0;
+    for (unsigned i = 0; i <= err->n_ctx; i++) {
+        size_t end = i < err->n_ctx && err->ctx_end[i] <= len ? err->ctx_end[i] : len;
+        if (i == 1) cg_buf_puts(out, "\n\nCaused by:");
+        if (i >= 1 && err->n_ctx > 1) cg_buf_printf(out, "\n%5u: ", i - 1); /* anyhow's "{: >5}: " */
+        else if (i >= 1) cg_buf_puts(out, "\n    ");
+        cg_buf_append(out, err->msg + start, end - start);
+        start = end + 2 <= len ? end + 2 : len;
+    }
 }
 
 const char *cg_err_quote(char *buf, size_t size, const char *s) {

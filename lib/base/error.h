@@ -11,6 +11,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 
+#include "base/buf.h"
+
 #define CG_ERROR_MAX 4096
 
 typedef enum cg_errcode {
@@ -26,10 +28,16 @@ typedef enum cg_errcode {
     CG_ENOSPC,   /* storage exhausted (ENOSPC, EDQUOT): the disk or a quota is full */
 } cg_errcode;
 
+#define CG_ERROR_CHAIN 8
+
 typedef struct cg_error {
     cg_errcode code;
     int line;               /* 1-based input line when relevant, else 0 */
     char msg[CG_ERROR_MAX];
+    /* anyhow's context chain inside msg: ctx_end[i] is where the i-th context
+     * (outermost first) ends, before its ": " separator. */
+    unsigned n_ctx;
+    unsigned ctx_end[CG_ERROR_CHAIN];
 } cg_error;
 
 /* Sets code and message (printf format). Returns 0 (or NULL-equivalent) for
@@ -40,6 +48,11 @@ int cg_err_vset(cg_error *err, cg_errcode code, const char *fmt, va_list ap);
 /* Prepends "context: " to the existing message; keeps the code. Returns -1. */
 int cg_err_context(cg_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cg_err_clear(cg_error *err);
+/* Appends anyhow's Debug rendering of the chain (what a Rust main returning
+ * Err prints after "Error: "): the outermost message, then, when there are
+ * causes, "\n\nCaused by:\n" and each cause indented by four spaces,
+ * numbered "N: " when there is more than one. No trailing newline. */
+void cg_err_write_chain(cg_buf *out, const cg_error *err);
 /* CG_ENOSPC for ENOSPC and EDQUOT, CG_EIO for every other errno value. */
 cg_errcode cg_errcode_of_errno(int e);
 

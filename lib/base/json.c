@@ -92,6 +92,16 @@ static size_t utf8_len(const unsigned char *p, const unsigned char *end) {
     return n;
 }
 
+bool cg_utf8_valid(const char *s, size_t n) {
+    const unsigned char *p = (const unsigned char *)s, *end = p + n;
+    while (p < end) {
+        size_t l = utf8_len(p, end);
+        if (!l) return false;
+        p += l;
+    }
+    return true;
+}
+
 /* s->p points just after the opening quote. */
 static int jp_string(jp *s, const char **out, size_t *out_len) {
     const char *q = s->p;
@@ -213,10 +223,11 @@ static cg_jv *jp_number(jp *s) {
             if (mag > (UINT64_MAX - dig) / 10) { overflow = true; break; }
             mag = mag * 10 + dig;
         }
-        if (!overflow && (!neg || mag <= (uint64_t)INT64_MAX + 1u)) {
+        /* like serde_json, "-0" is the float -0.0 */
+        if (!overflow && (!neg || (mag != 0 && mag <= (uint64_t)INT64_MAX + 1u))) {
             cg_jv *v = jv_new(s->a, CG_JINT);
             v->u.i.mag = mag;
-            v->u.i.neg = neg && mag != 0;
+            v->u.i.neg = neg;
             return v;
         }
     }

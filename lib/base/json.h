@@ -4,7 +4,7 @@
  * freed individually). Objects keep member order (insertion / document order),
  * which the writers reproduce, so struct field order is whatever order the
  * builder inserts. Integers keep full u64 / i64 range; a number with '.', 'e'
- * or 'E' (or an integer beyond u64) is a real.
+ * or 'E' (or an integer beyond u64 / below i64, or "-0") is a real, as in serde_json.
  *
  * Parser limits (cg_json_limits): nesting depth, string length, members/items
  * per container; exceeding one is CG_ELIMIT with a message naming the limit.
@@ -75,6 +75,9 @@ typedef struct cg_json_limits {
 } cg_json_limits;
 
 void cg_json_limits_default(cg_json_limits *l);
+
+/* true when the n bytes at s are well-formed UTF-8 (no overlongs, no surrogates). */
+bool cg_utf8_valid(const char *s, size_t n);
 
 /* Parses exactly one JSON value (surrounding whitespace allowed). NULL on error. */
 cg_jv *cg_json_parse(cg_arena *a, const char *text, size_t len, const cg_json_limits *lim,

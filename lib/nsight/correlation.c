@@ -1,6 +1,8 @@
 /* correlation.c — the NVTX correlation ledger (NsightCorrelation) and phase
- * GPU attribution (PhaseGpuAttribution) of §10. Both work on the full,
- * sorted row sets, before any display cap. The Nsight clock is never mapped
+ * GPU attribution (PhaseGpuAttribution), as build_correlation and
+ * attribute_gpu_phases of the crate's src/nsight.rs (65b3678d) derive them.
+ * Both see every row (ranges in file order, the GPU timeline sorted by start),
+ * before any display cap. The Nsight clock is never mapped
  * onto the host clock (clock_aligned is always false). */
 #include <stdlib.h>
 #include <string.h>
@@ -104,12 +106,19 @@ void cg_nsi_correlate(cg_arena *a, cg_nsight_evidence *ev, const cg_strlist *gpu
     memset(c, 0, sizeof *c);
     l->expected = cg_nsi_sorted_set(a, gpu_expected);
     l->cpu_only = cg_nsi_sorted_set(a, cpu_only);
+    if (nv->n == 0) {
+        /* the crate's empty correlation: every expected label is missing */
+        c->mode = CG_NSIGHT_CORR_NONE;
+        l->missing_expected = l->expected;
+        c->reason = "No projected NVTX ranges were normalized";
+        return;
+    }
 
     /* observed names and duplicates */
-    const char **names = cg_arena_alloc(a, (nv->n ? nv->n : 1) * sizeof(char *));
+    const char **names = cg_arena_alloc(a, nv->n * sizeof(char *));
     for (size_t i = 0; i < nv->n; i++) names[i] = nv->rows[i].name;
     qsort(names, nv->n, sizeof *names, cmp_str_ptr);
-    l->observed.items = cg_arena_alloc(a, (nv->n ? nv->n : 1) * sizeof(char *));
+    l->observed.items = cg_arena_alloc(a, nv->n * sizeof(char *));
     size_t dup_cap = 0;
     for (size_t i = 0; i < nv->n;) {
         size_t j = i + 1;
@@ -128,51 +137,37 @@ void cg_nsi_correlate(cg_arena *a, cg_nsight_evidence *ev, const cg_strlist *gpu
     l->unexpected_observed = set_op(a, &not_expected, &l->cpu_only, true);
     l->unexpected_cpu_only = set_op(a, &l->cpu_only, &l->observed, false);
 
-    /* qualification of every range carrying an expected label */
-    size_t unqualified = 0;
+    /* every range carrying an expected label, in row order, until the first
+     * that fails (the crate's short-circuiting `all`) */
+    size_t joinable = 0, unjoined = 0;
+    bool qualified = true;
     uint64_t max_dur = max_duration(&ev->gpu_timeline);
-    for (size_t i = 0; i < nv->n; i++) {
+    for (size_t i = 0; i < nv->n && qualified; i++) {
         const cg_nsight_timeline_row *r = &nv->rows[i];
         if (!cg_nsi_set_contains(&l->expected, r->name)) continue;
-        if (!r->has_gpu_operations) continue; /* relies on the official projection */
-        if (r->gpu_operations == 0) {
-            unqualified++;
-            continue;
-        }
-        if (ev->gpu_timeline.n == 0 || !has_join_key(r)) continue;
-        size_t joined = joined_rows(a, &ev->gpu_timeline, max_dur, r, NULL, NULL, NULL);
-        if ((uint64_t)joined != r->gpu_operations) unqualified++;
+        if (r->has_gpu_operations && r->gpu_operations == 0) qualified = false;
+        else if (r->has_gpu_operations && ev->gpu_timeline.n && has_join_key(r)) {
+            joinable++;
+            qualified = (uint64_t)joined_rows(a, &ev->gpu_timeline, max_dur, r, NULL, NULL, NULL) == r->gpu_operations;
+        } else unjoined++;
     }
 
-    c->mode = nv->n ? CG_NSIGHT_CORR_NVTX_PROJECTED_RANGE : CG_NSIGHT_CORR_NONE;
+    c->mode = CG_NSIGHT_CORR_NVTX_PROJECTED_RANGE;
     c->complete = l->expected.n > 0 && l->missing_expected.n == 0 && l->unexpected_observed.n == 0 &&
-                  l->unexpected_cpu_only.n == 0 && l->n_duplicates == 0 && unqualified == 0;
-    /* (inferred) reason wording: the spec only says the reasons state counts
-     * and that clocks remain separate. */
-    if (c->complete) {
+                  l->unexpected_cpu_only.n == 0 && l->n_duplicates == 0 && qualified;
+    if (c->complete)
         c->reason = cg_arena_printf(a,
-                                    "%zu of %zu GPU-expected semantic labels matched exactly one "
-                                    "qualified NVTX projected range; clocks remain separate",
-                                    l->matched.n, l->expected.n);
-    } else if (nv->n == 0) {
+                                    "GPU-expected and observed semantic labels match exactly; %zu joinable GPU "
+                                    "operation count checks passed and %zu projected rows rely on the official "
+                                    "projection report; Candle and Nsight clocks remain separate",
+                                    joinable, unjoined);
+    else
         c->reason = cg_arena_printf(a,
-                                    "no NVTX projected ranges were found; 0 of %zu GPU-expected "
-                                    "semantic labels matched; clocks remain separate",
-                                    l->expected.n);
-    } else if (l->expected.n == 0) {
-        c->reason = cg_arena_printf(a,
-                                    "no GPU-expected semantic labels were declared; %zu NVTX "
-                                    "projected ranges observed; clocks remain separate",
-                                    nv->n);
-    } else {
-        c->reason = cg_arena_printf(
-            a,
-            "%zu of %zu GPU-expected semantic labels matched; %zu missing, %zu unexpected "
-            "observed, %zu CPU-only projected, %zu duplicated, %zu unqualified ranges; clocks "
-            "remain separate",
-            l->matched.n, l->expected.n, l->missing_expected.n, l->unexpected_observed.n,
-            l->unexpected_cpu_only.n, l->n_duplicates, unqualified);
-    }
+                                    "Correlation is incomplete: %zu missing GPU-expected, %zu unexpected observed, "
+                                    "%zu CPU-only projected, %zu duplicate labels, joinable GPU operation counts "
+                                    "complete=%s; clocks remain separate",
+                                    l->missing_expected.n, l->unexpected_observed.n, l->unexpected_cpu_only.n,
+                                    l->n_duplicates, qualified ? "true" : "false");
 }
 
 void cg_nsi_attribute(cg_arena *a, cg_nsight_evidence *ev) {
@@ -183,7 +178,7 @@ void cg_nsi_attribute(cg_arena *a, cg_nsight_evidence *ev) {
     ev->n_phase_attribution = 0;
     for (size_t i = 0; i < nv->n; i++) {
         const cg_nsight_timeline_row *r = &nv->rows[i];
-        if (!has_join_key(r) || !r->has_projected) continue;
+        if (!has_join_key(r) || !r->has_projected_start || !r->has_projected_duration) continue;
         cg_nsi_interval *iv = NULL;
         size_t n_iv = 0, cap_iv = 0;
         size_t joined = joined_rows(a, &ev->gpu_timeline, max_dur, r, &iv, &n_iv, &cap_iv);

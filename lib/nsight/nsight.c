@@ -69,6 +69,54 @@ void cg_nsi_diag(cg_arena *a, cg_nsight_evidence *ev, const char *fmt, ...) {
     ev->diagnostics.n = n;
 }
 
+static bool unicode_space(uint32_t c) {
+    return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
+           c == 0x3000;
+}
+
+/* The code point of the well-formed UTF-8 sequence at s[0..n) (callers pass
+ * validated text); *len is its length. */
+static uint32_t utf8_at(const unsigned char *s, size_t n, size_t *len) {
+    size_t need = s[0] < 0x80 ? 0 : s[0] < 0xE0 ? 1 : s[0] < 0xF0 ? 2 : 3;
+    if (need >= n) need = 0;
+    uint32_t cp = need == 0 ? s[0] : (uint32_t)(s[0] & (0x3F >> need));
+    for (size_t k = 1; k <= need; k++) cp = (cp << 6) | (s[k] & 0x3F);
+    *len = need + 1;
+    return cp;
+}
+
+/* The code point ending at s[e) (a UTF-8 sequence starts at a non-continuation byte). */
+static uint32_t utf8_before(const unsigned char *s, size_t b, size_t e, size_t *len) {
+    size_t i = e - 1;
+    while (i > b && (s[i] & 0xC0) == 0x80 && e - i < 4) i--;
+    return utf8_at(s + i, e - i, len);
+}
+
+void cg_nsi_trim_span(const char *str, size_t n, size_t *b, size_t *e) {
+    const unsigned char *s = (const unsigned char *)str;
+    size_t lo = 0, hi = n, len;
+    while (lo < hi && unicode_space(utf8_at(s + lo, hi - lo, &len))) lo += len;
+    while (hi > lo && unicode_space(utf8_before(s, lo, hi, &len))) hi -= len;
+    *b = lo;
+    *e = hi;
+}
+
+void cg_nsi_debug_str(cg_buf *b, const char *str) {
+    const unsigned char *s = (const unsigned char *)str;
+    size_t n = strlen(str), len;
+    cg_buf_putc(b, '"');
+    for (size_t i = 0; i < n; i += len) {
+        uint32_t c = utf8_at(s + i, n - i, &len);
+        const char *esc = c == 0 ? "\\0" : c == '\t' ? "\\t" : c == '\r' ? "\\r" : c == '\n' ? "\\n"
+                          : c == '\\' ? "\\\\" : c == '"' ? "\\\"" : NULL;
+        if (esc) cg_buf_append(b, esc, strlen(esc));
+        else if (c < 0x20 || (c >= 0x7F && c < 0xA0)) cg_buf_printf(b, "\\u{%x}", (unsigned)c);
+        else cg_buf_append(b, str + i, len);
+    }
+    cg_buf_putc(b, '"');
+}
+
 static int cmp_str_ptr(const void *x, const void *y) {
     return strcmp(*(const char *const *)x, *(const char *const *)y);
 }
@@ -122,25 +170,18 @@ void cg_nsi_stable_sort(cg_arena *a, void *base, size_t n, size_t size,
 
 /* ---- loading ---- */
 
-typedef struct report_file {
-    const char *name;
-    cg_nsight_report kind;
-    bool parsed;
-    uint64_t total_rows;
-} report_file;
-
 typedef struct loader {
     cg_arena *a;
     cg_nsight_evidence *ev;
     const cg_nsight_limits *lim;
-    const char *dir;
+    const char *dir, *display;
     const char *load_error; /* first loading error (=> status failed) */
     size_t cap_rows[CG_NSIGHT_REPORT_COUNT];
 } loader;
 
 static bool ends_with(const char *s, const char *suffix) {
     size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && memcmp(s + n - m, suffix, m) == 0;
+    return n > m && memcmp(s + n - m, suffix, m) == 0;
 }
 
 static int match_report(const char *name) {
@@ -156,78 +197,103 @@ static cg_nsight_summary_table *summary_table(cg_nsight_evidence *ev, cg_nsight_
                                      : &ev->memory_operations;
 }
 
-static void load_error(loader *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void load_error(loader *L, const char *fmt, ...) {
-    char msg[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (!L->load_error) L->load_error = cg_arena_strdup(L->a, msg);
-    cg_nsi_diag(L->a, L->ev, "%s", msg);
+/* "<display>/<name>", the way a joined path displays. */
+const char *cg_nsi_display_path(cg_arena *a, const char *display, const char *name) {
+    size_t n = strlen(display);
+    return cg_arena_printf(a, "%s%s%s", display, n && display[n - 1] == '/' ? "" : "/", name);
 }
 
-/* Reads, hashes and parses one matched CSV. Returns the artifact (always,
- * unless the file could not be read at all). */
-static bool load_report(loader *L, const char *name, cg_nsight_report kind, cg_nsight_artifact *art,
-                        report_file *rf) {
+/* An io::Error as Rust displays it. */
+const char *cg_nsi_os_error(cg_arena *a, int e) { return cg_arena_printf(a, "%s (os error %d)", strerror(e), e); }
+
+static void load_error(loader *L, const char *msg) {
+    if (!L->load_error) L->load_error = cg_arena_strdup(L->a, msg);
+}
+
+static int cmp_summary(const void *x, const void *y) {
+    const cg_nsight_summary_row *a = x, *b = y;
+    if (a->total_ns != b->total_ns) return a->total_ns > b->total_ns ? -1 : 1;
+    return 0;
+}
+
+static int cmp_start(const void *x, const void *y) {
+    const cg_nsight_timeline_row *a = x, *b = y;
+    return a->start_ns != b->start_ns ? (a->start_ns < b->start_ns ? -1 : 1) : 0;
+}
+
+static int cmp_timeline(const void *x, const void *y) {
+    const cg_nsight_timeline_row *a = x, *b = y;
+    if (a->start_ns != b->start_ns) return a->start_ns < b->start_ns ? -1 : 1;
+    return strcmp(a->name, b->name);
+}
+
+static void add_limit(cg_arena *a, cg_nsight_evidence *ev, size_t *cap, const char *file, uint64_t total,
+                      uint64_t display_cap) {
+    cg_nsight_report_limit l = {file, total, total < display_cap ? total : display_cap, total > display_cap};
+    CG_NSI_PUSH(a, ev->limits, ev->n_limits, *cap, l);
+}
+
+/* Parses one matched CSV into its table. Each file's rows are sorted on their
+ * own (summaries by total descending, cut to 100; timelines by start) and
+ * appended, as the crate extends its lists file by file. */
+static int parse_report(loader *L, const char *data, size_t len, cg_nsight_report kind, const char *name,
+                        uint64_t *total, cg_error *err) {
     cg_arena *a = L->a;
+    cg_nsight_evidence *ev = L->ev;
+    cg_nsi_csv csv;
+    if (cg_nsi_csv_parse(a, data, len, L->lim, &csv, err) != 0) return -1;
+    if (kind == CG_NSIGHT_NVTX || kind == CG_NSIGHT_GPU_TRACE) {
+        cg_nsight_timeline_table *t = kind == CG_NSIGHT_NVTX ? &ev->nvtx_ranges : &ev->gpu_timeline;
+        size_t before = t->n;
+        if (cg_nsi_parse_timeline(a, &csv, kind == CG_NSIGHT_NVTX, name, &t->rows, &t->n, &L->cap_rows[kind], err))
+            return -1;
+        cg_nsi_stable_sort(a, t->rows + before, t->n - before, sizeof *t->rows, cmp_start);
+        *total = t->n - before;
+        return 0;
+    }
+    cg_nsight_summary_table *t = summary_table(ev, kind);
+    size_t before = t->n;
+    if (cg_nsi_parse_summary(a, &csv, name, &t->rows, &t->n, &L->cap_rows[kind], err) != 0) return -1;
+    cg_nsi_stable_sort(a, t->rows + before, t->n - before, sizeof *t->rows, cmp_summary);
+    *total = t->n - before;
+    if (*total > CG_NSIGHT_SUMMARY_DISPLAY_ROWS) t->n = before + CG_NSIGHT_SUMMARY_DISPLAY_ROWS;
+    t->displayed = t->n;
+    return 0;
+}
+
+/* Reads, hashes and parses one matched CSV. A report that does not parse is a
+ * diagnostic; one that does is retained (source_csv, limits, coverage). */
+static void load_report(loader *L, const char *name, cg_nsight_report kind, size_t *limit_cap) {
+    cg_arena *a = L->a;
+    cg_nsight_evidence *ev = L->ev;
     char *path = cg_path_join(L->dir, name);
+    const char *shown = cg_nsi_display_path(a, L->display, name);
     cg_error err;
-    art->path = name;
-    struct stat st;
-    if (lstat(path, &st) != 0) {
-        load_error(L, "%s: %s", name, strerror(errno));
-        free(path);
-        return false;
-    }
-    if ((uint64_t)st.st_size > L->lim->max_csv_bytes) {
-        uint64_t size;
-        if (cg_sha256_file(path, true, art->sha256, &size, &err) != 0) {
-            load_error(L, "%s: %s", name, err.msg);
-            free(path);
-            return false;
-        }
-        art->size_bytes = size;
-        cg_nsi_diag(a, L->ev, "%s: file size %llu exceeds limit max_csv_bytes (%llu bytes)", name,
-                    (unsigned long long)size, (unsigned long long)L->lim->max_csv_bytes);
-        free(path);
-        return true;
-    }
     size_t len = 0;
     char *data = cg_read_file(path, (size_t)L->lim->max_csv_bytes, &len, &err);
     free(path);
     if (!data) {
-        if (err.code == CG_ELIMIT) /* grew after lstat */
-            cg_nsi_diag(a, L->ev, "%s: file exceeds limit max_csv_bytes (%llu bytes)", name,
+        if (err.code == CG_ELIMIT)
+            cg_nsi_diag(a, ev, "%s: file exceeds limit max_csv_bytes (%llu bytes)", shown,
                         (unsigned long long)L->lim->max_csv_bytes);
-        else load_error(L, "%s: %s", name, err.msg);
-        return false;
+        else cg_nsi_diag(a, ev, "%s: %s", shown, err.msg);
+        return;
     }
+    uint64_t total = 0;
+    int rc = parse_report(L, data, len, kind, name, &total, &err);
+    if (rc != 0) {
+        free(data);
+        cg_nsi_diag(a, ev, "%s: %s", shown, err.msg);
+        return;
+    }
+    cg_nsight_artifact *art = &ev->source_csv[ev->n_source_csv++];
+    art->path = name;
     art->size_bytes = len;
     cg_sha256_hex(data, len, art->sha256);
-    cg_nsi_csv csv;
-    int rc = cg_nsi_csv_parse(a, data, len, L->lim, &csv, &err);
     free(data);
-    if (rc == 0) {
-        cg_nsight_evidence *ev = L->ev;
-        size_t before;
-        if (kind == CG_NSIGHT_NVTX || kind == CG_NSIGHT_GPU_TRACE) {
-            cg_nsight_timeline_table *t = kind == CG_NSIGHT_NVTX ? &ev->nvtx_ranges : &ev->gpu_timeline;
-            before = t->n;
-            rc = cg_nsi_parse_timeline(a, &csv, kind == CG_NSIGHT_NVTX, name, &t->rows, &t->n,
-                                       &L->cap_rows[kind], &err);
-            if (rc == 0) rf->total_rows = t->n - before;
-        } else {
-            cg_nsight_summary_table *t = summary_table(ev, kind);
-            before = t->n;
-            rc = cg_nsi_parse_summary(a, &csv, name, &t->rows, &t->n, &L->cap_rows[kind], &err);
-            if (rc == 0) rf->total_rows = t->n - before;
-        }
-    }
-    if (rc != 0) cg_nsi_diag(a, L->ev, "%s: %s", name, err.msg);
-    else rf->parsed = true;
-    return true;
+    ev->coverage[kind] = true;
+    bool timeline = kind == CG_NSIGHT_NVTX || kind == CG_NSIGHT_GPU_TRACE;
+    add_limit(a, ev, limit_cap, name, total, timeline ? CG_NSIGHT_TIMELINE_DISPLAY_ROWS : CG_NSIGHT_SUMMARY_DISPLAY_ROWS);
 }
 
 static bool valid_utf8_cstr(const char *s) {
@@ -248,82 +314,119 @@ static bool valid_utf8_cstr(const char *s) {
     return true;
 }
 
+/* status.txt: the rest of its first line that starts with "reason=" (taken as
+ * written, an empty rest included); NULL when the file is absent, unreadable,
+ * not UTF-8 or has no such line. */
 static const char *status_reason(loader *L) {
     char *path = cg_path_join(L->dir, CG_NSIGHT_STATUS_FILE);
     cg_error err;
     size_t len = 0;
     char *text = cg_read_file(path, L->lim->max_manifest_bytes, &len, &err);
     free(path);
-    if (!text) {
-        cg_nsi_diag(L->a, L->ev, CG_NSIGHT_STATUS_FILE ": %s", err.msg);
-        return NULL;
-    }
+    if (!text) return NULL;
     const char *reason = NULL;
-    for (char *line = text; line && *line && !reason;) {
-        char *nl = memchr(line, '\n', len - (size_t)(line - text));
-        size_t n = nl ? (size_t)(nl - line) : strlen(line);
-        if (n > 0 && line[n - 1] == '\r') n--;
-        if (n >= 7 && memcmp(line, "reason=", 7) == 0) {
-            const char *v = line + 7;
-            size_t vn = n - 7;
-            while (vn && (*v == ' ' || *v == '\t')) v++, vn--;
-            while (vn && (v[vn - 1] == ' ' || v[vn - 1] == '\t')) vn--;
-            /* (inferred) an empty reason= line does not count; NUL/non-UTF-8
-             * bytes are kept out of JSON by stopping at NUL */
-            if (vn && memchr(v, '\0', vn) == NULL) {
-                char *r = cg_arena_strndup(L->a, v, vn);
-                if (valid_utf8_cstr(r)) reason = r;
-            }
+    if (memchr(text, '\0', len) == NULL && valid_utf8_cstr(text)) {
+        for (char *line = text; line && !reason;) {
+            char *nl = memchr(line, '\n', len - (size_t)(line - text));
+            size_t n = nl ? (size_t)(nl - line) : strlen(line);
+            if (n > 0 && line[n - 1] == '\r') n--;
+            if (n >= 7 && memcmp(line, "reason=", 7) == 0) reason = cg_arena_strndup(L->a, line + 7, n - 7);
+            line = nl && nl[1] ? nl + 1 : NULL;
         }
-        line = nl ? nl + 1 : NULL;
     }
     free(text);
     return reason;
-}
-
-static int cmp_summary(const void *x, const void *y) {
-    const cg_nsight_summary_row *a = x, *b = y;
-    if (a->total_ns != b->total_ns) return a->total_ns > b->total_ns ? -1 : 1;
-    return 0;
-}
-
-static int cmp_timeline(const void *x, const void *y) {
-    const cg_nsight_timeline_row *a = x, *b = y;
-    if (a->start_ns != b->start_ns) return a->start_ns < b->start_ns ? -1 : 1;
-    return strcmp(a->name, b->name);
 }
 
 static int cmp_entry(const void *x, const void *y) {
     return strcmp(((const cg_nsi_dir_entry *)x)->name, ((const cg_nsi_dir_entry *)y)->name);
 }
 
-static int cmp_limit(const void *x, const void *y) {
-    return strcmp(((const cg_nsight_report_limit *)x)->file, ((const cg_nsight_report_limit *)y)->file);
-}
-
-static uint64_t displayed_from(const char *file, const cg_nsight_summary_table *s,
-                               const cg_nsight_timeline_table *t) {
-    uint64_t n = 0;
-    if (s)
-        for (size_t i = 0; i < s->displayed; i++) n += strcmp(s->rows[i].source_file, file) == 0;
-    if (t)
-        for (size_t i = 0; i < t->displayed; i++) n += strcmp(t->rows[i].source_file, file) == 0;
-    return n;
-}
-
 cg_nsight_evidence *cg_nsight_load(cg_arena *a, const char *dir, const cg_strlist *required,
                                    const cg_strlist *gpu_expected, const cg_strlist *cpu_only) {
-    return cg_nsight_load_ex(a, dir, required, gpu_expected, cpu_only, NULL);
+    return cg_nsight_load_as(a, dir, NULL, required, gpu_expected, cpu_only, NULL);
 }
 
 cg_nsight_evidence *cg_nsight_load_ex(cg_arena *a, const char *dir, const cg_strlist *required,
                                       const cg_strlist *gpu_expected, const cg_strlist *cpu_only,
-                                      const cg_nsight_limits *lim_in) {
+                                      const cg_nsight_limits *lim) {
+    return cg_nsight_load_as(a, dir, NULL, required, gpu_expected, cpu_only, lim);
+}
+
+/* NsightEvidence::unavailable(reason): no artifacts, no rows, provenance
+ * without a manifest, the empty correlation. */
+static cg_nsight_evidence *unavailable(cg_arena *a, cg_nsight_status status, const char *reason) {
+    cg_nsight_evidence *ev = cg_arena_zalloc(a, sizeof *ev);
+    ev->arena = a;
+    ev->status = status;
+    ev->reason = reason;
+    ev->provenance.binding = CG_NSIGHT_PARTIAL;
+    cg_nsi_prov_diag(a, &ev->provenance, "%s", "No capture manifest was loaded");
+    cg_nsi_correlate(a, ev, NULL, NULL);
+    return ev;
+}
+
+/* Lists the flat directory (sorted by name); a failure is a load error. */
+static cg_nsi_dir_entry *list_dir(loader *L, size_t *n_out) {
+    cg_arena *a = L->a;
+    cg_nsi_dir_entry *entries = NULL;
+    size_t n = 0, cap = 0;
+    struct stat st;
+    bool is_dir = stat(L->dir, &st) == 0 && S_ISDIR(st.st_mode);
+    DIR *d = is_dir ? opendir(L->dir) : NULL;
+    if (!d) {
+        load_error(L, is_dir ? cg_nsi_os_error(a, errno)
+                             : cg_arena_printf(a, "Nsight report directory does not exist: %s", L->display));
+        return NULL;
+    }
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
+        if (n >= L->lim->max_dir_entries) {
+            load_error(L, cg_arena_printf(a, "Nsight directory %s exceeds limit max_dir_entries (%zu entries)",
+                                          L->display, L->lim->max_dir_entries));
+            break;
+        }
+        cg_nsi_dir_entry e;
+        memset(&e, 0, sizeof e);
+        e.name = cg_arena_strdup(a, de->d_name);
+        char *path = cg_path_join(L->dir, e.name);
+        e.regular = stat(path, &st) == 0 && S_ISREG(st.st_mode) && valid_utf8_cstr(e.name);
+        free(path);
+        CG_NSI_PUSH(a, entries, n, cap, e);
+    }
+    closedir(d);
+    if (n) qsort(entries, n, sizeof *entries, cmp_entry);
+    *n_out = n;
+    return entries;
+}
+
+/* Hashes the first *.nsys-rep (by name) as the raw report. */
+static void load_raw_report(loader *L, cg_nsi_dir_entry *entries, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (!entries[i].regular || !ends_with(entries[i].name, ".nsys-rep")) continue;
+        char *rp = cg_path_join(L->dir, entries[i].name);
+        cg_error err;
+        cg_nsight_artifact *art = cg_arena_zalloc(L->a, sizeof *art);
+        art->path = entries[i].name;
+        if (cg_sha256_file(rp, false, art->sha256, &art->size_bytes, &err) != 0) load_error(L, err.msg);
+        else {
+            L->ev->raw_report = art;
+            entries[i].retained = true;
+            entries[i].art = art;
+        }
+        free(rp);
+        return;
+    }
+}
+
+cg_nsight_evidence *cg_nsight_load_as(cg_arena *a, const char *dir, const char *display_dir,
+                                      const cg_strlist *required, const cg_strlist *gpu_expected,
+                                      const cg_strlist *cpu_only, const cg_nsight_limits *lim_in) {
     cg_nsight_limits lim;
     if (lim_in) lim = *lim_in;
     else cg_nsight_limits_default(&lim);
-    cg_nsight_evidence *ev = cg_arena_zalloc(a, sizeof *ev);
-    ev->arena = a;
+    if (!dir) return unavailable(a, CG_NSIGHT_UNAVAILABLE, "Nsight capture was not requested");
     cg_strlist none = {NULL, 0};
     const cg_strlist *req = required ? required : &none;
     const cg_strlist *gpu = gpu_expected ? gpu_expected : &none;
@@ -331,167 +434,53 @@ cg_nsight_evidence *cg_nsight_load_ex(cg_arena *a, const char *dir, const cg_str
     /* legacy partition: no GPU/CPU split declared => every required label is GPU-expected */
     if (gpu->n == 0 && cpu->n == 0) gpu = req;
 
+    cg_nsight_evidence *ev = cg_arena_zalloc(a, sizeof *ev);
+    ev->arena = a;
     loader L;
     memset(&L, 0, sizeof L);
     L.a = a;
     L.ev = ev;
     L.lim = &lim;
     L.dir = dir;
-    ev->provenance.binding = CG_NSIGHT_PARTIAL;
+    L.display = display_dir ? display_dir : dir;
 
-    if (!dir) {
-        ev->status = CG_NSIGHT_UNAVAILABLE;
-        ev->reason = "Nsight capture was not requested";
-        ev->provenance.reason = "Nsight capture was not requested";
-        cg_nsi_correlate(a, ev, gpu, cpu);
-        return ev;
-    }
-
-    /* enumerate the flat directory */
-    cg_nsi_dir_entry *entries = NULL;
-    size_t n_entries = 0, cap_entries = 0;
-    DIR *d = opendir(dir);
-    if (!d) {
-        load_error(&L, "failed to read Nsight directory %s: %s", dir, strerror(errno));
-    } else {
-        struct dirent *de;
-        errno = 0;
-        while ((de = readdir(d)) != NULL) {
-            if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
-            if (n_entries >= lim.max_dir_entries) {
-                load_error(&L, "Nsight directory %s exceeds limit max_dir_entries (%zu entries)", dir,
-                           lim.max_dir_entries);
-                break;
-            }
-            cg_nsi_dir_entry e;
-            memset(&e, 0, sizeof e);
-            e.name = cg_arena_strdup(a, de->d_name);
-            CG_NSI_PUSH(a, entries, n_entries, cap_entries, e);
-            errno = 0;
-        }
-        if (!L.load_error && errno != 0)
-            load_error(&L, "failed to read Nsight directory %s: %s", dir, strerror(errno));
-        closedir(d);
-    }
-    if (L.load_error) {
-        n_entries = 0;
-    }
-    if (n_entries) qsort(entries, n_entries, sizeof *entries, cmp_entry);
-
-    report_file *rfiles = cg_arena_zalloc(a, (n_entries ? n_entries : 1) * sizeof *rfiles);
-    size_t n_rfiles = 0;
+    size_t n_entries = 0, limit_cap = 0;
+    cg_nsi_dir_entry *entries = list_dir(&L, &n_entries);
+    if (!L.load_error) load_raw_report(&L, entries, n_entries);
+    if (L.load_error) return unavailable(a, CG_NSIGHT_FAILED, L.load_error);
     ev->source_csv = cg_arena_zalloc(a, (n_entries ? n_entries : 1) * sizeof *ev->source_csv);
-    bool has_status = false;
     for (size_t i = 0; i < n_entries; i++) {
-        cg_nsi_dir_entry *e = &entries[i];
-        char *path = cg_path_join(dir, e->name);
-        struct stat st;
-        int src = lstat(path, &st);
-        int serr = errno;
-        free(path);
-        if (src != 0) {
-            load_error(&L, "%s: %s", e->name, strerror(serr));
-            continue;
-        }
-        int kind = match_report(e->name);
-        bool raw = ends_with(e->name, ".nsys-rep") && !ev->raw_report;
-        if (!valid_utf8_cstr(e->name)) {
-            /* (inferred) a file name that is not UTF-8 cannot appear in JSON */
-            cg_nsi_diag(a, ev, "a file name that is not valid UTF-8 was ignored");
-            continue;
-        }
-        e->regular = S_ISREG(st.st_mode);
-        if (!e->regular) {
-            if (kind >= 0 || raw || strcmp(e->name, CG_NSIGHT_MANIFEST_FILE) == 0 ||
-                strcmp(e->name, CG_NSIGHT_STATUS_FILE) == 0)
-                cg_nsi_diag(a, ev, "%s: not a regular file; ignored", e->name);
-            continue;
-        }
-        if (strcmp(e->name, CG_NSIGHT_STATUS_FILE) == 0) has_status = true;
-        if (raw) {
-            char *rp = cg_path_join(dir, e->name);
-            cg_error err;
-            cg_nsight_artifact *art = cg_arena_zalloc(a, sizeof *art);
-            art->path = e->name;
-            if (cg_sha256_file(rp, true, art->sha256, &art->size_bytes, &err) != 0) {
-                load_error(&L, "%s: %s", e->name, err.msg);
-            } else {
-                ev->raw_report = art;
-                e->retained = true;
-                e->art = art;
-            }
-            free(rp);
-            continue;
-        }
-        if (kind < 0) continue;
-        cg_nsight_artifact *art = &ev->source_csv[ev->n_source_csv];
-        report_file *rf = &rfiles[n_rfiles];
-        rf->name = e->name;
-        rf->kind = (cg_nsight_report)kind;
-        if (load_report(&L, e->name, (cg_nsight_report)kind, art, rf)) {
-            ev->n_source_csv++;
-            n_rfiles++;
-            e->retained = true;
-            e->art = art;
+        int kind = match_report(entries[i].name);
+        if (!entries[i].regular || kind < 0) continue;
+        size_t before = ev->n_source_csv;
+        load_report(&L, entries[i].name, (cg_nsight_report)kind, &limit_cap);
+        if (ev->n_source_csv > before) {
+            entries[i].retained = true;
+            entries[i].art = &ev->source_csv[before];
         }
     }
 
-    /* sort (stable) and apply display caps; correlation uses the full sets */
-    cg_nsight_summary_table *sums[3] = {&ev->kernels, &ev->runtime_calls, &ev->memory_operations};
-    for (int k = 0; k < 3; k++) {
-        cg_nsi_stable_sort(a, sums[k]->rows, sums[k]->n, sizeof *sums[k]->rows, cmp_summary);
-        sums[k]->displayed =
-            sums[k]->n < CG_NSIGHT_SUMMARY_DISPLAY_ROWS ? sums[k]->n : CG_NSIGHT_SUMMARY_DISPLAY_ROWS;
-    }
+    /* correlation and attribution see every row, in file order; the display
+     * order and cap come after */
+    cg_nsi_stable_sort(a, ev->gpu_timeline.rows, ev->gpu_timeline.n, sizeof *ev->gpu_timeline.rows, cmp_start);
+    cg_nsi_correlate(a, ev, gpu, cpu);
+    cg_nsi_attribute(a, ev);
     cg_nsight_timeline_table *tls[2] = {&ev->nvtx_ranges, &ev->gpu_timeline};
     for (int k = 0; k < 2; k++) {
         cg_nsi_stable_sort(a, tls[k]->rows, tls[k]->n, sizeof *tls[k]->rows, cmp_timeline);
         tls[k]->displayed =
             tls[k]->n < CG_NSIGHT_TIMELINE_DISPLAY_ROWS ? tls[k]->n : CG_NSIGHT_TIMELINE_DISPLAY_ROWS;
     }
+    cg_nsi_provenance_load(a, ev, dir, L.display, entries, n_entries, req, gpu, cpu, &lim);
 
-    /* limits[file] for every parsed report */
-    ev->limits = cg_arena_zalloc(a, (n_rfiles ? n_rfiles : 1) * sizeof *ev->limits);
-    for (size_t i = 0; i < n_rfiles; i++) {
-        if (!rfiles[i].parsed) continue;
-        cg_nsight_report_limit *l = &ev->limits[ev->n_limits++];
-        l->file = rfiles[i].name;
-        l->total_rows = rfiles[i].total_rows;
-        cg_nsight_report k = rfiles[i].kind;
-        if (k == CG_NSIGHT_NVTX || k == CG_NSIGHT_GPU_TRACE)
-            l->displayed_rows = displayed_from(l->file, NULL, k == CG_NSIGHT_NVTX ? &ev->nvtx_ranges
-                                                                                    : &ev->gpu_timeline);
-        else l->displayed_rows = displayed_from(l->file, summary_table(ev, k), NULL);
-        l->truncated = l->displayed_rows < l->total_rows;
-    }
-    qsort(ev->limits, ev->n_limits, sizeof *ev->limits, cmp_limit);
-
-    cg_nsi_provenance_load(a, ev, dir, entries, n_entries, req, gpu, cpu, &lim);
-    cg_nsi_correlate(a, ev, gpu, cpu);
-    cg_nsi_attribute(a, ev);
-
-    ev->coverage[CG_NSIGHT_KERNELS] = ev->kernels.n > 0;
-    ev->coverage[CG_NSIGHT_RUNTIME] = ev->runtime_calls.n > 0;
-    ev->coverage[CG_NSIGHT_MEMORY] = ev->memory_operations.n > 0;
-    ev->coverage[CG_NSIGHT_NVTX] = ev->nvtx_ranges.n > 0;
-    ev->coverage[CG_NSIGHT_GPU_TRACE] = ev->gpu_timeline.n > 0;
-    bool any_rows = ev->kernels.n || ev->runtime_calls.n || ev->memory_operations.n ||
-                    ev->nvtx_ranges.n || ev->gpu_timeline.n;
-
-    if (L.load_error) {
-        ev->status = CG_NSIGHT_FAILED;
-        ev->reason = L.load_error;
-    } else if (any_rows) {
+    size_t useful = ev->kernels.displayed + ev->runtime_calls.displayed + ev->memory_operations.displayed +
+                    ev->nvtx_ranges.displayed + ev->gpu_timeline.displayed;
+    if (useful) {
         ev->status = CG_NSIGHT_AVAILABLE;
-        ev->reason = NULL;
     } else {
         ev->status = CG_NSIGHT_UNAVAILABLE;
-        const char *r = has_status ? status_reason(&L) : NULL;
-        if (r) ev->reason = r;
-        else if (n_rfiles == 0) ev->reason = "No supported nsys stats CSV reports were found";
-        /* (inferred) supported reports that yield no rows (all malformed or
-         * empty): still unavailable, with a reason saying so */
-        else ev->reason = "Supported nsys stats CSV reports contained no usable rows";
+        ev->reason = status_reason(&L);
+        if (!ev->reason) ev->reason = "No supported nsys stats CSV reports were found";
     }
     return ev;
 }
@@ -543,10 +532,9 @@ static cg_jv *timeline_json(cg_arena *a, const cg_nsight_timeline_table *t) {
         if (r->semantic_key) cg_jv_obj_put(a, o, "semantic_key", cg_jv_str(a, r->semantic_key));
         cg_jv_obj_put(a, o, "start_ns", cg_jv_u64(a, r->start_ns));
         cg_jv_obj_put(a, o, "duration_ns", cg_jv_u64(a, r->duration_ns));
-        if (r->has_projected) {
-            cg_jv_obj_put(a, o, "projected_start_ns", cg_jv_u64(a, r->projected_start_ns));
+        if (r->has_projected_start) cg_jv_obj_put(a, o, "projected_start_ns", cg_jv_u64(a, r->projected_start_ns));
+        if (r->has_projected_duration)
             cg_jv_obj_put(a, o, "projected_duration_ns", cg_jv_u64(a, r->projected_duration_ns));
-        }
         if (r->has_gpu_operations) cg_jv_obj_put(a, o, "gpu_operations", cg_jv_u64(a, r->gpu_operations));
         cg_jv_arr_push(a, arr, o);
     }
@@ -556,10 +544,8 @@ static cg_jv *timeline_json(cg_arena *a, const cg_nsight_timeline_table *t) {
 cg_jv *cg_nsight_provenance_to_json(cg_arena *a, const cg_nsight_provenance *p) {
     cg_jv *o = cg_jv_obj(a);
     cg_jv_obj_put(a, o, "binding", cg_jv_str(a, cg_nsight_binding_name(p->binding)));
-    cg_jv_obj_put(a, o, "reason", cg_jv_str(a, p->reason ? p->reason : ""));
-    if (p->manifest_file) cg_jv_obj_put(a, o, "manifest", artifact_json(a, p->manifest_file));
-    if (p->capture) cg_jv_obj_put(a, o, "capture", cg_jv_clone(a, p->capture));
-    cg_jv_obj_put(a, o, "issues", strlist_json(a, &p->issues));
+    if (p->manifest) cg_jv_obj_put(a, o, "manifest", cg_jv_clone(a, p->manifest));
+    cg_jv_obj_put(a, o, "diagnostics", strlist_json(a, &p->diagnostics));
     return o;
 }
 
@@ -571,12 +557,12 @@ cg_jv *cg_nsight_correlation_to_json(cg_arena *a, const cg_nsight_correlation *c
     cg_jv_obj_put(a, o, "complete", cg_jv_bool(a, c->complete));
     cg_jv *jl = cg_jv_obj(a);
     cg_jv_obj_put(a, jl, "expected", strlist_json(a, &l->expected));
-    cg_jv_obj_put(a, jl, "cpu_only", strlist_json(a, &l->cpu_only));
+    if (l->cpu_only.n) cg_jv_obj_put(a, jl, "cpu_only", strlist_json(a, &l->cpu_only));
     cg_jv_obj_put(a, jl, "observed", strlist_json(a, &l->observed));
     cg_jv_obj_put(a, jl, "matched", strlist_json(a, &l->matched));
     cg_jv_obj_put(a, jl, "missing_expected", strlist_json(a, &l->missing_expected));
     cg_jv_obj_put(a, jl, "unexpected_observed", strlist_json(a, &l->unexpected_observed));
-    cg_jv_obj_put(a, jl, "unexpected_cpu_only", strlist_json(a, &l->unexpected_cpu_only));
+    if (l->unexpected_cpu_only.n) cg_jv_obj_put(a, jl, "unexpected_cpu_only", strlist_json(a, &l->unexpected_cpu_only));
     cg_jv *dups = cg_jv_arr(a);
     for (size_t i = 0; i < l->n_duplicates; i++) {
         cg_jv *d = cg_jv_obj(a);
@@ -586,7 +572,7 @@ cg_jv *cg_nsight_correlation_to_json(cg_arena *a, const cg_nsight_correlation *c
     }
     cg_jv_obj_put(a, jl, "duplicates", dups);
     cg_jv_obj_put(a, o, "ledger", jl);
-    cg_jv_obj_put(a, o, "reason", cg_jv_str(a, c->reason ? c->reason : ""));
+    if (c->reason) cg_jv_obj_put(a, o, "reason", cg_jv_str(a, c->reason));
     return o;
 }
 

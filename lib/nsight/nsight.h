@@ -17,12 +17,17 @@
  * to cg_nsight_load (strings, rows, the manifest DOM). Free the arena to free
  * the evidence; nothing is freed individually.
  *
- * Errors: cg_nsight_load never fails hard. A missing/unreadable directory gives
- * status `failed` with a reason; a malformed report (bad CSV, a bad number, a
- * missing required column, a limit exceeded) becomes one diagnostic
- * "<file name>: <error>" and contributes no rows; an invalid capture manifest
- * leaves provenance `partial` with a diagnostic. Only out-of-memory aborts
- * (arena policy).
+ * Errors: cg_nsight_load never fails hard (the crate's
+ * load_optional_with_semantic_contract, src/nsight.rs at 65b3678d). A missing
+ * or unreadable directory, or an artifact that cannot be hashed, gives status
+ * `failed` with that error as reason and otherwise the shape of unavailable
+ * evidence (no rows, no artifacts, provenance without a manifest). A malformed
+ * report (invalid UTF-8, a bad or missing required number, a missing required
+ * column, a zero-duration row, an NVTX row without positive projected timing,
+ * a limit exceeded; the crate's texts, see nsight_internal.h) becomes one
+ * diagnostic "<dir>/<file name>: <error>", contributes no rows and is not
+ * listed in source_csv; an invalid capture manifest leaves provenance
+ * `partial` with a diagnostic. Only out-of-memory aborts (arena policy).
  *
  * Limits (cg_nsight_limits, defaults in cg_nsight_limits_default): bytes per
  * CSV file, rows per CSV file, bytes per field, columns per record, directory
@@ -109,13 +114,14 @@ typedef struct cg_nsight_summary_row {
 } cg_nsight_summary_row;
 
 /* Timeline row (NVTX projected range or GPU operation). Absent optional
- * strings are NULL; semantic_key is the name for NVTX ranges, else NULL. */
+ * strings are NULL; present ones are kept as written (an empty cell is "");
+ * semantic_key is the name for NVTX ranges, else NULL. */
 typedef struct cg_nsight_timeline_row {
     const char *name;
     bool is_nvtx; /* kind: nvtx_range (true) | gpu_operation (false) */
     const char *device, *context, *stream, *correlation_id, *semantic_key;
     uint64_t start_ns, duration_ns;
-    bool has_projected; /* projected_start_ns / projected_duration_ns present */
+    bool has_projected_start, has_projected_duration; /* always both for NVTX ranges */
     uint64_t projected_start_ns, projected_duration_ns;
     bool has_gpu_operations;
     uint64_t gpu_operations;
@@ -173,12 +179,10 @@ typedef struct cg_nsight_phase_attribution {
 
 typedef struct cg_nsight_provenance {
     cg_nsight_binding binding;
-    const char *reason;
-    cg_nsight_artifact *manifest_file; /* capture-manifest.json when present, else NULL */
-    cg_jv *capture;                    /* normalized manifest when it parsed, else NULL */
+    cg_jv *manifest;                     /* the parsed CaptureManifest, as the crate re-serializes it; NULL without one */
     const char *run_id, *correlation_id; /* from the manifest (NULL without one) */
-    bool manifest_valid;               /* parsed with every required field */
-    cg_strlist issues;                 /* every mismatch found, in check order */
+    cg_strlist diagnostics;              /* every finding in check order (NsightProvenance.diagnostics) */
+    size_t diag_cap;                     /* private: capacity of diagnostics.items */
 } cg_nsight_provenance;
 
 typedef struct cg_nsight_evidence {
@@ -212,6 +216,13 @@ cg_nsight_evidence *cg_nsight_load(cg_arena *a, const char *dir, const cg_strlis
 cg_nsight_evidence *cg_nsight_load_ex(cg_arena *a, const char *dir, const cg_strlist *required,
                                       const cg_strlist *gpu_expected, const cg_strlist *cpu_only,
                                       const cg_nsight_limits *lim);
+/* Same, naming the directory `display_dir` (NULL = dir) in the messages that
+ * quote a path ("<display_dir>/capture-manifest.json is absent",
+ * "<display_dir>/<file>: <error>"). Bundles pass "nsight" so that a packet
+ * rebuilt from the bundle says what the published one says. */
+cg_nsight_evidence *cg_nsight_load_as(cg_arena *a, const char *dir, const char *display_dir,
+                                      const cg_strlist *required, const cg_strlist *gpu_expected,
+                                      const cg_strlist *cpu_only, const cg_nsight_limits *lim);
 
 /* Binds the capture manifest to the trace's run: a loaded manifest that passed
  * every check becomes `bound`, or `mismatch` when its run.id / correlation.id

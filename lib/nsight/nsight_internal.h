@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/arena.h"
+#include "base/buf.h"
 #include "base/error.h"
 #include "nsight/nsight.h"
 
@@ -26,29 +27,44 @@
         (arr)[(n)++] = (val);                                                         \
     } while (0)
 
-/* ---- csv.c: bounded RFC-4180 reader ----
- * Comma separator, "" escapes inside quoted fields, quoted fields may hold
- * commas and newlines, CRLF or LF record ends, a leading UTF-8 BOM is skipped,
- * empty lines are skipped. The input must be valid UTF-8 without NUL bytes.
- * Every record must have as many fields as the first (header) record.
- * Errors name the 1-based line and the limit that was exceeded. */
+/* ---- csv.c: the csv crate's reader (csv 1.1.6 defaults, flexible) ----
+ * Comma delimiter; a field starting with '"' is quoted ("" inside is one '"',
+ * a character after the closing quote continues the field, an unterminated
+ * quote runs to the end); each \r or \n ends a record (\r\n once); blank
+ * lines are skipped; a leading UTF-8 BOM is dropped; records may have any
+ * number of fields. Bytes are kept as read (no UTF-8 check: cg_nsi_csv_utf8).
+ * Errors only for our limits (max_field_bytes, max_columns, max_rows). */
+typedef struct cg_nsi_csv_pos {
+    uint64_t record, line, byte; /* csv::Position of the record (record 0 = header) */
+} cg_nsi_csv_pos;
+typedef struct cg_nsi_csv_record {
+    const char **fields; /* NUL-terminated arena copies */
+    const size_t *lens;  /* byte length of each field */
+    size_t n;
+    cg_nsi_csv_pos pos;
+} cg_nsi_csv_record;
 typedef struct cg_nsi_csv {
-    char ***fields;   /* fields[r][c], NUL-terminated arena strings; r = 0 is the header */
-    size_t *lines;    /* 1-based line where record r starts */
-    size_t n_records; /* including the header */
-    size_t n_columns; /* fields per record (header width); 0 when the input is empty */
+    cg_nsi_csv_record *records; /* records[0] is the header row */
+    size_t n_records;           /* including the header; 0 for an empty input */
 } cg_nsi_csv;
 
 int cg_nsi_csv_parse(cg_arena *a, const char *data, size_t len, const cg_nsight_limits *lim,
                      cg_nsi_csv *out, cg_error *err);
+/* The csv crate's StringRecord check: "CSV parse error: record R (line L,
+ * field: F, byte: B): invalid utf-8: invalid UTF-8 in field F near byte index
+ * K". A NUL byte (valid UTF-8, but our strings end at NUL) is also refused. */
+int cg_nsi_csv_utf8(const cg_nsi_csv_record *rec, cg_error *err);
 
 /* ---- reports.c: header normalization, numbers, the five reports ---- */
-/* Header normalization of §10 (trim, lowercase, delete "(" ")" "%", space "-"
- * "/" to "_", trim "_"); result in the arena. */
+/* normalized_headers: trim, ASCII-lowercase, delete "(" ")" "%", space "-"
+ * "/" to "_", trim "_"; result in the arena. */
 char *cg_nsi_normalize_header(cg_arena *a, const char *h);
-/* Number rule of §10. Returns 0 and sets *present (false for an empty value)
- * and *out, or -1 with a short reason in err (no context). */
-int cg_nsi_parse_number(const char *raw, bool *present, uint64_t *out, cg_error *err);
+/* optional_number(raw, label): trim, drop ',', empty = absent; else u64, or
+ * an f64 that is finite, not negative (-0 included) and below 2^64
+ * (truncated). Returns 0 and sets *present / *out (raw NULL = absent), or -1
+ * with the crate's message: "invalid|non-finite|negative|overflowing <label>
+ * value <cleaned:?>". */
+int cg_nsi_parse_number(const char *raw, const char *label, bool *present, uint64_t *out, cg_error *err);
 /* Parses one report. Rows are appended to *rows (arena), *n / *cap updated
  * only on success. source_file is stored in every row. */
 int cg_nsi_parse_summary(cg_arena *a, const cg_nsi_csv *csv, const char *source_file,
@@ -80,16 +96,30 @@ typedef struct cg_nsi_dir_entry {
 
 /* Reads capture-manifest.json (if any) of dir and runs every load-time check
  * (schema, raw report, label sets, artifacts, undeclared retained files).
- * Sets ev->provenance; an unreadable or invalid manifest leaves the binding
- * partial and adds a diagnostic. */
-void cg_nsi_provenance_load(cg_arena *a, cg_nsight_evidence *ev, const char *dir,
+ * Sets ev->provenance; an absent, unreadable or invalid manifest leaves the
+ * binding partial with a diagnostic naming "<display>/capture-manifest.json". */
+void cg_nsi_provenance_load(cg_arena *a, cg_nsight_evidence *ev, const char *dir, const char *display,
                             const cg_nsi_dir_entry *entries, size_t n_entries,
                             const cg_strlist *required, const cg_strlist *gpu_expected,
                             const cg_strlist *cpu_only, const cg_nsight_limits *lim);
 
+/* Appends one provenance diagnostic. */
+void cg_nsi_prov_diag(cg_arena *a, cg_nsight_provenance *p, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* ---- small helpers (nsight.c) ---- */
+/* "<display>/<name>", as a joined path displays. */
+const char *cg_nsi_display_path(cg_arena *a, const char *display, const char *name);
+/* An errno value as Rust displays an io::Error: "<strerror> (os error <n>)". */
+const char *cg_nsi_os_error(cg_arena *a, int e);
 void cg_nsi_diag(cg_arena *a, cg_nsight_evidence *ev, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Rust's str::trim over n bytes: [*b, *e) without leading and trailing
+ * Unicode White_Space. */
+void cg_nsi_trim_span(const char *s, size_t n, size_t *b, size_t *e);
+/* Rust's `{:?}` of a str (quoted; \\ \" \0 \t \r \n and \u{..} for other
+ * control characters) appended to b. */
+void cg_nsi_debug_str(cg_buf *b, const char *s);
 /* Sorted (byte order), deduplicated copy of a string list. */
 cg_strlist cg_nsi_sorted_set(cg_arena *a, const cg_strlist *in);
 bool cg_nsi_set_contains(const cg_strlist *sorted, const char *s);

@@ -1,30 +1,32 @@
 /* provenance.c — capture-manifest.json (`candle-graph/nsight-capture/1`):
- * parsing into a normalized manifest, the load-time checks, and binding to a
- * trace run (§10 "Provenance"). A mismatch never discards normalized rows. */
+ * parsing into the manifest the crate re-serializes, the load-time checks
+ * (validate_provenance) and binding to a trace run (bind_to_trace), with the
+ * crate's diagnostics (src/nsight.rs at 65b3678d). A mismatch never discards
+ * normalized rows. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
+#include "base/buf.h"
 #include "base/fs.h"
 #include "base/json.h"
 #include "base/sha256.h"
 #include "nsight/nsight_internal.h"
 
-static void issue(cg_arena *a, cg_nsight_provenance *p, size_t *cap, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void issue(cg_arena *a, cg_nsight_provenance *p, size_t *cap, const char *fmt, ...) {
-    char msg[2048];
+void cg_nsi_prov_diag(cg_arena *a, cg_nsight_provenance *p, const char *fmt, ...) {
+    char msg[4096];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    const char **items = (const char **)p->issues.items;
-    size_t n = p->issues.n;
-    CG_NSI_PUSH(a, items, n, *cap, cg_arena_strdup(a, msg));
-    p->issues.items = items;
-    p->issues.n = n;
+    const char **items = (const char **)p->diagnostics.items;
+    size_t n = p->diagnostics.n;
+    CG_NSI_PUSH(a, items, n, p->diag_cap, cg_arena_strdup(a, msg));
+    p->diagnostics.items = items;
+    p->diagnostics.n = n;
 }
 
 /* ---- manifest parsing (serde-like: required fields, unknown ones ignored,
@@ -52,7 +54,7 @@ static int need_obj(const cg_jv *v, const char *what, cg_error *err) {
 static const char *need_str(const cg_jv *obj, const char *key, const char *what, bool optional,
                             cg_error *err, int *rc) {
     const cg_jv *v = cg_jv_get(obj, key);
-    if (!v) {
+    if (!v || (optional && v->type == CG_JNULL)) { /* an Option accepts null */
         if (!optional) *rc = cg_err_set(err, CG_EPARSE, "missing field `%s`", what);
         return NULL;
     }
@@ -81,10 +83,6 @@ static int str_array(cg_arena *a, const cg_jv *obj, const char *key, bool option
         cg_jv_arr_push(a, *json_out, cg_jv_str(a, s));
     }
     return 0;
-}
-
-static int cmp_str_ptr(const void *x, const void *y) {
-    return strcmp(*(const char *const *)x, *(const char *const *)y);
 }
 
 static int cmp_member(const void *x, const void *y) {
@@ -148,7 +146,7 @@ static int parse_manifest(cg_arena *a, const char *text, size_t len, manifest *m
     if (rc) return -1;
     cg_jv *jhw = cg_jv_obj(a);
     if (host) cg_jv_obj_put(a, jhw, "host", cg_jv_str(a, host));
-    if (str_array(a, hw, "devices", false, &tmp, &jarr, err))
+    if (str_array(a, hw, "devices", true, &tmp, &jarr, err))
         return cg_err_context(err, "hardware");
     cg_jv_obj_put(a, jhw, "devices", jarr);
     cg_jv_obj_put(a, cap, "hardware", jhw);
@@ -170,11 +168,12 @@ static int parse_manifest(cg_arena *a, const char *text, size_t len, manifest *m
 
     if (str_array(a, root, "required_semantic_labels", false, &m->required, &jarr, err)) return -1;
     cg_jv_obj_put(a, cap, "required_semantic_labels", jarr);
-    /* the two partition lists default to empty (legacy manifests) */
+    /* the two partition lists default to empty (legacy manifests) and are
+     * omitted again when empty */
     if (str_array(a, root, "gpu_expected_semantic_labels", true, &m->gpu, &jarr, err)) return -1;
-    cg_jv_obj_put(a, cap, "gpu_expected_semantic_labels", jarr);
+    if (m->gpu.n) cg_jv_obj_put(a, cap, "gpu_expected_semantic_labels", jarr);
     if (str_array(a, root, "cpu_only_semantic_labels", true, &m->cpu, &jarr, err)) return -1;
-    cg_jv_obj_put(a, cap, "cpu_only_semantic_labels", jarr);
+    if (m->cpu.n) cg_jv_obj_put(a, cap, "cpu_only_semantic_labels", jarr);
     m->has_partition = m->gpu.n > 0 || m->cpu.n > 0;
 
     const cg_jv *arts = cg_jv_get(root, "artifacts");
@@ -204,33 +203,46 @@ static int parse_manifest(cg_arena *a, const char *text, size_t len, manifest *m
     return 0;
 }
 
-/* First duplicated label in byte order, or NULL. */
-static const char *first_duplicate(cg_arena *a, const cg_strlist *l) {
-    if (l->n < 2) return NULL;
-    const char **tmp = cg_arena_alloc(a, l->n * sizeof(char *));
-    memcpy(tmp, l->items, l->n * sizeof(char *));
-    qsort(tmp, l->n, sizeof *tmp, cmp_str_ptr);
-    for (size_t i = 1; i < l->n; i++)
-        if (strcmp(tmp[i - 1], tmp[i]) == 0) return tmp[i];
-    return NULL;
+/* Rust's `{:?}` of a Vec<String>: ["a", "b"] with string escapes. */
+static const char *debug_list(cg_arena *a, const cg_strlist *l) {
+    cg_buf b = CG_BUF_INIT;
+    cg_buf_putc(&b, '[');
+    for (size_t i = 0; i < l->n; i++) {
+        cg_buf_puts(&b, i ? ", \"" : "\"");
+        for (const unsigned char *c = (const unsigned char *)l->items[i]; *c; c++) {
+            if (*c == '"' || *c == '\\') cg_buf_printf(&b, "\\%c", *c);
+            else if (*c == '\n') cg_buf_puts(&b, "\\n");
+            else if (*c == '\r') cg_buf_puts(&b, "\\r");
+            else if (*c == '\t') cg_buf_puts(&b, "\\t");
+            else if (*c < 0x20 || *c == 0x7f) cg_buf_printf(&b, "\\u{%x}", *c);
+            else cg_buf_putc(&b, (char)*c);
+        }
+        cg_buf_putc(&b, '"');
+    }
+    cg_buf_putc(&b, ']');
+    const char *out = cg_arena_strndup(a, b.data, b.len);
+    cg_buf_free(&b);
+    return out;
 }
 
-static bool same_set(cg_arena *a, const cg_strlist *x, const cg_strlist *y) {
-    cg_strlist sx = cg_nsi_sorted_set(a, x), sy = cg_nsi_sorted_set(a, y);
-    if (sx.n != sy.n) return false;
-    for (size_t i = 0; i < sx.n; i++)
-        if (strcmp(sx.items[i], sy.items[i]) != 0) return false;
+static bool same_list(const cg_strlist *x, const cg_strlist *y) {
+    if (x->n != y->n) return false;
+    for (size_t i = 0; i < x->n; i++)
+        if (strcmp(x->items[i], y->items[i]) != 0) return false;
     return true;
 }
 
-static bool unsafe_path(const char *p) {
-    if (p[0] == '\0' || p[0] == '/') return true;
-    const char *s = p;
-    for (;;) {
+/* Path::components() of a relative path yields only normal parts: not empty,
+ * not absolute, no "..", no leading "."; interior "." and repeated or trailing
+ * separators are normalized away by Rust and so allowed. */
+static bool safe_relative_path(const char *p) {
+    if (p[0] == '\0' || p[0] == '/') return false;
+    if (p[0] == '.' && (p[1] == '/' || p[1] == '\0')) return false;
+    for (const char *s = p;;) {
         const char *e = strchr(s, '/');
         size_t n = e ? (size_t)(e - s) : strlen(s);
-        if (n == 2 && s[0] == '.' && s[1] == '.') return true;
-        if (!e) return false;
+        if (n == 2 && s[0] == '.' && s[1] == '.') return false;
+        if (!e) return true;
         s = e + 1;
     }
 }
@@ -248,163 +260,159 @@ static const cg_nsi_dir_entry *find_entry(const cg_nsi_dir_entry *e, size_t n, c
     return NULL;
 }
 
-void cg_nsi_provenance_load(cg_arena *a, cg_nsight_evidence *ev, const char *dir,
-                            const cg_nsi_dir_entry *entries, size_t n_entries,
-                            const cg_strlist *required, const cg_strlist *gpu_expected,
-                            const cg_strlist *cpu_only, const cg_nsight_limits *lim) {
-    cg_nsight_provenance *p = &ev->provenance;
-    memset(p, 0, sizeof *p);
-    p->binding = CG_NSIGHT_PARTIAL;
-    const cg_nsi_dir_entry *me = find_entry(entries, n_entries, CG_NSIGHT_MANIFEST_FILE);
-    if (!me || !me->regular) {
-        p->reason = CG_NSIGHT_MANIFEST_FILE " is absent";
-        return;
-    }
-    char *path = cg_path_join(dir, CG_NSIGHT_MANIFEST_FILE);
-    cg_error err;
-    size_t len = 0;
-    char *text = cg_read_file(path, lim->max_manifest_bytes, &len, &err);
-    free(path);
-    if (!text) {
-        p->reason = cg_arena_printf(a, CG_NSIGHT_MANIFEST_FILE " is invalid: %s", err.msg);
-        cg_nsi_diag(a, ev, CG_NSIGHT_MANIFEST_FILE ": %s", err.msg);
-        return;
-    }
-    p->manifest_file = cg_arena_zalloc(a, sizeof *p->manifest_file);
-    p->manifest_file->path = CG_NSIGHT_MANIFEST_FILE;
-    p->manifest_file->size_bytes = len;
-    cg_sha256_hex(text, len, p->manifest_file->sha256);
-    manifest m;
-    cg_jv *capture = NULL;
-    int rc = parse_manifest(a, text, len, &m, &capture, &err);
-    free(text);
-    if (rc != 0) {
-        p->reason = cg_arena_printf(a, CG_NSIGHT_MANIFEST_FILE " is invalid: %s", err.msg);
-        cg_nsi_diag(a, ev, CG_NSIGHT_MANIFEST_FILE ": %s", err.msg);
-        return;
-    }
-    p->manifest_valid = true;
-    p->capture = capture;
-    p->run_id = m.run_id;
-    p->correlation_id = m.correlation_id;
+/* The semantic label checks of validate_provenance, in the crate's order. */
+static void check_labels(cg_arena *a, cg_nsight_provenance *p, const manifest *m, const cg_strlist *required,
+                         const cg_strlist *gpu_expected, const cg_strlist *cpu_only) {
+    cg_strlist m_req = cg_nsi_sorted_set(a, &m->required), want_req = cg_nsi_sorted_set(a, required);
+    if (m_req.n != m->required.n) cg_nsi_prov_diag(a, p, "manifest required application labels contain duplicates");
+    if (!same_list(&m_req, &want_req))
+        cg_nsi_prov_diag(a, p,
+                         "manifest required application labels do not match the application expectation: "
+                         "expected %s, declared %s",
+                         debug_list(a, &want_req), debug_list(a, &m_req));
+    cg_strlist m_gpu = m->has_partition ? cg_nsi_sorted_set(a, &m->gpu) : m_req;
+    cg_strlist m_cpu = cg_nsi_sorted_set(a, &m->cpu);
+    if (m->has_partition && m_gpu.n != m->gpu.n)
+        cg_nsi_prov_diag(a, p, "manifest GPU-expected labels contain duplicates");
+    if (m_cpu.n != m->cpu.n) cg_nsi_prov_diag(a, p, "manifest CPU-only labels contain duplicates");
+    cg_strlist want_gpu = cg_nsi_sorted_set(a, gpu_expected), want_cpu = cg_nsi_sorted_set(a, cpu_only);
+    if (!same_list(&m_gpu, &want_gpu))
+        cg_nsi_prov_diag(a, p,
+                         "manifest GPU-expected labels do not match the application expectation: expected %s, "
+                         "declared %s",
+                         debug_list(a, &want_gpu), debug_list(a, &m_gpu));
+    if (!same_list(&m_cpu, &want_cpu))
+        cg_nsi_prov_diag(a, p,
+                         "manifest CPU-only labels do not match the application expectation: expected %s, "
+                         "declared %s",
+                         debug_list(a, &want_cpu), debug_list(a, &m_cpu));
+}
 
-    size_t icap = 0;
-    if (strcmp(m.schema, CG_NSIGHT_CAPTURE_SCHEMA) != 0)
-        issue(a, p, &icap, "capture manifest schema %s is not %s", m.schema, CG_NSIGHT_CAPTURE_SCHEMA);
-    if (!ev->raw_report) issue(a, p, &icap, "Nsight capture has no raw .nsys-rep report");
-
-    /* semantic label contract */
-    const cg_strlist *lists[3] = {&m.required, &m.gpu, &m.cpu};
-    const char *list_names[3] = {"required", "GPU-expected", "CPU-only"};
-    for (int k = 0; k < 3; k++) {
-        const char *dup = first_duplicate(a, lists[k]);
-        if (dup)
-            issue(a, p, &icap, "capture manifest declares %s semantic label %s more than once",
-                  list_names[k], dup);
+/* One declared artifact against the retained (or, failing that, on-disk) file. */
+static void check_artifact(cg_arena *a, cg_nsight_provenance *p, const char *dir, const cg_nsi_dir_entry *e,
+                           const struct decl *d) {
+    uint64_t size = 0;
+    char hex[65];
+    if (e && e->art) {
+        size = e->art->size_bytes;
+        memcpy(hex, e->art->sha256, sizeof hex);
+    } else {
+        char *fp = cg_path_join(dir, d->path);
+        struct stat st;
+        bool file = stat(fp, &st) == 0 && S_ISREG(st.st_mode);
+        cg_error err;
+        int hrc = file ? cg_sha256_file(fp, false, hex, &size, &err) : -1;
+        free(fp);
+        if (!file) {
+            cg_nsi_prov_diag(a, p, "manifest artifact `%s` is missing", d->path);
+            return;
+        }
+        if (hrc != 0) {
+            cg_nsi_prov_diag(a, p, "manifest artifact `%s` could not be hashed: %s", d->path, err.msg);
+            cg_nsi_prov_diag(a, p, "manifest artifact `%s` is missing", d->path);
+            return;
+        }
     }
-    cg_strlist empty = {NULL, 0};
-    /* legacy manifest (no partition): GPU-expected = required */
-    const cg_strlist *m_gpu = m.has_partition ? &m.gpu : &m.required;
-    const cg_strlist *m_cpu = m.has_partition ? &m.cpu : &empty;
-    if (!same_set(a, &m.required, required))
-        issue(a, p, &icap, "capture manifest required semantic labels do not match the trace contract");
-    if (!same_set(a, m_gpu, gpu_expected))
-        issue(a, p, &icap,
-              "capture manifest GPU-expected semantic labels do not match the trace contract");
-    if (!same_set(a, m_cpu, cpu_only))
-        issue(a, p, &icap, "capture manifest CPU-only semantic labels do not match the trace contract");
+    if (size != d->size)
+        cg_nsi_prov_diag(a, p, "manifest artifact `%s` size mismatch: expected %llu, observed %llu", d->path,
+                         (unsigned long long)d->size, (unsigned long long)size);
+    if (strcasecmp(d->sha256, hex) != 0) cg_nsi_prov_diag(a, p, "manifest artifact `%s` SHA-256 mismatch", d->path);
+}
 
-    /* declared artifacts (paths seen so far kept as a sorted set for the
-     * duplicate check; inputs are bounded by max_manifest_bytes) */
-    cg_strlist declared = {cg_arena_alloc(a, (m.n_artifacts ? m.n_artifacts : 1) * sizeof(char *)), 0};
-    for (size_t i = 0; i < m.n_artifacts; i++) declared.items[declared.n++] = m.artifacts[i].path;
-    declared = cg_nsi_sorted_set(a, &declared);
-    bool *reported_dup = cg_arena_zalloc(a, (declared.n ? declared.n : 1) * sizeof(bool));
-    size_t *seen = cg_arena_zalloc(a, (declared.n ? declared.n : 1) * sizeof(size_t));
-    for (size_t i = 0; i < m.n_artifacts; i++) {
-        const struct decl *d = &m.artifacts[i];
-        if (unsafe_path(d->path)) {
-            issue(a, p, &icap, "capture manifest artifact path %s is unsafe", d->path);
+static void check_artifacts(cg_arena *a, cg_nsight_provenance *p, const char *dir, const cg_nsi_dir_entry *entries,
+                            size_t n_entries, const manifest *m, const cg_nsight_artifact *raw_report) {
+    cg_strlist declared = {cg_arena_alloc(a, (m->n_artifacts ? m->n_artifacts : 1) * sizeof(char *)), 0};
+    for (size_t i = 0; i < m->n_artifacts; i++) {
+        const struct decl *d = &m->artifacts[i];
+        bool seen = false;
+        for (size_t j = 0; j < declared.n && !seen; j++) seen = strcmp(declared.items[j], d->path) == 0;
+        if (seen) {
+            cg_nsi_prov_diag(a, p, "manifest declares `%s` more than once", d->path);
             continue;
         }
-        size_t lo = 0, hi = declared.n;
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (strcmp(declared.items[mid], d->path) < 0) lo = mid + 1;
-            else hi = mid;
-        }
-        if (seen[lo]++) {
-            if (!reported_dup[lo])
-                issue(a, p, &icap, "capture manifest declares artifact %s more than once", d->path);
-            reported_dup[lo] = true;
+        declared.items[declared.n++] = d->path;
+        if (!safe_relative_path(d->path)) {
+            cg_nsi_prov_diag(a, p, "manifest artifact path `%s` is not a safe relative path", d->path);
             continue;
         }
         const cg_nsi_dir_entry *e = find_entry(entries, n_entries, d->path);
-        if (!e || !e->regular) {
-            issue(a, p, &icap, "capture manifest artifact %s is missing", d->path);
-            continue;
-        }
-        uint64_t size;
-        char hex[65];
-        if (e->art) {
-            size = e->art->size_bytes;
-            memcpy(hex, e->art->sha256, sizeof hex);
-        } else {
-            char *fp = cg_path_join(dir, d->path);
-            int hrc = cg_sha256_file(fp, true, hex, &size, &err);
-            free(fp);
-            if (hrc != 0) {
-                issue(a, p, &icap, "capture manifest artifact %s could not be read: %s", d->path,
-                      err.msg);
-                continue;
-            }
-        }
-        if (size != d->size)
-            issue(a, p, &icap,
-                  "capture manifest artifact %s size %llu does not match the file size %llu", d->path,
-                  (unsigned long long)d->size, (unsigned long long)size);
-        if (strlen(d->sha256) != 64 || strcasecmp(d->sha256, hex) != 0)
-            issue(a, p, &icap, "capture manifest artifact %s SHA-256 does not match the file", d->path);
+        check_artifact(a, p, dir, e && e->retained ? e : NULL, d);
     }
-    /* every retained file must be declared */
-    for (size_t i = 0; i < n_entries; i++) {
-        if (!entries[i].retained) continue;
-        if (!cg_nsi_set_contains(&declared, entries[i].name))
-            issue(a, p, &icap, "retained Nsight file %s is not declared in the capture manifest",
-                  entries[i].name);
-    }
+    declared = cg_nsi_sorted_set(a, &declared);
+    /* retained CSVs first (by name), then the raw report, as the crate chains them */
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < n_entries; i++) {
+            const cg_nsi_dir_entry *e = &entries[i];
+            bool raw = e->art && e->art == raw_report;
+            if (!e->retained || raw != (pass == 1)) continue;
+            if (!cg_nsi_set_contains(&declared, e->name))
+                cg_nsi_prov_diag(a, p, "retained artifact `%s` is absent from the manifest", e->name);
+        }
+}
 
-    if (p->issues.n) {
-        p->binding = CG_NSIGHT_MISMATCH;
-        p->reason = p->issues.items[0];
-    } else {
-        p->reason = "capture manifest was not bound to a trace run";
+/* Reads and parses the manifest; false (with a diagnostic) when there is none to use. */
+static bool read_manifest(cg_arena *a, cg_nsight_provenance *p, const char *dir, const char *display,
+                          const cg_nsight_limits *lim, manifest *m) {
+    const char *shown = cg_nsi_display_path(a, display, CG_NSIGHT_MANIFEST_FILE);
+    char *path = cg_path_join(dir, CG_NSIGHT_MANIFEST_FILE);
+    cg_error err;
+    size_t len = 0;
+    struct stat st;
+    bool present = stat(path, &st) == 0;
+    char *text = present ? cg_read_file(path, lim->max_manifest_bytes, &len, &err) : NULL;
+    free(path);
+    if (!present) {
+        cg_nsi_prov_diag(a, p, "%s is absent", shown);
+        return false;
     }
+    if (!text) {
+        cg_nsi_prov_diag(a, p, "Could not read %s: %s", shown, err.msg);
+        return false;
+    }
+    cg_jv *capture = NULL;
+    int rc = parse_manifest(a, text, len, m, &capture, &err);
+    free(text);
+    if (rc != 0) {
+        cg_nsi_prov_diag(a, p, "Invalid %s: %s", shown, err.msg);
+        return false;
+    }
+    p->manifest = capture;
+    p->run_id = m->run_id;
+    p->correlation_id = m->correlation_id;
+    return true;
+}
+
+void cg_nsi_provenance_load(cg_arena *a, cg_nsight_evidence *ev, const char *dir, const char *display,
+                            const cg_nsi_dir_entry *entries, size_t n_entries, const cg_strlist *required,
+                            const cg_strlist *gpu_expected, const cg_strlist *cpu_only, const cg_nsight_limits *lim) {
+    cg_nsight_provenance *p = &ev->provenance;
+    memset(p, 0, sizeof *p);
+    p->binding = CG_NSIGHT_PARTIAL;
+    manifest m;
+    if (!read_manifest(a, p, dir, display, lim, &m)) return;
+    if (strcmp(m.schema, CG_NSIGHT_CAPTURE_SCHEMA) != 0)
+        cg_nsi_prov_diag(a, p, "manifest schema `%s` is unsupported; expected `%s`", m.schema, CG_NSIGHT_CAPTURE_SCHEMA);
+    if (!ev->raw_report) cg_nsi_prov_diag(a, p, "a bound capture requires a retained raw .nsys-rep artifact");
+    check_labels(a, p, &m, required, gpu_expected, cpu_only);
+    check_artifacts(a, p, dir, entries, n_entries, &m, ev->raw_report);
+    if (p->diagnostics.n) p->binding = CG_NSIGHT_MISMATCH;
 }
 
 void cg_nsight_bind_to_trace(cg_nsight_evidence *ev, const char *run_id, const char *correlation_id) {
     cg_nsight_provenance *p = &ev->provenance;
-    if (p->binding == CG_NSIGHT_MISMATCH || !p->manifest_valid) return;
     cg_arena *a = ev->arena;
-    size_t icap = p->issues.n;
-    /* issues was built with capacity >= n; start a fresh array to append */
-    const char **items = cg_arena_alloc(a, (p->issues.n + 2) * sizeof(char *));
-    if (p->issues.n) memcpy(items, p->issues.items, p->issues.n * sizeof(char *));
-    p->issues.items = items;
-    icap = p->issues.n + 2;
-    if (!run_id || strcmp(p->run_id, run_id) != 0)
-        issue(a, p, &icap, "capture manifest run id %s does not match trace run id %s", p->run_id,
-              run_id ? run_id : "(none)");
-    if (!correlation_id || strcmp(p->correlation_id, correlation_id) != 0)
-        issue(a, p, &icap,
-              "capture manifest correlation id %s does not match trace correlation id %s",
-              p->correlation_id, correlation_id ? correlation_id : "(none)");
-    if (p->issues.n) {
-        p->binding = CG_NSIGHT_MISMATCH;
-        p->reason = p->issues.items[0];
-    } else {
-        p->binding = CG_NSIGHT_BOUND;
-        p->reason = "capture manifest matches the trace run and correlation ids, the semantic "
-                    "label contract and every retained artifact";
+    if (!p->manifest) {
+        p->binding = CG_NSIGHT_PARTIAL;
+        cg_nsi_prov_diag(a, p, "Trace binding cannot be verified without capture-manifest.json");
+        return;
     }
+    bool run_ok = run_id && strcmp(p->run_id, run_id) == 0;
+    bool corr_ok = correlation_id && strcmp(p->correlation_id, correlation_id) == 0;
+    if (!run_ok)
+        cg_nsi_prov_diag(a, p, "manifest run `%s` does not match trace run `%s`", p->run_id, run_id ? run_id : "");
+    if (!corr_ok)
+        cg_nsi_prov_diag(a, p, "manifest correlation `%s` does not match trace correlation `%s`", p->correlation_id,
+                         correlation_id ? correlation_id : "");
+    if (!run_ok || !corr_ok) p->binding = CG_NSIGHT_MISMATCH;
+    else if (p->binding != CG_NSIGHT_MISMATCH) p->binding = CG_NSIGHT_BOUND;
 }

@@ -1,22 +1,22 @@
 /* reports.c — header normalization, column aliases, the number rule and the
- * normalization of the five `nsys stats` reports (§10). A report either parses
- * completely or contributes no rows: the first malformed value aborts it with
- * an error that the loader turns into one diagnostic. */
+ * normalization of the five `nsys stats` reports, as parse_summary and
+ * parse_timeline of the crate's src/nsight.rs (65b3678d) do them. A report
+ * either parses completely or contributes no rows: the first failure, in row
+ * order, aborts it with the crate's message, which the loader turns into one
+ * diagnostic. */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "base/buf.h"
 #include "nsight/nsight_internal.h"
 
 char *cg_nsi_normalize_header(cg_arena *a, const char *h) {
-    size_t len = strlen(h);
-    size_t b = 0, e = len;
-    while (b < e && isspace((unsigned char)h[b])) b++;
-    while (e > b && isspace((unsigned char)h[e - 1])) e--;
+    size_t b, e;
+    cg_nsi_trim_span(h, strlen(h), &b, &e);
     char *out = cg_arena_alloc(a, e - b + 1);
     size_t n = 0;
     for (size_t i = b; i < e; i++) {
@@ -60,97 +60,102 @@ static bool float_syntax(const char *s, bool *special) {
     return *s == '\0';
 }
 
-int cg_nsi_parse_number(const char *raw, bool *present, uint64_t *out, cg_error *err) {
+/* u64::from_str: an optional '+', then decimal digits only, no overflow. */
+static bool u64_syntax(const char *s, uint64_t *out) {
+    const char *d = *s == '+' ? s + 1 : s;
+    if (!*d) return false;
+    for (const char *p = d; *p; p++)
+        if (!isdigit((unsigned char)*p)) return false;
+    errno = 0;
+    char *end = NULL;
+    unsigned long long v = strtoull(d, &end, 10);
+    if (errno != 0 || !end || *end) return false;
+    *out = (uint64_t)v;
+    return true;
+}
+
+static int number_error(cg_error *err, const char *what, const char *label, const char *cleaned) {
+    cg_buf q = CG_BUF_INIT;
+    cg_nsi_debug_str(&q, cleaned);
+    cg_buf_putc(&q, '\0');
+    cg_err_set(err, CG_EPARSE, "%s %s value %s", what, label, q.data);
+    cg_buf_free(&q);
+    return -1;
+}
+
+int cg_nsi_parse_number(const char *raw, const char *label, bool *present, uint64_t *out, cg_error *err) {
     *present = false;
     *out = 0;
-    size_t len = strlen(raw);
-    char stackbuf[128];
-    char *buf = len < sizeof stackbuf ? stackbuf : malloc(len + 1);
-    if (!buf) return cg_err_set(err, CG_ENOMEM, "out of memory");
+    if (!raw) return 0;
     /* trim, then drop thousands separators */
-    size_t b = 0, e = len, n = 0;
-    while (b < e && isspace((unsigned char)raw[b])) b++;
-    while (e > b && isspace((unsigned char)raw[e - 1])) e--;
+    size_t b, e;
+    cg_nsi_trim_span(raw, strlen(raw), &b, &e);
+    char stackbuf[128];
+    char *buf = e - b < sizeof stackbuf ? stackbuf : malloc(e - b + 1);
+    if (!buf) return cg_err_set(err, CG_ENOMEM, "out of memory");
+    size_t n = 0;
     for (size_t i = b; i < e; i++)
         if (raw[i] != ',') buf[n++] = raw[i];
     buf[n] = '\0';
     int rc = 0;
-    if (n == 0) goto out;
-    /* integer (u64::from_str accepts an optional '+') */
-    const char *d = buf[0] == '+' ? buf + 1 : buf;
-    bool all_digits = *d != '\0';
-    for (const char *p = d; *p; p++)
-        if (!isdigit((unsigned char)*p)) {
-            all_digits = false;
-            break;
-        }
-    if (all_digits) {
-        errno = 0;
-        char *end = NULL;
-        unsigned long long v = strtoull(d, &end, 10);
-        if (errno == 0 && end && *end == '\0') {
-            *present = true;
-            *out = (uint64_t)v;
-            goto out;
-        }
-    }
     bool special;
-    if (!float_syntax(buf, &special)) {
-        rc = cg_err_set(err, CG_EPARSE, "not a number");
-        goto out;
-    }
-    double v;
-    if (special) {
-        const char *q = buf + (buf[0] == '+' || buf[0] == '-');
-        v = (buf[0] == '-' ? -1.0 : 1.0) * ((q[0] == 'n' || q[0] == 'N') ? NAN : INFINITY);
-    } else {
-        v = strtod(buf, NULL);
-    }
-    if (!isfinite(v)) {
-        rc = cg_err_set(err, CG_EPARSE, "not a finite number");
-    } else if (v < 0.0) {
-        rc = cg_err_set(err, CG_EPARSE, "negative number");
-    } else if (v >= 18446744073709551616.0) {
-        rc = cg_err_set(err, CG_EPARSE, "number out of range for u64");
-    } else {
+    double v = 0.0;
+    if (n == 0) {
+        /* absent */
+    } else if (u64_syntax(buf, out)) {
         *present = true;
-        *out = (uint64_t)v; /* truncated toward zero */
+    } else if (!float_syntax(buf, &special)) {
+        rc = number_error(err, "invalid", label, buf);
+    } else {
+        const char *q = buf + (buf[0] == '+' || buf[0] == '-');
+        if (special) v = (buf[0] == '-' ? -1.0 : 1.0) * ((q[0] == 'n' || q[0] == 'N') ? NAN : INFINITY);
+        else v = strtod(buf, NULL);
+        if (!isfinite(v)) rc = number_error(err, "non-finite", label, buf);
+        else if (signbit(v)) rc = number_error(err, "negative", label, buf);
+        else if (v >= 18446744073709551616.0) rc = number_error(err, "overflowing", label, buf);
+        else {
+            *present = true;
+            *out = (uint64_t)v; /* truncated toward zero */
+        }
     }
-out:
     if (buf != stackbuf) free(buf);
     return rc;
 }
 
 /* ---- column lookup ---- */
 
+/* Normalized header names of a report. */
 typedef struct cols {
-    char **norm; /* normalized header names */
+    char **norm;
     size_t n;
 } cols;
 
-static int col_find(const cols *c, const char *const *aliases) {
+static bool has_header(const cols *c, const char *const *aliases) {
     for (size_t k = 0; aliases[k]; k++)
         for (size_t i = 0; i < c->n; i++)
-            if (strcmp(c->norm[i], aliases[k]) == 0) return (int)i;
-    return -1;
+            if (strcmp(c->norm[i], aliases[k]) == 0) return true;
+    return false;
 }
 
-static void cols_init(cg_arena *a, const cg_nsi_csv *csv, cols *c) {
-    c->n = csv->n_records ? csv->n_columns : 0;
+/* The crate's `field`: the first alias whose (first) column the record has;
+ * NULL when none. The value is returned as written (not trimmed). */
+static const char *field(const cols *c, const cg_nsi_csv_record *rec, const char *const *aliases) {
+    for (size_t k = 0; aliases[k]; k++)
+        for (size_t i = 0; i < c->n; i++)
+            if (strcmp(c->norm[i], aliases[k]) == 0) {
+                if (i < rec->n) return rec->fields[i];
+                break;
+            }
+    return NULL;
+}
+
+/* reader.headers(): the first record, which must be UTF-8. */
+static int cols_init(cg_arena *a, const cg_nsi_csv *csv, cols *c, cg_error *err) {
+    c->n = csv->n_records ? csv->records[0].n : 0;
     c->norm = cg_arena_alloc(a, (c->n ? c->n : 1) * sizeof(char *));
-    for (size_t i = 0; i < c->n; i++) c->norm[i] = cg_nsi_normalize_header(a, csv->fields[0][i]);
-}
-
-static int missing_column(cg_error *err, const char *family, const char *const *aliases) {
-    char list[256];
-    size_t off = 0;
-    list[0] = '\0';
-    for (size_t k = 0; aliases[k] && off < sizeof list; k++) {
-        int w = snprintf(list + off, sizeof list - off, "%s%s", k ? ", " : "", aliases[k]);
-        if (w < 0) break;
-        off += (size_t)w;
-    }
-    return cg_err_set(err, CG_EPARSE, "missing required column %s (one of: %s)", family, list);
+    if (csv->n_records && cg_nsi_csv_utf8(&csv->records[0], err) != 0) return -1;
+    for (size_t i = 0; i < c->n; i++) c->norm[i] = cg_nsi_normalize_header(a, csv->records[0].fields[i]);
+    return 0;
 }
 
 static const char *const A_NAME[] = {"name", "operation", "range", "kernel_name", NULL};
@@ -174,58 +179,66 @@ static const char *const A_STREAM[] = {"stream", "stream_id", "strm", NULL};
 static const char *const A_CORR[] = {"correlation_id", "corrid", "corr_id", NULL};
 static const char *const A_OPS[] = {"num_gpu_ops", "numgpuops", "gpu_operations", NULL};
 
-/* Parses column `col` of record r as a number; col < 0 => absent. */
-static int num_at(const cg_nsi_csv *csv, const cols *c, size_t r, int col, bool *present,
-                  uint64_t *out, cg_error *err) {
-    *present = false;
-    *out = 0;
-    if (col < 0) return 0;
-    const char *raw = csv->fields[r][col];
-    if (cg_nsi_parse_number(raw, present, out, err) != 0)
-        return cg_err_context(err, "line %zu: column %s: value \"%s\"", csv->lines[r], c->norm[col],
-                              raw);
+/* The row's name, trimmed (NULL when blank: the row is skipped). */
+static const char *row_name(cg_arena *a, const cols *c, const cg_nsi_csv_record *rec) {
+    const char *s = field(c, rec, A_NAME);
+    if (!s) return NULL;
+    size_t b, e;
+    cg_nsi_trim_span(s, strlen(s), &b, &e);
+    return b == e ? NULL : cg_arena_strndup(a, s + b, e - b);
+}
+
+static const char *str_field(cg_arena *a, const cols *c, const cg_nsi_csv_record *rec, const char *const *aliases) {
+    const char *s = field(c, rec, aliases);
+    return s ? cg_arena_strdup(a, s) : NULL;
+}
+
+/* number(): absent or empty is 0. */
+static int num(const cols *c, const cg_nsi_csv_record *rec, const char *const *aliases, const char *label,
+               uint64_t *out, cg_error *err) {
+    bool present;
+    return cg_nsi_parse_number(field(c, rec, aliases), label, &present, out, err);
+}
+
+/* required_number(): absent or empty is an error. */
+static int required(const cols *c, const cg_nsi_csv_record *rec, const char *const *aliases, const char *label,
+                    uint64_t *out, cg_error *err) {
+    bool present;
+    if (cg_nsi_parse_number(field(c, rec, aliases), label, &present, out, err) != 0) return -1;
+    if (!present) return cg_err_set(err, CG_EPARSE, "missing required %s value", label);
     return 0;
 }
 
-/* Trimmed field as an arena string; NULL when absent or empty after trimming. */
-static const char *str_at(cg_arena *a, const cg_nsi_csv *csv, size_t r, int col) {
-    if (col < 0) return NULL;
-    const char *s = csv->fields[r][col];
-    size_t len = strlen(s), b = 0, e = len;
-    while (b < e && isspace((unsigned char)s[b])) b++;
-    while (e > b && isspace((unsigned char)s[e - 1])) e--;
-    if (b == e) return NULL;
-    return cg_arena_strndup(a, s + b, e - b);
+static int summary_row(cg_arena *a, const cols *c, const cg_nsi_csv_record *rec, cg_nsight_summary_row *row,
+                       cg_error *err) {
+    if (required(c, rec, A_TOTAL, "total_ns", &row->total_ns, err) != 0 ||
+        num(c, rec, A_COUNT, "count", &row->count, err) != 0 ||
+        num(c, rec, A_AVG, "average_ns", &row->average_ns, err) != 0 ||
+        num(c, rec, A_MIN, "minimum_ns", &row->minimum_ns, err) != 0 ||
+        num(c, rec, A_MAX, "maximum_ns", &row->maximum_ns, err) != 0)
+        return -1;
+    row->category = str_field(a, c, rec, A_CATEGORY);
+    return 0;
 }
 
 int cg_nsi_parse_summary(cg_arena *a, const cg_nsi_csv *csv, const char *source_file,
                          cg_nsight_summary_row **rows, size_t *n, size_t *cap, cg_error *err) {
     cols c;
-    cols_init(a, csv, &c);
-    int ci_name = col_find(&c, A_NAME), ci_total = col_find(&c, A_TOTAL);
-    if (ci_name < 0) return missing_column(err, "name", A_NAME);
-    if (ci_total < 0) return missing_column(err, "total", A_TOTAL);
-    int ci_count = col_find(&c, A_COUNT), ci_avg = col_find(&c, A_AVG), ci_min = col_find(&c, A_MIN),
-        ci_max = col_find(&c, A_MAX), ci_cat = col_find(&c, A_CATEGORY);
+    if (cols_init(a, csv, &c, err) != 0) return -1;
+    if (!has_header(&c, A_NAME)) return cg_err_set(err, CG_EPARSE, "missing operation/name column");
+    if (!has_header(&c, A_TOTAL)) return cg_err_set(err, CG_EPARSE, "missing total-time nanoseconds column");
     size_t ln = *n, lcap = *cap;
     cg_nsight_summary_row *lr = *rows;
     for (size_t r = 1; r < csv->n_records; r++) {
-        const char *name = str_at(a, csv, r, ci_name);
-        if (!name) continue; /* rows with an empty name are skipped */
+        const cg_nsi_csv_record *rec = &csv->records[r];
+        if (cg_nsi_csv_utf8(rec, err) != 0) return -1;
+        const char *name = row_name(a, &c, rec);
+        if (!name) continue; /* rows with a blank name are skipped */
         cg_nsight_summary_row row;
         memset(&row, 0, sizeof row);
         row.name = name;
         row.source_file = source_file;
-        bool p;
-        if (num_at(csv, &c, r, ci_total, &p, &row.total_ns, err) != 0) return -1;
-        if (!p)
-            return cg_err_set(err, CG_EPARSE, "line %zu: missing required value in column %s",
-                              csv->lines[r], c.norm[ci_total]);
-        if (num_at(csv, &c, r, ci_count, &p, &row.count, err) != 0) return -1;
-        if (num_at(csv, &c, r, ci_avg, &p, &row.average_ns, err) != 0) return -1;
-        if (num_at(csv, &c, r, ci_min, &p, &row.minimum_ns, err) != 0) return -1;
-        if (num_at(csv, &c, r, ci_max, &p, &row.maximum_ns, err) != 0) return -1;
-        row.category = str_at(a, csv, r, ci_cat);
+        if (summary_row(a, &c, rec, &row, err) != 0) return -1;
         CG_NSI_PUSH(a, lr, ln, lcap, row);
     }
     *rows = lr;
@@ -234,63 +247,58 @@ int cg_nsi_parse_summary(cg_arena *a, const cg_nsi_csv *csv, const char *source_
     return 0;
 }
 
+/* The header checks of parse_timeline, in the crate's order. */
+static int timeline_headers(const cols *c, bool nvtx, cg_error *err) {
+    if (!has_header(c, A_NAME)) return cg_err_set(err, CG_EPARSE, "missing operation/name column");
+    if (!has_header(c, nvtx ? A_PROJ_START_ORIG : A_GPU_START) || !has_header(c, nvtx ? A_PROJ_DUR_ORIG : A_GPU_DUR))
+        return cg_err_set(err, CG_EPARSE, "missing start/duration nanoseconds columns");
+    if (nvtx && (!has_header(c, A_PROJ_START) || !has_header(c, A_PROJ_DUR)))
+        return cg_err_set(err, CG_EPARSE, "missing projected start/duration nanoseconds columns");
+    return 0;
+}
+
+/* One timeline row after its name: times (a zero duration fails the report),
+ * projected times (required and positive for NVTX ranges), keys as written,
+ * the GPU operation count. */
+static int timeline_row(cg_arena *a, const cols *c, const cg_nsi_csv_record *rec, bool nvtx,
+                        cg_nsight_timeline_row *row, cg_error *err) {
+    if (required(c, rec, nvtx ? A_PROJ_START_ORIG : A_GPU_START, "start_ns", &row->start_ns, err) != 0 ||
+        required(c, rec, nvtx ? A_PROJ_DUR_ORIG : A_GPU_DUR, "duration_ns", &row->duration_ns, err) != 0)
+        return -1;
+    if (row->duration_ns == 0) return cg_err_set(err, CG_EPARSE, "timeline row `%s` has zero duration", row->name);
+    if (cg_nsi_parse_number(field(c, rec, A_PROJ_START), "projected_start_ns", &row->has_projected_start,
+                            &row->projected_start_ns, err) != 0 ||
+        cg_nsi_parse_number(field(c, rec, A_PROJ_DUR), "projected_duration_ns", &row->has_projected_duration,
+                            &row->projected_duration_ns, err) != 0)
+        return -1;
+    if (nvtx && (!row->has_projected_start || !row->has_projected_duration || row->projected_duration_ns == 0))
+        return cg_err_set(err, CG_EPARSE, "projected timeline row `%s` has invalid projected timing", row->name);
+    row->semantic_key = nvtx ? row->name : NULL;
+    row->device = str_field(a, c, rec, A_DEVICE);
+    row->context = str_field(a, c, rec, A_CONTEXT);
+    row->stream = str_field(a, c, rec, A_STREAM);
+    row->correlation_id = str_field(a, c, rec, A_CORR);
+    return cg_nsi_parse_number(field(c, rec, A_OPS), "gpu_operations", &row->has_gpu_operations,
+                               &row->gpu_operations, err);
+}
+
 int cg_nsi_parse_timeline(cg_arena *a, const cg_nsi_csv *csv, bool nvtx, const char *source_file,
                           cg_nsight_timeline_row **rows, size_t *n, size_t *cap, cg_error *err) {
     cols c;
-    cols_init(a, csv, &c);
-    int ci_name = col_find(&c, A_NAME);
-    if (ci_name < 0) return missing_column(err, "name", A_NAME);
-    const char *const *a_start = nvtx ? A_PROJ_START_ORIG : A_GPU_START;
-    const char *const *a_dur = nvtx ? A_PROJ_DUR_ORIG : A_GPU_DUR;
-    int ci_start = col_find(&c, a_start), ci_dur = col_find(&c, a_dur);
-    /* (inferred) the start and duration headers are required for both
-     * timelines: every row needs them, so a report without them has no rows. */
-    if (ci_start < 0) return missing_column(err, "start", a_start);
-    if (ci_dur < 0) return missing_column(err, "duration", a_dur);
-    int ci_pstart = -1, ci_pdur = -1, ci_ops = -1;
-    if (nvtx) {
-        ci_pstart = col_find(&c, A_PROJ_START);
-        ci_pdur = col_find(&c, A_PROJ_DUR);
-        if (ci_pstart < 0) return missing_column(err, "projected start", A_PROJ_START);
-        if (ci_pdur < 0) return missing_column(err, "projected duration", A_PROJ_DUR);
-        ci_ops = col_find(&c, A_OPS);
-    }
-    int ci_dev = col_find(&c, A_DEVICE), ci_ctx = col_find(&c, A_CONTEXT),
-        ci_strm = col_find(&c, A_STREAM), ci_corr = col_find(&c, A_CORR);
+    if (cols_init(a, csv, &c, err) != 0 || timeline_headers(&c, nvtx, err) != 0) return -1;
     size_t ln = *n, lcap = *cap;
     cg_nsight_timeline_row *lr = *rows;
     for (size_t r = 1; r < csv->n_records; r++) {
-        const char *name = str_at(a, csv, r, ci_name);
+        const cg_nsi_csv_record *rec = &csv->records[r];
+        if (cg_nsi_csv_utf8(rec, err) != 0) return -1;
+        const char *name = row_name(a, &c, rec);
         if (!name) continue;
         cg_nsight_timeline_row row;
         memset(&row, 0, sizeof row);
         row.name = name;
         row.is_nvtx = nvtx;
         row.source_file = source_file;
-        bool has_start, has_dur, has_ps = false, has_pd = false;
-        /* every numeric value of a kept-name row is validated before the row
-         * filters below, so a malformed value always fails the report */
-        if (num_at(csv, &c, r, ci_start, &has_start, &row.start_ns, err) != 0) return -1;
-        if (num_at(csv, &c, r, ci_dur, &has_dur, &row.duration_ns, err) != 0) return -1;
-        if (nvtx) {
-            if (num_at(csv, &c, r, ci_pstart, &has_ps, &row.projected_start_ns, err) != 0) return -1;
-            if (num_at(csv, &c, r, ci_pdur, &has_pd, &row.projected_duration_ns, err) != 0) return -1;
-            if (num_at(csv, &c, r, ci_ops, &row.has_gpu_operations, &row.gpu_operations, err) != 0)
-                return -1;
-        }
-        /* (inferred) rows failing a row requirement are skipped, not errors:
-         * start present and duration > 0; for projected ranges also a
-         * projected start and a projected duration > 0. */
-        if (!has_start || !has_dur || row.duration_ns == 0) continue;
-        if (nvtx) {
-            if (!has_ps || !has_pd || row.projected_duration_ns == 0) continue;
-            row.has_projected = true;
-            row.semantic_key = name;
-        }
-        row.device = str_at(a, csv, r, ci_dev);
-        row.context = str_at(a, csv, r, ci_ctx);
-        row.stream = str_at(a, csv, r, ci_strm);
-        row.correlation_id = str_at(a, csv, r, ci_corr);
+        if (timeline_row(a, &c, rec, nvtx, &row, err) != 0) return -1;
         CG_NSI_PUSH(a, lr, ln, lcap, row);
     }
     *rows = lr;

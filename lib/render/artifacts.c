@@ -15,8 +15,14 @@
 #include "render/report.h"
 #include "render/viewer_html.h"
 
+/* A bundle's Nsight inputs always sit in its nsight/ folder: messages name it
+ * so, whether the packet is built from the staging copy or rebuilt from the
+ * published bundle (the crate quotes the staging path instead, which no
+ * rebuild can reproduce; docs/compatibility/evidence-nsight-report.md). */
+#define BUNDLE_NSIGHT "nsight"
+
 cg_jv *cg_evidence_build_json(cg_arena *a, const char *trace_path, const char *nsight_dir, cg_error *err) {
-    return cg_evidence_build_file(a, trace_path, nsight_dir, err);
+    return cg_evidence_build_file_as(a, trace_path, nsight_dir, BUNDLE_NSIGHT, err);
 }
 
 static int buf_sink(void *ctx, const char *data, size_t len) {
@@ -31,7 +37,7 @@ int cg_render_bundle_artifacts(const char *trace_path, const char *nsight_dir, c
     cg_arena a;
     cg_arena_init(&a, 1 << 20);
     int rc = -1;
-    cg_evidence *e = cg_evidence_build(&a, t, nsight_dir, err);
+    cg_evidence *e = cg_evidence_build_as(&a, t, nsight_dir, BUNDLE_NSIGHT, err);
     if (!e) goto done;
     cg_jv *packet = cg_evidence_to_json_lazy(&a, e);
     if (evidence_json) cg_json_write_sink(packet, true, true, buf_sink, evidence_json);
@@ -106,7 +112,7 @@ int cg_evidence_semantic_match_trace(const cg_trace *t, const char *nsight_dir, 
     int rc = -1, fd = -1;
     cmp_sink cs = {-1, NULL, 0, 0, false};
     char *stored_text = NULL;
-    cg_evidence *e = cg_evidence_build(&a, t, nsight_dir, err);
+    cg_evidence *e = cg_evidence_build_as(&a, t, nsight_dir, BUNDLE_NSIGHT, err);
     if (!e) goto done;
     cg_jv *packet = cg_evidence_to_json_lazy(&a, e);
 

@@ -14,7 +14,11 @@
 #include "base/json.h"
 #include "trace/trace.h"
 
-/* Builds the evidence packet JSON value (evidence/4) into arena a. */
+/* Every function here builds a bundle's packet: nsight_dir is the bundle's (or
+ * its staging copy's) nsight/ folder, named "nsight" in messages that quote a
+ * path, so a packet rebuilt from the published bundle matches the published one.
+ *
+ * Builds the evidence packet JSON value (evidence/4) into arena a. */
 cg_jv *cg_evidence_build_json(cg_arena *a, const char *trace_path, const char *nsight_dir, cg_error *err);
 
 /* Builds all three derived files. Any output pointer may be NULL to skip it. */

@@ -1,6 +1,10 @@
-/* report.c — report.md rendering. */
+/* report.c — report.md as the crate's EvidencePacket::markdown writes it
+ * (src/evidence.rs at 4abcd63f): levels and capability kinds in their Rust
+ * Debug spelling (`Complete`, `NestedHostTime`), reasons with '|' escaped,
+ * findings and gaps as written. */
 #include "render/report.h"
 
+#include <ctype.h>
 #include <string.h>
 
 #include "analysis/capability.h"
@@ -10,18 +14,56 @@ static const char *const row_titles[CG_CAPK_COUNT] = {
     "Tensors",          "Gradients",       "Logical memory",           "Physical memory",    "GPU correlation",
     "Provenance binding"};
 
-/* Markdown table cell: escape '|' and fold newlines. */
-static void cell(cg_buf *out, const char *s) {
-    for (; s && *s; s++) {
-        if (*s == '|') cg_buf_puts(out, "\\|");
-        else if (*s == '\n' || *s == '\r') cg_buf_putc(out, ' ');
-        else cg_buf_putc(out, *s);
-    }
-}
-
 static const char *s_or(const cg_jv *o, const char *k, const char *def) {
     const char *s = cg_jv_as_str(cg_jv_get(o, k));
     return s ? s : def;
+}
+
+/* snake_case wire name → the Rust variant name (Debug): gpu_correlation → GpuCorrelation. */
+static void debug_name(cg_buf *out, const char *s) {
+    bool upper = true;
+    for (; *s; s++) {
+        if (*s == '_') {
+            upper = true;
+            continue;
+        }
+        cg_buf_putc(out, upper ? (char)toupper((unsigned char)*s) : *s);
+        upper = false;
+    }
+}
+
+static void capability_rows(cg_buf *out, const cg_jv *caps) {
+    for (int k = 0; k < CG_CAPK_COUNT; k++) {
+        cg_jv *st = cg_jv_get(caps, cg_cap_field_name((cg_cap_kind)k));
+        cg_buf_printf(out, "| %s | `", row_titles[k]);
+        debug_name(out, s_or(st, "level", "unavailable"));
+        cg_buf_printf(out, "` | `%s` | ", s_or(st, "source", "none"));
+        for (const char *r = s_or(st, "reason", "capability was not recorded by this evidence schema"); *r; r++) {
+            if (*r == '|') cg_buf_puts(out, "\\|");
+            else cg_buf_putc(out, *r);
+        }
+        cg_buf_puts(out, " |\n");
+    }
+}
+
+static void findings(cg_buf *out, const cg_jv *list) {
+    if (!cg_jv_len(list)) {
+        cg_buf_puts(out, "No findings met their evidence prerequisites.\n");
+        return;
+    }
+    for (size_t i = 0; i < cg_jv_len(list); i++) {
+        cg_jv *f = cg_jv_at(list, i), *req = cg_jv_get(f, "requires");
+        cg_buf_puts(out, "- [`");
+        debug_name(out, s_or(f, "qualification", ""));
+        cg_buf_printf(out, "`] %s (requires ", s_or(f, "summary", ""));
+        for (size_t j = 0; j < cg_jv_len(req); j++) {
+            const char *r = cg_jv_as_str(cg_jv_at(req, j));
+            cg_buf_puts(out, j ? ", `" : "`");
+            debug_name(out, r ? r : "");
+            cg_buf_putc(out, '`');
+        }
+        cg_buf_puts(out, ")\n");
+    }
 }
 
 int cg_report_render(const cg_jv *p, cg_buf *out, cg_error *err) {
@@ -32,49 +74,19 @@ int cg_report_render(const cg_jv *p, cg_buf *out, cg_error *err) {
     bool is_complete = complete && complete->type == CG_JBOOL && complete->u.b;
     const char *status = !is_valid ? "STRUCTURALLY INVALID" : !is_complete ? "FAILED CAPTURE" : "COMPLETE CAPTURE";
 
-    cg_buf_puts(out, "# candle-graph evidence report\n\n");
-    cg_buf_printf(out, "**Status: %s**\n\n", status);
-    cg_buf_puts(out, "| Field | Value |\n| --- | --- |\n");
-    static const char *const fields[][2] = {
-        {"Entrypoint", "entrypoint"}, {"Run", "run_id"}, {"Phase", "phase"}, {"Device", "device"}};
-    for (size_t i = 0; i < 4; i++) {
-        cg_buf_printf(out, "| %s | ", fields[i][0]);
-        cell(out, s_or(prov, fields[i][1], ""));
-        cg_buf_puts(out, " |\n");
-    }
+    cg_buf_printf(out, "# candle-graph evidence\n\n- Status: **%s**\n", status);
+    cg_buf_printf(out, "- Entrypoint: `%s`\n- Run: `%s`\n", s_or(prov, "entrypoint", ""), s_or(prov, "run_id", ""));
+    cg_buf_printf(out, "- Phase: `%s`\n- Device: `%s`\n", s_or(prov, "phase", ""), s_or(prov, "device", ""));
     cg_buf_puts(out, "\n## Capability matrix\n\n| Capability | Level | Source | Reason |\n| --- | --- | --- | --- |\n");
-    for (int k = 0; k < CG_CAPK_COUNT; k++) {
-        cg_jv *st = cg_jv_get(caps, cg_cap_field_name((cg_cap_kind)k));
-        cg_buf_printf(out, "| %s | ", row_titles[k]);
-        cell(out, s_or(st, "level", "unavailable"));
-        cg_buf_puts(out, " | ");
-        cell(out, s_or(st, "source", "none"));
-        cg_buf_puts(out, " | ");
-        cell(out, s_or(st, "reason", "capability was not recorded by this evidence schema"));
-        cg_buf_puts(out, " |\n");
-    }
+    capability_rows(out, caps);
     cg_buf_puts(out, "\n## Qualified findings\n\n");
-    cg_jv *findings = cg_jv_get(p, "findings");
-    if (!cg_jv_len(findings)) cg_buf_puts(out, "No qualified findings.\n");
-    for (size_t i = 0; i < cg_jv_len(findings); i++) {
-        cg_jv *f = cg_jv_at(findings, i);
-        cg_buf_printf(out, "- **%s** (%s", s_or(f, "code", ""), s_or(f, "qualification", ""));
-        cg_jv *req = cg_jv_get(f, "requires");
-        if (cg_jv_len(req)) {
-            cg_buf_puts(out, "; requires ");
-            for (size_t j = 0; j < cg_jv_len(req); j++)
-                cg_buf_printf(out, "%s%s", j ? ", " : "", cg_jv_as_str(cg_jv_at(req, j)) ? cg_jv_as_str(cg_jv_at(req, j)) : "");
-        }
-        cg_buf_printf(out, "): %s\n", s_or(f, "summary", ""));
-    }
-    cg_buf_puts(out, "\n## Gaps\n\n");
+    findings(out, cg_jv_get(p, "findings"));
+    cg_buf_puts(out, "\n## Evidence gaps\n\n");
     cg_jv *gaps = cg_jv_get(p, "gaps");
-    if (!cg_jv_len(gaps)) cg_buf_puts(out, "No gaps.\n");
+    if (!cg_jv_len(gaps)) cg_buf_puts(out, "No declared capability gaps.\n");
     for (size_t i = 0; i < cg_jv_len(gaps); i++) {
         const char *g = cg_jv_as_str(cg_jv_at(gaps, i));
-        cg_buf_puts(out, "- ");
-        cell(out, g ? g : "");
-        cg_buf_putc(out, '\n');
+        cg_buf_printf(out, "- %s\n", g ? g : "");
     }
     return 0;
 }

@@ -1,5 +1,5 @@
-/* report.h — report.md: the human summary of an evidence packet (spec §9
- * "Markdown"): status line, run identity, the 11-row capability matrix,
+/* report.h — report.md: the human summary of an evidence packet, in the crate's
+ * layout (EvidencePacket::markdown): status, run identity, the 11-row capability matrix,
  * qualified findings and gaps. Rendered from the packet JSON, so a stored
  * evidence.json renders the same as a freshly built one. */
 #ifndef CG_RENDER_REPORT_H

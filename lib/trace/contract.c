@@ -56,7 +56,8 @@ bool cg_str_blank(const char *s) {
     return true;
 }
 
-/* ---- run metadata and comparison identity ---- */
+/* ---- run metadata and comparison identity (TraceRunMeta::validate,
+ * ComparisonIdentity::validate: first failure, the crate's order and words) ---- */
 
 static int require_text(const char *value, const char *what, const char *field, cg_error *err) {
     if (cg_str_blank(value)) return cg_err_set(err, CG_EINVAL, "%s %s must not be empty", what, field);
@@ -65,28 +66,27 @@ static int require_text(const char *value, const char *what, const char *field, 
 
 int cg_comparison_identity_validate(const cg_comparison_identity *id, cg_error *err) {
     static const char what[] = "comparison identity";
-    if (id->implementation_id && cg_str_blank(id->implementation_id))
-        return cg_err_set(err, CG_EINVAL, "%s implementation_id must not be empty when declared", what);
     if (require_text(id->workload_id, what, "workload_id", err) ||
         require_text(id->model_id, what, "model_id", err) ||
         require_text(id->config_id, what, "config_id", err) ||
         require_text(id->data_id, what, "data_id", err) ||
-        require_text(id->seed_policy, what, "seed_policy", err))
+        require_text(id->seed_policy, what, "seed_policy", err) ||
+        require_text(id->precision, what, "precision", err) ||
+        require_text(id->device_state, what, "device_state", err))
         return -1;
+    if (id->implementation_id && cg_str_blank(id->implementation_id))
+        return cg_err_set(err, CG_EINVAL, "%s implementation_id must not be empty when declared", what);
+    if (id->pair_id && cg_str_blank(id->pair_id))
+        return cg_err_set(err, CG_EINVAL, "%s pair_id must not be empty when declared", what);
     if (id->physical_batch == 0)
         return cg_err_set(err, CG_EINVAL, "%s physical_batch must be greater than zero", what);
     if (id->accumulation_steps == 0)
         return cg_err_set(err, CG_EINVAL, "%s accumulation_steps must be greater than zero", what);
-    if (require_text(id->precision, what, "precision", err) ||
-        require_text(id->device_state, what, "device_state", err))
-        return -1;
-    if (id->pair_id && cg_str_blank(id->pair_id))
-        return cg_err_set(err, CG_EINVAL, "%s pair_id must not be empty when declared", what);
     return 0;
 }
 
 int cg_run_meta_validate(const cg_run_meta *m, cg_error *err) {
-    static const char what[] = "run metadata";
+    static const char what[] = "run provenance";
     if (require_text(m->run_id, what, "run_id", err) ||
         require_text(m->correlation_id, what, "correlation_id", err) ||
         require_text(m->entrypoint, what, "entrypoint", err) ||
@@ -94,10 +94,9 @@ int cg_run_meta_validate(const cg_run_meta *m, cg_error *err) {
         require_text(m->device, what, "device", err))
         return -1;
     if (m->capture_step == 0)
-        return cg_err_set(err, CG_EINVAL, "run metadata capture_step must be one-based (greater than zero)");
+        return cg_err_set(err, CG_EINVAL, "capture_step must be one-based and greater than zero");
     if (m->warmup_steps >= m->capture_step)
-        return cg_err_set(err, CG_EINVAL,
-                          "run metadata warmup_steps (%llu) must be smaller than capture_step (%llu)",
+        return cg_err_set(err, CG_EINVAL, "warmup_steps (%llu) must be fewer than the one-based capture_step (%llu)",
                           (unsigned long long)m->warmup_steps, (unsigned long long)m->capture_step);
     if (m->identity && cg_comparison_identity_validate(m->identity, err) != 0) return -1;
     return 0;
@@ -123,17 +122,6 @@ static int keyed_cmp(const void *pa, const void *pb) {
 
 static bool keyed_same(const keyed *x, const keyed *y) {
     return !strcmp(x->a, y->a) && (!x->b || !y->b || !strcmp(x->b, y->b));
-}
-
-/* Sorts keys and returns the index (in the original order) of the earliest
- * second occurrence of any key, or SIZE_MAX when all keys are unique. */
-static size_t first_duplicate(keyed *k, size_t n) {
-    if (n < 2) return SIZE_MAX;
-    qsort(k, n, sizeof *k, keyed_cmp);
-    size_t best = SIZE_MAX;
-    for (size_t i = 1; i < n; i++)
-        if (keyed_same(&k[i - 1], &k[i]) && k[i].idx < best) best = k[i].idx;
-    return best;
 }
 
 static keyed *keyed_alloc(size_t n) {
@@ -183,137 +171,193 @@ void cg_gradient_manifest_digest(const cg_expected_gradient *e, size_t n, char o
     cg_hex(d, 32, out + 7);
 }
 
+/* Marks, in original order, every element whose key occurred earlier (k is sorted). */
+static bool *repeats(keyed *k, size_t n) {
+    bool *rep = calloc(n ? n : 1, sizeof *rep);
+    if (!rep) abort();
+    qsort(k, n, sizeof *k, keyed_cmp);
+    for (size_t i = 1; i < n; i++)
+        if (keyed_same(&k[i - 1], &k[i])) rep[k[i].idx] = true;
+    return rep;
+}
+
+/* Rust `{:?}` of s into a caller buffer (message argument). */
+static const char *dbg(cg_buf *b, const char *s) {
+    cg_buf_reset(b);
+    cg_rust_debug_str(b, s);
+    return b->data;
+}
+
+/* Expected entries in order: blank root/key/family, then a repeated (root, key). */
+static int validate_manifest_entries(const cg_gradient_contract *g, cg_error *err) {
+    keyed *k = keyed_alloc(g->n_expected);
+    for (size_t i = 0; i < g->n_expected; i++) k[i] = (keyed){g->expected[i].root, g->expected[i].key, i};
+    bool *rep = repeats(k, g->n_expected);
+    free(k);
+    int rc = 0;
+    cg_buf b1 = CG_BUF_INIT, b2 = CG_BUF_INIT;
+    for (size_t i = 0; i < g->n_expected && !rc; i++) {
+        const cg_expected_gradient *e = &g->expected[i];
+        if (cg_str_blank(e->root) || cg_str_blank(e->key) || cg_str_blank(e->family))
+            rc = cg_err_set(err, CG_EINVAL, "gradient manifest root, key, and family must not be empty");
+        else if (rep[i])
+            rc = cg_err_set(err, CG_EINVAL, "gradient manifest declares (%s, %s) more than once", dbg(&b1, e->root),
+                            dbg(&b2, e->key));
+    }
+    cg_buf_free(&b1);
+    cg_buf_free(&b2);
+    free(rep);
+    return rc;
+}
+
+/* Families in order: blank, repeated, no members, min_present out of range. */
+static int validate_families(const cg_gradient_contract *g, const keyed *members, cg_error *err) {
+    keyed *f = keyed_alloc(g->n_families);
+    for (size_t i = 0; i < g->n_families; i++) f[i] = (keyed){g->families[i].family, NULL, i};
+    bool *rep = repeats(f, g->n_families);
+    free(f);
+    int rc = 0;
+    cg_buf b = CG_BUF_INIT;
+    for (size_t i = 0; i < g->n_families && !rc; i++) {
+        const cg_family_contract *c = &g->families[i];
+        unsigned long long count = count_a(members, g->n_expected, c->family);
+        if (cg_str_blank(c->family)) rc = cg_err_set(err, CG_EINVAL, "gradient family name must not be empty");
+        else if (rep[i])
+            rc = cg_err_set(err, CG_EINVAL, "gradient family %s is declared more than once", dbg(&b, c->family));
+        else if (count == 0)
+            rc = cg_err_set(err, CG_EINVAL, "gradient family %s has no manifest members", dbg(&b, c->family));
+        else if (c->expectation == CG_FAM_INACTIVE && c->min_present != 0)
+            rc = cg_err_set(err, CG_EINVAL, "inactive gradient family %s must have min_present=0", dbg(&b, c->family));
+        else if (c->expectation != CG_FAM_INACTIVE && (c->min_present == 0 || c->min_present > count))
+            rc = cg_err_set(err, CG_EINVAL,
+                            "active or data-conditional gradient family %s needs min_present in 1..=%llu",
+                            dbg(&b, c->family), count);
+    }
+    cg_buf_free(&b);
+    free(rep);
+    return rc;
+}
+
+/* GradientContract::validate: the first failing rule, in the crate's order. */
 int cg_gradient_contract_validate(const cg_gradient_contract *g, cg_error *err) {
     if (g->n_expected == 0) return cg_err_set(err, CG_EINVAL, "gradient manifest must not be empty");
-    if (g->n_families == 0)
-        return cg_err_set(err, CG_EINVAL, "gradient contract must declare at least one family contract");
+    if (g->n_families == 0) return cg_err_set(err, CG_EINVAL, "gradient families must not be empty");
     char digest[72];
     cg_gradient_manifest_digest(g->expected, g->n_expected, digest);
     if (!g->manifest_sha256 || strcmp(g->manifest_sha256, digest) != 0)
-        return cg_err_set(err, CG_EINVAL, "gradient manifest digest %s does not match the recomputed digest %s",
-                          g->manifest_sha256 ? g->manifest_sha256 : "(absent)", digest);
-    for (size_t i = 0; i < g->n_expected; i++) {
-        const cg_expected_gradient *e = &g->expected[i];
-        if (cg_str_blank(e->root))
-            return cg_err_set(err, CG_EINVAL, "gradient manifest entry %zu has an empty root", i);
-        if (cg_str_blank(e->key))
-            return cg_err_set(err, CG_EINVAL, "gradient manifest entry %zu has an empty key", i);
-        if (cg_str_blank(e->family))
-            return cg_err_set(err, CG_EINVAL, "gradient manifest entry %zu has an empty family", i);
-    }
-    int rc = 0;
-    keyed *k = keyed_alloc(g->n_expected);
-    for (size_t i = 0; i < g->n_expected; i++) k[i] = (keyed){g->expected[i].root, g->expected[i].key, i};
-    size_t dup = first_duplicate(k, g->n_expected);
-    free(k);
-    if (dup != SIZE_MAX)
-        return cg_err_set(err, CG_EINVAL, "gradient manifest declares root %s key %s more than once",
-                          g->expected[dup].root, g->expected[dup].key);
-
-    for (size_t i = 0; i < g->n_families; i++)
-        if (cg_str_blank(g->families[i].family))
-            return cg_err_set(err, CG_EINVAL, "gradient family contract %zu has an empty family name", i);
-    keyed *f = keyed_alloc(g->n_families);
-    for (size_t i = 0; i < g->n_families; i++) f[i] = (keyed){g->families[i].family, NULL, i};
-    dup = first_duplicate(f, g->n_families);
-    free(f);
-    if (dup != SIZE_MAX)
-        return cg_err_set(err, CG_EINVAL, "gradient family %s has more than one family contract",
-                          g->families[dup].family);
-
-    /* member counts per family: manifest families sorted by name */
-    keyed *m = keyed_alloc(g->n_expected);
+        return cg_err_set(err, CG_EINVAL, "gradient manifest SHA-256 does not match its ordered parameter manifest");
+    if (validate_manifest_entries(g, err)) return -1;
+    keyed *m = keyed_alloc(g->n_expected), *fc = keyed_alloc(g->n_families);
     for (size_t i = 0; i < g->n_expected; i++) m[i] = (keyed){g->expected[i].family, NULL, i};
     qsort(m, g->n_expected, sizeof *m, keyed_cmp);
-    keyed *fc = keyed_alloc(g->n_families);
     for (size_t i = 0; i < g->n_families; i++) fc[i] = (keyed){g->families[i].family, NULL, i};
     qsort(fc, g->n_families, sizeof *fc, keyed_cmp);
-
-    for (size_t i = 0; i < g->n_families && rc == 0; i++)
-        if (count_a(m, g->n_expected, g->families[i].family) == 0)
-            rc = cg_err_set(err, CG_EINVAL, "gradient family %s has no manifest members", g->families[i].family);
-    for (size_t i = 0; i < g->n_expected && rc == 0; i++)
-        if (count_a(fc, g->n_families, g->expected[i].family) == 0)
-            rc = cg_err_set(err, CG_EINVAL, "gradient manifest family %s has no family contract",
-                            g->expected[i].family);
-    for (size_t i = 0; i < g->n_families && rc == 0; i++) {
-        const cg_family_contract *c = &g->families[i];
-        uint64_t members = count_a(m, g->n_expected, c->family);
-        if (c->expectation == CG_FAM_INACTIVE) {
-            if (c->min_present != 0)
-                rc = cg_err_set(err, CG_EINVAL, "inactive gradient family %s must have min_present 0, not %llu",
-                                c->family, (unsigned long long)c->min_present);
-        } else if (c->min_present < 1 || c->min_present > members) {
-            rc = cg_err_set(err, CG_EINVAL,
-                            "%s gradient family %s needs min_present between 1 and its %llu members, not %llu",
-                            cg_family_expectation_name(c->expectation), c->family, (unsigned long long)members,
-                            (unsigned long long)c->min_present);
-        }
-    }
+    int rc = validate_families(g, m, err);
+    cg_buf b = CG_BUF_INIT;
+    /* manifest families in BTreeMap (sorted) order */
+    for (size_t i = 0; i < g->n_expected && !rc; i++)
+        if ((i == 0 || strcmp(m[i - 1].a, m[i].a)) && count_a(fc, g->n_families, m[i].a) == 0)
+            rc = cg_err_set(err, CG_EINVAL, "gradient manifest family %s has no family contract", dbg(&b, m[i].a));
+    cg_buf_free(&b);
     free(m);
     free(fc);
     return rc;
 }
 
-/* ---- capture contract ---- */
-
-static int validate_partition(const cg_capture_contract *c, cg_error *err) {
-    const cg_strlist *req = &c->required_semantic_labels;
-    const cg_strlist *gpu = &c->gpu_expected_semantic_labels;
-    const cg_strlist *cpu = &c->cpu_only_semantic_labels;
-    if (gpu->n == 0 && cpu->n == 0) return 0; /* legacy: every required label is GPU-expected */
-    size_t ng = gpu->n, nc = cpu->n, nr = req->n;
-    keyed *g = keyed_alloc(ng), *p = keyed_alloc(nc), *r = keyed_alloc(nr);
-    for (size_t i = 0; i < ng; i++) g[i] = (keyed){gpu->items[i], NULL, i};
-    for (size_t i = 0; i < nc; i++) p[i] = (keyed){cpu->items[i], NULL, i};
-    for (size_t i = 0; i < nr; i++) r[i] = (keyed){req->items[i], NULL, i};
+/* One class list of CaptureContract::validate; classified (sorted) holds the
+ * labels of the classes checked before it. */
+static int validate_label_class(const char *class, const cg_strlist *l, const keyed *req, size_t nr,
+                                const keyed *classified, size_t n_classified, cg_error *err) {
+    keyed *k = keyed_alloc(l->n);
+    for (size_t i = 0; i < l->n; i++) k[i] = (keyed){l->items[i], NULL, i};
+    bool *rep = repeats(k, l->n);
+    free(k);
     int rc = 0;
-    size_t dup = first_duplicate(g, ng);
-    if (dup != SIZE_MAX)
-        rc = cg_err_set(err, CG_EINVAL, "GPU-expected semantic label %s is declared more than once", gpu->items[dup]);
-    if (rc == 0 && (dup = first_duplicate(p, nc)) != SIZE_MAX)
-        rc = cg_err_set(err, CG_EINVAL, "CPU-only semantic label %s is declared more than once", cpu->items[dup]);
-    qsort(r, nr, sizeof *r, keyed_cmp);
-    for (size_t i = 0; i < nr && rc == 0; i++) {
-        const char *l = req->items[i];
-        size_t in_g = count_a(g, ng, l), in_c = count_a(p, nc, l);
-        if (in_g && in_c)
-            rc = cg_err_set(err, CG_EINVAL,
-                            "required semantic label %s is classified as both GPU-expected and CPU-only", l);
-        else if (!in_g && !in_c)
-            rc = cg_err_set(err, CG_EINVAL,
-                            "required semantic label %s is classified as neither GPU-expected nor CPU-only", l);
+    for (size_t i = 0; i < l->n && !rc; i++) {
+        const char *s = l->items[i];
+        if (cg_str_blank(s)) rc = cg_err_set(err, CG_EINVAL, "%s semantic labels must not be empty", class);
+        else if (rep[i])
+            rc = cg_err_set(err, CG_EINVAL, "%s semantic label `%s` is declared more than once", class, s);
+        else if (!count_a(req, nr, s))
+            rc = cg_err_set(err, CG_EINVAL, "%s semantic label `%s` is not a required application label", class, s);
+        else if (count_a(classified, n_classified, s))
+            rc = cg_err_set(err, CG_EINVAL, "semantic label `%s` is classified as both GPU-expected and CPU-only", s);
     }
-    for (size_t i = 0; i < ng && rc == 0; i++)
-        if (count_a(r, nr, gpu->items[i]) == 0)
-            rc = cg_err_set(err, CG_EINVAL, "GPU-expected semantic label %s is not a required semantic label",
-                            gpu->items[i]);
-    for (size_t i = 0; i < nc && rc == 0; i++)
-        if (count_a(r, nr, cpu->items[i]) == 0)
-            rc = cg_err_set(err, CG_EINVAL, "CPU-only semantic label %s is not a required semantic label",
-                            cpu->items[i]);
-    free(g);
-    free(p);
-    free(r);
+    free(rep);
     return rc;
 }
 
+static int validate_partition(const cg_capture_contract *c, const keyed *req, size_t nr, cg_error *err) {
+    const cg_strlist *gpu = &c->gpu_expected_semantic_labels, *cpu = &c->cpu_only_semantic_labels;
+    if (gpu->n == 0 && cpu->n == 0) return 0; /* legacy: every required label is GPU-expected */
+    keyed *g = keyed_alloc(gpu->n);
+    for (size_t i = 0; i < gpu->n; i++) g[i] = (keyed){gpu->items[i], NULL, i};
+    qsort(g, gpu->n, sizeof *g, keyed_cmp);
+    int rc = validate_label_class("GPU-expected", gpu, req, nr, NULL, 0, err);
+    if (!rc) rc = validate_label_class("CPU-only", cpu, req, nr, g, gpu->n, err);
+    /* every label of both classes is required and unique here: equal sets iff every required one is classified */
+    for (size_t i = 0; i < nr && !rc; i++)
+        if (!count_a(g, gpu->n, req[i].a)) {
+            bool in_cpu = false;
+            for (size_t j = 0; j < cpu->n && !in_cpu; j++) in_cpu = !strcmp(cpu->items[j], req[i].a);
+            if (!in_cpu)
+                rc = cg_err_set(err, CG_EINVAL,
+                                "GPU-expected and CPU-only semantic labels must partition all required application "
+                                "labels");
+        }
+    free(g);
+    return rc;
+}
+
+/* CaptureContract::validate: required labels, the semantic partition, then the gradient contract. */
 int cg_capture_contract_validate(const cg_capture_contract *c, cg_error *err) {
     const cg_strlist *req = &c->required_semantic_labels;
-    for (size_t i = 0; i < req->n; i++)
-        if (cg_str_blank(req->items[i]))
-            return cg_err_set(err, CG_EINVAL, "required semantic labels must not be empty");
     keyed *k = keyed_alloc(req->n);
     for (size_t i = 0; i < req->n; i++) k[i] = (keyed){req->items[i], NULL, i};
-    size_t dup = first_duplicate(k, req->n);
+    bool *rep = repeats(k, req->n); /* k stays sorted for the lookups below */
+    int rc = 0;
+    for (size_t i = 0; i < req->n && !rc; i++) {
+        if (cg_str_blank(req->items[i])) rc = cg_err_set(err, CG_EINVAL, "required semantic labels must not be empty");
+        else if (rep[i])
+            rc = cg_err_set(err, CG_EINVAL, "required semantic label `%s` is declared more than once", req->items[i]);
+    }
+    free(rep);
+    if (!rc) rc = validate_partition(c, k, req->n, err);
     free(k);
-    if (dup != SIZE_MAX)
-        return cg_err_set(err, CG_EINVAL, "required semantic label %s is declared more than once",
-                          req->items[dup]);
+    if (rc) return rc;
     if (c->gradients == CG_COV_COMPLETE && !c->gradient_contract)
         return cg_err_set(err, CG_EINVAL, "complete gradient coverage requires an exact gradient contract");
     if (c->gradient_contract && c->gradients != CG_COV_COMPLETE)
         return cg_err_set(err, CG_EINVAL, "an exact gradient contract requires complete declared gradient coverage");
-    if (c->gradient_contract && cg_gradient_contract_validate(c->gradient_contract, err) != 0) return -1;
-    return validate_partition(c, err);
+    return c->gradient_contract ? cg_gradient_contract_validate(c->gradient_contract, err) : 0;
+}
+
+/* The code point of the UTF-8 sequence at p within n bytes (0xFFFD, length 1, when truncated or invalid). */
+static size_t utf8_next_n(const unsigned char *p, size_t n, uint32_t *cp) {
+    unsigned char c = p[0];
+    size_t want = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 1;
+    if (want > n) {
+        *cp = 0xFFFD;
+        return 1;
+    }
+    return utf8_next(p, cp);
+}
+
+void cg_str_trim_span(const char *s, size_t n, size_t *start, size_t *end) {
+    const unsigned char *p = (const unsigned char *)s;
+    size_t b = 0, e = n;
+    uint32_t cp;
+    while (b < n) {
+        size_t k = utf8_next_n(p + b, n - b, &cp);
+        if (!is_unicode_space(cp)) break;
+        b += k;
+    }
+    while (e > b) {
+        size_t k = 1;
+        while (k < 4 && e - k > b && (p[e - k] & 0xC0) == 0x80) k++; /* start of the last sequence */
+        if (utf8_next_n(p + e - k, k, &cp) != k || !is_unicode_space(cp)) break;
+        e -= k;
+    }
+    *start = b;
+    *end = e;
 }

@@ -1,43 +1,36 @@
-/* health.c — structural health of a trace (protocol-trace-evidence.md §5).
+/* health.c — structural health of a trace: analyze_health of the crate
+ * (src/trace/health.rs at 78b848e2), its codes, severities, messages,
+ * multiplicity and order.
  *
- * Check order (stable; each pass walks its records in document order unless
- * stated):
- *   1. terminal: complete_with_failure_reason, failed_without_reason,
- *      terminal_precedes_evidence, capture_failed
- *   2. run metadata: invalid_run_metadata (cg_run_meta_validate; design/CLI.md)
- *   3. spans (id order), one pass per code: duplicate_span_id, root_count,
- *      measurement_count, open_span, unknown_parent, child_outside_parent,
+ * Issue order (the crate's):
+ *   1. run_provenance_invalid (TraceRunMeta::validate's first failure)
+ *   2. complete_with_failure_reason | failed_without_reason,
+ *      terminal_precedes_evidence, capture_failed (warning)
+ *   3. duplicate_span_id (once), root_count, measurement_count (not when failed)
+ *   4. per span in id order: open_span, unknown_parent | child_outside_parent,
  *      span_cycle
- *   4. records: unknown_span (ops, tensors, memory, device intervals),
- *      empty_device_interval, operation_outside_span, empty_device_memory_sample
- *   5. edges, per edge: unknown_call_edge_span, call_edge_hierarchy_mismatch,
- *      call_edge_duration_mismatch | empty_data_edge_endpoint,
- *      unknown_data_edge_tensor
- *   6. memory pairing walk (timestamp order, stable): allocation_size_mismatch,
- *      duplicate_allocation, unpaired_free, then retained_allocations
- *   7. absence warnings
- *   8. semantic labels: empty_, duplicate_, required_semantic_label_cardinality,
- *      semantic_label_partition_invalid
- *   9. gradient events, per event: empty_gradient_event_id,
- *      empty_gradient_parameter_key, duplicate_gradient_event_id,
- *      gradient_state_norm_inconsistent
- *  10. gradient contract
- *
- * Decisions where the spec is silent:
- *   - semantic_label_partition_invalid (upstream code not recovered): error,
- *     warning on failed captures like the other semantic-label codes; fires
- *     for each required label classified in both or neither list, and for each
- *     classification entry that is duplicated or names no required label.
- *     Legacy contracts (both lists empty) are not checked.
- *   - duplicate codes (span id, semantic label, gradient event id) are
- *     reported once per duplicated value.
- *   - blank required labels get empty_required_semantic_label only (no
- *     cardinality issue for the blank label).
- *   - empty_gradient_parameter_key covers a blank root as well as a blank key.
+ *   5. unknown_span: operations, tensors, tensor stats, memory, device intervals
+ *   6. empty_device_interval, operation_outside_span, memory_outside_span,
+ *      empty_device_memory_sample
+ *   7. per edge, one issue per bad edge: unknown_call_edge_span |
+ *      call_edge_hierarchy_mismatch, call_edge_duration_mismatch;
+ *      empty_data_edge_endpoint | unknown_data_edge_tensor
+ *   8. memory pairing in timestamp order (stable), then retained_allocations
+ *   9. gradient events; gradient contract (missing | without complete coverage
+ *      | invalid, then per observed (root, key) in sorted order, per manifest
+ *      entry, per family)
+ *  10. absence warnings
+ *  11. per required label: empty_, duplicate_, _cardinality (each occurrence,
+ *      blank and repeated ones included); then, when either class list is
+ *      declared, per GPU-expected then CPU-only label: empty_, duplicate_,
+ *      unrequired_, overlapping_semantic_label_classification; then
+ *      incomplete_semantic_label_partition. All of 11 are warnings when the
+ *      capture failed.
  *
  * Cost: every lookup goes through open-addressing hash tables keyed by record
- * index (8 bytes a slot); the only sort is the memory walk's, and only when the
- * memory events are not already in timestamp order. */
+ * index (8 bytes a slot); the only sorts are the memory walk's (only when the
+ * memory events are not already in timestamp order) and the distinct gradient
+ * keys'. */
 #include "trace/health.h"
 
 #include <math.h>
@@ -181,13 +174,13 @@ static hkey key1(const char *a) { return (hkey){a, NULL, 0}; }
 typedef struct hctx {
     const cg_trace *t;
     cg_health *h;
-    bool failed; /* F: terminal outcome failed */
+    bool failed; /* terminal outcome failed */
     cg_health_issue *v;
     size_t n, cap;
-    hmap spans;        /* span id -> index of its first occurrence */
+    hmap spans;          /* span id -> index of its first occurrence */
     const char *last_id; /* lookup cache: records of one span share the interned id */
     uint32_t last_idx;
-    uint32_t *parent;  /* parent span index, HNONE for root / unknown parent */
+    cg_buf dbg;          /* scratch for Rust `{:?}` renderings */
 } hctx;
 
 static void add_issue(hctx *c, cg_severity sev, const char *code, const char *fmt, ...)
@@ -210,14 +203,19 @@ static void add_issue(hctx *c, cg_severity sev, const char *code, const char *fm
     c->v[c->n++] = (cg_health_issue){sev, code, msg};
 }
 
-/* error normally, warning when the capture failed */
+/* The crate's required_semantic_label_issue: an error, a warning when the capture failed. */
 static cg_severity sev_f(const hctx *c) { return c->failed ? CG_SEV_WARNING : CG_SEV_ERROR; }
-
-static const char *nz(const char *s) { return s ? s : ""; }
 
 static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
 static unsigned long long ull(uint64_t v) { return (unsigned long long)v; }
+
+/* Rust `{:?}` of a string, copied into the health arena. */
+static const char *dbg_str(hctx *c, const char *s) {
+    cg_buf_reset(&c->dbg);
+    cg_rust_debug_str(&c->dbg, s ? s : "");
+    return cg_arena_strndup(&c->h->arena, c->dbg.data, c->dbg.len);
+}
 
 static hkey span_key(const void *ctx, uint32_t id) { return key1(((const cg_trace *)ctx)->spans[id].id); }
 
@@ -232,110 +230,60 @@ static uint32_t find_span(hctx *c, const char *id) {
 
 static uint64_t span_end(const cg_span *s) { return sat_add(s->start_ns, s->duration_ns); }
 
-/* ---- 1. terminal ----------------------------------------------------------- */
+/* ---- run provenance and terminal ------------------------------------------- */
 
-static uint64_t latest_host_evidence_end(const cg_trace *t) {
-    uint64_t end = 0;
-    for (size_t i = 0; i < t->n_spans; i++) {
-        const cg_span *s = &t->spans[i];
-        uint64_t e = s->closed ? span_end(s) : s->start_ns;
-        if (e > end) end = e;
-    }
-    for (size_t i = 0; i < t->n_ops; i++) {
-        uint64_t e = sat_add(t->ops[i].timestamp_ns, t->ops[i].duration_ns);
-        if (e > end) end = e;
-    }
-    for (size_t i = 0; i < t->n_memory; i++)
-        if (t->memory[i].timestamp_ns > end) end = t->memory[i].timestamp_ns;
-    for (size_t i = 0; i < t->n_device_memory; i++)
-        if (t->device_memory[i].timestamp_ns > end) end = t->device_memory[i].timestamp_ns;
-    return end;
+static void check_run_provenance(hctx *c) {
+    cg_error err;
+    cg_err_clear(&err);
+    if (cg_run_meta_validate(&c->t->run, &err) != 0)
+        add_issue(c, CG_SEV_ERROR, "run_provenance_invalid", "%s", err.msg);
 }
 
 static void check_terminal(hctx *c) {
     const cg_terminal *term = &c->t->terminal;
-    if (term->outcome == CG_OUTCOME_COMPLETE && term->reason)
+    switch (cg_rule_terminal_reason(term)) {
+    case CG_TERMINAL_COMPLETE_WITH_REASON:
         add_issue(c, CG_SEV_ERROR, "complete_with_failure_reason",
-                  "complete terminal event cannot contain a failure reason (%s)", term->reason);
-    if (term->outcome == CG_OUTCOME_FAILED && cg_str_blank(term->reason))
-        add_issue(c, CG_SEV_ERROR, "failed_without_reason", "failed terminal event requires a non-empty reason");
-    uint64_t end = latest_host_evidence_end(c->t);
-    if (term->timestamp_ns < end)
+                  "complete terminal outcome cannot contain a failure reason");
+        break;
+    case CG_TERMINAL_FAILED_WITHOUT_REASON:
+        add_issue(c, CG_SEV_ERROR, "failed_without_reason", "failed terminal outcome requires a non-empty reason");
+        break;
+    case CG_TERMINAL_REASON_OK: break;
+    }
+    uint64_t latest;
+    if (cg_rule_terminal_precedes_evidence(c->t, &latest))
         add_issue(c, CG_SEV_ERROR, "terminal_precedes_evidence",
-                  "terminal timestamp %llu ns precedes the latest host evidence end %llu ns",
-                  ull(term->timestamp_ns), ull(end));
+                  "terminal timestamp %llu precedes host evidence ending at %llu", ull(term->timestamp_ns),
+                  ull(latest));
     if (c->failed)
         add_issue(c, CG_SEV_WARNING, "capture_failed", "%s",
-                  cg_str_blank(term->reason) ? "capture failed without a reason" : term->reason);
+                  term->reason ? term->reason : "capture ended with a failed outcome");
 }
 
-/* ---- 2. run metadata ---------------------------------------------------------- */
+/* ---- spans ----------------------------------------------------------------- */
 
-static void check_run_meta(hctx *c) {
-    cg_error err;
-    cg_err_clear(&err);
-    if (cg_run_meta_validate(&c->t->run, &err) != 0)
-        add_issue(c, CG_SEV_ERROR, "invalid_run_metadata", "%s", err.msg);
+static void check_span_counts(hctx *c) {
+    const cg_trace *t = c->t;
+    bool dup = false;
+    for (size_t i = 0; i < t->n_spans; i++)
+        if (hmap_get_or_put(&c->spans, key1(t->spans[i].id), (uint32_t)i) != HNONE) dup = true;
+    if (dup) add_issue(c, CG_SEV_ERROR, "duplicate_span_id", "span IDs must be unique");
+    size_t roots = 0, measured = 0;
+    for (size_t i = 0; i < t->n_spans; i++) {
+        roots += !t->spans[i].parent_id;
+        measured += t->spans[i].measured;
+    }
+    if (roots != 1) add_issue(c, CG_SEV_ERROR, "root_count", "expected exactly one root span, found %zu", roots);
+    if (measured != 1 && !c->failed)
+        add_issue(c, CG_SEV_ERROR, "measurement_count", "expected exactly one measured region, found %zu", measured);
 }
-
-/* ---- 3. spans --------------------------------------------------------------- */
 
 enum { CYC_NEW = 0, CYC_PATH, CYC_OK, CYC_BAD };
 
-static void check_spans(hctx *c) {
-    const cg_trace *t = c->t;
-    size_t n = t->n_spans;
-    unsigned char *dup_seen = xcalloc(n, 1);
-    for (size_t i = 0; i < n; i++) {
-        uint32_t first = hmap_get_or_put(&c->spans, key1(t->spans[i].id), (uint32_t)i);
-        if (first != HNONE && !dup_seen[first]) {
-            dup_seen[first] = 1;
-            add_issue(c, CG_SEV_ERROR, "duplicate_span_id", "span id %s is used by more than one span",
-                      t->spans[i].id);
-        }
-    }
-    free(dup_seen);
-
-    size_t roots = 0, measured = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!t->spans[i].parent_id) roots++;
-        if (t->spans[i].measured) measured++;
-    }
-    if (roots != 1)
-        add_issue(c, CG_SEV_ERROR, "root_count", "trace has %zu root spans; exactly one is required", roots);
-    if (measured != 1 && !c->failed)
-        add_issue(c, CG_SEV_ERROR, "measurement_count", "trace has %zu measured spans; exactly one is required",
-                  measured);
-
-    for (size_t i = 0; i < n; i++)
-        if (!t->spans[i].closed) {
-            if (c->failed)
-                add_issue(c, CG_SEV_WARNING, "open_span", "span %s was interrupted", t->spans[i].id);
-            else
-                add_issue(c, CG_SEV_ERROR, "open_span", "span %s was not closed", t->spans[i].id);
-        }
-
-    c->parent = xcalloc(n, sizeof *c->parent);
-    for (size_t i = 0; i < n; i++) {
-        const cg_span *s = &t->spans[i];
-        c->parent[i] = s->parent_id ? find_span(c, s->parent_id) : HNONE;
-        if (s->parent_id && c->parent[i] == HNONE)
-            add_issue(c, CG_SEV_ERROR, "unknown_parent", "span %s has unknown parent %s", s->id, s->parent_id);
-    }
-
-    for (size_t i = 0; i < n; i++) {
-        if (c->parent[i] == HNONE) continue;
-        const cg_span *s = &t->spans[i], *p = &t->spans[c->parent[i]];
-        if (!s->closed || !p->closed) continue;
-        if (s->start_ns < p->start_ns || span_end(s) > span_end(p))
-            add_issue(c, CG_SEV_ERROR, "child_outside_parent",
-                      "span %s [%llu, %llu) lies outside its parent %s [%llu, %llu)", s->id, ull(s->start_ns),
-                      ull(span_end(s)), p->id, ull(p->start_ns), ull(span_end(p)));
-    }
-
-    /* Parent-link walk with path colouring: O(n) overall. A walk that reaches a
-     * span on its own path found a cycle; every span on the path is on or
-     * leads into it. Reaching a span already classified settles the path. */
+/* Marks every span whose parent walk revisits a span (on or leading into a
+ * cycle) as CYC_BAD: one colouring pass over the parent links, O(n). */
+static unsigned char *cycle_states(const uint32_t *parent, size_t n) {
     unsigned char *state = xcalloc(n, 1);
     uint32_t *path = xcalloc(n, sizeof *path);
     for (size_t i = 0; i < n; i++) {
@@ -354,68 +302,95 @@ static void check_spans(hctx *c) {
             }
             state[cur] = CYC_PATH;
             path[len++] = cur;
-            cur = c->parent[cur];
+            cur = parent[cur];
         }
         for (size_t k = 0; k < len; k++) state[path[k]] = verdict;
     }
-    for (size_t i = 0; i < n; i++)
-        if (state[i] == CYC_BAD)
-            add_issue(c, CG_SEV_ERROR, "span_cycle", "walking the parents of span %s revisits a span (cycle)",
-                      t->spans[i].id);
     free(path);
-    free(state);
+    return state;
 }
 
-/* ---- 4. record references ---------------------------------------------------- */
-
-static void check_records(hctx *c) {
+/* Per span (id order): open_span, unknown_parent | child_outside_parent, span_cycle. */
+static void check_span_tree(hctx *c) {
     const cg_trace *t = c->t;
-    for (size_t i = 0; i < t->n_ops; i++)
-        if (find_span(c, t->ops[i].span_id) == HNONE)
-            add_issue(c, CG_SEV_ERROR, "unknown_span", "operation %zu (%s) references unknown span %s", i,
-                      t->ops[i].op_name, nz(t->ops[i].span_id));
-    for (size_t i = 0; i < t->n_tensors; i++)
-        if (find_span(c, t->tensors[i].span_id) == HNONE)
-            add_issue(c, CG_SEV_ERROR, "unknown_span", "tensor %s references unknown span %s",
-                      t->tensors[i].tensor_id, nz(t->tensors[i].span_id));
-    for (size_t i = 0; i < t->n_memory; i++)
-        if (find_span(c, t->memory[i].span_id) == HNONE)
-            add_issue(c, CG_SEV_ERROR, "unknown_span", "memory event %zu (storage %s) references unknown span %s", i,
-                      t->memory[i].storage_id, nz(t->memory[i].span_id));
-    for (size_t i = 0; i < t->n_device_intervals; i++)
-        if (find_span(c, t->device_intervals[i].span_id) == HNONE)
-            add_issue(c, CG_SEV_ERROR, "unknown_span", "device interval %zu references unknown span %s", i,
-                      nz(t->device_intervals[i].span_id));
+    size_t n = t->n_spans;
+    uint32_t *parent = xcalloc(n, sizeof *parent);
+    for (size_t i = 0; i < n; i++) parent[i] = find_span(c, t->spans[i].parent_id);
+    unsigned char *state = cycle_states(parent, n);
+    for (size_t i = 0; i < n; i++) {
+        const cg_span *s = &t->spans[i];
+        if (!s->closed) {
+            if (c->failed) add_issue(c, CG_SEV_WARNING, "open_span", "span `%s` was interrupted", s->id);
+            else add_issue(c, CG_SEV_ERROR, "open_span", "span `%s` was not closed", s->id);
+        }
+        if (s->parent_id && parent[i] == HNONE) {
+            add_issue(c, CG_SEV_ERROR, "unknown_parent", "span `%s` refers to missing parent `%s`", s->id,
+                      s->parent_id);
+        } else if (s->parent_id) {
+            const cg_span *p = &t->spans[parent[i]];
+            if (s->closed && p->closed && (s->start_ns < p->start_ns || span_end(s) > span_end(p)))
+                add_issue(c, CG_SEV_ERROR, "child_outside_parent", "span `%s` lies outside parent `%s`", s->id,
+                          s->parent_id);
+        }
+        if (state[i] == CYC_BAD)
+            add_issue(c, CG_SEV_ERROR, "span_cycle", "span `%s` participates in a parent cycle", s->id);
+    }
+    free(state);
+    free(parent);
+}
 
+/* ---- evidence records ------------------------------------------------------ */
+
+static void unknown_span(hctx *c, const char *kind, const char *span_id) {
+    if (find_span(c, span_id) == HNONE)
+        add_issue(c, CG_SEV_ERROR, "unknown_span", "%s evidence refers to missing span `%s`", kind, span_id);
+}
+
+static void check_evidence_spans(hctx *c) {
+    const cg_trace *t = c->t;
+    for (size_t i = 0; i < t->n_ops; i++) unknown_span(c, "operation", t->ops[i].span_id);
+    for (size_t i = 0; i < t->n_tensors; i++) unknown_span(c, "tensor", t->tensors[i].span_id);
+    for (size_t i = 0; i < t->n_tensor_stats; i++) unknown_span(c, "tensor stats", t->tensor_stats[i].span_id);
+    for (size_t i = 0; i < t->n_memory; i++) unknown_span(c, "memory", t->memory[i].span_id);
+    for (size_t i = 0; i < t->n_device_intervals; i++)
+        unknown_span(c, "device interval", t->device_intervals[i].span_id);
+}
+
+/* The closed span a record names, or NULL. */
+static const cg_span *closed_span(hctx *c, const char *id) {
+    uint32_t si = find_span(c, id);
+    return si != HNONE && c->t->spans[si].closed ? &c->t->spans[si] : NULL;
+}
+
+static void check_records_inside_spans(hctx *c) {
+    const cg_trace *t = c->t;
     for (size_t i = 0; i < t->n_device_intervals; i++)
         if (t->device_intervals[i].duration_ns == 0)
-            add_issue(c, CG_SEV_ERROR, "empty_device_interval",
-                      "device interval %zu of span %s on %s has zero duration", i, t->device_intervals[i].span_id,
-                      t->device_intervals[i].device);
-
+            add_issue(c, CG_SEV_ERROR, "empty_device_interval", "device interval for `%s` has zero duration",
+                      t->device_intervals[i].span_id);
     for (size_t i = 0; i < t->n_ops; i++) {
         const cg_op *o = &t->ops[i];
-        uint32_t si = find_span(c, o->span_id);
-        if (si == HNONE || !t->spans[si].closed) continue;
-        const cg_span *s = &t->spans[si];
-        uint64_t end = sat_add(o->timestamp_ns, o->duration_ns);
-        if (o->timestamp_ns < s->start_ns || end > span_end(s))
-            add_issue(c, CG_SEV_ERROR, "operation_outside_span",
-                      "operation %zu (%s) [%llu, %llu] lies outside span %s [%llu, %llu]", i, o->op_name,
-                      ull(o->timestamp_ns), ull(end), s->id, ull(s->start_ns), ull(span_end(s)));
+        const cg_span *s = closed_span(c, o->span_id);
+        if (s && (o->timestamp_ns < s->start_ns || sat_add(o->timestamp_ns, o->duration_ns) > span_end(s)))
+            add_issue(c, CG_SEV_ERROR, "operation_outside_span", "operation `%s` lies outside span `%s`",
+                      o->op_name, o->span_id);
     }
-
+    for (size_t i = 0; i < t->n_memory; i++) {
+        const cg_memory *m = &t->memory[i];
+        const cg_span *s = closed_span(c, m->span_id);
+        if (s && (m->timestamp_ns < s->start_ns || m->timestamp_ns > span_end(s)))
+            add_issue(c, CG_SEV_ERROR, "memory_outside_span", "memory event for storage `%s` lies outside span `%s`",
+                      m->storage_id, m->span_id);
+    }
     for (size_t i = 0; i < t->n_device_memory; i++) {
         const cg_device_memory *d = &t->device_memory[i];
         if (!d->has_used && !d->has_free && !d->has_reserved && !d->has_capacity)
             add_issue(c, CG_SEV_ERROR, "empty_device_memory_sample",
-                      "device memory sample %zu on %s at %llu ns carries no value", i, d->device,
-                      ull(d->timestamp_ns));
+                      "device-memory sample for `%s` contains no measurements", d->device);
     }
 }
 
-/* ---- 5. edges ------------------------------------------------------------------ */
-
+/* ---- edges: one issue per bad edge ------------------------------------------- */
 typedef struct strvec {
     const char **s;
     size_t n, cap;
@@ -447,6 +422,26 @@ static unsigned char *known_endpoints(const cg_trace *t, const hmap *ends, size_
     return known;
 }
 
+
+static bool blank_id(const char *s) { return !s || !*s; }
+
+static void check_call_edge(hctx *c, const cg_edge *e) {
+    uint32_t from = find_span(c, e->from), to = find_span(c, e->to);
+    if (from == HNONE || to == HNONE) {
+        add_issue(c, CG_SEV_ERROR, "unknown_call_edge_span", "call edge `%s` -> `%s` refers to a missing span",
+                  e->from, e->to);
+        return;
+    }
+    const cg_span *target = &c->t->spans[to];
+    if (!target->parent_id || strcmp(target->parent_id, e->from) != 0)
+        add_issue(c, CG_SEV_ERROR, "call_edge_hierarchy_mismatch",
+                  "call edge `%s` -> `%s` does not match the span hierarchy", e->from, e->to);
+    if (target->closed && e->host_duration_ns != target->duration_ns)
+        add_issue(c, CG_SEV_ERROR, "call_edge_duration_mismatch",
+                  "call edge `%s` -> `%s` reports %llu ns but the span reports %llu ns", e->from, e->to,
+                  ull(e->host_duration_ns), ull(target->duration_ns));
+}
+
 static void check_edges(hctx *c) {
     const cg_trace *t = c->t;
     strvec ends = {0};
@@ -457,53 +452,23 @@ static void check_edges(hctx *c) {
         if (!e->is_data) continue;
         const char *pts[2] = {e->from, e->to};
         for (int k = 0; k < 2; k++) {
-            if (!pts[k] || !*pts[k]) continue;
+            if (blank_id(pts[k])) continue;
             strvec_push(&ends, pts[k]); /* the key must be readable if the insert grows the table */
             if (hmap_get_or_put(&endmap, key1(pts[k]), (uint32_t)(ends.n - 1)) != HNONE) ends.n--;
         }
     }
     unsigned char *known = ends.n ? known_endpoints(t, &endmap, ends.n) : NULL;
-
     for (size_t i = 0; i < t->n_edges; i++) {
         const cg_edge *e = &t->edges[i];
         if (!e->is_data) {
-            uint32_t from = find_span(c, e->from), to = find_span(c, e->to);
-            if (from == HNONE || to == HNONE) {
-                if (from == HNONE)
-                    add_issue(c, CG_SEV_ERROR, "unknown_call_edge_span",
-                              "call edge %s -> %s: from_span %s is not a span", nz(e->from), nz(e->to), nz(e->from));
-                if (to == HNONE)
-                    add_issue(c, CG_SEV_ERROR, "unknown_call_edge_span",
-                              "call edge %s -> %s: to_span %s is not a span", nz(e->from), nz(e->to), nz(e->to));
-                continue;
-            }
-            const cg_span *target = &t->spans[to];
-            if (!str_eq(target->parent_id, e->from))
-                add_issue(c, CG_SEV_ERROR, "call_edge_hierarchy_mismatch",
-                          "call edge %s -> %s: the parent of %s is %s, not %s", e->from, e->to, e->to,
-                          target->parent_id ? target->parent_id : "(none)", e->from);
-            if (target->closed && e->host_duration_ns != target->duration_ns)
-                add_issue(c, CG_SEV_ERROR, "call_edge_duration_mismatch",
-                          "call edge %s -> %s: host_duration_ns %llu differs from the duration %llu of span %s",
-                          e->from, e->to, ull(e->host_duration_ns), ull(target->duration_ns), e->to);
-            continue;
-        }
-        const char *pts[2] = {e->from, e->to};
-        static const char *const names[2] = {"from_tensor", "to_tensor"};
-        bool empty = false;
-        for (int k = 0; k < 2; k++)
-            if (!pts[k] || !*pts[k]) {
-                empty = true;
-                add_issue(c, CG_SEV_ERROR, "empty_data_edge_endpoint", "data edge %zu has an empty %s", i,
-                          names[k]);
-            }
-        if (empty) continue;
-        for (int k = 0; k < 2; k++) {
-            uint32_t id = hmap_get(&endmap, key1(pts[k]));
-            if (id == HNONE || !known[id])
+            check_call_edge(c, e);
+        } else if (blank_id(e->from) || blank_id(e->to)) {
+            add_issue(c, CG_SEV_ERROR, "empty_data_edge_endpoint", "data-edge tensor IDs cannot be empty");
+        } else {
+            uint32_t f = hmap_get(&endmap, key1(e->from)), to = hmap_get(&endmap, key1(e->to));
+            if (f == HNONE || !known[f] || to == HNONE || !known[to])
                 add_issue(c, CG_SEV_ERROR, "unknown_data_edge_tensor",
-                          "data edge %s -> %s: %s %s is not a recorded tensor, op input or op output", e->from,
-                          e->to, names[k], pts[k]);
+                          "data edge `%s` -> `%s` refers to unknown tensor evidence", e->from, e->to);
         }
     }
     free(known);
@@ -564,10 +529,10 @@ static void alias_add(memwalk *w, hmap *aliases, uint32_t event, uint32_t live_i
     w->n_al++;
 }
 
-static void check_memory(hctx *c) {
-    const cg_trace *t = c->t;
+
+/* Memory events in timestamp order (stable). */
+static uint32_t *memory_order(const cg_trace *t) {
     size_t n = t->n_memory;
-    if (n == 0) return;
     uint32_t *order = xcalloc(n, sizeof *order);
     bool sorted = true;
     for (size_t i = 0; i < n; i++) {
@@ -581,53 +546,59 @@ static void check_memory(hctx *c) {
         for (size_t i = 0; i < n; i++) order[i] = mo[i].idx;
         free(mo);
     }
+    return order;
+}
 
+static storage_state *storage_of(memwalk *w, hmap *storages, uint32_t ei) {
+    const cg_memory *m = &w->t->memory[ei];
+    if (w->n_st == w->cap_st) {
+        w->cap_st = w->cap_st ? w->cap_st * 2 : 64;
+        w->st = xrealloc(w->st, w->cap_st * sizeof *w->st);
+    }
+    w->st[w->n_st] = (storage_state){ei, 0, 0}; /* tentative new key */
+    uint32_t si = hmap_get_or_put(storages, (hkey){m->device, m->storage_id, 0}, (uint32_t)w->n_st);
+    if (si == HNONE) si = (uint32_t)w->n_st++;
+    return &w->st[si];
+}
+
+/* Pairs allocations and frees per (device, storage_id) in timestamp order. */
+static void check_memory_pairing(hctx *c) {
+    const cg_trace *t = c->t;
+    if (t->n_memory == 0) return;
+    uint32_t *order = memory_order(t);
     memwalk w = {.t = t};
     hmap storages, aliases;
     hmap_init(&storages, 64, storage_key, &w);
     hmap_init(&aliases, 64, alias_key, &w);
     uint32_t next_live = 1;
     uint64_t live = 0;
-    for (size_t k = 0; k < n; k++) {
+    for (size_t k = 0; k < t->n_memory; k++) {
         uint32_t ei = order[k];
         const cg_memory *m = &t->memory[ei];
-        if (w.n_st == w.cap_st) {
-            w.cap_st = w.cap_st ? w.cap_st * 2 : 64;
-            w.st = xrealloc(w.st, w.cap_st * sizeof *w.st);
-        }
-        w.st[w.n_st] = (storage_state){ei, 0, 0}; /* tentative new key */
-        uint32_t si = hmap_get_or_put(&storages, (hkey){m->device, m->storage_id, 0}, (uint32_t)w.n_st);
-        if (si == HNONE) si = (uint32_t)w.n_st++;
-        storage_state *s = &w.st[si];
-        if (!m->is_free) {
-            if (!s->live_id) {
-                s->live_id = next_live++;
-                s->bytes = m->bytes;
-                live++;
-                alias_add(&w, &aliases, ei, s->live_id);
-            } else if (m->bytes != s->bytes) {
-                add_issue(c, CG_SEV_ERROR, "allocation_size_mismatch",
-                          "allocation of live storage %s on %s by tensor %s at %llu ns has %llu bytes, "
-                          "but the storage is live with %llu bytes",
-                          m->storage_id, m->device, m->tensor_id, ull(m->timestamp_ns), ull(m->bytes), ull(s->bytes));
-            } else if (hmap_get(&aliases, (hkey){m->tensor_id, NULL, s->live_id}) != HNONE) {
+        storage_state *s = storage_of(&w, &storages, ei);
+        if (!m->is_free && !s->live_id) {
+            s->live_id = next_live++;
+            s->bytes = m->bytes;
+            live++;
+            alias_add(&w, &aliases, ei, s->live_id);
+        } else if (!m->is_free && m->bytes != s->bytes) {
+            add_issue(c, CG_SEV_ERROR, "allocation_size_mismatch",
+                      "storage `%s` on `%s` has conflicting allocation sizes", m->storage_id, m->device);
+        } else if (!m->is_free) {
+            if (hmap_get(&aliases, (hkey){m->tensor_id, NULL, s->live_id}) != HNONE)
                 add_issue(c, CG_SEV_ERROR, "duplicate_allocation",
-                          "tensor %s allocates storage %s on %s again at %llu ns while it is still live",
-                          m->tensor_id, m->storage_id, m->device, ull(m->timestamp_ns));
-            } else {
-                alias_add(&w, &aliases, ei, s->live_id);
-            }
-        } else if (s->live_id) {
+                          "tensor `%s` repeated an allocation for storage `%s` on `%s`", m->tensor_id,
+                          m->storage_id, m->device);
+            else alias_add(&w, &aliases, ei, s->live_id);
+        } else if (!s->live_id) {
+            add_issue(c, CG_SEV_ERROR, "unpaired_free", "storage `%s` on `%s` was freed while not live",
+                      m->storage_id, m->device);
+        } else {
             if (m->bytes != s->bytes)
-                add_issue(c, CG_SEV_ERROR, "allocation_size_mismatch",
-                          "free of storage %s on %s at %llu ns has %llu bytes, but it was allocated with %llu bytes",
-                          m->storage_id, m->device, ull(m->timestamp_ns), ull(m->bytes), ull(s->bytes));
+                add_issue(c, CG_SEV_ERROR, "allocation_size_mismatch", "storage `%s` allocated %llu bytes but freed %llu",
+                          m->storage_id, ull(s->bytes), ull(m->bytes));
             s->live_id = 0;
             live--;
-        } else {
-            add_issue(c, CG_SEV_ERROR, "unpaired_free",
-                      "free of storage %s on %s by tensor %s at %llu ns has no live allocation", m->storage_id,
-                      m->device, m->tensor_id, ull(m->timestamp_ns));
         }
     }
     if (live > 0)
@@ -639,129 +610,7 @@ static void check_memory(hctx *c) {
     free(order);
 }
 
-/* ---- 7. absence ----------------------------------------------------------- */
-
-static void check_absence(hctx *c) {
-    const cg_trace *t = c->t;
-    if (t->n_ops == 0) add_issue(c, CG_SEV_WARNING, "operations_absent", "no operations were recorded");
-    if (t->n_tensors == 0) add_issue(c, CG_SEV_WARNING, "tensors_absent", "no tensors were recorded");
-    if (t->n_memory == 0)
-        add_issue(c, CG_SEV_WARNING, "logical_memory_absent", "no logical memory events were recorded");
-    if (t->n_device_memory == 0)
-        add_issue(c, CG_SEV_WARNING, "physical_memory_absent", "no physical device memory samples were recorded");
-    if (t->n_device_intervals == 0)
-        add_issue(c, CG_SEV_WARNING, "device_timing_absent", "no device timing intervals were recorded");
-    if (t->run.phase != CG_PHASE_TRAIN) return;
-    if (t->n_gradients == 0)
-        add_issue(c, CG_SEV_WARNING, "gradients_absent", "training capture recorded no gradients");
-    const cg_evidence_coverage *cov = &c->h->coverage;
-    if (cov->forward_spans == 0)
-        add_issue(c, CG_SEV_WARNING, "forward_absent", "training capture recorded no forward step span");
-    if (cov->backward_spans == 0)
-        add_issue(c, CG_SEV_WARNING, "backward_absent", "training capture recorded no backward step span");
-    if (cov->optimizer_spans == 0)
-        add_issue(c, CG_SEV_WARNING, "optimizer_absent", "training capture recorded no optimizer step span");
-}
-
-/* ---- 8. semantic labels ---------------------------------------------------- */
-
-static hkey strlist_key(const void *ctx, uint32_t id) { return key1(((const cg_strlist *)ctx)->items[id]); }
-
-/* Index of distinct values of a string list: map value -> first position,
- * count[first] = occurrences. */
-typedef struct label_index {
-    hmap map;
-    uint32_t *count;
-} label_index;
-
-static void label_index_build(label_index *x, const cg_strlist *l) {
-    hmap_init(&x->map, l->n, strlist_key, l);
-    x->count = xcalloc(l->n, sizeof *x->count);
-    for (size_t i = 0; i < l->n; i++) {
-        uint32_t first = hmap_get_or_put(&x->map, key1(l->items[i]), (uint32_t)i);
-        x->count[first == HNONE ? i : first]++;
-    }
-}
-
-static uint32_t label_index_count(const label_index *x, const char *s) {
-    uint32_t id = hmap_get(&x->map, key1(s));
-    return id == HNONE ? 0 : x->count[id];
-}
-
-static void label_index_free(label_index *x) {
-    hmap_free(&x->map);
-    free(x->count);
-}
-
-static void check_partition_list(hctx *c, const cg_strlist *l, const label_index *own, const label_index *req,
-                                 const char *what) {
-    for (size_t i = 0; i < l->n; i++) {
-        const char *s = l->items[i];
-        if (hmap_get(&own->map, key1(s)) != i) continue; /* later occurrence */
-        if (own->count[i] > 1)
-            add_issue(c, sev_f(c), "semantic_label_partition_invalid", "%s semantic label %s is declared %u times",
-                      what, s, own->count[i]);
-        if (label_index_count(req, s) == 0)
-            add_issue(c, sev_f(c), "semantic_label_partition_invalid",
-                      "%s semantic label %s is not a required semantic label", what, s);
-    }
-}
-
-static void check_semantic_labels(hctx *c) {
-    const cg_trace *t = c->t;
-    const cg_strlist *req = &t->run.contract.required_semantic_labels;
-    label_index ri;
-    label_index_build(&ri, req);
-    for (size_t i = 0; i < req->n; i++)
-        if (cg_str_blank(req->items[i]))
-            add_issue(c, sev_f(c), "empty_required_semantic_label", "required semantic label %zu is empty", i);
-    for (size_t i = 0; i < req->n; i++)
-        if (ri.count[i] > 1)
-            add_issue(c, sev_f(c), "duplicate_required_semantic_label",
-                      "required semantic label %s is declared %u times", req->items[i], ri.count[i]);
-
-    uint64_t *matches = xcalloc(req->n, sizeof *matches);
-    if (req->n)
-        for (size_t i = 0; i < t->n_spans; i++) {
-            uint32_t id = hmap_get(&ri.map, key1(t->spans[i].name));
-            if (id != HNONE) matches[id]++;
-        }
-    for (size_t i = 0; i < req->n; i++) {
-        if (!ri.count[i] || cg_str_blank(req->items[i])) continue; /* not a first occurrence, or blank */
-        if (matches[i] != 1)
-            add_issue(c, sev_f(c), "required_semantic_label_cardinality",
-                      "required semantic label %s names %llu spans; exactly one is required", req->items[i],
-                      ull(matches[i]));
-    }
-    free(matches);
-
-    const cg_strlist *gpu = &t->run.contract.gpu_expected_semantic_labels;
-    const cg_strlist *cpu = &t->run.contract.cpu_only_semantic_labels;
-    if (gpu->n || cpu->n) {
-        label_index gi, ci;
-        label_index_build(&gi, gpu);
-        label_index_build(&ci, cpu);
-        for (size_t i = 0; i < req->n; i++) {
-            if (!ri.count[i]) continue;
-            bool in_g = label_index_count(&gi, req->items[i]) > 0, in_c = label_index_count(&ci, req->items[i]) > 0;
-            if (in_g && in_c)
-                add_issue(c, sev_f(c), "semantic_label_partition_invalid",
-                          "required semantic label %s is classified as both GPU-expected and CPU-only",
-                          req->items[i]);
-            else if (!in_g && !in_c)
-                add_issue(c, sev_f(c), "semantic_label_partition_invalid",
-                          "required semantic label %s is classified as neither GPU-expected nor CPU-only",
-                          req->items[i]);
-        }
-        check_partition_list(c, gpu, &gi, &ri, "GPU-expected");
-        check_partition_list(c, cpu, &ci, &ri, "CPU-only");
-        label_index_free(&gi);
-        label_index_free(&ci);
-    }
-    label_index_free(&ri);
-}
-
-/* ---- 9. gradient events ----------------------------------------------------- */
+/* ---- gradient manifest ----------------------------------------------------------- */
 
 static hkey grad_event_key(const void *ctx, uint32_t id) { return key1(((const cg_trace *)ctx)->gradients[id].event_id); }
 static hkey grad_param_key(const void *ctx, uint32_t id) {
@@ -776,111 +625,160 @@ static hkey family_key(const void *ctx, uint32_t id) {
     return key1(((const cg_gradient_contract *)ctx)->families[id].family);
 }
 
-static const char *state_norm_problem(const cg_gradient *g) {
+
+/* GradientState::norm_is_valid */
+static bool norm_is_valid(const cg_gradient *g) {
     switch (g->state) {
-    case CG_GRAD_PRESENT:
-        if (!g->has_norm || !isfinite(g->norm) || !(g->norm > 0)) return "requires a finite norm greater than zero";
-        return NULL;
-    case CG_GRAD_ZERO:
-        if (!g->has_norm || g->norm != 0 || signbit(g->norm)) return "requires a norm of exactly 0.0";
-        return NULL;
-    default:
-        return g->has_norm ? "must not carry a norm" : NULL;
+    case CG_GRAD_PRESENT: return g->has_norm && isfinite(g->norm) && g->norm > 0;
+    case CG_GRAD_ZERO: return g->has_norm && g->norm == 0 && !signbit(g->norm);
+    case CG_GRAD_MISSING:
+    case CG_GRAD_NON_FINITE: return !g->has_norm;
     }
+    return false;
+}
+
+/* Rust `{:?}` of Option<f64>. */
+static const char *dbg_norm(hctx *c, const cg_gradient *g) {
+    cg_buf_reset(&c->dbg);
+    if (!g->has_norm) {
+        cg_buf_puts(&c->dbg, "None");
+    } else {
+        cg_buf_puts(&c->dbg, "Some(");
+        cg_rust_debug_f64(&c->dbg, g->norm);
+        cg_buf_putc(&c->dbg, ')');
+    }
+    return cg_arena_strndup(&c->h->arena, c->dbg.data, c->dbg.len);
 }
 
 static void check_gradient_events(hctx *c) {
     const cg_trace *t = c->t;
-    size_t n = t->n_gradients;
     hmap ev;
-    hmap_init(&ev, n, grad_event_key, t);
-    uint32_t *seen = xcalloc(n, sizeof *seen);
-    for (size_t i = 0; i < n; i++) {
+    hmap_init(&ev, t->n_gradients, grad_event_key, t);
+    for (size_t i = 0; i < t->n_gradients; i++) {
         const cg_gradient *g = &t->gradients[i];
-        if (cg_str_blank(g->event_id)) {
-            add_issue(c, CG_SEV_ERROR, "empty_gradient_event_id", "gradient event %zu (%s/%s) has an empty event_id",
-                      i, nz(g->root), nz(g->key));
-        }
+        if (cg_str_blank(g->event_id))
+            add_issue(c, CG_SEV_ERROR, "empty_gradient_event_id", "gradient event IDs must not be empty");
         if (cg_str_blank(g->root) || cg_str_blank(g->key))
             add_issue(c, CG_SEV_ERROR, "empty_gradient_parameter_key",
-                      "gradient event %s has an empty parameter root or key", nz(g->event_id));
-        if (!cg_str_blank(g->event_id)) {
-            uint32_t first = hmap_get_or_put(&ev, key1(g->event_id), (uint32_t)i);
-            if (first != HNONE && ++seen[first] == 1)
-                add_issue(c, CG_SEV_ERROR, "duplicate_gradient_event_id",
-                          "gradient event id %s is used more than once", g->event_id);
-        }
-        const char *why = state_norm_problem(g);
-        if (why)
+                      "gradient roots and parameter keys must not be empty");
+        if (hmap_get_or_put(&ev, key1(g->event_id), (uint32_t)i) != HNONE)
+            add_issue(c, CG_SEV_ERROR, "duplicate_gradient_event_id", "gradient event ID %s occurs more than once",
+                      dbg_str(c, g->event_id));
+        if (!norm_is_valid(g)) {
+            const char *root = dbg_str(c, g->root), *key = dbg_str(c, g->key);
             add_issue(c, CG_SEV_ERROR, "gradient_state_norm_inconsistent",
-                      "gradient event %s (%s/%s) has state %s, which %s", nz(g->event_id), nz(g->root), nz(g->key),
-                      cg_grad_state_name(g->state), why);
+                      "gradient (%s, %s) state `%s` is inconsistent with norm %s", root, key,
+                      cg_grad_state_name(g->state), dbg_norm(c, g));
+        }
     }
-    free(seen);
     hmap_free(&ev);
 }
 
-/* ---- 10. gradient contract --------------------------------------------------- */
+/* The contract gate: false when there is nothing further to check. */
+static bool gradient_contract_applies(hctx *c) {
+    const cg_capture_contract *cc = &c->t->run.contract;
+    if (cc->gradients == CG_COV_COMPLETE && !cc->gradient_contract) {
+        add_issue(c, CG_SEV_ERROR, "gradient_contract_missing",
+                  "complete gradient coverage requires an exact gradient contract");
+        return false;
+    }
+    if (!cc->gradient_contract) return false;
+    if (cc->gradients != CG_COV_COMPLETE) {
+        add_issue(c, CG_SEV_ERROR, "gradient_contract_without_complete_coverage",
+                  "an exact gradient contract requires complete declared gradient coverage");
+        return false;
+    }
+    cg_error err;
+    cg_err_clear(&err);
+    if (cg_gradient_contract_validate(cc->gradient_contract, &err) != 0) {
+        add_issue(c, CG_SEV_ERROR, "gradient_contract_invalid", "%s", err.msg);
+        return false;
+    }
+    return true;
+}
+
+typedef struct observed_key {
+    const char *root, *key;
+    uint32_t first, count;
+} observed_key;
+
+static int observed_cmp(const void *pa, const void *pb) {
+    const observed_key *a = pa, *b = pb;
+    int r = strcmp(a->root, b->root);
+    return r ? r : strcmp(a->key, b->key);
+}
+
+/* Distinct (root, key) observations in BTreeMap order, with first event and count. */
+static observed_key *observed_keys(const cg_trace *t, hmap *obs, size_t *n_out) {
+    observed_key *o = xcalloc(t->n_gradients, sizeof *o);
+    size_t n = 0;
+    uint32_t *slot = xcalloc(t->n_gradients, sizeof *slot);
+    for (size_t i = 0; i < t->n_gradients; i++) {
+        uint32_t first = hmap_get_or_put(obs, grad_param_key(t, (uint32_t)i), (uint32_t)i);
+        if (first == HNONE) {
+            slot[i] = (uint32_t)n;
+            o[n++] = (observed_key){t->gradients[i].root, t->gradients[i].key, (uint32_t)i, 1};
+        } else {
+            o[slot[first]].count++;
+        }
+    }
+    free(slot);
+    qsort(o, n, sizeof *o, observed_cmp);
+    *n_out = n;
+    return o;
+}
+
+static void check_manifest_keys(hctx *c, const cg_gradient_contract *gc, hmap *obs) {
+    size_t n;
+    observed_key *o = observed_keys(c->t, obs, &n);
+    hmap manifest;
+    hmap_init(&manifest, gc->n_expected, expected_key, gc);
+    for (size_t i = 0; i < gc->n_expected; i++) hmap_get_or_put(&manifest, expected_key(gc, (uint32_t)i), (uint32_t)i);
+    for (size_t i = 0; i < n; i++) {
+        const char *root = dbg_str(c, o[i].root), *key = dbg_str(c, o[i].key);
+        if (o[i].count != 1)
+            add_issue(c, CG_SEV_ERROR, "gradient_manifest_duplicate_key",
+                      "gradient (%s, %s) occurs %u times; expected exactly once", root, key, o[i].count);
+        if (hmap_get(&manifest, (hkey){o[i].root, o[i].key, 0}) == HNONE)
+            add_issue(c, CG_SEV_ERROR, "gradient_manifest_undeclared_key", "gradient (%s, %s) is absent from the manifest",
+                      root, key);
+    }
+    for (size_t i = 0; i < gc->n_expected; i++)
+        if (hmap_get(obs, expected_key(gc, (uint32_t)i)) == HNONE) {
+            const char *root = dbg_str(c, gc->expected[i].root), *key = dbg_str(c, gc->expected[i].key);
+            add_issue(c, c->failed ? CG_SEV_WARNING : CG_SEV_ERROR, "gradient_manifest_missing_key",
+                      "manifest gradient (%s, %s) was not captured", root, key);
+        }
+    hmap_free(&manifest);
+    free(o);
+}
 
 typedef struct family_tally {
     uint64_t members, observed, present, non_finite, attached;
 } family_tally;
 
-static void check_gradient_contract(hctx *c) {
+static void family_issues(hctx *c, const cg_family_contract *fc, const family_tally *f) {
+    bool judged = !c->failed || f->observed == f->members;
+    const char *fam = dbg_str(c, fc->family);
+    if (f->non_finite)
+        add_issue(c, CG_SEV_ERROR, "gradient_family_non_finite", "gradient family %s contains %llu non-finite gradients",
+                  fam, ull(f->non_finite));
+    if (fc->expectation == CG_FAM_ACTIVE && judged && f->present < fc->min_present)
+        add_issue(c, CG_SEV_ERROR, "gradient_active_family_below_minimum",
+                  "active gradient family %s has %llu present gradients; requires at least %llu", fam,
+                  ull(f->present), ull(fc->min_present));
+    if (fc->expectation == CG_FAM_INACTIVE && f->attached > 0)
+        add_issue(c, CG_SEV_ERROR, "gradient_inactive_family_leakage",
+                  "inactive gradient family %s has %llu attached gradients", fam, ull(f->attached));
+    if (fc->expectation == CG_FAM_DATA_CONDITIONAL && judged && f->present > 0 && f->present < fc->min_present)
+        add_issue(c, CG_SEV_ERROR, "gradient_conditional_family_below_minimum",
+                  "data-conditional gradient family %s was attached but has %llu present gradients; requires at "
+                  "least %llu",
+                  fam, ull(f->present), ull(fc->min_present));
+}
+
+static void check_gradient_families(hctx *c, const cg_gradient_contract *gc, hmap *obs) {
     const cg_trace *t = c->t;
-    const cg_capture_contract *cc = &t->run.contract;
-    const cg_gradient_contract *gc = cc->gradient_contract;
-    if (cc->gradients == CG_COV_COMPLETE && !gc) {
-        add_issue(c, CG_SEV_ERROR, "gradient_contract_missing",
-                  "complete gradient coverage requires an exact gradient contract");
-        return;
-    }
-    if (!gc) return;
-    if (cc->gradients != CG_COV_COMPLETE) {
-        add_issue(c, CG_SEV_ERROR, "gradient_contract_without_complete_coverage",
-                  "an exact gradient contract requires complete declared gradient coverage");
-        return;
-    }
-    cg_error err;
-    cg_err_clear(&err);
-    if (cg_gradient_contract_validate(gc, &err) != 0) {
-        add_issue(c, CG_SEV_ERROR, "gradient_contract_invalid", "%s", err.msg);
-        return;
-    }
-
-    /* observations: (root, key) -> first event; count per first event */
-    size_t n = t->n_gradients;
-    hmap obs;
-    hmap_init(&obs, n, grad_param_key, t);
-    uint32_t *count = xcalloc(n, sizeof *count);
-    for (size_t i = 0; i < n; i++) {
-        uint32_t first = hmap_get_or_put(&obs, grad_param_key(t, (uint32_t)i), (uint32_t)i);
-        count[first == HNONE ? i : first]++;
-    }
-    hmap manifest;
-    hmap_init(&manifest, gc->n_expected, expected_key, gc);
-    for (size_t i = 0; i < gc->n_expected; i++) hmap_get_or_put(&manifest, expected_key(gc, (uint32_t)i), (uint32_t)i);
-
-    for (size_t i = 0; i < gc->n_expected; i++) {
-        const cg_expected_gradient *e = &gc->expected[i];
-        uint32_t first = hmap_get(&obs, expected_key(gc, (uint32_t)i));
-        uint32_t k = first == HNONE ? 0 : count[first];
-        if (k == 0)
-            add_issue(c, sev_f(c), "gradient_manifest_missing_key",
-                      "gradient manifest entry %s/%s (family %s) was not observed", e->root, e->key, e->family);
-        else if (k > 1)
-            add_issue(c, CG_SEV_ERROR, "gradient_manifest_duplicate_key",
-                      "gradient manifest entry %s/%s was observed %u times; exactly once is required", e->root,
-                      e->key, k);
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (!count[i]) continue; /* not the first event of its (root, key) */
-        if (hmap_get(&manifest, grad_param_key(t, (uint32_t)i)) == HNONE)
-            add_issue(c, CG_SEV_ERROR, "gradient_manifest_undeclared_key",
-                      "gradient %s/%s (event %s) is not declared in the gradient manifest", t->gradients[i].root,
-                      t->gradients[i].key, t->gradients[i].event_id);
-    }
-
     hmap fams;
     hmap_init(&fams, gc->n_families, family_key, gc);
     for (size_t i = 0; i < gc->n_families; i++) hmap_get_or_put(&fams, family_key(gc, (uint32_t)i), (uint32_t)i);
@@ -890,48 +788,155 @@ static void check_gradient_contract(hctx *c) {
         if (fi == HNONE) continue; /* impossible after validation */
         family_tally *f = &ft[fi];
         f->members++;
-        uint32_t first = hmap_get(&obs, expected_key(gc, (uint32_t)i));
+        uint32_t first = hmap_get(obs, expected_key(gc, (uint32_t)i));
         if (first == HNONE) continue;
         cg_grad_state st = t->gradients[first].state;
         f->observed++;
-        if (st == CG_GRAD_PRESENT) f->present++;
-        if (st == CG_GRAD_NON_FINITE) f->non_finite++;
-        if (st != CG_GRAD_MISSING) f->attached++;
+        f->present += st == CG_GRAD_PRESENT;
+        f->non_finite += st == CG_GRAD_NON_FINITE;
+        f->attached += st != CG_GRAD_MISSING;
     }
-    for (size_t i = 0; i < gc->n_families; i++) {
-        const cg_family_contract *fc = &gc->families[i];
-        const family_tally *f = &ft[i];
-        bool incomplete = f->observed < f->members;
-        if (f->non_finite)
-            add_issue(c, CG_SEV_ERROR, "gradient_family_non_finite",
-                      "gradient family %s has %llu non-finite member gradients", fc->family, ull(f->non_finite));
-        switch (fc->expectation) {
-        case CG_FAM_ACTIVE:
-            if (f->present < fc->min_present && !(c->failed && incomplete))
-                add_issue(c, CG_SEV_ERROR, "gradient_active_family_below_minimum",
-                          "active gradient family %s has %llu present gradients; at least %llu are required",
-                          fc->family, ull(f->present), ull(fc->min_present));
-            break;
-        case CG_FAM_INACTIVE:
-            if (f->attached)
-                add_issue(c, CG_SEV_ERROR, "gradient_inactive_family_leakage",
-                          "inactive gradient family %s has %llu member gradients that are not missing", fc->family,
-                          ull(f->attached));
-            break;
-        case CG_FAM_DATA_CONDITIONAL:
-            if (f->present > 0 && f->present < fc->min_present && !(c->failed && incomplete))
-                add_issue(c, CG_SEV_ERROR, "gradient_conditional_family_below_minimum",
-                          "data-conditional gradient family %s has %llu present gradients; once any is present "
-                          "at least %llu are required",
-                          fc->family, ull(f->present), ull(fc->min_present));
-            break;
-        }
-    }
+    for (size_t i = 0; i < gc->n_families; i++) family_issues(c, &gc->families[i], &ft[i]);
     free(ft);
     hmap_free(&fams);
-    hmap_free(&manifest);
+}
+
+static void check_gradient_manifest(hctx *c) {
+    check_gradient_events(c);
+    if (!gradient_contract_applies(c)) return;
+    const cg_gradient_contract *gc = c->t->run.contract.gradient_contract;
+    hmap obs;
+    hmap_init(&obs, c->t->n_gradients, grad_param_key, c->t);
+    check_manifest_keys(c, gc, &obs);
+    check_gradient_families(c, gc, &obs);
     hmap_free(&obs);
-    free(count);
+}
+
+/* ---- absence warnings -------------------------------------------------------- */
+
+static void check_absence(hctx *c) {
+    const cg_evidence_coverage *cov = &c->h->coverage;
+    bool train = c->t->run.phase == CG_PHASE_TRAIN;
+    static const struct {
+        const char *code, *message;
+    } rows[] = {
+        {"operations_absent", "no operation evidence was captured"},
+        {"tensors_absent", "no tensor checkpoints were captured"},
+        {"logical_memory_absent", "no logical storage events were captured"},
+        {"physical_memory_absent", "no physical device-memory samples were captured"},
+        {"device_timing_absent", "no device timing intervals were captured"},
+        {"gradients_absent", "no gradient facts were captured for this training run"},
+        {"forward_absent", "no forward span was tagged"},
+        {"backward_absent", "no backward span was tagged"},
+        {"optimizer_absent", "no optimizer span was tagged"},
+    };
+    bool empty[] = {
+        cov->operations == 0,          cov->tensors == 0,
+        cov->memory_events == 0,       cov->device_memory_samples == 0,
+        cov->device_intervals == 0,    cov->gradients == 0 && train,
+        cov->forward_spans == 0 && train, cov->backward_spans == 0 && train,
+        cov->optimizer_spans == 0 && train,
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        if (empty[i]) add_issue(c, CG_SEV_WARNING, rows[i].code, "%s", rows[i].message);
+}
+
+/* ---- semantic labels ----------------------------------------------------------- */
+
+static hkey strlist_key(const void *ctx, uint32_t id) { return key1(((const cg_strlist *)ctx)->items[id]); }
+
+/* Distinct values of a string list: value -> position of its first occurrence. */
+static void label_set_build(hmap *m, const cg_strlist *l) {
+    hmap_init(m, l->n, strlist_key, l);
+    for (size_t i = 0; i < l->n; i++) hmap_get_or_put(m, key1(l->items[i]), (uint32_t)i);
+}
+
+static bool label_set_has(const hmap *m, const char *s) { return hmap_get(m, key1(s)) != HNONE; }
+
+/* Per required label, in declaration order: empty_, duplicate_, cardinality. */
+static void check_required_labels(hctx *c, const hmap *req_set) {
+    const cg_trace *t = c->t;
+    const cg_strlist *req = &t->run.contract.required_semantic_labels;
+    uint64_t *matches = xcalloc(req->n, sizeof *matches);
+    if (req->n)
+        for (size_t i = 0; i < t->n_spans; i++) {
+            uint32_t id = hmap_get(req_set, key1(t->spans[i].name));
+            if (id != HNONE) matches[id]++;
+        }
+    for (size_t i = 0; i < req->n; i++) {
+        const char *l = req->items[i];
+        uint32_t first = hmap_get(req_set, key1(l));
+        if (cg_str_blank(l))
+            add_issue(c, sev_f(c), "empty_required_semantic_label", "required semantic labels must not be empty");
+        if (first != i)
+            add_issue(c, sev_f(c), "duplicate_required_semantic_label",
+                      "required semantic label `%s` is declared more than once", l);
+        if (matches[first] != 1)
+            add_issue(c, sev_f(c), "required_semantic_label_cardinality",
+                      "required semantic label `%s` must occur exactly once; observed %llu", l, ull(matches[first]));
+    }
+    free(matches);
+}
+
+/* One class list (GPU-expected, then CPU-only); `classified` accumulates both. */
+static void check_label_class(hctx *c, const char *class, const cg_strlist *labels, const hmap *req_set,
+                              const cg_strlist *gpu, bool is_cpu) {
+    hmap own;
+    label_set_build(&own, labels);
+    hmap gpu_set;
+    label_set_build(&gpu_set, gpu);
+    for (size_t i = 0; i < labels->n; i++) {
+        const char *l = labels->items[i];
+        bool repeated = hmap_get(&own, key1(l)) != i;
+        if (cg_str_blank(l))
+            add_issue(c, sev_f(c), "empty_semantic_label_classification", "%s semantic labels must not be empty", class);
+        if (repeated)
+            add_issue(c, sev_f(c), "duplicate_semantic_label_classification",
+                      "%s semantic label `%s` is declared more than once", class, l);
+        if (!label_set_has(req_set, l))
+            add_issue(c, sev_f(c), "unrequired_semantic_label_classification",
+                      "%s semantic label `%s` is not a required application label", class, l);
+        if (repeated || (is_cpu && label_set_has(&gpu_set, l)))
+            add_issue(c, sev_f(c), "overlapping_semantic_label_classification",
+                      "semantic label `%s` is classified as both GPU-expected and CPU-only", l);
+    }
+    hmap_free(&gpu_set);
+    hmap_free(&own);
+}
+
+/* classified (GPU ∪ CPU) equals the required set */
+static bool partition_complete(const cg_capture_contract *cc, const hmap *req_set) {
+    hmap gpu, cpu;
+    label_set_build(&gpu, &cc->gpu_expected_semantic_labels);
+    label_set_build(&cpu, &cc->cpu_only_semantic_labels);
+    bool ok = true;
+    const cg_strlist *req = &cc->required_semantic_labels;
+    for (size_t i = 0; ok && i < req->n; i++)
+        ok = label_set_has(&gpu, req->items[i]) || label_set_has(&cpu, req->items[i]);
+    for (size_t i = 0; ok && i < cc->gpu_expected_semantic_labels.n; i++)
+        ok = label_set_has(req_set, cc->gpu_expected_semantic_labels.items[i]);
+    for (size_t i = 0; ok && i < cc->cpu_only_semantic_labels.n; i++)
+        ok = label_set_has(req_set, cc->cpu_only_semantic_labels.items[i]);
+    hmap_free(&gpu);
+    hmap_free(&cpu);
+    return ok;
+}
+
+static void check_semantic_labels(hctx *c) {
+    const cg_capture_contract *cc = &c->t->run.contract;
+    hmap req_set;
+    label_set_build(&req_set, &cc->required_semantic_labels);
+    check_required_labels(c, &req_set);
+    if (cc->gpu_expected_semantic_labels.n || cc->cpu_only_semantic_labels.n) {
+        check_label_class(c, "GPU-expected", &cc->gpu_expected_semantic_labels, &req_set,
+                          &cc->gpu_expected_semantic_labels, false);
+        check_label_class(c, "CPU-only", &cc->cpu_only_semantic_labels, &req_set, &cc->gpu_expected_semantic_labels,
+                          true);
+        if (!partition_complete(cc, &req_set))
+            add_issue(c, sev_f(c), "incomplete_semantic_label_partition",
+                      "GPU-expected and CPU-only semantic labels must partition all required application labels");
+    }
+    hmap_free(&req_set);
 }
 
 /* ---- coverage and entry points ------------------------------------------------ */
@@ -967,16 +972,17 @@ cg_health *cg_health_analyze(const cg_trace *t) {
     hmap_init(&c.spans, t->n_spans, span_key, t);
     count_coverage(t, &h->coverage);
 
+    check_run_provenance(&c);
     check_terminal(&c);
-    check_run_meta(&c);
-    check_spans(&c);
-    check_records(&c);
+    check_span_counts(&c);
+    check_span_tree(&c);
+    check_evidence_spans(&c);
+    check_records_inside_spans(&c);
     check_edges(&c);
-    check_memory(&c);
+    check_memory_pairing(&c);
+    check_gradient_manifest(&c);
     check_absence(&c);
     check_semantic_labels(&c);
-    check_gradient_events(&c);
-    check_gradient_contract(&c);
 
     h->n_issues = c.n;
     h->issues = c.n ? cg_arena_alloc(&h->arena, c.n * sizeof *h->issues) : NULL;
@@ -986,7 +992,7 @@ cg_health *cg_health_analyze(const cg_trace *t) {
         if (c.v[i].severity == CG_SEV_ERROR) h->structurally_valid = false;
     h->capture_complete = t->terminal.outcome == CG_OUTCOME_COMPLETE;
     free(c.v);
-    free(c.parent);
+    cg_buf_free(&c.dbg);
     hmap_free(&c.spans);
     return h;
 }

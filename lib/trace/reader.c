@@ -1,7 +1,16 @@
-/* reader.c — streaming trace/10 (and trace/9) JSONL reader with the parse-time
- * rules of spec §3. Each line is parsed into a per-line JSON arena, converted
- * into the document's records (strings interned into the document arena) and
- * the line arena is reset, so memory stays proportional to the document. */
+/* reader.c — streaming trace/10 (and trace/9) JSONL reader: parse_trace and
+ * TraceDocument::from_events of the crate (src/trace/document.rs at 78b848e2).
+ *
+ * Each non-blank line (Rust's str::trim) is parsed into a per-line JSON arena
+ * and decoded through the record's table (wire.c) with serde's messages; the
+ * line arena is then reset, so memory stays proportional to the document.
+ * A line that does not deserialize fails at once ("parse trace JSONL line N
+ * from PATH" over serde's message). The rules of from_events are applied in
+ * stream order as records arrive, but their first failure is held and
+ * reported only at the end, because the crate deserializes every line before
+ * it applies any rule. After the stream: missing meta, missing terminal,
+ * unsupported schema, tensor_stats under trace/9, the terminal's reason, and
+ * the terminal preceding host evidence, in that order. */
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
@@ -12,6 +21,7 @@
 
 #include "base/strmap.h"
 #include "trace/trace.h"
+#include "trace/wire.h"
 
 void cg_trace_limits_default(cg_trace_limits *l) {
     l->max_line_bytes = 64u << 20;
@@ -56,60 +66,56 @@ typedef struct rd {
     itab intern;
     cg_strmap span_ix; /* span id -> index into t->spans (before sorting) */
     size_t cap_spans, cap_ops, cap_tensors, cap_stats, cap_memory, cap_dm, cap_di, cap_grad, cap_edges;
-    bool have_meta, have_terminal, trace9;
-    /* §3: every line is deserialized before the rules of from_events run, so
-     * the first rule failure is held here and reported only if no later line
-     * fails to deserialize. */
-    bool rule_failed;
+    bool have_meta, have_terminal;
+    bool rule_failed; /* the first rule failure of from_events, held in rule_err */
     cg_error rule_err;
+    cg_buf msg;       /* scratch for serde messages */
+    wire_sink sink;
+    const char *text; /* the trimmed line, for serde_json positions */
+    size_t text_len;
     const cg_trace_limits *lim;
 } rd;
 
 /* ---- errors ---- */
 
-static int json_fail(rd *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int json_fail(rd *r, const char *fmt, ...) {
-    char msg[1024];
+/* A line that does not deserialize: serde's message under parse_trace's context. */
+static int serde_fail(rd *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int serde_fail(rd *r, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    cg_err_vset(r->err, CG_EPARSE, fmt, ap);
     va_end(ap);
-    cg_err_set(r->err, CG_EPARSE, "parse trace JSONL line %zu from %s: %s", r->line, r->path, msg);
+    cg_err_context(r->err, "parse trace JSONL line %zu from %s", r->line, r->path);
     if (r->err) r->err->line = (int)r->line;
     return -1;
 }
 
-static int rule_vset(rd *r, cg_error *err, bool with_line, const char *fmt, va_list ap) {
-    char msg[2048];
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    if (with_line) {
-        cg_err_set(err, CG_EPARSE, "invalid trace %s: line %zu: %s", r->path, r->line, msg);
-        if (err) err->line = (int)r->line;
-    } else {
-        cg_err_set(err, CG_EPARSE, "invalid trace %s: %s", r->path, msg);
-        if (err) err->line = 0;
-    }
-    return -1;
+/* serde_json adds the position to errors raised while it drives the visitor. */
+static int serde_fail_at(rd *r, size_t column, const char *msg) {
+    return serde_fail(r, "%s at line 1 column %zu", msg, column);
 }
 
-/* A rule failure inside the stream: held (first one wins) until the end of the
- * document; parsing continues so later serde failures still take precedence. */
+/* A from_events rule failure at the current record: held (the first one wins)
+ * until every line has been deserialized. */
 static void rule_defer(rd *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void rule_defer(rd *r, const char *fmt, ...) {
     if (r->rule_failed) return;
     va_list ap;
     va_start(ap, fmt);
-    rule_vset(r, &r->rule_err, true, fmt, ap);
+    cg_err_vset(&r->rule_err, CG_EPARSE, fmt, ap);
     va_end(ap);
+    r->rule_err.line = (int)r->line;
     r->rule_failed = true;
 }
 
-static int rule_fail(rd *r, bool with_line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int rule_fail(rd *r, bool with_line, const char *fmt, ...) {
+/* A rule of the finished stream. */
+static int rule_fail(rd *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int rule_fail(rd *r, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    rule_vset(r, r->err, with_line, fmt, ap);
+    cg_err_vset(r->err, CG_EPARSE, fmt, ap);
     va_end(ap);
+    if (r->err) r->err->line = 0;
     return -1;
 }
 
@@ -186,345 +192,147 @@ static const char *intern(rd *r, const char *s, size_t len) {
  * would only grow the table; references to them elsewhere are still interned. */
 static const char *copy_str(rd *r, const char *s, size_t len) { return cg_arena_strndup(&r->t->arena, s, len); }
 
-/* ---- typed field access (serde semantics) ---- */
+static const char *sink_intern(void *ctx, const char *s, size_t len) { return intern(ctx, s, len); }
+static const char *sink_copy(void *ctx, const char *s, size_t len) { return copy_str(ctx, s, len); }
 
-static const char *type_name(const cg_jv *v) {
-    switch (v->type) {
-    case CG_JNULL: return "null";
-    case CG_JBOOL: return "boolean";
-    case CG_JINT: return v->u.i.neg ? "integer (negative)" : "integer";
-    case CG_JREAL: return "floating point";
-    case CG_JSTR: return "string";
-    case CG_JARR: return "sequence";
-    case CG_JOBJ: return "map";
-    case CG_JLAZY: return "sequence";
-    }
-    return "value";
+/* ---- serde_json positions of the tag errors ---- */
+
+static size_t skip_ws(const char *p, size_t n, size_t i) {
+    while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r')) i++;
+    return i;
 }
 
-static int missing(rd *r, const char *k) { return json_fail(r, "missing field `%s`", k); }
-static int bad_type(rd *r, const char *k, const cg_jv *v, const char *want) {
-    return json_fail(r, "invalid type: %s, expected %s for field `%s`", type_name(v), want, k);
+static size_t skip_string(const char *p, size_t n, size_t i) {
+    for (i++; i < n && p[i] != '"'; i++)
+        if (p[i] == '\\') i++;
+    return i < n ? i + 1 : n;
 }
 
-/* required string */
-static int f_str(rd *r, const cg_jv *o, const char *k, const char **out) {
-    cg_jv *v = cg_jv_get(o, k);
-    if (!v) return missing(r, k);
-    if (v->type != CG_JSTR) return bad_type(r, k, v, "a string");
-    *out = intern(r, v->u.str.s, v->u.str.len);
-    return 0;
-}
-
-/* required string, a nearly unique identifier (copied, not interned) */
-static int f_id(rd *r, const cg_jv *o, const char *k, const char **out) {
-    cg_jv *v = cg_jv_get(o, k);
-    if (!v) return missing(r, k);
-    if (v->type != CG_JSTR) return bad_type(r, k, v, "a string");
-    *out = copy_str(r, v->u.str.s, v->u.str.len);
-    return 0;
-}
-
-/* optional string: absent or null -> NULL */
-static int f_ostr(rd *r, const cg_jv *o, const char *k, const char **out) {
-    cg_jv *v = cg_jv_get(o, k);
-    *out = NULL;
-    if (!v || v->type == CG_JNULL) return 0;
-    if (v->type != CG_JSTR) return bad_type(r, k, v, "a string");
-    *out = intern(r, v->u.str.s, v->u.str.len);
-    return 0;
-}
-
-static int f_u64v(rd *r, const char *k, const cg_jv *v, uint64_t *out) {
-    if (v->type != CG_JINT || v->u.i.neg) return bad_type(r, k, v, "u64");
-    *out = v->u.i.mag;
-    return 0;
-}
-
-static int f_u64(rd *r, const cg_jv *o, const char *k, uint64_t *out) {
-    cg_jv *v = cg_jv_get(o, k);
-    if (!v) return missing(r, k);
-    return f_u64v(r, k, v, out);
-}
-
-/* u64 with serde default 0 */
-static int f_u64_def(rd *r, const cg_jv *o, const char *k, uint64_t *out) {
-    cg_jv *v = cg_jv_get(o, k);
-    *out = 0;
-    if (!v) return 0;
-    return f_u64v(r, k, v, out);
-}
-
-/* optional u64: absent/null -> has=false */
-static int f_ou64(rd *r, const cg_jv *o, const char *k, bool *has, uint64_t *out) {
-    cg_jv *v = cg_jv_get(o, k);
-    *has = false;
-    *out = 0;
-    if (!v || v->type == CG_JNULL) return 0;
-    if (f_u64v(r, k, v, out)) return -1;
-    *has = true;
-    return 0;
-}
-
-static int f_f64v(rd *r, const char *k, const cg_jv *v, double *out) {
-    if (!cg_jv_as_f64(v, out)) return bad_type(r, k, v, "f64");
-    return 0;
-}
-
-static int f_f64(rd *r, const cg_jv *o, const char *k, double *out) {
-    cg_jv *v = cg_jv_get(o, k);
-    if (!v) return missing(r, k);
-    return f_f64v(r, k, v, out);
-}
-
-static int f_bool_def(rd *r, const cg_jv *o, const char *k, bool *out) {
-    cg_jv *v = cg_jv_get(o, k);
-    *out = false;
-    if (!v) return 0;
-    if (v->type != CG_JBOOL) return bad_type(r, k, v, "a boolean");
-    *out = v->u.b;
-    return 0;
-}
-
-typedef int (*enum_parse_fn)(const char *);
-
-static int enum_value(rd *r, const char *k, const cg_jv *v, enum_parse_fn parse, const char *variants, int *out) {
-    if (v->type != CG_JSTR) return bad_type(r, k, v, "a string variant");
-    int x = parse(v->u.str.s);
-    if (x < 0 || strlen(v->u.str.s) != v->u.str.len)
-        return json_fail(r, "unknown variant `%s` for field `%s`, expected one of %s", v->u.str.s, k, variants);
-    *out = x;
-    return 0;
-}
-
-static int f_enum(rd *r, const cg_jv *o, const char *k, enum_parse_fn parse, const char *variants, int *out) {
-    cg_jv *v = cg_jv_get(o, k);
-    if (!v) return missing(r, k);
-    return enum_value(r, k, v, parse, variants, out);
-}
-
-static int f_enum_def(rd *r, const cg_jv *o, const char *k, enum_parse_fn parse, const char *variants, int def,
-                      int *out) {
-    cg_jv *v = cg_jv_get(o, k);
-    *out = def;
-    if (!v) return 0;
-    return enum_value(r, k, v, parse, variants, out);
-}
-
-#define V_COVERAGE "`none`, `partial`, `complete`"
-#define V_CATEGORY "`parameter`, `activation`, `gradient`, `optimizer`, `other`"
-
-static int strlist_value(rd *r, const char *k, const cg_jv *v, cg_strlist *out) {
-    if (v->type != CG_JARR) return bad_type(r, k, v, "a sequence of strings");
-    out->n = v->u.arr.n;
-    out->items = out->n ? cg_arena_alloc(&r->t->arena, out->n * sizeof *out->items) : NULL;
-    for (size_t i = 0; i < out->n; i++) {
-        const cg_jv *it = v->u.arr.items[i];
-        if (it->type != CG_JSTR) return bad_type(r, k, it, "a string");
-        out->items[i] = intern(r, it->u.str.s, it->u.str.len);
-    }
-    return 0;
-}
-
-static int f_strlist(rd *r, const cg_jv *o, const char *k, bool required, cg_strlist *out) {
-    cg_jv *v = cg_jv_get(o, k);
-    out->n = 0;
-    out->items = NULL;
-    if (!v) return required ? missing(r, k) : 0;
-    return strlist_value(r, k, v, out);
-}
-
-static int f_shape(rd *r, const cg_jv *o, const char *k, bool required, cg_shape *out) {
-    cg_jv *v = cg_jv_get(o, k);
-    out->n = 0;
-    out->dims = NULL;
-    if (!v) return required ? missing(r, k) : 0;
-    if (v->type != CG_JARR) return bad_type(r, k, v, "a sequence of usize");
-    out->n = v->u.arr.n;
-    out->dims = out->n ? cg_arena_alloc(&r->t->arena, out->n * sizeof *out->dims) : NULL;
-    for (size_t i = 0; i < out->n; i++)
-        if (f_u64v(r, k, v->u.arr.items[i], &out->dims[i])) return -1;
-    return 0;
-}
-
-/* ---- meta ---- */
-
-/* serde refuses a repeated field of a struct at any depth (maps such as tags excepted). */
-static int no_dup_field(rd *r, const cg_jv *o) {
-    const char *dup = cg_jv_obj_dup_key(o);
-    return dup ? json_fail(r, "duplicate field `%s`", dup) : 0;
-}
-
-static int parse_gradient_contract(rd *r, const cg_jv *v, cg_gradient_contract **out) {
-    if (v->type != CG_JOBJ) return bad_type(r, "gradient_contract", v, "struct GradientContract");
-    if (no_dup_field(r, v)) return -1;
-    cg_gradient_contract *g = cg_arena_zalloc(&r->t->arena, sizeof *g);
-    if (f_str(r, v, "manifest_sha256", &g->manifest_sha256)) return -1;
-    cg_jv *exp = cg_jv_get(v, "expected");
-    if (!exp) return missing(r, "expected");
-    if (exp->type != CG_JARR) return bad_type(r, "expected", exp, "a sequence");
-    g->n_expected = exp->u.arr.n;
-    g->expected = cg_arena_zalloc(&r->t->arena, (g->n_expected ? g->n_expected : 1) * sizeof *g->expected);
-    for (size_t i = 0; i < g->n_expected; i++) {
-        const cg_jv *e = exp->u.arr.items[i];
-        if (e->type != CG_JOBJ) return bad_type(r, "expected", e, "struct ExpectedGradient");
-        if (no_dup_field(r, e)) return -1;
-        if (f_str(r, e, "root", &g->expected[i].root) || f_str(r, e, "key", &g->expected[i].key) ||
-            f_str(r, e, "family", &g->expected[i].family))
-            return -1;
-    }
-    cg_jv *fam = cg_jv_get(v, "families");
-    if (!fam) return missing(r, "families");
-    if (fam->type != CG_JARR) return bad_type(r, "families", fam, "a sequence");
-    g->n_families = fam->u.arr.n;
-    g->families = cg_arena_zalloc(&r->t->arena, (g->n_families ? g->n_families : 1) * sizeof *g->families);
-    for (size_t i = 0; i < g->n_families; i++) {
-        const cg_jv *f = fam->u.arr.items[i];
-        if (f->type != CG_JOBJ) return bad_type(r, "families", f, "struct GradientFamilyContract");
-        if (no_dup_field(r, f)) return -1;
-        int x;
-        if (f_str(r, f, "family", &g->families[i].family) ||
-            f_enum(r, f, "expectation", cg_family_expectation_parse, "`active`, `inactive`, `data_conditional`", &x) ||
-            f_u64(r, f, "min_present", &g->families[i].min_present))
-            return -1;
-        g->families[i].expectation = (cg_family_expectation)x;
-    }
-    *out = g;
-    return 0;
-}
-
-static int parse_contract(rd *r, const cg_jv *v, cg_capture_contract *c) {
-    if (v->type != CG_JOBJ) return bad_type(r, "capture_contract", v, "struct CaptureContract");
-    if (no_dup_field(r, v)) return -1;
-    int x;
-    if (f_enum(r, v, "measurement_scope", cg_scope_parse, "`unknown`, `profiled_work`, `production_equivalent`", &x))
-        return -1;
-    c->measurement_scope = (cg_scope)x;
-    if (f_enum(r, v, "operations", cg_coverage_parse, V_COVERAGE, &x)) return -1;
-    c->operations = (cg_coverage)x;
-    if (f_enum_def(r, v, "tensors", cg_coverage_parse, V_COVERAGE, CG_COV_NONE, &x)) return -1;
-    c->tensors = (cg_coverage)x;
-    if (f_enum_def(r, v, "gradients", cg_coverage_parse, V_COVERAGE, CG_COV_NONE, &x)) return -1;
-    c->gradients = (cg_coverage)x;
-    cg_jv *gc = cg_jv_get(v, "gradient_contract");
-    c->gradient_contract = NULL;
-    if (gc && gc->type != CG_JNULL && parse_gradient_contract(r, gc, &c->gradient_contract)) return -1;
-    if (f_enum(r, v, "logical_memory", cg_coverage_parse, V_COVERAGE, &x)) return -1;
-    c->logical_memory = (cg_coverage)x;
-    if (f_enum(r, v, "physical_memory", cg_coverage_parse, V_COVERAGE, &x)) return -1;
-    c->physical_memory = (cg_coverage)x;
-    if (f_enum(r, v, "device_timing", cg_coverage_parse, V_COVERAGE, &x)) return -1;
-    c->device_timing = (cg_coverage)x;
-    if (f_strlist(r, v, "required_semantic_labels", false, &c->required_semantic_labels) ||
-        f_strlist(r, v, "gpu_expected_semantic_labels", false, &c->gpu_expected_semantic_labels) ||
-        f_strlist(r, v, "cpu_only_semantic_labels", false, &c->cpu_only_semantic_labels))
-        return -1;
-    return 0;
-}
-
-static int parse_identity(rd *r, const cg_jv *v, cg_comparison_identity **out) {
-    if (v->type != CG_JOBJ) return bad_type(r, "comparison_identity", v, "struct ComparisonIdentity");
-    if (no_dup_field(r, v)) return -1;
-    cg_comparison_identity *id = cg_arena_zalloc(&r->t->arena, sizeof *id);
-    if (f_ostr(r, v, "implementation_id", &id->implementation_id) || f_str(r, v, "workload_id", &id->workload_id) ||
-        f_str(r, v, "model_id", &id->model_id) || f_str(r, v, "config_id", &id->config_id) ||
-        f_str(r, v, "data_id", &id->data_id) || f_str(r, v, "seed_policy", &id->seed_policy) ||
-        f_u64(r, v, "physical_batch", &id->physical_batch) ||
-        f_u64(r, v, "accumulation_steps", &id->accumulation_steps) || f_str(r, v, "precision", &id->precision) ||
-        f_str(r, v, "device_state", &id->device_state) || f_ostr(r, v, "pair_id", &id->pair_id))
-        return -1;
-    *out = id;
-    return 0;
-}
-
-static int cmp_kv(const void *x, const void *y) { return strcmp(((const cg_kv *)x)->key, ((const cg_kv *)y)->key); }
-
-static int parse_meta(rd *r, const cg_jv *o) {
-    cg_trace *t = r->t;
-    cg_run_meta *m = &t->run;
-    const char *schema;
-    if (f_str(r, o, "schema", &schema)) return -1;
-    if (strcmp(schema, CG_TRACE_SCHEMA) != 0 && strcmp(schema, CG_TRACE_SCHEMA_PREVIOUS) != 0)
-        rule_defer(r, "unsupported trace schema %s; expected %s or %s", schema, CG_TRACE_SCHEMA,
-                   CG_TRACE_SCHEMA_PREVIOUS);
-    t->schema = schema;
-    r->trace9 = strcmp(schema, CG_TRACE_SCHEMA_PREVIOUS) == 0;
-    int x;
-    if (f_str(r, o, "run_id", &m->run_id) || f_str(r, o, "correlation_id", &m->correlation_id) ||
-        f_str(r, o, "entrypoint", &m->entrypoint))
-        return -1;
-    if (f_enum(r, o, "phase", cg_phase_parse, "`train`, `infer`", &x)) return -1;
-    m->phase = (cg_phase)x;
-    if (f_str(r, o, "timestamp", &m->timestamp) || f_u64(r, o, "capture_step", &m->capture_step) ||
-        f_u64(r, o, "warmup_steps", &m->warmup_steps) || f_str(r, o, "device", &m->device) ||
-        f_bool_def(r, o, "measured_region_device_synchronized", &m->measured_region_device_synchronized))
-        return -1;
-    if (f_enum(r, o, "timing_mode", cg_timing_mode_parse, "`host`, `device_synchronized`", &x)) return -1;
-    m->timing_mode = (cg_timing_mode)x;
-    cg_jv *c = cg_jv_get(o, "capture_contract");
-    if (!c) return missing(r, "capture_contract");
-    if (parse_contract(r, c, &m->contract)) return -1;
-    cg_jv *id = cg_jv_get(o, "comparison_identity");
-    m->identity = NULL;
-    if (id && id->type != CG_JNULL && parse_identity(r, id, &m->identity)) return -1;
-    cg_jv *tags = cg_jv_get(o, "tags");
-    if (!tags) return missing(r, "tags");
-    if (tags->type != CG_JOBJ) return bad_type(r, "tags", tags, "a map");
-    m->n_tags = 0;
-    m->tags = tags->u.obj.n ? cg_arena_alloc(&t->arena, tags->u.obj.n * sizeof *m->tags) : NULL;
-    for (size_t i = 0; i < tags->u.obj.n; i++) {
-        const cg_jmember *mm = &tags->u.obj.m[i];
-        if (mm->val->type != CG_JSTR) return bad_type(r, "tags", mm->val, "a string");
-        const char *k = intern(r, mm->key, mm->key_len);
-        const char *v = intern(r, mm->val->u.str.s, mm->val->u.str.len);
-        bool replaced = false;
-        for (size_t j = 0; j < m->n_tags && tags->u.obj.n <= 64; j++) /* map semantics: last wins */
-            if (!strcmp(m->tags[j].key, k)) {
-                m->tags[j].value = v;
-                replaced = true;
+static size_t skip_value(const char *p, size_t n, size_t i) {
+    if (i < n && p[i] == '"') return skip_string(p, n, i);
+    if (i < n && (p[i] == '{' || p[i] == '[')) {
+        int depth = 0;
+        while (i < n) {
+            char c = p[i];
+            if (c == '"') {
+                i = skip_string(p, n, i);
+                continue;
             }
-        if (!replaced) {
-            m->tags[m->n_tags].key = k;
-            m->tags[m->n_tags].value = v;
-            m->n_tags++;
+            if (c == '{' || c == '[') depth++;
+            else if ((c == '}' || c == ']') && --depth == 0) return i + 1;
+            i++;
         }
+        return n;
     }
-    if (m->n_tags > 1) qsort(m->tags, m->n_tags, sizeof *m->tags, cmp_kv);
-    /* BTreeMap: equal keys after sort collapse to the last one */
-    if (m->n_tags > 1) {
-        size_t w = 0;
-        for (size_t i = 0; i < m->n_tags; i++) {
-            if (w && !strcmp(m->tags[w - 1].key, m->tags[i].key)) m->tags[w - 1] = m->tags[i];
-            else m->tags[w++] = m->tags[i];
-        }
-        m->n_tags = w;
-    }
-    if (f_ostr(r, o, "candle_version", &m->candle_version)) return -1;
-    return 0;
+    while (i < n && p[i] != ',' && p[i] != '}' && p[i] != ']' && p[i] != ' ' && p[i] != '\t' && p[i] != '\n' &&
+           p[i] != '\r')
+        i++;
+    return i;
 }
 
-/* ---- body records ---- */
+typedef struct member_span {
+    size_t key_end, val_start, val_end; /* byte offsets in the trimmed line */
+} member_span;
+
+/* Offsets of member `want` of the line's top-level object (the line is valid JSON). */
+static member_span find_member(const rd *r, size_t want) {
+    const char *p = r->text;
+    size_t n = r->text_len, i = skip_ws(p, n, 0) + 1;
+    member_span m = {n, n, n};
+    for (size_t k = 0; i < n; k++) {
+        i = skip_string(p, n, skip_ws(p, n, i));
+        m.key_end = i;
+        i = skip_ws(p, n, skip_ws(p, n, i) + 1); /* past ':' */
+        m.val_start = i;
+        m.val_end = i = skip_value(p, n, i);
+        if (k == want) return m;
+        i = skip_ws(p, n, i) + 1; /* past ',' */
+    }
+    return m;
+}
+
+static bool key_is(const cg_jmember *m, const char *k) { return m->key_len == strlen(k) && !memcmp(m->key, k, m->key_len); }
+
+/* ---- the event tag ("kind"), as serde_json drives TaggedContentVisitor ---- */
+
+enum { K_META, K_SPAN_START, K_SPAN_END, K_OP, K_TENSOR, K_TENSOR_STATS, K_MEMORY, K_DEVICE_MEMORY,
+       K_DEVICE_INTERVAL, K_GRADIENT, K_EDGE, K_TERMINAL, K_COUNT };
+static const char *const kinds[K_COUNT] = {"meta", "span_start", "span_end", "op", "tensor", "tensor_stats",
+                                           "memory", "device_memory", "device_interval", "gradient", "edge",
+                                           "terminal"};
+
+static int bad_tag_value(rd *r, const cg_jv *v, member_span m) {
+    cg_buf_reset(&r->msg);
+    cg_buf_puts(&r->msg, "invalid type: ");
+    wire_unexpected(&r->msg, v);
+    cg_buf_puts(&r->msg, ", expected variant identifier");
+    /* scalars are consumed before the error; a sequence or map is not */
+    bool container = v->type == CG_JARR || v->type == CG_JOBJ;
+    return serde_fail_at(r, container ? m.val_start : m.val_end, r->msg.data);
+}
+
+static int read_kind(rd *r, const cg_jv *o, int *out) {
+    bool found = false;
+    for (size_t i = 0; i < o->u.obj.n; i++) {
+        const cg_jmember *m = &o->u.obj.m[i];
+        if (!key_is(m, "kind")) continue;
+        if (found) return serde_fail_at(r, find_member(r, i).key_end, "duplicate field `kind`");
+        found = true;
+        if (m->val->type != CG_JSTR) return bad_tag_value(r, m->val, find_member(r, i));
+        *out = -1;
+        for (int k = 0; k < K_COUNT; k++)
+            if (!strcmp(m->val->u.str.s, kinds[k])) *out = k;
+        if (*out < 0) {
+            cg_buf_reset(&r->msg);
+            wire_unknown_variant(&r->msg, m->val->u.str.s, kinds, K_COUNT);
+            return serde_fail_at(r, find_member(r, i).val_end, r->msg.data);
+        }
+    }
+    return found ? 0 : serde_fail_at(r, r->text_len, "missing field `kind`");
+}
+
+/* ---- records ---- */
+
+static int decode(rd *r, const wire_record *rec, const cg_jv *o, void *out) {
+    cg_buf_reset(&r->msg);
+    return wire_decode(rec, o, out, &r->sink, &r->msg) ? serde_fail(r, "%s", r->msg.data) : 0;
+}
+
+/* Meta { schema, #[serde(flatten)] run }: schema is checked over the whole
+ * record first, then the flattened TraceRunMeta. */
+static int parse_meta(rd *r, const cg_jv *o) {
+    const char *schema = NULL;
+    for (size_t i = 0; i < o->u.obj.n; i++) {
+        const cg_jmember *m = &o->u.obj.m[i];
+        if (!key_is(m, "schema")) continue;
+        if (schema) return serde_fail(r, "duplicate field `schema`");
+        if (m->val->type != CG_JSTR) {
+            cg_buf_reset(&r->msg);
+            wire_unexpected(&r->msg, m->val);
+            return serde_fail(r, "invalid type: %s, expected a string", r->msg.data);
+        }
+        schema = r->sink.intern(r, m->val->u.str.s, m->val->u.str.len);
+    }
+    if (!schema) return serde_fail(r, "missing field `schema`");
+    cg_run_meta run;
+    memset(&run, 0, sizeof run);
+    if (decode(r, &wire_run_meta, o, &run)) return -1;
+    if (r->index == 0) { /* a later meta already failed the first-record rule */
+        r->t->schema = schema;
+        r->t->run = run;
+        r->have_meta = true;
+    }
+    return 0;
+}
 
 static int parse_span_start(rd *r, const cg_jv *o) {
     cg_trace *t = r->t;
     cg_span s;
     memset(&s, 0, sizeof s);
-    int x;
-    if (f_id(r, o, "id", &s.id) || f_ostr(r, o, "parent_id", &s.parent_id) || f_str(r, o, "name", &s.name) ||
-        f_u64(r, o, "start_ns", &s.start_ns))
-        return -1;
-    if (f_enum(r, o, "span_kind", cg_span_kind_parse, "`function`, `op`, `module`", &x)) return -1;
-    s.kind = (cg_span_kind)x;
-    if (f_bool_def(r, o, "measured", &s.measured)) return -1;
-    cg_jv *st = cg_jv_get(o, "step");
-    s.step = CG_STEP_NONE;
-    if (st && st->type != CG_JNULL) {
-        if (enum_value(r, "step", st, cg_step_parse, "`forward`, `backward`, `optimizer`", &x)) return -1;
-        s.step = (cg_step)x;
-    }
+    if (decode(r, &wire_span_start, o, &s)) return -1;
     s.line = r->line;
     if (!cg_strmap_put(&r->span_ix, s.id, t->n_spans, NULL)) {
-        rule_defer(r, "duplicate span_start for span %s", s.id);
+        rule_defer(r, "duplicate span_start id `%s` at index %zu", s.id, r->index);
         return 0;
     }
     VEC_PUSH(t->spans, t->n_spans, r->cap_spans);
@@ -533,21 +341,20 @@ static int parse_span_start(rd *r, const cg_jv *o) {
 }
 
 static int parse_span_end(rd *r, const cg_jv *o) {
-    const char *id;
-    uint64_t dur;
-    if (f_str(r, o, "id", &id) || f_u64_def(r, o, "duration_ns", &dur)) return -1;
-    size_t *ix = cg_strmap_get(&r->span_ix, id);
+    wire_span_end_rec e = {0};
+    if (decode(r, &wire_span_end, o, &e)) return -1;
+    size_t *ix = cg_strmap_get(&r->span_ix, e.id);
     if (!ix) {
-        rule_defer(r, "span_end for unknown span %s", id);
+        rule_defer(r, "span_end for unknown span `%s` at index %zu", e.id, r->index);
         return 0;
     }
     cg_span *s = &r->t->spans[*ix];
     if (s->closed) {
-        rule_defer(r, "duplicate span_end for span %s", id);
+        rule_defer(r, "duplicate span_end for `%s` at index %zu", e.id, r->index);
         return 0;
     }
     s->closed = true;
-    s->duration_ns = dur;
+    s->duration_ns = e.duration_ns;
     return 0;
 }
 
@@ -555,20 +362,10 @@ static int parse_op(rd *r, const cg_jv *o) {
     cg_trace *t = r->t;
     cg_op op;
     memset(&op, 0, sizeof op);
-    bool has_out;
-    if (f_str(r, o, "span_id", &op.span_id) || f_str(r, o, "op_name", &op.op_name) ||
-        f_strlist(r, o, "inputs", false, &op.inputs) || f_ostr(r, o, "output", &op.output) ||
-        f_shape(r, o, "shape", true, &op.shape) || f_str(r, o, "dtype", &op.dtype) ||
-        f_str(r, o, "device", &op.device) || f_u64(r, o, "duration_ns", &op.duration_ns) ||
-        f_u64_def(r, o, "timestamp_ns", &op.timestamp_ns) ||
-        f_ou64(r, o, "output_dense_bytes", &has_out, &op.output_dense_bytes) ||
-        f_u64(r, o, "input_dense_bytes", &op.input_dense_bytes))
-        return -1;
-    op.has_output_dense_bytes = has_out;
-    if (!has_out && cg_dense_bytes(&op.shape, op.dtype, &op.output_dense_bytes)) {
-        op.has_output_dense_bytes = true;
-        op.output_dense_bytes_derived = true;
-    }
+    if (decode(r, &wire_op, o, &op)) return -1;
+    /* resolve_dense_tensor_bytes: an absent footprint is derived from shape and dtype */
+    if (!op.has_output_dense_bytes && cg_dense_bytes(&op.shape, op.dtype, &op.output_dense_bytes))
+        op.has_output_dense_bytes = op.output_dense_bytes_derived = true;
     VEC_PUSH(t->ops, t->n_ops, r->cap_ops);
     t->ops[t->n_ops - 1] = op;
     return 0;
@@ -578,20 +375,9 @@ static int parse_tensor(rd *r, const cg_jv *o) {
     cg_trace *t = r->t;
     cg_tensor tn;
     memset(&tn, 0, sizeof tn);
-    bool has;
-    int x;
-    if (f_str(r, o, "span_id", &tn.span_id) || f_id(r, o, "tensor_id", &tn.tensor_id) ||
-        f_ostr(r, o, "label", &tn.label) || f_shape(r, o, "shape", true, &tn.shape) ||
-        f_str(r, o, "dtype", &tn.dtype) || f_str(r, o, "device", &tn.device) ||
-        f_bool_def(r, o, "requires_grad", &tn.requires_grad) || f_ou64(r, o, "dense_bytes", &has, &tn.dense_bytes) ||
-        f_enum_def(r, o, "category", cg_category_parse, V_CATEGORY, CG_CAT_OTHER, &x))
-        return -1;
-    tn.category = (cg_category)x;
-    tn.has_dense_bytes = has;
-    if (!has && cg_dense_bytes(&tn.shape, tn.dtype, &tn.dense_bytes)) {
-        tn.has_dense_bytes = true;
-        tn.dense_bytes_derived = true;
-    }
+    if (decode(r, &wire_tensor, o, &tn)) return -1;
+    if (!tn.has_dense_bytes && cg_dense_bytes(&tn.shape, tn.dtype, &tn.dense_bytes))
+        tn.has_dense_bytes = tn.dense_bytes_derived = true;
     VEC_PUSH(t->tensors, t->n_tensors, r->cap_tensors);
     t->tensors[t->n_tensors - 1] = tn;
     return 0;
@@ -601,108 +387,63 @@ static int parse_tensor_stats(rd *r, const cg_jv *o) {
     cg_trace *t = r->t;
     cg_tensor_stats s;
     memset(&s, 0, sizeof s);
-    if (f_str(r, o, "span_id", &s.span_id) || f_str(r, o, "label", &s.label) ||
-        f_shape(r, o, "shape", true, &s.shape) || f_str(r, o, "dtype", &s.dtype) ||
-        f_u64(r, o, "elements", &s.elements) || f_u64(r, o, "non_finite", &s.non_finite) ||
-        f_f64(r, o, "rms", &s.rms) || f_f64(r, o, "abs_max", &s.abs_max) || f_f64(r, o, "mean", &s.mean))
-        return -1;
-    /* validity (§2.5); the product of the shape is checked (overflow = invalid) */
-    bool ok = !cg_str_blank(s.label);
-    uint64_t prod = 1;
-    for (size_t i = 0; ok && i < s.shape.n; i++) {
-        uint64_t d = s.shape.dims[i];
-        if (d && prod > UINT64_MAX / d) ok = false;
-        else prod *= d;
-    }
-    const char *why = NULL;
-    if (!ok) why = cg_str_blank(s.label) ? "label is blank" : "shape element count overflows";
-    else if (prod != s.elements) why = "shape product does not equal elements";
-    else if (s.non_finite > s.elements) why = "non_finite exceeds elements";
-    else if (!(s.rms >= 0) || s.rms != s.rms || s.rms > 1.7976931348623157e308) why = "rms must be finite and non-negative";
-    else if (!(s.abs_max >= 0) || s.abs_max > 1.7976931348623157e308) why = "abs_max must be finite and non-negative";
-    else if (s.mean != s.mean || s.mean > 1.7976931348623157e308 || s.mean < -1.7976931348623157e308)
-        why = "mean must be finite";
-    if (why) {
-        rule_defer(r, "invalid tensor_stats event at index %zu: %s", r->index, why);
-        return 0;
-    }
+    if (decode(r, &wire_tensor_stats, o, &s)) return -1;
+    if (!cg_rule_tensor_stats_valid(&s)) rule_defer(r, "invalid tensor_stats event at index %zu", r->index);
     VEC_PUSH(t->tensor_stats, t->n_tensor_stats, r->cap_stats);
     t->tensor_stats[t->n_tensor_stats - 1] = s;
     return 0;
 }
 
-static int parse_memory(rd *r, const cg_jv *o) {
-    cg_trace *t = r->t;
-    cg_memory m;
-    memset(&m, 0, sizeof m);
-    int x, act;
-    if (f_u64(r, o, "timestamp_ns", &m.timestamp_ns) || f_id(r, o, "storage_id", &m.storage_id) ||
-        f_str(r, o, "tensor_id", &m.tensor_id) || f_str(r, o, "span_id", &m.span_id) ||
-        f_ostr(r, o, "op_name", &m.op_name) || f_str(r, o, "device", &m.device) || f_u64(r, o, "bytes", &m.bytes))
-        return -1;
-    static const char *const actions[] = {"alloc", "free"};
-    cg_jv *av = cg_jv_get(o, "action");
-    if (!av) return missing(r, "action");
-    if (av->type != CG_JSTR) return bad_type(r, "action", av, "a string variant");
-    act = -1;
-    for (int i = 0; i < 2; i++)
-        if (!strcmp(av->u.str.s, actions[i])) act = i;
-    if (act < 0) return json_fail(r, "unknown variant `%s` for field `action`, expected `alloc` or `free`", av->u.str.s);
-    m.is_free = act == 1;
-    if (f_shape(r, o, "shape", false, &m.shape) || f_str(r, o, "dtype", &m.dtype) ||
-        f_enum_def(r, o, "category", cg_category_parse, V_CATEGORY, CG_CAT_OTHER, &x))
-        return -1;
-    m.category = (cg_category)x;
-    VEC_PUSH(t->memory, t->n_memory, r->cap_memory);
-    t->memory[t->n_memory - 1] = m;
-    return 0;
-}
-
-static int parse_device_memory(rd *r, const cg_jv *o) {
-    cg_trace *t = r->t;
-    cg_device_memory m;
-    memset(&m, 0, sizeof m);
-    if (f_u64(r, o, "timestamp_ns", &m.timestamp_ns) || f_str(r, o, "device", &m.device) ||
-        f_ou64(r, o, "used_bytes", &m.has_used, &m.used_bytes) ||
-        f_ou64(r, o, "free_bytes", &m.has_free, &m.free_bytes) ||
-        f_ou64(r, o, "reserved_bytes", &m.has_reserved, &m.reserved_bytes) ||
-        f_ou64(r, o, "capacity_bytes", &m.has_capacity, &m.capacity_bytes))
-        return -1;
-    VEC_PUSH(t->device_memory, t->n_device_memory, r->cap_dm);
-    t->device_memory[t->n_device_memory - 1] = m;
-    return 0;
-}
-
-static int parse_device_interval(rd *r, const cg_jv *o) {
-    cg_trace *t = r->t;
-    cg_device_interval d;
-    memset(&d, 0, sizeof d);
-    if (f_str(r, o, "span_id", &d.span_id) || f_str(r, o, "device", &d.device) ||
-        f_str(r, o, "stream_id", &d.stream_id) || f_str(r, o, "clock_id", &d.clock_id) ||
-        f_str(r, o, "backend", &d.backend) || f_u64(r, o, "start_ns", &d.start_ns) ||
-        f_u64(r, o, "duration_ns", &d.duration_ns))
-        return -1;
-    VEC_PUSH(t->device_intervals, t->n_device_intervals, r->cap_di);
-    t->device_intervals[t->n_device_intervals - 1] = d;
-    return 0;
-}
-
-static int parse_gradient(rd *r, const cg_jv *o) {
-    cg_trace *t = r->t;
-    cg_gradient g;
-    memset(&g, 0, sizeof g);
-    int x;
-    if (f_id(r, o, "event_id", &g.event_id) || f_str(r, o, "root", &g.root) || f_str(r, o, "key", &g.key) ||
-        f_enum(r, o, "state", cg_grad_state_parse, "`present`, `missing`, `zero`, `non_finite`", &x))
-        return -1;
-    g.state = (cg_grad_state)x;
-    cg_jv *n = cg_jv_get(o, "norm");
-    if (n && n->type != CG_JNULL) {
-        if (f_f64v(r, "norm", n, &g.norm)) return -1;
-        g.has_norm = true;
+/* The records without a rule of their own: decode and append. */
+#define PLAIN_RECORD(fn, type, rec, arr, count, cap)          \
+    static int fn(rd *r, const cg_jv *o) {                    \
+        type v;                                               \
+        memset(&v, 0, sizeof v);                              \
+        if (decode(r, &rec, o, &v)) return -1;                \
+        VEC_PUSH(r->t->arr, r->t->count, r->cap);             \
+        r->t->arr[r->t->count - 1] = v;                       \
+        return 0;                                             \
     }
-    VEC_PUSH(t->gradients, t->n_gradients, r->cap_grad);
-    t->gradients[t->n_gradients - 1] = g;
+PLAIN_RECORD(parse_memory, cg_memory, wire_memory, memory, n_memory, cap_memory)
+PLAIN_RECORD(parse_device_memory, cg_device_memory, wire_device_memory, device_memory, n_device_memory, cap_dm)
+PLAIN_RECORD(parse_device_interval, cg_device_interval, wire_device_interval, device_intervals, n_device_intervals,
+             cap_di)
+PLAIN_RECORD(parse_gradient, cg_gradient, wire_gradient, gradients, n_gradients, cap_grad)
+
+/* EdgeEvent, internally tagged by edge_kind inside the buffered record (no
+ * position): the tag of a map, or the first element of a sequence. */
+static int edge_kind(rd *r, const cg_jv *o, bool *is_data, cg_jv *rest) {
+    static const char *const names[] = {"call", "data"};
+    const cg_jv *tag = NULL;
+    if (o->type == CG_JARR && o->u.arr.n) {
+        tag = o->u.arr.items[0];
+        *rest = *o;
+        rest->u.arr.items++;
+        rest->u.arr.n--;
+    }
+    for (size_t i = 0; o->type == CG_JOBJ && i < o->u.obj.n; i++) {
+        if (!key_is(&o->u.obj.m[i], "edge_kind")) continue;
+        if (tag) return serde_fail(r, "duplicate field `edge_kind`");
+        tag = o->u.obj.m[i].val;
+    }
+    if (!tag) return serde_fail(r, "missing field `edge_kind`");
+    if (tag->type == CG_JINT && !tag->u.i.neg && tag->u.i.mag < 2) { /* a variant index */
+        *is_data = tag->u.i.mag == 1;
+        return 0;
+    }
+    cg_buf_reset(&r->msg);
+    if (tag->type == CG_JINT && !tag->u.i.neg)
+        return serde_fail(r, "invalid value: integer `%llu`, expected variant index 0 <= i < 2",
+                          (unsigned long long)tag->u.i.mag);
+    if (tag->type != CG_JSTR) {
+        wire_unexpected(&r->msg, tag);
+        return serde_fail(r, "invalid type: %s, expected variant identifier", r->msg.data);
+    }
+    if (strcmp(tag->u.str.s, "call") && strcmp(tag->u.str.s, "data")) {
+        wire_unknown_variant(&r->msg, tag->u.str.s, names, 2);
+        return serde_fail(r, "%s", r->msg.data);
+    }
+    *is_data = !strcmp(tag->u.str.s, "data");
     return 0;
 }
 
@@ -710,114 +451,146 @@ static int parse_edge(rd *r, const cg_jv *o) {
     cg_trace *t = r->t;
     cg_edge e;
     memset(&e, 0, sizeof e);
-    cg_jv *k = cg_jv_get(o, "edge_kind");
-    if (!k) return missing(r, "edge_kind");
-    if (k->type != CG_JSTR) return bad_type(r, "edge_kind", k, "a string variant");
-    if (!strcmp(k->u.str.s, "call")) {
-        if (f_str(r, o, "from_span", &e.from) || f_str(r, o, "to_span", &e.to) ||
-            f_u64(r, o, "host_duration_ns", &e.host_duration_ns))
-            return -1;
-    } else if (!strcmp(k->u.str.s, "data")) {
-        e.is_data = true;
-        if (f_str(r, o, "from_tensor", &e.from) || f_str(r, o, "to_tensor", &e.to)) return -1;
-    } else {
-        return json_fail(r, "unknown variant `%s` for field `edge_kind`, expected `call` or `data`", k->u.str.s);
-    }
+    cg_jv rest;
+    if (edge_kind(r, o, &e.is_data, &rest)) return -1;
+    if (decode(r, e.is_data ? &wire_data_edge : &wire_call_edge, o->type == CG_JARR ? &rest : o, &e)) return -1;
     VEC_PUSH(t->edges, t->n_edges, r->cap_edges);
     t->edges[t->n_edges - 1] = e;
     return 0;
 }
 
 static int parse_terminal(rd *r, const cg_jv *o) {
-    cg_terminal *tm = &r->t->terminal;
-    int x;
-    if (f_enum(r, o, "outcome", cg_outcome_parse, "`complete`, `failed`", &x) ||
-        f_u64(r, o, "timestamp_ns", &tm->timestamp_ns) || f_ostr(r, o, "reason", &tm->reason))
-        return -1;
-    tm->outcome = (cg_outcome)x;
+    cg_terminal tm;
+    memset(&tm, 0, sizeof tm);
+    if (decode(r, &wire_terminal, o, &tm)) return -1;
+    r->t->terminal = tm;
+    r->have_terminal = true;
     return 0;
 }
 
 /* ---- one line ---- */
 
-static int handle_line(rd *r, const char *p, size_t n) {
-    /* skip blank / whitespace-only lines */
-    size_t k = 0;
-    while (k < n && (p[k] == ' ' || p[k] == '\t' || p[k] == '\r' || p[k] == '\n' || p[k] == '\f' || p[k] == '\v')) k++;
-    if (k == n) return 0;
-    cg_error jerr;
-    cg_err_clear(&jerr);
-    cg_arena_reset(&r->la);
-    /* Rust's str::trim is Unicode-aware: a line of U+00A0, U+3000, … is blank too */
-    if ((unsigned char)p[k] >= 0x80 && !memchr(p + k, '\0', n - k) &&
-        cg_str_blank(cg_arena_strndup(&r->la, p + k, n - k)))
-        return 0;
-    cg_jv *o = cg_json_parse(&r->la, p, n, &r->lim->json, &jerr);
-    if (!o) {
-        if (jerr.code == CG_ELIMIT) {
-            cg_err_set(r->err, CG_ELIMIT, "parse trace JSONL line %zu from %s: %s", r->line, r->path, jerr.msg);
-            if (r->err) r->err->line = (int)r->line;
-            return -1;
-        }
-        return json_fail(r, "%s", jerr.msg);
-    }
-    if (o->type != CG_JOBJ) return json_fail(r, "invalid type: %s, expected a trace event object", type_name(o));
-    const char *dup = cg_jv_obj_dup_key(o);
-    if (dup) return json_fail(r, "duplicate field `%s`", dup);
-    cg_jv *kind = cg_jv_get(o, "kind");
-    if (!kind) return json_fail(r, "missing field `kind`");
-    if (kind->type != CG_JSTR) return bad_type(r, "kind", kind, "a string variant");
-    const char *ks = kind->u.str.s;
-    size_t maxrec = r->lim->max_records;
-    if (r->index >= maxrec) {
-        cg_err_set(r->err, CG_ELIMIT, "trace %s has more than the limit of %zu records (line %zu)", r->path, maxrec,
-                   r->line);
+typedef int (*record_fn)(rd *r, const cg_jv *o);
+static const record_fn parsers[K_COUNT] = {parse_meta,          parse_span_start,  parse_span_end,
+                                           parse_op,            parse_tensor,      parse_tensor_stats,
+                                           parse_memory,        parse_device_memory, parse_device_interval,
+                                           parse_gradient,      parse_edge,        parse_terminal};
+
+/* The record-order rules of from_events, checked before the record's own. */
+static void check_record_order(rd *r, int ki) {
+    if (r->have_terminal)
+        rule_defer(r, "terminal event must be the final trace record; found another event at index %zu", r->index);
+    else if (ki == K_META && r->index != 0)
+        rule_defer(r, "meta event must be the first non-empty trace record, found at index %zu", r->index);
+}
+
+/* Our parser's "MSG at offset N" as serde_json words the position: the
+ * column of the offending byte (its 1-based index), or the line's length at
+ * its end. Where serde_json's error code itself differs (a trailing comma, a
+ * broken literal) the message stays ours (docs/compatibility/trace-health.md). */
+static int syntax_fail(rd *r, const char *msg) {
+    const char *at = strstr(msg, " at offset ");
+    if (!at) return serde_fail(r, "%s", msg);
+    unsigned long long off = strtoull(at + 11, NULL, 10);
+    size_t col = off < r->text_len ? (size_t)off + 1 : r->text_len;
+    if (!strncmp(msg, "number out of range", 19)) col = (size_t)off; /* reported after the number */
+    return serde_fail(r, "%.*s at line 1 column %zu", (int)(at - msg), msg, col);
+}
+
+static int json_fail(rd *r, const cg_error *jerr, const char *p, size_t n) {
+    if (jerr->code == CG_ELIMIT) {
+        cg_err_set(r->err, CG_ELIMIT, "parse trace JSONL line %zu from %s: %s", r->line, r->path, jerr->msg);
         if (r->err) r->err->line = (int)r->line;
         return -1;
     }
-    static const char *const kinds[] = {"meta", "span_start", "span_end", "op", "tensor", "tensor_stats", "memory",
-                                        "device_memory", "device_interval", "gradient", "edge", "terminal"};
+    if (!cg_utf8_valid(p, n)) { /* BufRead::lines fails before serde sees the line */
+        cg_err_set(r->err, CG_EPARSE, "stream did not contain valid UTF-8");
+        cg_err_context(r->err, "read trace JSONL line %zu from %s", r->line, r->path);
+        if (r->err) r->err->line = (int)r->line;
+        return -1;
+    }
+    return syntax_fail(r, jerr->msg);
+}
+
+/* The records a sequence line may hold (serde's visit_seq); not meta. */
+static const wire_record *const positional[K_COUNT] = {
+    [K_SPAN_START] = &wire_span_start, [K_SPAN_END] = &wire_span_end, [K_OP] = &wire_op,
+    [K_TENSOR] = &wire_tensor, [K_TENSOR_STATS] = &wire_tensor_stats, [K_MEMORY] = &wire_memory,
+    [K_DEVICE_MEMORY] = &wire_device_memory, [K_DEVICE_INTERVAL] = &wire_device_interval,
+    [K_GRADIENT] = &wire_gradient, [K_EDGE] = &wire_call_edge, [K_TERMINAL] = &wire_terminal};
+
+/* A line that is not an object: TaggedContentVisitor sees a scalar (invalid
+ * type at the end of the line) or a sequence whose first element is the tag
+ * and whose rest is the record by position. Returns the kind, with *rest the
+ * record's elements, or -1 after an error. */
+static int sequence_record(rd *r, const cg_jv *o, cg_jv *rest) {
+    cg_buf_reset(&r->msg);
+    if (o->type != CG_JARR) {
+        cg_buf_puts(&r->msg, "invalid type: ");
+        wire_unexpected(&r->msg, o);
+        cg_buf_puts(&r->msg, ", expected internally tagged enum TraceEvent");
+        return serde_fail_at(r, r->text_len, r->msg.data);
+    }
+    if (o->u.arr.n == 0) return serde_fail_at(r, r->text_len, "missing field `kind`");
+    const char *p = r->text;
+    size_t n = r->text_len, start = skip_ws(p, n, skip_ws(p, n, 0) + 1), end = skip_value(p, n, start);
+    const cg_jv *tag = o->u.arr.items[0];
+    member_span m = {start, start, end};
+    if (tag->type != CG_JSTR) return bad_tag_value(r, tag, m);
+    for (int k = 0; k < K_COUNT; k++) {
+        if (strcmp(tag->u.str.s, kinds[k]) != 0) continue;
+        if (!positional[k]) /* Meta has a flattened field: no visit_seq */
+            return serde_fail(r, "invalid type: sequence, expected struct variant TraceEvent::Meta");
+        *rest = *o;
+        rest->u.arr.items++;
+        rest->u.arr.n--;
+        return k;
+    }
+    wire_unknown_variant(&r->msg, tag->u.str.s, kinds, K_COUNT);
+    return serde_fail_at(r, end, r->msg.data);
+}
+
+static int handle_line(rd *r, const char *p, size_t n) {
+    size_t b, e;
+    cg_str_trim_span(p, n, &b, &e);
+    if (b == e) return 0;
+    r->text = p + b;
+    r->text_len = e - b;
+    cg_error jerr;
+    cg_err_clear(&jerr);
+    cg_arena_reset(&r->la);
+    cg_jv *o = cg_json_parse(&r->la, r->text, r->text_len, &r->lim->json, &jerr);
+    if (!o) return json_fail(r, &jerr, p, n);
     int ki = -1;
-    for (int i = 0; i < 12; i++)
-        if (!strcmp(ks, kinds[i])) ki = i;
-    if (ki < 0)
-        return json_fail(r,
-                         "unknown variant `%s`, expected one of `meta`, `span_start`, `span_end`, `op`, `tensor`, "
-                         "`tensor_stats`, `memory`, `device_memory`, `device_interval`, `gradient`, `edge`, `terminal`",
-                         ks);
-    /* ordering rules */
-    if (r->have_terminal) rule_defer(r, "terminal event must be the final trace record");
-    if (ki == 0) {
-        if (r->have_meta) rule_defer(r, "duplicate meta event");
-        else if (r->index != 0) rule_defer(r, "meta event must be the first non-empty trace record");
-    } else if (!r->have_meta) {
-        rule_defer(r, "meta event must be the first non-empty trace record");
+    cg_jv rest;
+    if (o->type != CG_JOBJ) {
+        if ((ki = sequence_record(r, o, &rest)) < 0) return -1;
+        o = &rest;
+    } else if (read_kind(r, o, &ki)) {
+        return -1;
     }
-    int rc = 0;
-    switch (ki) {
-    case 0: rc = parse_meta(r, o); if (!rc) r->have_meta = true; break;
-    case 1: rc = parse_span_start(r, o); break;
-    case 2: rc = parse_span_end(r, o); break;
-    case 3: rc = parse_op(r, o); break;
-    case 4: rc = parse_tensor(r, o); break;
-    case 5:
-        if (r->trace9) rule_defer(r, "trace/9 does not define tensor_stats events");
-        rc = parse_tensor_stats(r, o);
-        break;
-    case 6: rc = parse_memory(r, o); break;
-    case 7: rc = parse_device_memory(r, o); break;
-    case 8: rc = parse_device_interval(r, o); break;
-    case 9: rc = parse_gradient(r, o); break;
-    case 10: rc = parse_edge(r, o); break;
-    case 11: rc = parse_terminal(r, o); if (!rc) r->have_terminal = true; break;
+    if (r->index >= r->lim->max_records) {
+        cg_err_set(r->err, CG_ELIMIT, "trace %s has more than the limit of %zu records (line %zu)", r->path,
+                   r->lim->max_records, r->line);
+        if (r->err) r->err->line = (int)r->line;
+        return -1;
     }
+    check_record_order(r, ki);
+    int rc = parsers[ki](r, o);
     r->index++;
     return rc;
 }
 
 static int cmp_span(const void *x, const void *y) { return strcmp(((const cg_span *)x)->id, ((const cg_span *)y)->id); }
 
-static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+static unsigned long long ull(uint64_t v) { return (unsigned long long)v; }
+
+/* Rust's `{:?}` of a string, into the scratch buffer. */
+static const char *dbg(rd *r, const char *s) {
+    cg_buf_reset(&r->msg);
+    cg_rust_debug_str(&r->msg, s);
+    return r->msg.data;
+}
 
 static int finish_doc(rd *r) {
     cg_trace *t = r->t;
@@ -825,30 +598,27 @@ static int finish_doc(rd *r) {
         if (r->err) *r->err = r->rule_err;
         return -1;
     }
-    if (!r->have_meta) return rule_fail(r, false, "missing a meta event with run metadata");
-    if (!r->have_terminal) return rule_fail(r, false, "missing a terminal event");
-    const cg_terminal *tm = &t->terminal;
-    bool blank_reason = !tm->reason || cg_str_blank(tm->reason);
-    if (tm->outcome == CG_OUTCOME_COMPLETE && tm->reason)
-        return rule_fail(r, false, "complete terminal event cannot contain a failure reason");
-    if (tm->outcome == CG_OUTCOME_FAILED && blank_reason)
-        return rule_fail(r, false, "failed terminal event requires a non-empty reason");
-    uint64_t latest = 0;
-    for (size_t i = 0; i < t->n_spans; i++) {
-        uint64_t e = sat_add(t->spans[i].start_ns, t->spans[i].closed ? t->spans[i].duration_ns : 0);
-        if (e > latest) latest = e;
+    if (!r->have_meta) return rule_fail(r, "trace stream is missing a meta event with run metadata");
+    if (!r->have_terminal) return rule_fail(r, "trace stream is missing its terminal event");
+    bool trace9 = !strcmp(t->schema, CG_TRACE_SCHEMA_PREVIOUS);
+    if (strcmp(t->schema, CG_TRACE_SCHEMA) != 0 && !trace9)
+        return rule_fail(r, "unsupported trace schema %s; expected \"%s\" or \"%s\"", dbg(r, t->schema),
+                         CG_TRACE_SCHEMA, CG_TRACE_SCHEMA_PREVIOUS);
+    if (trace9 && t->n_tensor_stats)
+        return rule_fail(r,
+                         "trace schema \"%s\" does not define tensor_stats events; producers emitting tensor "
+                         "statistics must declare \"%s\"",
+                         CG_TRACE_SCHEMA_PREVIOUS, CG_TRACE_SCHEMA);
+    switch (cg_rule_terminal_reason(&t->terminal)) {
+    case CG_TERMINAL_COMPLETE_WITH_REASON:
+        return rule_fail(r, "complete terminal event cannot contain a failure reason");
+    case CG_TERMINAL_FAILED_WITHOUT_REASON: return rule_fail(r, "failed terminal event requires a non-empty reason");
+    case CG_TERMINAL_REASON_OK: break;
     }
-    for (size_t i = 0; i < t->n_ops; i++) {
-        uint64_t e = sat_add(t->ops[i].timestamp_ns, t->ops[i].duration_ns);
-        if (e > latest) latest = e;
-    }
-    for (size_t i = 0; i < t->n_memory; i++)
-        if (t->memory[i].timestamp_ns > latest) latest = t->memory[i].timestamp_ns;
-    for (size_t i = 0; i < t->n_device_memory; i++)
-        if (t->device_memory[i].timestamp_ns > latest) latest = t->device_memory[i].timestamp_ns;
-    if (tm->timestamp_ns < latest)
-        return rule_fail(r, false, "terminal event timestamp %llu precedes the latest host evidence end %llu",
-                         (unsigned long long)tm->timestamp_ns, (unsigned long long)latest);
+    uint64_t latest;
+    if (cg_rule_terminal_precedes_evidence(t, &latest))
+        return rule_fail(r, "terminal timestamp %llu precedes host evidence ending at %llu",
+                         ull(t->terminal.timestamp_ns), ull(latest));
     if (t->n_spans > 1) qsort(t->spans, t->n_spans, sizeof *t->spans, cmp_span);
     return 0;
 }
@@ -870,12 +640,14 @@ static void rd_init(rd *r, cg_trace *t, const char *path, cg_error *err, cg_trac
     cg_arena_init(&r->la, 64 * 1024);
     cg_strmap_init(&r->span_ix);
     r->lim = lim;
+    r->sink = (wire_sink){&t->arena, sink_intern, sink_copy, r};
 }
 
 static void rd_done(rd *r) {
     cg_arena_free(&r->la);
     itab_free(&r->intern);
     cg_strmap_free(&r->span_ix);
+    cg_buf_free(&r->msg);
 }
 
 cg_trace *cg_trace_read_mem(const char *data, size_t len, const char *display_path, const cg_trace_limits *lim,
@@ -916,7 +688,9 @@ cg_trace *cg_trace_read_file(const char *path, const cg_trace_limits *lim, cg_er
     else cg_trace_limits_default(&l);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        cg_err_set(err, CG_EIO, "read trace %s: %s", path, strerror(errno));
+        int e = errno;
+        cg_err_set(err, CG_EIO, "%s (os error %d)", strerror(e), e); /* Rust's io::Error */
+        cg_err_context(err, "open trace file %s", path);
         return NULL;
     }
     cg_trace *t = new_trace();
@@ -977,7 +751,9 @@ cg_trace *cg_trace_read_file(const char *path, const cg_trace_limits *lim, cg_er
         ssize_t got = read(fd, buf + len, cap - len);
         if (got < 0) {
             if (errno == EINTR) continue;
-            rc = cg_err_set(err, CG_EIO, "read trace %s: %s", path, strerror(errno));
+            int e = errno;
+            rc = cg_err_set(err, CG_EIO, "%s (os error %d)", strerror(e), e);
+            cg_err_context(err, "read trace JSONL line %zu from %s", r.line + 1, path);
             break;
         }
         if (got == 0) eof = true;

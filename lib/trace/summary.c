@@ -64,6 +64,70 @@ static bool logical_peak(const cg_trace *t, uint64_t *peak_out) {
     return true;
 }
 
+/* Parent index of span i: a span index, NO_SPAN (root) or UNKNOWN_PARENT. */
+#define NO_SPAN SIZE_MAX
+#define UNKNOWN_PARENT (SIZE_MAX - 1)
+static size_t parent_of(const cg_trace *t, size_t i) {
+    const char *pid = t->spans[i].parent_id;
+    if (!pid) return NO_SPAN;
+    const cg_span *p = cg_trace_find_span(t, pid);
+    return p ? (size_t)(p - t->spans) : UNKNOWN_PARENT;
+}
+
+/* build_summary's depth of a span: the number of distinct ids met walking its
+ * parent links (a root has 0; a missing parent still counts one link). The
+ * direct walk is used only for spans that lead into a cycle. */
+static uint64_t walk_depth(const cg_trace *t, size_t i, uint32_t *seen, uint32_t stamp) {
+    uint64_t d = 0;
+    for (size_t cur = parent_of(t, i); cur != NO_SPAN; cur = parent_of(t, cur)) {
+        d++;
+        if (cur == UNKNOWN_PARENT || seen[cur] == stamp) return cur == UNKNOWN_PARENT ? d : d - 1;
+        seen[cur] = stamp;
+    }
+    return d;
+}
+
+static uint64_t max_depth(const cg_trace *t) {
+    size_t n = t->n_spans;
+    uint64_t *depth = calloc(n ? n : 1, sizeof *depth), best = 0;
+    size_t *stack = malloc((n ? n : 1) * sizeof *stack);
+    unsigned char *state = calloc(n ? n : 1, 1); /* 0 new, 1 on the walk, 2 done, 3 cyclic */
+    uint32_t *seen = calloc(n ? n : 1, sizeof *seen);
+    if (!depth || !stack || !state || !seen) abort();
+    for (size_t i = 0; i < n; i++) {
+        size_t sp = 0, cur = i;
+        uint64_t base = 0;
+        unsigned char verdict = 2;
+        while (state[cur] == 0) {
+            state[cur] = 1;
+            stack[sp++] = cur;
+            size_t p = parent_of(t, cur);
+            if (p == NO_SPAN || p == UNKNOWN_PARENT) {
+                base = p == NO_SPAN ? 0 : 1;
+                sp--; /* cur itself: depth base */
+                depth[cur] = base;
+                state[cur] = 2;
+                break;
+            }
+            cur = p;
+        }
+        if (sp && state[cur] == 2) base = depth[cur];
+        else if (sp && state[cur] != 0) verdict = 3; /* reached the walk itself or a cyclic span */
+        while (sp) {
+            size_t k = stack[--sp];
+            state[k] = verdict;
+            depth[k] = verdict == 2 ? ++base : walk_depth(t, k, seen, (uint32_t)k + 1);
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        if (depth[i] > best) best = depth[i];
+    free(depth);
+    free(stack);
+    free(state);
+    free(seen);
+    return best;
+}
+
 void cg_trace_summary_build(const cg_trace *t, cg_trace_summary *s) {
     memset(s, 0, sizeof *s);
     s->op_count = t->n_ops;
@@ -73,45 +137,7 @@ void cg_trace_summary_build(const cg_trace *t, cg_trace_summary *s) {
         if (!sp->parent_id) s->root_span_count++;
         if (sp->measured) s->total_ns += sp->duration_ns;
     }
-    /* depth: memoized walk of parent links, cycle-safe */
-    size_t n = t->n_spans;
-    uint64_t *depth = calloc(n ? n : 1, sizeof *depth);
-    size_t *stack = malloc((n ? n : 1) * sizeof *stack);
-    unsigned char *state = calloc(n ? n : 1, 1); /* 0 new, 1 on stack, 2 done */
-    if (!depth || !stack || !state) abort();
-    for (size_t i = 0; i < n; i++) {
-        if (state[i] == 2) continue;
-        size_t sp = 0, cur = i;
-        uint64_t base = 0;
-        for (;;) {
-            if (state[cur] == 2) {
-                base = depth[cur];
-                break;
-            }
-            if (state[cur] == 1) { /* cycle: count the chain up to the repeat */
-                base = 0;
-                break;
-            }
-            state[cur] = 1;
-            stack[sp++] = cur;
-            const char *pid = t->spans[cur].parent_id;
-            const cg_span *p = pid ? cg_trace_find_span(t, pid) : NULL;
-            if (!p) {
-                base = 0;
-                break;
-            }
-            cur = (size_t)(p - t->spans);
-        }
-        while (sp) {
-            size_t k = stack[--sp];
-            depth[k] = ++base;
-            state[k] = 2;
-            if (depth[k] > s->max_depth) s->max_depth = depth[k];
-        }
-    }
-    free(depth);
-    free(stack);
-    free(state);
+    s->max_depth = max_depth(t);
     for (size_t i = 0; i < t->n_memory; i++) {
         if (t->memory[i].is_free) s->free_count++;
         else s->alloc_count++;

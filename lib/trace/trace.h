@@ -329,5 +329,34 @@ int cg_gradient_contract_validate(const cg_gradient_contract *g, cg_error *err);
 void cg_gradient_manifest_digest(const cg_expected_gradient *e, size_t n, char out[72]);
 /* true when the string is empty after trimming ASCII/Unicode-space whitespace. */
 bool cg_str_blank(const char *s);
+/* Rust's str::trim on n bytes: [*start, *end) without leading and trailing
+ * Unicode White_Space. */
+void cg_str_trim_span(const char *s, size_t n, size_t *start, size_t *end);
+
+/* ---- rules shared by the reader and health (rules.c), one home each ---- */
+typedef enum cg_terminal_reason_rule {
+    CG_TERMINAL_REASON_OK = 0,
+    CG_TERMINAL_COMPLETE_WITH_REASON,  /* a complete outcome carries a reason */
+    CG_TERMINAL_FAILED_WITHOUT_REASON, /* a failed outcome has no (or a blank) reason */
+} cg_terminal_reason_rule;
+cg_terminal_reason_rule cg_rule_terminal_reason(const cg_terminal *t);
+/* The latest host timestamp of the evidence: span start (+ duration when
+ * closed), op timestamp + duration, memory and device-memory timestamps;
+ * saturating; 0 for none. */
+uint64_t cg_rule_latest_host_evidence_end(const cg_trace *t);
+/* true when the terminal timestamp is earlier than that end (stored in *latest). */
+bool cg_rule_terminal_precedes_evidence(const cg_trace *t, uint64_t *latest);
+/* A tensor_stats record is valid: non-blank label, shape product (checked, no
+ * overflow) == elements, non_finite <= elements, rms and abs_max finite and
+ * >= 0, mean finite. */
+bool cg_rule_tensor_stats_valid(const cg_tensor_stats *s);
+
+/* Rust's `{:?}` of a str (quoted, escaped) appended to b. */
+void cg_rust_debug_str(cg_buf *b, const char *s);
+/* Rust's `{:?}` of an f64 (1.0, 0.125, 1e-5, 1e16). */
+void cg_rust_debug_f64(cg_buf *b, double d);
+/* Rust's `{}` of an f64 (1, 1.5, -0, 100000000000000000000, 0.0000001): how
+ * serde (1.0.152, the oracle's) names an unexpected float. */
+void cg_rust_display_f64(cg_buf *b, double d);
 
 #endif

@@ -136,3 +136,18 @@ test('Bundle list: branch and commit filters', async () => {
   clean(log);
   await context.close();
 });
+
+test('Compare: an ineligible pair (3 runs) shows the run-k-more advice', async () => {
+  const r = await fetch(URL0 + '/history?workload_id=web-u', { headers: { Authorization: 'Bearer ' + TOKEN } });
+  const doc = await r.json();
+  const i = doc.points.findIndex((p) => p.commit === UNCONF);
+  assert.ok(i > 0);
+  const { context, page, log } = await open('#/compare?a=' + doc.points[i - 1].bundles.join(',') + '&b=' + doc.points[i].bundles.join(','));
+  await page.waitForSelector('.wa-advice');
+  assert.equal(await page.getAttribute('[data-verdict]', 'data-verdict'), 'ineligible');
+  const k = Number(await page.getAttribute('.wa-advice', 'data-runs'));
+  assert.ok(k >= 2, 'advice: ' + k);
+  assert.match(await page.locator('.wa-advice').innerText(), /more runs? per side/);
+  clean(log);
+  await context.close();
+});

@@ -97,7 +97,8 @@ while IFS= read -r f; do
     printf '%s\t%s\n' "$f" "$T/out$n.json" >>"$T/list"
     n=$((n + 1))
   else
-    grep -q "invalid trace\|trace" "$T/err" || fail "export of $f failed without a trace error: $(cat "$T/err")"
+    # export refuses exactly the traces that do not parse: the evidence commands refuse them too
+    if "$CG" import "$f" -o "$T/import.json" 2>/dev/null; then fail "export of $f failed but import reads it: $(cat "$T/err")"; fi
   fi
 done < <(find "$SRC/tests/fixtures/trace" "$SRC/tests/fixtures/bundles" -name trace.jsonl | LC_ALL=C sort)
 [ "$n" -ge 50 ] || fail "only $n fixture traces exported"

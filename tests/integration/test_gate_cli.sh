@@ -103,8 +103,9 @@ if [ -e "$BIN/agent/cupti/libcandlegraph-cupti.so" ]; then
   export CG_CUPTI_LIBRARY="$BIN/agent/cupti/libfakecupti.so" CG_CUDA_LIBRARY="$BIN/agent/cupti/libfakecuda.so"
   (cd "$R" && CG_VCS_BRANCH= "$CLI" capture --entrypoint train --step 2 --infer --bundle "$W/cap" --git --tag team=perf \
      --tag vcs.repository=https://example.com/r.git -- true >/dev/null 2>"$W/cap.err") || true
-  head -1 "$W/cap/trace.jsonl" | jq -e --arg c "$F2" '.tags["vcs.commit"] == $c and .tags["vcs.branch"] == "feature"
-      and .tags["vcs.commit_time"] == "2026-11-01T13:00:00Z" and .tags.team == "perf"
+  CT=$(git -C "$R" show -s --format=%cI HEAD)
+  head -1 "$W/cap/trace.jsonl" | jq -e --arg c "$F2" --arg t "$CT" '.tags["vcs.commit"] == $c and .tags["vcs.branch"] == "feature"
+      and .tags["vcs.commit_time"] == $t and ($t | test("^2026-11-01T13:00:00(Z|[+]00:00)$")) and .tags.team == "perf"
       and .tags["vcs.repository"] == "https://example.com/r.git"' >/dev/null \
     && pass "capture --git --tag: revision tags in the trace meta" || fail "capture tags: $(head -1 "$W/cap/trace.jsonl" | jq -c .tags)"
   "$CLI" capture --entrypoint e --step 1 --bundle "$W/cap2" --tag novalue -- true >/dev/null 2>&1; RC=$?

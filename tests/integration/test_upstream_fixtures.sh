@@ -10,6 +10,8 @@
 #   expected.stdout  when present: stdout must equal it byte for byte
 #   expected.stderr  when present: stderr must equal it byte for byte
 #   expected/        when present: every file below it must equal $OUT/<same path> byte for byte
+#   select           optional, one line: a jq filter applied to stdout before it is compared with
+#                    expected.stdout (a case that holds one member of an envelope, e.g. .health)
 # A case with none of the three expectations fails (a case that cannot fail is no test).
 # PENDING.md in a case folder: the expectations are the crate's, and our output does not meet
 # them yet for the reason it states (another area's open work). Such a case is counted as
@@ -40,6 +42,10 @@ check_case() {
   rc=$?
   normalize "$SCRATCH/stdout" "$case" "$out" >"$SCRATCH/stdout.n" && mv "$SCRATCH/stdout.n" "$SCRATCH/stdout"
   normalize "$SCRATCH/stderr" "$case" "$out" >"$SCRATCH/stderr.n" && mv "$SCRATCH/stderr.n" "$SCRATCH/stderr"
+  if [ -f "$case/select" ] && [ "$rc" = "$want_rc" ]; then
+    jq "$(head -n 1 "$case/select")" "$SCRATCH/stdout" >"$SCRATCH/stdout.n" 2>&1 || true
+    mv "$SCRATCH/stdout.n" "$SCRATCH/stdout"
+  fi
   if [ "$rc" != "$want_rc" ]; then
     echo "FAIL ${case#$ROOT/}: exit $rc, expected $want_rc"; head -c 2000 "$SCRATCH/stderr"; return 1
   fi

@@ -244,7 +244,7 @@ static void test_killed_child_leaves_unparseable_trace(void **st) {
     cg_error err;
     cg_err_clear(&err);
     assert_null(cg_trace_read_file(path, NULL, &err));
-    assert_non_null(strstr(err.msg, "missing a terminal event"));
+    assert_non_null(strstr(err.msg, "trace stream is missing its terminal event"));
     cg_rm_rf(dir);
     free(path);
     free(dir);
@@ -264,7 +264,7 @@ static void test_free_without_finish_has_no_terminal(void **st) {
     assert_int_equal(cap_count_lines(text), 3);
     free(text);
     assert_null(cg_trace_read_file(path, NULL, &err));
-    assert_non_null(strstr(err.msg, "missing a terminal event"));
+    assert_non_null(strstr(err.msg, "trace stream is missing its terminal event"));
     cg_rm_rf(dir);
     free(path);
     free(dir);

@@ -71,8 +71,9 @@ static bool run_case(const char *root, const char *name, bool regen) {
     cg_strlist req = list_of(&a, cj, "required"), gpu = list_of(&a, cj, "gpu_expected"),
                cpu = list_of(&a, cj, "cpu_only");
     const cg_jv *jin = cg_jv_get(cj, "input");
-    if (!jin) input = cg_path_join(case_dir, "input");
-    else if (jin->type == CG_JSTR) input = cg_path_join(case_dir, cg_jv_as_str(jin));
+    /* messages quoting the directory name it by its case-relative name */
+    const char *display = !jin ? "input" : jin->type == CG_JSTR ? cg_jv_as_str(jin) : NULL;
+    if (display) input = cg_path_join(case_dir, display);
     cg_nsight_limits lim;
     cg_nsight_limits_default(&lim);
     const cg_jv *jl = cg_jv_get(cj, "limits");
@@ -83,7 +84,7 @@ static bool run_case(const char *root, const char *name, bool regen) {
         if (cg_jv_as_u64(cg_jv_get(jl, "max_columns"), &u)) lim.max_columns = (size_t)u;
         if (cg_jv_as_u64(cg_jv_get(jl, "max_csv_bytes"), &u)) lim.max_csv_bytes = u;
     }
-    cg_nsight_evidence *ev = cg_nsight_load_ex(&a, input, &req, &gpu, &cpu, &lim);
+    cg_nsight_evidence *ev = cg_nsight_load_as(&a, input, display, &req, &gpu, &cpu, &lim);
     const cg_jv *bind = cg_jv_get(cj, "bind");
     if (bind && bind->type == CG_JOBJ)
         cg_nsight_bind_to_trace(ev, cg_jv_as_str(cg_jv_get(bind, "run_id")),

@@ -147,7 +147,7 @@ static void test_parse_error_exit(void **st) {
     run_free(&r);
     r = run(fixture("missing_terminal"));
     assert_int_equal(r.rc, 1);
-    assert_non_null(strstr(r.err, "missing a terminal event"));
+    assert_non_null(strstr(r.err, "trace stream is missing its terminal event"));
     run_free(&r);
 }
 

@@ -78,6 +78,8 @@ export async function renderCompare(host, ctx) {
   if (cmp.status === 'rejected') { out.append(errorPanel(cmp.reason, 'Comparison')); return; }
   const c = cmp.value;
   renderVerdict(out, c);
+  if (c.verdict === 'inconclusive' || c.verdict === 'ineligible') await renderAdvice(out, q, ctx);
+  if (!ctx.isCurrent()) return;
   renderSamples(out, c);
   out.append(h('h2', null, 'Span, op and device differences'));
   if (spans.status === 'rejected') out.append(errorPanel(spans.reason, 'Span differences'));
@@ -104,6 +106,18 @@ function renderVerdict(out, c) {
       h('ul', null, c.reasons.map((r) => h('li', { 'data-code': r.code },
         h('code', null, r.code), ' \u2014 ', REASON_WORDS[r.code] || '', h('div', { class: 'wa-sub' }, r.message))))));
   }
+}
+
+/* "Run k more" (GET /compare/advice, issue 15) under an unresolved verdict. */
+async function renderAdvice(out, q, ctx) {
+  let adv;
+  try { adv = await getJson('/compare/advice' + q); } catch (e) { out.append(errorPanel(e, 'Replication advice')); return; }
+  if (!ctx.isCurrent()) return;
+  const k = adv.additional_runs_per_side;
+  const text = k === null ? 'More runs cannot resolve this comparison (see the reasons).'
+    : k === 0 ? 'The interval already rules out an effect of ' + adv.target_effect_percent + ' % or more.'
+      : 'About ' + k + ' more run' + (k === 1 ? '' : 's') + ' per side would resolve an effect of ' + adv.target_effect_percent + ' % (estimated from these samples with the same bootstrap).';
+  out.append(h('section', { class: 'wa-advice', 'aria-label': 'Replication advice', 'data-runs': k === null ? 'none' : String(k) }, h('h3', null, 'Run more?'), h('p', null, text)));
 }
 
 /* Dots per sample for A and B, medians as bars; below, the median delta with its interval. */

@@ -1,0 +1,61 @@
+/* srv_timeline.h — the Timeline index of a bundle (timeline_index.c), read by
+ * GET /bundles/{id}/timeline (routes_timeline.c).
+ *
+ * An index holds, per track (host spans one lane per nesting depth, host ops,
+ * one lane per device clock), the intervals sorted by (start, end) with a
+ * running maximum of their ends and a coarse merged level; clocks group the
+ * tracks. Indexes are shared and reference counted: srv_timeline_acquire takes
+ * one reference (building the index from the store when needed; a request for
+ * an index being built waits for that build), srv_timeline_release drops it.
+ * The cache, the build table and the warm-up worker live in the server
+ * (srv_server.timeline), created on first use. */
+#ifndef SRV_TIMELINE_H
+#define SRV_TIMELINE_H
+
+#include "srv.h"
+
+typedef struct srv_tl_track {
+    char *id, *label, *device; /* device: NULL for host tracks */
+    const char *kind;          /* "span" | "op" | "device" (static) */
+    int depth;                 /* span lanes; -1 otherwise */
+    size_t n, cap;
+    uint64_t *start, *end, *maxend; /* maxend[i] = max(end[0..i]) */
+    const char **name;              /* interned in the index arena */
+    /* coarse level: the intervals merged at gap coarse_gap (extent / COARSE_BOXES),
+     * used for windows that cover the whole track at that pixel size or coarser */
+    size_t nc;
+    uint64_t coarse_gap;
+    uint64_t *cs, *ce, *cn;
+    const char **cname;
+} srv_tl_track;
+
+typedef struct srv_tl_clock {
+    char *clock;  /* "host" or a device clock_id */
+    bool host;
+    size_t first_track, n_tracks; /* tracks are grouped by clock */
+    uint64_t min_ns, max_ns;
+    size_t records;
+} srv_tl_clock;
+
+typedef struct srv_tl_index {
+    char id[65];
+    cg_arena arena; /* names and labels */
+    srv_tl_track *tracks;
+    size_t n_tracks;
+    srv_tl_clock *clocks;
+    size_t n_clocks;
+    unsigned refs;      /* guarded by cache_mu */
+    uint64_t last_use;  /* guarded by cache_mu */
+} srv_tl_index;
+
+
+static inline uint64_t srv_sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
+typedef enum { SRV_TL_OK = 0, SRV_TL_UNAVAILABLE, SRV_TL_NO_TRACE, SRV_TL_STORE, SRV_TL_INVALID } srv_tl_status;
+
+/* The index of bundle id (full 64-hex) with a reference taken. Always returns
+ * c to the pool, before any parsing. NULL with *st and err on failure. */
+srv_tl_index *srv_timeline_acquire(srv_server *s, PGconn *c, const char *id, srv_tl_status *st, cg_error *err);
+void srv_timeline_release(srv_server *s, srv_tl_index *x);
+
+#endif
