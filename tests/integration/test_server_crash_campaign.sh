@@ -59,7 +59,7 @@ pg_kill9() { # SIGKILL the postmaster and all its backends (a PostgreSQL crash)
 client() {
   local c=$1 next=$1 sent=() kind i f code
   local bad=("$B/bad-digest.tar" "$B/bad-undeclared.tar" "$B/bad-garbage.tar")
-  while [ ! -e "$T/stop" ]; do
+  while [ -d "$T" ] && [ ! -e "$T/stop" ]; do   # (the harness removes $T on exit)
     local r=$((RANDOM % 10))
     if [ $r -lt 6 ] && [ "$next" -lt "$NB" ]; then kind=new; i=$next; next=$((next + CLIENTS)); f=$B/b$i.tar
     elif [ $r -lt 8 ] && [ ${#sent[@]} -gt 0 ]; then kind=dup; i=${sent[$((RANDOM % ${#sent[@]}))]}; f=$B/b$i.tar

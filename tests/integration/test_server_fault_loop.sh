@@ -3,7 +3,7 @@
 # for each fault kind (write / fsync / rename / libpq call × EIO / ENOSPC / lost connection)
 # and N = 1, 2, … the real server on loopback with real PostgreSQL is started with
 # CG_FAULT=<op>:<N>:<err> and one new bundle is uploaded, until an upload completes
-# without the fault firing. Every iteration asserts: the server did not crash and still
+# without the fault firing before its commit. Every iteration asserts: the server did not crash and still
 # answers; the documented status (507 insufficient_storage for ENOSPC, 503 unavailable
 # otherwise; never 500 nor a 4xx for our own fault); nothing visible from the failed
 # upload (no row, not listed, 404 by id); staging and temp dirs empty; a retry (the
@@ -103,7 +103,8 @@ loop() {
         retrievable "$label quiet" quiet || { [ "$(fired)" = 1 ] && [ "$RCODES" != "${RCODES/503/}" ] && [ "$RCODES" = "${RCODES/500/}" ]; } \
           || fail "$label: the reads after the upload answered $RCODES"
       fi
-      retrievable "$label" && stop_and_fsck "$label"
+      retrievable "$label"
+      stop_and_fsck "$label"   # also when a check failed: no server is left running
       note "fault-loop $op $err: $((n - 1)) injection points, $ok answered $want $wcode, $swallowed swallowed, $bad wrong, $ambiguous ambiguous commits; completed at N=$n"
       SUMMARY="$SUMMARY
   $op $err: N=1..$((n - 1)) → $want $wcode ×$ok (ambiguous commit ×$ambiguous), other ×$bad, swallowed ×$swallowed"
