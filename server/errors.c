@@ -74,20 +74,3 @@ bool srv_error_retryable(const char *code) {
     const srv_reason_info *r = srv_reason(code);
     return r && r->retryable;
 }
-
-const char *srv_sql22_param(PGconn *c, int n, const char *const *values, const char *const *casts,
-                            const char *const *names) {
-    for (int i = 0; i < n; i++) {
-        if (!names[i] || !casts[i] || !casts[i][0]) continue;
-        char sql[64];
-        snprintf(sql, sizeof sql, "SELECT $1%s", casts[i]);
-        const char *p[1] = {values[i]};
-        PGresult *x = PQexecParams(c, sql, 1, NULL, p, NULL, NULL, 0);
-        bool bad = PQresultStatus(x) != PGRES_TUPLES_OK;
-        const char *st = bad ? PQresultErrorField(x, PG_DIAG_SQLSTATE) : NULL;
-        bad = bad && st && strncmp(st, "22", 2) == 0;
-        PQclear(x);
-        if (bad) return names[i];
-    }
-    return NULL;
-}

@@ -298,13 +298,12 @@ cg_jv *srv_detail_param(srv_req *r, const char *name);
 /* query_params.c: a decimal integer 0..max (digits only, no sign, no overflow);
  * out may be NULL. */
 bool srv_parse_u64(const char *s, uint64_t max, uint64_t *out);
-/* Appends " AND <filter>" to where for each bundle-list filter of the request
- * (entrypoint, phase, device, implementation_id, workload_id, campaign,
- * capture_step, outcome, signer, since, until, commit, branch, tag=k:v), binding
- * the values as params[*np..] (with their names and casts). Returns 1, or 0 with
- * *res the 400 answer for a bad value. */
-int srv_bundle_filters_add(srv_req *r, cg_buf *where, const char **params, const char **pnames, const char **pcasts,
-                           int *np, enum MHD_Result *res);
+/* Adds each bundle-list filter of the request (entrypoint, phase, device,
+ * implementation_id, workload_id, campaign, capture_step, outcome, signer,
+ * since, until, commit, branch, tag=k:v) to w (srv_store.h). Returns 1, or 0
+ * with *res the 400 answer for a bad value. */
+struct srv_where;
+int srv_bundle_filters_add(srv_req *r, struct srv_where *w, enum MHD_Result *res);
 
 /* ------------------------------------------------------------ http_guard.c */
 
@@ -354,12 +353,7 @@ const srv_reason_info *srv_reason(const char *code); /* NULL for an unknown code
 unsigned srv_error_status(const char *code); /* 500 for an unknown code */
 bool srv_error_retryable(const char *code);
 extern const char *const srv_error_codes[];  /* every code the server can answer, NULL-terminated */
-/* After a statement failed with a SQLSTATE of class 22 (data exception): the
- * name of the first parameter whose value does not convert with its cast
- * (checked one by one with "SELECT $1<cast>"), or NULL. casts[i] may be "" for
- * an untyped parameter, names[i] NULL for one the client did not give. */
-const char *srv_sql22_param(PGconn *c, int n, const char *const *values, const char *const *casts,
-                            const char *const *names);
+/* srv_store_sql22_param (srv_store.h) names the parameter of a class-22 error. */
 
 /* ------------------------------------------------------------ auth.c */
 
