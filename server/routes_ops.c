@@ -38,6 +38,12 @@ enum MHD_Result srv_h_metrics(srv_req *r) {
     if (srv_store_blob_totals(r->s->pool, &bytes, &count, &err) < 0) bytes = count = -1;
     cg_buf b = CG_BUF_INIT;
     srv_metrics_render(&b, size, in_use, open, bytes, count);
+    cg_buf_printf(&b,
+                  "# HELP cg_db_pool_held_at_reply_total Answers queued while the request still held a pooled "
+                  "database connection (the store layer keeps this 0).\n"
+                  "# TYPE cg_db_pool_held_at_reply_total counter\n"
+                  "cg_db_pool_held_at_reply_total %lu\n",
+                  srv_pool_held_at_reply());
     enum MHD_Result res = srv_reply_bytes(r, 200, "text/plain; version=0.0.4; charset=utf-8", b.data, b.len, NULL);
     cg_buf_free(&b);
     return res;

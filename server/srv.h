@@ -117,6 +117,16 @@ PGconn *srv_pool_get(srv_pool *p, cg_error *err);
 /* Returns a connection: rolls back an open transaction, drops a broken one. */
 void srv_pool_put(srv_pool *p, PGconn *c);
 void srv_pool_stats(srv_pool *p, unsigned *size, unsigned *in_use, unsigned *open);
+/* Connections the calling thread holds now (checked out, not yet put back);
+ * srv_pool_get/put adjust it by +1/-1. */
+int srv_pool_held_here(void);
+void srv_pool_held_adjust(int delta);
+/* Called for every answer queued (http.c): counts the answers queued while the
+ * request's thread still held a pooled connection — the store layer returns
+ * them before any CPU work, so this stays 0 (/metrics
+ * cg_db_pool_held_at_reply_total, asserted by the store-layer test). */
+void srv_pool_note_reply(void);
+unsigned long srv_pool_held_at_reply(void);
 /* One connection outside the pool (admin CLI, migrations). */
 PGconn *srv_db_connect(const char *conninfo, unsigned stmt_timeout_ms, cg_error *err);
 
@@ -357,11 +367,12 @@ extern const char *const srv_error_codes[];  /* every code the server can answer
 
 /* ------------------------------------------------------------ auth.c */
 
-/* Token format: "cgt_" + 64 lowercase hex (32 random bytes). */
-int srv_token_create(PGconn *c, const char *name, unsigned scopes, cg_arena *a, const char **id,
+/* Token format: "cgt_" + 64 lowercase hex (32 random bytes). db: srv_store.h. */
+struct srv_db;
+int srv_token_create(struct srv_db db, const char *name, unsigned scopes, cg_arena *a, const char **id,
                      const char **token, cg_error *err);
 /* 1 = valid (id/scopes filled), 0 = unknown/expired/revoked, -1 = database error. */
-int srv_token_check(PGconn *c, const char *token, cg_arena *a, const char **id, unsigned *scopes, cg_error *err);
+int srv_token_check(struct srv_db db, const char *token, cg_arena *a, const char **id, unsigned *scopes, cg_error *err);
 unsigned srv_scopes_parse_list(const cg_jv *arr, bool *bad);
 unsigned srv_scopes_parse_csv(const char *csv, bool *bad);
 cg_jv *srv_scopes_json(cg_arena *a, unsigned scopes);

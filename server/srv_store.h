@@ -7,7 +7,7 @@
  * Connections: functions taking an srv_pool (or srv_server) take a pooled
  * connection for their statements and return it before they return, so no
  * handler holds one while it computes (http.c counts any answer queued while
- * the thread still holds one: candle_graph_pool_held_at_reply_total in
+ * the thread still holds one: cg_db_pool_held_at_reply_total in
  * /metrics). Functions taking a PGconn run inside a transaction or connection
  * the caller owns (ingest's commit, offline commands, background jobs).
  *
@@ -190,5 +190,32 @@ typedef struct srv_ingest_outcome {
 /* Runs the transaction on one pooled connection (returned before this
  * returns). A conflict rolls back and returns 0 with out->conflict. */
 int srv_store_ingest_commit(srv_pool *p, const srv_ingest_tx *tx, srv_ingest_outcome *out, cg_error *err);
+
+/* ------------------------------------------------------------ store_admin.c */
+
+/* Where a statement runs: a pooled connection taken and returned per call
+ * (server), or a connection the caller owns (offline commands). */
+typedef struct srv_db {
+    srv_pool *pool;
+    PGconn *conn;
+} srv_db;
+#define SRV_DB_POOL(p) ((srv_db){(p), NULL})
+#define SRV_DB_CONN(c) ((srv_db){NULL, (c)})
+PGresult *srv_store_db_q(srv_db db, const char *sql, int n, const char *const *params, const int *bin_lens,
+                         cg_error *err);
+
+/* API tokens: stored as the SHA-256 of the token; scopes_pg is a text[] literal. */
+int srv_store_token_insert(srv_db db, const char *id, const char *name, const unsigned char hash[32],
+                           const char *scopes_pg, cg_error *err);
+/* id, scopes (comma list) of a live token with that hash (0 or 1 row). */
+PGresult *srv_store_token_lookup(srv_db db, const unsigned char hash[32], cg_error *err);
+/* Lists: id|key_id, name, scopes|public_key (base64), created_at, revoked_at (NULL when live). */
+PGresult *srv_store_tokens_list(srv_db db, cg_error *err);
+PGresult *srv_store_keys_list(srv_db db, cg_error *err);
+/* Registers a signer key; *fresh false when the key id was registered already. */
+int srv_store_key_insert(srv_db db, const char *key_id, const char *name, const unsigned char pk[32], bool *fresh,
+                         cg_error *err);
+/* Revokes a token (key false) or signer key: 1 done (or already revoked), 0 no such id, -1. */
+int srv_store_revoke(srv_db db, bool key, const char *id, cg_error *err);
 
 #endif
