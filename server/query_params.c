@@ -45,7 +45,7 @@ int srv_bundle_filters_add(srv_req *r, cg_buf *where, const char **params, const
         const char *v = srv_query(r, filters[k].param);
         if (!v) continue;
         if (!strcmp(filters[k].param, "capture_step") && !srv_parse_u64(v, UINT64_MAX, NULL)) {
-            *res = srv_fail(r, "invalid_parameter", srv_detail_param(r, "capture_step"),
+            *res = srv_fail(r, CG_R_INVALID_PARAMETER, srv_detail_param(r, "capture_step"),
                             "capture_step must be an integer from 0 to 2^64-1");
             return 0;
         }
@@ -58,7 +58,7 @@ int srv_bundle_filters_add(srv_req *r, cg_buf *where, const char **params, const
     if (tag) {
         const char *colon = strchr(tag, ':');
         if (!colon || colon == tag) {
-            *res = srv_fail(r, "invalid_parameter", NULL, "tag must be key:value");
+            *res = srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "tag must be key:value");
             return 0;
         }
         params[(*np)++] = cg_arena_strndup(&r->arena, tag, (size_t)(colon - tag));

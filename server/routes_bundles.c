@@ -35,7 +35,7 @@ static int resolve(srv_req *r, PGconn *c, char id[65], enum MHD_Result *res) {
     bool hex = n >= 12 && n <= 64;
     for (size_t i = 0; hex && i < n; i++) hex = (p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f');
     if (!hex) {
-        *res = srv_fail(r, "invalid_parameter", NULL, "a bundle id is 12 to 64 lowercase hex characters");
+        *res = srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "a bundle id is 12 to 64 lowercase hex characters");
         return 0;
     }
     cg_error err = {0};
@@ -49,11 +49,11 @@ static int resolve(srv_req *r, PGconn *c, char id[65], enum MHD_Result *res) {
     if (rows == 1) snprintf(id, 65, "%s", PQgetvalue(x, 0, 0));
     PQclear(x);
     if (rows == 0) {
-        *res = srv_fail(r, "not_found", NULL, "no bundle with id %s", p);
+        *res = srv_fail(r, CG_R_NOT_FOUND, NULL, "no bundle with id %s", p);
         return 0;
     }
     if (rows > 1) {
-        *res = srv_fail(r, "invalid_parameter", NULL, "bundle id prefix %s is ambiguous", p);
+        *res = srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "bundle id prefix %s is ambiguous", p);
         return 0;
     }
     return 1;
@@ -93,8 +93,8 @@ static cg_jv *bool_col(cg_arena *a, PGresult *x, int row, int col) {
 
 /* ------------------------------------------------------------ derived views (srv_derived.h) */
 
-static void fail_set(srv_derive_fail *f, const char *code, const char *limit, const char *msg) {
-    f->code = code;
+static void fail_set(srv_derive_fail *f, cg_reason reason, const char *limit, const char *msg) {
+    f->reason = reason;
     f->limit = limit;
     if (snprintf(f->msg, sizeof f->msg, "%s", msg) < 0) f->msg[0] = 0; /* long messages are cut */
 }
@@ -105,7 +105,7 @@ static cg_trace *load_trace(srv_req *r, const char *id, srv_derive_fail *f) {
     cg_error err = {0};
     PGconn *c = srv_pool_get(r->s->pool, &err);
     if (!c) {
-        fail_set(f, "unavailable", NULL, err.msg);
+        fail_set(f, CG_R_UNAVAILABLE, NULL, err.msg);
         return NULL;
     }
     const char *p[1] = {id};
@@ -113,7 +113,7 @@ static cg_trace *load_trace(srv_req *r, const char *id, srv_derive_fail *f) {
                         NULL, NULL, &err);
     if (!x || PQntuples(x) != 1) {
         srv_pool_put(r->s->pool, c);
-        fail_set(f, x ? "internal" : "unavailable", NULL, x ? "the bundle has no stored trace.jsonl" : err.msg);
+        fail_set(f, x ? CG_R_INTERNAL : CG_R_UNAVAILABLE, NULL, x ? "the bundle has no stored trace.jsonl" : err.msg);
         PQclear(x);
         return NULL;
     }
@@ -123,19 +123,19 @@ static cg_trace *load_trace(srv_req *r, const char *id, srv_derive_fail *f) {
     PQclear(x);
     if (bytes > SRV_DERIVED_MAX_TRACE_BYTES) {
         srv_pool_put(r->s->pool, c);
-        fail_set(f, "payload_too_large", "derived_trace_bytes", "the trace is too large for a derived view");
+        fail_set(f, CG_R_PAYLOAD_TOO_LARGE, "derived_trace_bytes", "the trace is too large for a derived view");
         return NULL;
     }
     size_t len = 0;
     char *data = srv_blob_read(&r->s->blobs, c, hex, (size_t)SRV_DERIVED_MAX_TRACE_BYTES, &len, &err);
     srv_pool_put(r->s->pool, c);
     if (!data) {
-        fail_set(f, "internal", NULL, "the stored trace is missing or damaged; run candle-graph-server fsck");
+        fail_set(f, CG_R_INTERNAL, NULL, "the stored trace is missing or damaged; run candle-graph-server fsck");
         return NULL;
     }
     cg_trace *t = cg_trace_read_mem(data, len, "trace.jsonl", NULL, &err);
     free(data);
-    if (!t) fail_set(f, "trace_invalid", NULL, err.msg);
+    if (!t) fail_set(f, CG_R_TRACE_INVALID, NULL, err.msg);
     return t;
 }
 
@@ -198,7 +198,7 @@ static int write_json_file(const char *path, const cg_jv *v, srv_derive_fail *f)
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     int rc = fd < 0 ? -1 : cg_json_write_fd(fd, v, true, true, &err);
     if (fd >= 0 && close(fd) != 0) rc = -1;
-    if (rc < 0) fail_set(f, "insufficient_storage", NULL, "cannot write the derived view");
+    if (rc < 0) fail_set(f, CG_R_INSUFFICIENT_STORAGE, NULL, "cannot write the derived view");
     return rc;
 }
 
@@ -208,13 +208,15 @@ static int derive_graph(srv_req *r, const char *id, const char *out, srv_derive_
     cg_health *h = cg_health_analyze(t);
     int rc = -1;
     if (!h->structurally_valid || t->terminal.outcome == CG_OUTCOME_FAILED) {
-        fail_set(f, "trace_invalid", NULL, "no execution graph is derived for a failed or structurally invalid capture");
+        fail_set(f, CG_R_TRACE_INVALID, NULL,
+                 "no execution graph is derived for a failed or structurally invalid capture");
     } else {
         cg_arena a;
         cg_arena_init(&a, 1 << 20);
         cg_error err = {0};
         cg_graph *g = cg_graph_build(t, h, &a, &err);
-        if (!g) fail_set(f, "trace_invalid", NULL, err.msg);
+        if (!g)
+            fail_set(f, CG_R_TRACE_INVALID, NULL, err.msg);
         else rc = write_json_file(out, cg_graph_to_json_lazy(&a, g), f);
         cg_arena_free(&a);
     }
@@ -234,14 +236,14 @@ static int derive_packet(srv_req *r, const char *id, const char *out, bool html,
     cg_error err = {0};
     int rc = -1;
     if (!nsdir[0] || place_files(r, id, "nsight/", nsdir, &n_ns, &err) < 0) {
-        fail_set(f, "unavailable", NULL, err.msg[0] ? err.msg : "cannot read the stored nsight files");
+        fail_set(f, CG_R_UNAVAILABLE, NULL, err.msg[0] ? err.msg : "cannot read the stored nsight files");
         goto out;
     }
     cg_arena a;
     cg_arena_init(&a, 1 << 20);
     cg_evidence *e = cg_evidence_build(&a, t, n_ns ? ns : NULL, &err);
     if (!e) {
-        fail_set(f, "trace_invalid", NULL, err.msg);
+        fail_set(f, CG_R_TRACE_INVALID, NULL, err.msg);
     } else if (!html) {
         rc = write_json_file(out, cg_evidence_to_json_lazy(&a, e), f);
     } else {
@@ -249,9 +251,9 @@ static int derive_packet(srv_req *r, const char *id, const char *out, bool html,
         cg_jv_materialize(&a, packet);
         cg_buf b = CG_BUF_INIT;
         if (cg_viewer_render_html(cg_viewer_payload(&a, packet), &b, &err) != 0) {
-            fail_set(f, "trace_invalid", NULL, err.msg);
+            fail_set(f, CG_R_TRACE_INVALID, NULL, err.msg);
         } else if (cg_write_file_atomic(out, b.data, b.len, &err) != 0) {
-            fail_set(f, "insufficient_storage", NULL, "cannot write the derived view");
+            fail_set(f, CG_R_INSUFFICIENT_STORAGE, NULL, "cannot write the derived view");
         } else {
             rc = 0;
         }
@@ -281,7 +283,7 @@ static int derive_chrome(srv_req *r, const char *id, const char *out, srv_derive
     cg_fd_sink_ctx sink = {open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600), 0};
     int rc = sink.fd < 0 ? -1 : cg_chrome_trace_write(t, cg_fd_sink, &sink, &err);
     if (sink.fd >= 0 && close(sink.fd) != 0) rc = -1;
-    if (rc < 0) fail_set(f, "insufficient_storage", NULL, "cannot write the derived view");
+    if (rc < 0) fail_set(f, CG_R_INSUFFICIENT_STORAGE, NULL, "cannot write the derived view");
     cg_trace_free(t);
     return rc;
 }
@@ -298,7 +300,7 @@ static int derive_archive(srv_req *r, const char *id, const char *out, srv_deriv
     if (dir[0]) cg_rm_rf(dir);
     if (rc < 0) {
         srv_log("error", "archive build failed", "request_id", r->id, "error", err.msg, NULL);
-        f->code = "internal";
+        f->reason = CG_R_INTERNAL;
         if (snprintf(f->msg, sizeof f->msg, "cannot build the archive of bundle %s: %s", id, err.msg) < 0) f->msg[0] = 0;
     }
     return rc;
@@ -357,7 +359,7 @@ enum MHD_Result srv_h_bundles_list(srv_req *r) {
         uint64_t v = 0;
         if (!srv_parse_u64(ls, 500, &v) || v < 1) {
             cg_buf_free(&where);
-            return srv_fail(r, "invalid_parameter", NULL, "limit must be an integer from 1 to 500");
+            return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "limit must be an integer from 1 to 500");
         }
         limit = (unsigned long)v;
     }
@@ -370,7 +372,7 @@ enum MHD_Result srv_h_bundles_list(srv_req *r) {
     if (cursor) {
         if (!srv_parse_u64(cursor, INT64_MAX, NULL)) { /* seq is a bigint */
             cg_buf_free(&where);
-            return srv_fail(r, "invalid_parameter", NULL, "cursor is not one this server issued");
+            return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "cursor is not one this server issued");
         }
         params[np++] = cursor;
         cg_buf_printf(&where, " AND b.seq < $%d::bigint", np);
@@ -390,9 +392,10 @@ enum MHD_Result srv_h_bundles_list(srv_req *r) {
         if (bad) {
             cg_jv *d = cg_jv_obj(a);
             cg_jv_obj_put(a, d, "parameter", cg_jv_str(a, bad));
-            return srv_fail(r, "invalid_parameter", d, "invalid value for parameter %s", bad);
+            return srv_fail(r, CG_R_INVALID_PARAMETER, d, "invalid value for parameter %s", bad);
         }
-        if (!strncmp(sqlstate, "22", 2)) return srv_fail(r, "invalid_parameter", NULL, "invalid query parameter value");
+        if (!strncmp(sqlstate, "22", 2))
+            return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "invalid query parameter value");
         return srv_fail_unavailable(r, &err);
     }
     cg_jv *items = cg_jv_arr(a);
@@ -498,7 +501,7 @@ enum MHD_Result srv_h_bundle_manifest(srv_req *r) {
     srv_pool_put(r->s->pool, c);
     if (PQresultStatus(x) != PGRES_TUPLES_OK || PQntuples(x) != 1) {
         PQclear(x);
-        return srv_fail(r, "unavailable", NULL, "the database is not reachable");
+        return srv_fail(r, CG_R_UNAVAILABLE, NULL, "the database is not reachable");
     }
     char etag[70];
     snprintf(etag, sizeof etag, "\"%s\"", id);
@@ -531,7 +534,7 @@ enum MHD_Result srv_h_bundle_file(srv_req *r) {
     if (PQntuples(x) == 0) {
         PQclear(x);
         srv_pool_put(r->s->pool, c);
-        return srv_fail(r, "not_found", NULL, "bundle %s has no file %s", id, r->params[1]);
+        return srv_fail(r, CG_R_NOT_FOUND, NULL, "bundle %s has no file %s", id, r->params[1]);
     }
     char hex[65];
     snprintf(hex, sizeof hex, "%s", PQgetvalue(x, 0, 0));
@@ -544,7 +547,8 @@ enum MHD_Result srv_h_bundle_file(srv_req *r) {
     if (fd < 0 || size != want) {
         if (fd >= 0) close(fd);
         srv_log("error", "stored blob missing or damaged", "request_id", r->id, "sha256", hex, NULL);
-        return srv_fail(r, "internal", NULL, "stored blob %s is missing or damaged; run candle-graph-server fsck", hex);
+        return srv_fail(r, CG_R_INTERNAL, NULL, "stored blob %s is missing or damaged; run candle-graph-server fsck",
+                        hex);
     }
     return srv_reply_fd(r, fd, size, ctype_for(r->params[1]), hex, true);
 }
@@ -563,7 +567,7 @@ enum MHD_Result srv_h_bundle_signature(srv_req *r) {
     if (!x) return srv_fail_unavailable(r, &err);
     if (PQntuples(x) != 1 || PQgetisnull(x, 0, 0)) {
         PQclear(x);
-        return srv_fail(r, "not_found", NULL, "bundle %s was uploaded without a signature", id);
+        return srv_fail(r, CG_R_NOT_FOUND, NULL, "bundle %s was uploaded without a signature", id);
     }
     cg_jv *v = parse_json_col(&r->arena, x, 0, 0);
     PQclear(x);
@@ -590,7 +594,8 @@ enum MHD_Result srv_h_bundle_evidence(srv_req *r) {
         bool missing;
         int fd = srv_blob_open(&r->s->blobs, c, hex, &size, &missing, &err);
         srv_pool_put(r->s->pool, c);
-        if (fd < 0) return srv_fail(r, "internal", NULL, "stored blob %s is missing; run candle-graph-server fsck", hex);
+        if (fd < 0)
+            return srv_fail(r, CG_R_INTERNAL, NULL, "stored blob %s is missing; run candle-graph-server fsck", hex);
         return srv_reply_fd(r, fd, size, JSON_CT, hex, true);
     }
     PQclear(x);
@@ -608,7 +613,7 @@ enum MHD_Result srv_h_bundle_graph(srv_req *r) {
 enum MHD_Result srv_h_bundle_export(srv_req *r) {
     const char *format = srv_query(r, "format");
     if (!format || strcmp(format, "chrome"))
-        return srv_fail(r, "invalid_parameter", NULL, "format must be chrome (Chrome Trace Event Format JSON)");
+        return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "format must be chrome (Chrome Trace Event Format JSON)");
     WITH_BUNDLE(r, c, id);
     srv_pool_put(r->s->pool, c);
     return srv_derived_serve(r, id, "chrome", JSON_CT, derive_chrome);
@@ -631,7 +636,8 @@ enum MHD_Result srv_h_bundle_viewer(srv_req *r) {
         bool missing;
         int fd = srv_blob_open(&r->s->blobs, c, hex, &size, &missing, &err);
         srv_pool_put(r->s->pool, c);
-        if (fd < 0) return srv_fail(r, "internal", NULL, "stored blob %s is missing; run candle-graph-server fsck", hex);
+        if (fd < 0)
+            return srv_fail(r, CG_R_INTERNAL, NULL, "stored blob %s is missing; run candle-graph-server fsck", hex);
         return srv_reply_fd(r, fd, size, "text/html; charset=utf-8", hex, true);
     }
     PQclear(x);
