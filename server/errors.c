@@ -86,20 +86,3 @@ cg_reason srv_reason_of(const cg_error *err) {
     if (err && err->reason > CG_R_NONE && err->reason < CG_R__COUNT) return err->reason;
     return err && err->code == CG_ENOSPC ? CG_R_INSUFFICIENT_STORAGE : CG_R_UNAVAILABLE;
 }
-
-const char *srv_sql22_param(PGconn *c, int n, const char *const *values, const char *const *casts,
-                            const char *const *names) {
-    for (int i = 0; i < n; i++) {
-        if (!names[i] || !casts[i] || !casts[i][0]) continue;
-        char sql[64];
-        snprintf(sql, sizeof sql, "SELECT $1%s", casts[i]);
-        const char *p[1] = {values[i]};
-        PGresult *x = PQexecParams(c, sql, 1, NULL, p, NULL, NULL, 0);
-        bool bad = PQresultStatus(x) != PGRES_TUPLES_OK;
-        const char *st = bad ? PQresultErrorField(x, PG_DIAG_SQLSTATE) : NULL;
-        bad = bad && st && strncmp(st, "22", 2) == 0;
-        PQclear(x);
-        if (bad) return names[i];
-    }
-    return NULL;
-}

@@ -18,7 +18,7 @@
 
 #include <sodium.h>
 
-#include "srv.h"
+#include "srv_store.h"
 #include "srv_web.h"
 
 #define JSON_CT "application/json; charset=utf-8"
@@ -41,6 +41,7 @@ const char *srv_header(srv_req *r, const char *name) {
 
 static enum MHD_Result queue(srv_req *r, unsigned status, struct MHD_Response *resp) {
     if (!resp) return MHD_NO;
+    srv_pool_note_reply();
     MHD_add_response_header(resp, "X-Request-Id", r->id);
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
     if (status == 401) MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
@@ -368,13 +369,7 @@ static bool authenticate(srv_req *r, const srv_route *rt, enum MHD_Result *res) 
         return true;
     }
     cg_error err = {0};
-    PGconn *c = srv_pool_get(r->s->pool, &err);
-    if (!c) {
-        *res = srv_fail_unavailable(r, &err);
-        return true;
-    }
-    int ok = srv_token_check(c, tok, &r->arena, &r->token_id, &r->scopes, &err);
-    srv_pool_put(r->s->pool, c);
+    int ok = srv_token_check(SRV_DB_POOL(r->s->pool), tok, &r->arena, &r->token_id, &r->scopes, &err);
     if (ok < 0) {
         *res = srv_fail_unavailable(r, &err);
         return true;

@@ -28,6 +28,7 @@
 #include "srv_compare.h"
 #include "srv_history.h"
 #include "srv_index.h"
+#include "srv_store.h"
 #include "srv_web.h"
 
 #define INGEST_SCHEMA "candle-graph/ingest/1"
@@ -58,19 +59,9 @@ static double now_s(void) {
 static void record_failed_attempt(ingest *g, cg_reason reason, const char *message) {
     if (!g->campaign || srv_reason_status(reason) >= 500) return;
     const char *code = cg_reason_code(reason);
-    cg_error err = {0};
-    PGconn *c = srv_pool_get(g->r->s->pool, &err);
-    if (!c) return;
-    const char *run_id = g->trace ? g->trace->run.run_id : NULL;
-    const char *host = g->trace ? srv_trace_host(g->trace) : NULL;
-    const char *device = g->trace ? g->trace->run.device : NULL;
-    const char *p[7] = {g->campaign, g->planned, run_id, code, message, host, device};
-    PGresult *res = srv_q(c,
-                          "INSERT INTO upload_attempts (campaign_id, planned_name, state, run_id, code, message, host, "
-                          "device) VALUES ($1, $2, 'verification_failed', $3, $4, $5, $6, $7)",
-                          7, p, NULL, NULL, &err);
-    PQclear(res);
-    srv_pool_put(g->r->s->pool, c);
+    srv_attempt at = {g->campaign, g->planned, g->trace ? g->trace->run.run_id : NULL,
+                      g->trace ? srv_trace_host(g->trace) : NULL, g->trace ? g->trace->run.device : NULL};
+    srv_store_attempt_failed(g->r->s->pool, &at, code, message);
 }
 
 /* Upstream messages name paths as given to the verifier; show them relative to
@@ -141,15 +132,8 @@ static enum MHD_Result check_campaign(ingest *g, bool *answered) {
         return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "campaign and planned must be given together");
     }
     cg_error err = {0};
-    PGconn *c = srv_pool_get(r->s->pool, &err);
-    if (!c) return srv_fail_unavailable(r, &err);
-    const char *p[2] = {g->campaign, g->planned};
-    PGresult *res = srv_q(c, "SELECT 1 FROM campaign_captures WHERE campaign_id = $1 AND name = $2", 2, p, NULL, NULL,
-                          &err);
-    srv_pool_put(r->s->pool, c);
-    if (!res) return srv_fail_unavailable(r, &err);
-    int n = PQntuples(res);
-    PQclear(res);
+    int n = srv_store_capture_exists(r->s->pool, g->campaign, g->planned, &err);
+    if (n < 0) return srv_fail_unavailable(r, &err);
     if (n == 0) {
         const char *cid = g->campaign, *pl = g->planned;
         g->campaign = g->planned = NULL;
@@ -190,34 +174,19 @@ static bool check_signature(ingest *g, const char **sig_json, const char **key_i
                       doc ? "signature has no key_id" : "signature is not a candle-graph/signature/1 JSON document");
         return false;
     }
-    PGconn *c = srv_pool_get(r->s->pool, &err);
-    if (!c) {
+    unsigned char pk[32];
+    bool pk_ok = false, revoked = false;
+    int found = srv_store_signer_key(r->s->pool, kid, pk, &pk_ok, &revoked, &err);
+    if (found < 0) {
         *res = srv_fail_unavailable(r, &err);
         return false;
     }
-    const char *p[1] = {kid};
-    PGresult *q = srv_fault_exec_params(c, "SELECT public_key, revoked_at IS NOT NULL FROM signer_keys WHERE key_id = $1", 1,
-                               NULL, p, NULL, NULL, 1);
-    if (PQresultStatus(q) != PGRES_TUPLES_OK) {
-        cg_err_set(&err, CG_EIO, "database: %s", PQresultErrorMessage(q));
-        PQclear(q);
-        srv_pool_put(r->s->pool, c);
-        *res = srv_fail_unavailable(r, &err);
-        return false;
-    }
-    srv_pool_put(r->s->pool, c);
     g->key_id = kid;
     cg_jv *d = detail_kv(a, "key_id", cg_jv_str(a, kid), NULL, NULL);
-    if (PQntuples(q) == 0) {
-        PQclear(q);
+    if (found == 0) {
         *res = reject(g, CG_R_SIGNER_UNKNOWN, d, "the signing key is not registered on this server");
         return false;
     }
-    unsigned char pk[32];
-    bool revoked = PQgetlength(q, 0, 1) == 1 && PQgetvalue(q, 0, 1)[0] == 1;
-    bool pk_ok = PQgetlength(q, 0, 0) == 32;
-    if (pk_ok) memcpy(pk, PQgetvalue(q, 0, 0), 32);
-    PQclear(q);
     if (revoked) {
         *res = reject(g, CG_R_SIGNER_REVOKED, d, "the signing key has been revoked");
         return false;
@@ -332,6 +301,24 @@ static bool check_ingest_rules(ingest *g, const char *run_id, enum MHD_Result *r
                                   "carry",
                                   (unsigned long long)line));
     return false;
+}
+
+/* The pg blob store puts the staged files inside the publishing transaction. */
+typedef struct pg_blobs_ctx {
+    ingest *g;
+    const srv_file_row *files;
+    size_t n;
+} pg_blobs_ctx;
+
+static int put_pg_blobs(void *ctx, PGconn *c, cg_error *err) {
+    pg_blobs_ctx *p = ctx;
+    for (size_t i = 0; i < p->n; i++) {
+        char src[PATH_MAX * 2];
+        snprintf(src, sizeof src, "%s/%s", p->g->root, p->files[i].path);
+        bool enospc = false;
+        if (srv_blob_put(&p->g->r->s->blobs, c, src, p->files[i].sha256, p->files[i].bytes, &enospc, err) < 0) return -1;
+    }
+    return 0;
 }
 
 static enum MHD_Result run(ingest *g) {
@@ -458,97 +445,36 @@ static enum MHD_Result run(ingest *g) {
                               : srv_fail_unavailable(r, &err);
         }
     }
-    PGconn *c = srv_pool_get(s->pool, &err);
-    if (!c) return srv_fail_unavailable(r, &err);
-    char sqlstate[6] = "";
-    bool existed = false, conflict = false;
-    long long history_series = -1;
-    char other[65] = "";
-    const char *lk = cg_arena_printf(a, "%" PRId64, lock_key(id));
-    const char *p1[1] = {id};
-    const char *plk[1] = {lk};
-    PGresult *q = NULL;
-    if (srv_exec(c, "BEGIN", &err) < 0) goto dberr;
-    q = srv_q(c, "SELECT pg_advisory_xact_lock($1::bigint)", 1, plk, NULL, sqlstate, &err);
-    if (!q) goto dberr;
-    PQclear(q);
-    q = srv_q(c, "SELECT 1 FROM bundles WHERE id = $1", 1, p1, NULL, sqlstate, &err);
-    if (!q) goto dberr;
-    existed = PQntuples(q) > 0;
-    PQclear(q);
-    if (!existed) {
-        const char *pr[1] = {rcpt.run_id};
-        q = srv_q(c, "SELECT id FROM bundles WHERE run_id = $1", 1, pr, NULL, sqlstate, &err);
-        if (!q) goto dberr;
-        if (PQntuples(q) > 0) {
-            conflict = true;
-            snprintf(other, sizeof other, "%s", PQgetvalue(q, 0, 0));
-        }
-        PQclear(q);
+    srv_index_row row = {
+        .id = id, .run_id = rcpt.run_id, .manifest = g->manifest, .manifest_len = g->manifest_len,
+        .files = files, .n_files = man.n_files + 1, .total_bytes = total, .uploader = r->token_id,
+        .signature_json = sig_json, .signer_key_id = key_id, .semantic_status = semantic,
+        .evidence_schema = evidence_schema, .trace = g->trace, .health = g->health,
+        .campaign_id = g->campaign, .planned_name = g->planned,
+    };
+    srv_index_params ix;
+    srv_index_prepare(&row, a, &ix);
+    srv_facts_text facts;
+    srv_facts_compute(a, id, rcpt.run_id, g->trace, g->health, &facts);
+    pg_blobs_ctx pbc = {g, files, man.n_files + 1};
+    srv_ingest_tx tx = {
+        .id = id, .lock_key = lock_key(id),
+        .attempt = {g->campaign, g->planned, rcpt.run_id, srv_trace_host(g->trace), g->trace->run.device},
+        .index = &ix, .facts = &facts, .trace = g->trace,
+        .put_blobs = pg_blobs ? put_pg_blobs : NULL, .blob_ctx = &pbc,
+    };
+    srv_ingest_outcome oc;
+    if (srv_store_ingest_commit(s->pool, &tx, &oc, &err) < 0) {
+        srv_metrics_ingest("unavailable", r->body_len, now_s() - g->t0);
+        return srv_fail_unavailable(r, &err);
     }
-    if (!existed && !conflict) {
-        if (pg_blobs) {
-            for (size_t i = 0; i <= man.n_files; i++) {
-                char src[PATH_MAX * 2];
-                snprintf(src, sizeof src, "%s/%s", g->root, files[i].path);
-                bool enospc = false;
-                if (srv_blob_put(&s->blobs, c, src, files[i].sha256, files[i].bytes, &enospc, &err) < 0) goto dberr;
-            }
-        }
-        srv_index_row row = {
-            .id = id, .run_id = rcpt.run_id, .manifest = g->manifest, .manifest_len = g->manifest_len,
-            .files = files, .n_files = man.n_files + 1, .total_bytes = total, .uploader = r->token_id,
-            .signature_json = sig_json, .signer_key_id = key_id, .semantic_status = semantic,
-            .evidence_schema = evidence_schema, .trace = g->trace, .health = g->health,
-            .campaign_id = g->campaign, .planned_name = g->planned,
-        };
-        if (srv_index_insert(c, &row, a, sqlstate, &err) < 0) {
-            if (strcmp(sqlstate, "23505") == 0) conflict = true; /* run_id raced with another bundle */
-            else goto dberr;
-        }
-        if (!conflict && srv_facts_insert(c, id, rcpt.run_id, g->trace, g->health, sqlstate, &err) < 0) goto dberr;
-        if (!conflict && srv_history_index(c, id, g->trace, &history_series, sqlstate, &err) < 0) goto dberr;
-        if (!conflict && g->campaign) {
-            const char *pa[7] = {g->campaign, g->planned, id, rcpt.run_id, srv_trace_host(g->trace),
-                                 g->trace->run.device, NULL};
-            q = srv_q(c,
-                      "INSERT INTO upload_attempts (campaign_id, planned_name, state, bundle_id, run_id, host, device) "
-                      "VALUES ($1, $2, 'published', $3, $4, $5, $6)",
-                      6, pa, NULL, sqlstate, &err);
-            if (!q) goto dberr;
-            PQclear(q);
-        }
-    }
-    if (existed && g->campaign) {
-        /* an identical re-upload for a planned capture attaches the stored bundle when it
-         * belongs to no campaign yet (a bundle is linked to at most one planned capture) */
-        const char *pa[3] = {id, g->campaign, g->planned};
-        q = srv_q(c,
-                  "UPDATE bundles SET campaign_id = $2, planned_name = $3 WHERE id = $1 AND campaign_id IS NULL",
-                  3, pa, NULL, sqlstate, &err);
-        if (!q) goto dberr;
-        bool attached = strcmp(PQcmdTuples(q), "1") == 0;
-        PQclear(q);
-        if (attached) {
-            const char *pb[6] = {g->campaign, g->planned, id, rcpt.run_id, srv_trace_host(g->trace),
-                                 g->trace->run.device};
-            q = srv_q(c,
-                      "INSERT INTO upload_attempts (campaign_id, planned_name, state, bundle_id, run_id, host, device) "
-                      "VALUES ($1, $2, 'published', $3, $4, $5, $6)",
-                      6, pb, NULL, sqlstate, &err);
-            if (!q) goto dberr;
-            PQclear(q);
-        }
-    }
-    if (conflict) {
-        srv_exec(c, "ROLLBACK", &err);
-        srv_pool_put(s->pool, c);
-        cg_jv *d = detail_kv(a, "run_id", cg_jv_str(a, rcpt.run_id), other[0] ? "existing_id" : NULL,
-                             other[0] ? cg_jv_str(a, other) : NULL);
+    bool existed = oc.existed;
+    long long history_series = oc.history_series;
+    if (oc.conflict) {
+        cg_jv *d = detail_kv(a, "run_id", cg_jv_str(a, rcpt.run_id), oc.other[0] ? "existing_id" : NULL,
+                             oc.other[0] ? cg_jv_str(a, oc.other) : NULL);
         return reject(g, CG_R_RUN_ID_CONFLICT, d, "a different bundle already holds this run_id");
     }
-    if (srv_exec(c, "COMMIT", &err) < 0) goto dberr;
-    srv_pool_put(s->pool, c);
     srv_history_detect(s, history_series); /* issue 15: change points of the bundle's series */
 
     /* 7. answer */
@@ -589,10 +515,6 @@ static enum MHD_Result run(ingest *g) {
     res = srv_reply_bytes(r, existed ? 200 : 201, "application/json; charset=utf-8", b.data, b.len, hdrs);
     cg_buf_free(&b);
     return res;
-dberr:
-    srv_pool_put(s->pool, c);
-    srv_metrics_ingest("unavailable", r->body_len, now_s() - g->t0);
-    return srv_fail_unavailable(r, &err);
 }
 
 enum MHD_Result srv_h_bundles_post(srv_req *r) {

@@ -2,7 +2,7 @@
  * (register/list/revoke). Tokens are shown once at creation. */
 #include <string.h>
 
-#include "srv.h"
+#include "srv_store.h"
 
 /* Parses the JSON request body into an object; answers 400 itself on failure. */
 static cg_jv *body_object(srv_req *r, enum MHD_Result *res) {
@@ -40,10 +40,7 @@ static const char *str_field(srv_req *r, cg_jv *o, const char *key, enum MHD_Res
     return s;
 }
 
-#define WITH_DB(r, c)                                   \
-    cg_error err = {0};                                 \
-    PGconn *c = srv_pool_get((r)->s->pool, &err);       \
-    if (!c) return srv_fail_unavailable((r), &err)
+#define DB(r) SRV_DB_POOL((r)->s->pool)
 
 enum MHD_Result srv_h_tokens_create(srv_req *r) {
     enum MHD_Result res;
@@ -54,10 +51,9 @@ enum MHD_Result srv_h_tokens_create(srv_req *r) {
     bool bad;
     unsigned scopes = srv_scopes_parse_list(cg_jv_get(o, "scopes"), &bad);
     if (bad) return srv_fail(r, CG_R_BAD_REQUEST, NULL, "scopes must be a non-empty array of upload, read, admin");
-    WITH_DB(r, c);
+    cg_error err = {0};
     const char *id, *token;
-    int rc = srv_token_create(c, name, scopes, &r->arena, &id, &token, &err);
-    srv_pool_put(r->s->pool, c);
+    int rc = srv_token_create(DB(r), name, scopes, &r->arena, &id, &token, &err);
     if (rc < 0) return srv_fail_unavailable(r, &err);
     cg_arena *a = &r->arena;
     cg_jv *out = cg_jv_obj(a);
@@ -68,13 +64,8 @@ enum MHD_Result srv_h_tokens_create(srv_req *r) {
 }
 
 enum MHD_Result srv_h_tokens_list(srv_req *r) {
-    WITH_DB(r, c);
-    PGresult *q = srv_q(c,
-                        "SELECT id, name, array_to_string(scopes, ','), to_char(created_at AT TIME ZONE 'UTC', "
-                        "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), to_char(revoked_at AT TIME ZONE 'UTC', "
-                        "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') FROM api_tokens ORDER BY created_at, id",
-                        0, NULL, NULL, NULL, &err);
-    srv_pool_put(r->s->pool, c);
+    cg_error err = {0};
+    PGresult *q = srv_store_tokens_list(DB(r), &err);
     if (!q) return srv_fail_unavailable(r, &err);
     cg_arena *a = &r->arena;
     cg_jv *items = cg_jv_arr(a);
@@ -94,14 +85,10 @@ enum MHD_Result srv_h_tokens_list(srv_req *r) {
     return srv_reply_json(r, 200, out);
 }
 
-static enum MHD_Result revoke_row(srv_req *r, const char *sql, const char *what) {
-    WITH_DB(r, c);
-    const char *p[1] = {r->params[0]};
-    PGresult *q = srv_q(c, sql, 1, p, NULL, NULL, &err);
-    srv_pool_put(r->s->pool, c);
-    if (!q) return srv_fail_unavailable(r, &err);
-    int n = PQntuples(q);
-    PQclear(q);
+static enum MHD_Result revoke_row(srv_req *r, const char *what) {
+    cg_error err = {0};
+    int n = srv_store_revoke(DB(r), strcmp(what, "key") == 0, r->params[0], &err);
+    if (n < 0) return srv_fail_unavailable(r, &err);
     if (n == 0) return srv_fail(r, CG_R_NOT_FOUND, NULL, "no such %s: %s", what, r->params[0]);
     cg_arena *a = &r->arena;
     cg_jv *out = cg_jv_obj(a);
@@ -111,8 +98,7 @@ static enum MHD_Result revoke_row(srv_req *r, const char *sql, const char *what)
 }
 
 enum MHD_Result srv_h_tokens_delete(srv_req *r) {
-    return revoke_row(r, "UPDATE api_tokens SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING id",
-                  "token");
+    return revoke_row(r, "token");
 }
 
 enum MHD_Result srv_h_keys_create(srv_req *r) {
@@ -128,17 +114,9 @@ enum MHD_Result srv_h_keys_create(srv_req *r) {
     cg_error perr = {0};
     if (srv_pubkey_parse(pub, pk, &perr) < 0) return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "%s", perr.msg);
     srv_key_id(pk, kid);
-    WITH_DB(r, c);
-    const char *p[3] = {kid, name, (const char *)pk};
-    int lens[3] = {0, 0, 32};
-    PGresult *q = srv_q(c,
-                        "INSERT INTO signer_keys (key_id, name, public_key) VALUES ($1, $2, $3) ON CONFLICT (key_id) "
-                        "DO NOTHING RETURNING key_id",
-                        3, p, lens, NULL, &err);
-    srv_pool_put(r->s->pool, c);
-    if (!q) return srv_fail_unavailable(r, &err);
-    bool fresh = PQntuples(q) == 1;
-    PQclear(q);
+    cg_error err = {0};
+    bool fresh;
+    if (srv_store_key_insert(DB(r), kid, name, pk, &fresh, &err) < 0) return srv_fail_unavailable(r, &err);
     cg_arena *a = &r->arena;
     cg_jv *out = cg_jv_obj(a);
     cg_jv_obj_put(a, out, "key_id", cg_jv_str(a, kid));
@@ -146,13 +124,8 @@ enum MHD_Result srv_h_keys_create(srv_req *r) {
 }
 
 enum MHD_Result srv_h_keys_list(srv_req *r) {
-    WITH_DB(r, c);
-    PGresult *q = srv_q(c,
-                        "SELECT key_id, name, encode(public_key, 'base64'), to_char(created_at AT TIME ZONE 'UTC', "
-                        "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), to_char(revoked_at AT TIME ZONE 'UTC', "
-                        "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') FROM signer_keys ORDER BY created_at, key_id",
-                        0, NULL, NULL, NULL, &err);
-    srv_pool_put(r->s->pool, c);
+    cg_error err = {0};
+    PGresult *q = srv_store_keys_list(DB(r), &err);
     if (!q) return srv_fail_unavailable(r, &err);
     cg_arena *a = &r->arena;
     cg_jv *items = cg_jv_arr(a);
@@ -172,6 +145,5 @@ enum MHD_Result srv_h_keys_list(srv_req *r) {
 }
 
 enum MHD_Result srv_h_keys_delete(srv_req *r) {
-    return revoke_row(r, "UPDATE signer_keys SET revoked_at = coalesce(revoked_at, now()) WHERE key_id = $1 RETURNING key_id",
-                  "key");
+    return revoke_row(r, "key");
 }

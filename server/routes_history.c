@@ -277,9 +277,9 @@ done:
 
 /* ------------------------------------------------------------ advice */
 
-static int cohort_rows(srv_req *r, PGconn *c, const srv_cohort *co, cg_cohort_row **rows, enum MHD_Result *res) {
+static int cohort_rows(srv_req *r, const srv_cohort *co, cg_cohort_row **rows, enum MHD_Result *res) {
     const char **texts = cg_arena_zalloc(&r->arena, (co->n + 1) * sizeof *texts);
-    if (!srv_facts_load(r, c, "cohort_row", co->ids, co->n, texts, res)) return 0;
+    if (!srv_facts_load(r, "cohort_row", co->ids, co->n, texts, res)) return 0;
     *rows = cg_arena_zalloc(&r->arena, (co->n + 1) * sizeof **rows);
     for (size_t i = 0; i < co->n; i++) {
         cg_error err = {0};
@@ -300,19 +300,13 @@ enum MHD_Result srv_h_compare_advice(srv_req *r) {
         if (!*me || *e || !(target > 0.0) || target > 1000.0)
             return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "min_effect_pct must be a number in (0, 1000]");
     }
-    cg_error err = {0};
-    PGconn *c = srv_pool_get(r->s->pool, &err);
-    if (!c) return srv_fail_unavailable(r, &err);
     enum MHD_Result res;
     srv_cohort ca, cb;
     cg_cohort_row *ra, *rb;
-    if (!srv_cohort_resolve(r, c, "a", srv_query(r, "a"), NULL, &ca, &res) ||
-        !srv_cohort_resolve(r, c, "b", srv_query(r, "b"), NULL, &cb, &res) || !cohort_rows(r, c, &ca, &ra, &res) ||
-        !cohort_rows(r, c, &cb, &rb, &res)) {
-        srv_pool_put(r->s->pool, c);
+    if (!srv_cohort_resolve(r, "a", srv_query(r, "a"), NULL, &ca, &res) ||
+        !srv_cohort_resolve(r, "b", srv_query(r, "b"), NULL, &cb, &res) || !cohort_rows(r, &ca, &ra, &res) ||
+        !cohort_rows(r, &cb, &rb, &res))
         return res;
-    }
-    srv_pool_put(r->s->pool, c);
     cg_jv *cmp = cg_compare_rows(&r->arena, ra, ca.n, rb, cb.n, CG_CMP_VERIFIED_BUNDLES);
     return srv_reply_json(r, 200, cg_replication_advice(&r->arena, cmp, target));
 }

@@ -37,6 +37,7 @@
 #include <time.h>
 
 #include "base/fs.h"
+#include "srv_store.h"
 #include "srv_timeline.h"
 #include "srv_web.h"
 #include "trace/trace.h"
@@ -132,35 +133,21 @@ enum MHD_Result srv_h_bundle_timeline(srv_req *r) {
         return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "px must be an integer from 1 to %d", PX_MAX);
 
     cg_error err = {0};
-    PGconn *c = srv_pool_get(r->s->pool, &err);
-    if (!c) return srv_fail_unavailable(r, &err);
     /* resolve the id (full or unique prefix of >= 12 hex) */
     const char *pid = r->params[0];
     size_t n = strlen(pid);
     bool hex = n >= 12 && n <= 64;
     for (size_t i = 0; hex && i < n; i++) hex = (pid[i] >= '0' && pid[i] <= '9') || (pid[i] >= 'a' && pid[i] <= 'f');
-    if (!hex) {
-        srv_pool_put(r->s->pool, c);
-        return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "a bundle id is 12 to 64 lowercase hex characters");
-    }
-    const char *q[1] = {cg_arena_printf(a, "%s%%", pid)};
-    PGresult *x = srv_q(c, "SELECT id FROM bundles WHERE id LIKE $1 ORDER BY id LIMIT 2", 1, q, NULL, NULL, &err);
-    if (!x) {
-        srv_pool_put(r->s->pool, c);
-        return srv_fail_unavailable(r, &err);
-    }
-    int rows = PQntuples(x);
+    if (!hex) return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "a bundle id is 12 to 64 lowercase hex characters");
     char id[65] = "";
-    if (rows == 1) snprintf(id, sizeof id, "%s", PQgetvalue(x, 0, 0));
-    PQclear(x);
-    if (rows != 1) {
-        srv_pool_put(r->s->pool, c);
+    int rows = srv_store_bundle_resolve(r->s->pool, pid, id, &err);
+    if (rows < 0) return srv_fail_unavailable(r, &err);
+    if (rows != 1)
         return rows == 0 ? srv_fail(r, CG_R_NOT_FOUND, NULL, "no bundle with id %s", pid)
                          : srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "bundle id prefix %s is ambiguous", pid);
-    }
 
     srv_tl_status st;
-    srv_tl_index *ix = srv_timeline_acquire(r->s, c, id, &st, &err);
+    srv_tl_index *ix = srv_timeline_acquire(r->s, id, &st, &err);
     if (!ix) {
         if (st == SRV_TL_UNAVAILABLE) return srv_fail_unavailable(r, &err);
         if (st == SRV_TL_NO_TRACE) return srv_fail(r, CG_R_NOT_FOUND, NULL, "%s", err.msg);

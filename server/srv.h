@@ -117,6 +117,16 @@ PGconn *srv_pool_get(srv_pool *p, cg_error *err);
 /* Returns a connection: rolls back an open transaction, drops a broken one. */
 void srv_pool_put(srv_pool *p, PGconn *c);
 void srv_pool_stats(srv_pool *p, unsigned *size, unsigned *in_use, unsigned *open);
+/* Connections the calling thread holds now (checked out, not yet put back);
+ * srv_pool_get/put adjust it by +1/-1. */
+int srv_pool_held_here(void);
+void srv_pool_held_adjust(int delta);
+/* Called for every answer queued (http.c): counts the answers queued while the
+ * request's thread still held a pooled connection — the store layer returns
+ * them before any CPU work, so this stays 0 (/metrics
+ * cg_db_pool_held_at_reply_total, asserted by the store-layer test). */
+void srv_pool_note_reply(void);
+unsigned long srv_pool_held_at_reply(void);
 /* One connection outside the pool (admin CLI, migrations). */
 PGconn *srv_db_connect(const char *conninfo, unsigned stmt_timeout_ms, cg_error *err);
 
@@ -303,13 +313,12 @@ cg_jv *srv_detail_param(srv_req *r, const char *name);
 /* query_params.c: a decimal integer 0..max (digits only, no sign, no overflow);
  * out may be NULL. */
 bool srv_parse_u64(const char *s, uint64_t max, uint64_t *out);
-/* Appends " AND <filter>" to where for each bundle-list filter of the request
- * (entrypoint, phase, device, implementation_id, workload_id, campaign,
- * capture_step, outcome, signer, since, until, commit, branch, tag=k:v), binding
- * the values as params[*np..] (with their names and casts). Returns 1, or 0 with
- * *res the 400 answer for a bad value. */
-int srv_bundle_filters_add(srv_req *r, cg_buf *where, const char **params, const char **pnames, const char **pcasts,
-                           int *np, enum MHD_Result *res);
+/* Adds each bundle-list filter of the request (entrypoint, phase, device,
+ * implementation_id, workload_id, campaign, capture_step, outcome, signer,
+ * since, until, commit, branch, tag=k:v) to w (srv_store.h). Returns 1, or 0
+ * with *res the 400 answer for a bad value. */
+struct srv_where;
+int srv_bundle_filters_add(srv_req *r, struct srv_where *w, enum MHD_Result *res);
 
 /* ------------------------------------------------------------ http_guard.c */
 
@@ -348,20 +357,16 @@ cg_reason srv_reason_of(const cg_error *err);
 /* The reason table as the Markdown of docs/api.md "Errors" (one row per
  * reason: code, status, category, retry, meaning), appended to out. */
 void srv_reasons_markdown(cg_buf *out);
-/* After a statement failed with a SQLSTATE of class 22 (data exception): the
- * name of the first parameter whose value does not convert with its cast
- * (checked one by one with "SELECT $1<cast>"), or NULL. casts[i] may be "" for
- * an untyped parameter, names[i] NULL for one the client did not give. */
-const char *srv_sql22_param(PGconn *c, int n, const char *const *values, const char *const *casts,
-                            const char *const *names);
+/* srv_store_sql22_param (srv_store.h) names the parameter of a class-22 error. */
 
 /* ------------------------------------------------------------ auth.c */
 
-/* Token format: "cgt_" + 64 lowercase hex (32 random bytes). */
-int srv_token_create(PGconn *c, const char *name, unsigned scopes, cg_arena *a, const char **id,
+/* Token format: "cgt_" + 64 lowercase hex (32 random bytes). db: srv_store.h. */
+struct srv_db;
+int srv_token_create(struct srv_db db, const char *name, unsigned scopes, cg_arena *a, const char **id,
                      const char **token, cg_error *err);
 /* 1 = valid (id/scopes filled), 0 = unknown/expired/revoked, -1 = database error. */
-int srv_token_check(PGconn *c, const char *token, cg_arena *a, const char **id, unsigned *scopes, cg_error *err);
+int srv_token_check(struct srv_db db, const char *token, cg_arena *a, const char **id, unsigned *scopes, cg_error *err);
 unsigned srv_scopes_parse_list(const cg_jv *arr, bool *bad);
 unsigned srv_scopes_parse_csv(const char *csv, bool *bad);
 cg_jv *srv_scopes_json(cg_arena *a, unsigned scopes);

@@ -114,12 +114,29 @@ static void test_range(void **state) {
     assert_false(srv_parse_range(NULL, 100, &off, &len));
 }
 
+/* The store layer's rule made observable: an answer queued while the thread
+ * holds a pooled connection is counted, one queued after it went back is not. */
+static void test_pool_held_at_reply(void **state) {
+    (void)state;
+    unsigned long before = srv_pool_held_at_reply();
+    assert_int_equal(srv_pool_held_here(), 0);
+    srv_pool_note_reply();
+    assert_int_equal(srv_pool_held_at_reply(), before);
+    srv_pool_held_adjust(1); /* as srv_pool_get does */
+    srv_pool_note_reply();
+    assert_int_equal(srv_pool_held_at_reply(), before + 1);
+    srv_pool_held_adjust(-1); /* as srv_pool_put does */
+    srv_pool_note_reply();
+    assert_int_equal(srv_pool_held_at_reply(), before + 1);
+    assert_int_equal(srv_pool_held_here(), 0);
+}
+
 int main(void) {
     if (sodium_init() < 0) return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_route_match), cmocka_unit_test(test_routes_have_handlers),
         cmocka_unit_test(test_scopes),      cmocka_unit_test(test_pubkey),
-        cmocka_unit_test(test_range),
+        cmocka_unit_test(test_range),       cmocka_unit_test(test_pool_held_at_reply),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
