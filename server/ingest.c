@@ -54,32 +54,11 @@ static double now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static const char *check_code(cg_bundle_check c) {
-    switch (c) {
-    case CG_BCHK_MANIFEST_UNREADABLE: return "malformed_manifest";
-    case CG_BCHK_MANIFEST_PARSE: return "malformed_manifest";
-    case CG_BCHK_SCHEMA: return "unsupported_bundle_schema";
-    case CG_BCHK_UNSAFE_PATH: return "unsafe_path";
-    case CG_BCHK_DUPLICATE_PATH: return "duplicate_path";
-    case CG_BCHK_INVALID_DIGEST: return "invalid_digest";
-    case CG_BCHK_SPECIAL_FILE: return "special_file";
-    case CG_BCHK_UNDECLARED_FILE: return "undeclared_file";
-    case CG_BCHK_MISSING_FILE: return "missing_file";
-    case CG_BCHK_NOT_REGULAR: return "special_file";
-    case CG_BCHK_SIZE_MISMATCH: return "size_mismatch";
-    case CG_BCHK_DIGEST_MISMATCH: return "digest_mismatch";
-    case CG_BCHK_OVERFLOW: return "payload_too_large";
-    case CG_BCHK_NOT_DIRECTORY: return "malformed_archive";
-    case CG_BCHK_IO:
-    case CG_BCHK_NONE:
-    default: return NULL; /* local failure → 503 */
-    }
-}
-
 /* Records a failed attempt against a planned campaign capture (campaign-status
  * shows verification_failed with the message); best effort. */
-static void record_failed_attempt(ingest *g, const char *code, const char *message) {
-    if (!g->campaign || srv_error_status(code) >= 500) return;
+static void record_failed_attempt(ingest *g, cg_reason reason, const char *message) {
+    if (!g->campaign || srv_reason_status(reason) >= 500) return;
+    const char *code = cg_reason_code(reason);
     srv_attempt at = {g->campaign, g->planned, g->trace ? g->trace->run.run_id : NULL,
                       g->trace ? srv_trace_host(g->trace) : NULL, g->trace ? g->trace->run.device : NULL};
     srv_store_attempt_failed(g->r->s->pool, &at, code, message);
@@ -104,13 +83,21 @@ static const char *relative_msg(ingest *g, const char *msg) {
     return out;
 }
 
-static enum MHD_Result reject(ingest *g, const char *code, cg_jv *detail, const char *msg) {
+static enum MHD_Result reject(ingest *g, cg_reason reason, cg_jv *detail, const char *msg) {
     msg = relative_msg(g, msg);
+    const char *code = cg_reason_code(reason);
     srv_metrics_ingest(code, g->r->body_len, now_s() - g->t0);
-    record_failed_attempt(g, code, msg);
+    record_failed_attempt(g, reason, msg);
     srv_log("info", "upload rejected", "request_id", g->r->id, "code", code, "reason", msg, "bundle_id",
             g->id[0] ? g->id : NULL, "key_id", g->key_id, NULL);
-    return srv_fail(g->r, code, detail, "%s", msg);
+    return srv_fail(g->r, reason, detail, "%s", msg);
+}
+
+/* A failed library step: refused with the reason it was detected with, or a
+ * local failure (no reason) answered 503. */
+static enum MHD_Result reject_err(ingest *g, const cg_error *err, cg_jv *detail) {
+    if (err->reason == CG_R_NONE) return srv_fail_error(g->r, err, NULL); /* 503, or 507 when full */
+    return reject(g, err->reason, detail, err->msg);
 }
 
 static cg_jv *detail_kv(cg_arena *a, const char *k1, cg_jv *v1, const char *k2, cg_jv *v2) {
@@ -142,7 +129,7 @@ static enum MHD_Result check_campaign(ingest *g, bool *answered) {
     *answered = true;
     if (!g->campaign || !g->planned || !*g->campaign || !*g->planned) {
         g->campaign = g->planned = NULL;
-        return srv_fail(r, "invalid_parameter", NULL, "campaign and planned must be given together");
+        return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "campaign and planned must be given together");
     }
     cg_error err = {0};
     int n = srv_store_capture_exists(r->s->pool, g->campaign, g->planned, &err);
@@ -150,7 +137,7 @@ static enum MHD_Result check_campaign(ingest *g, bool *answered) {
     if (n == 0) {
         const char *cid = g->campaign, *pl = g->planned;
         g->campaign = g->planned = NULL;
-        return srv_fail(r, "not_found", NULL, "campaign %s has no planned capture %s", cid, pl);
+        return srv_fail(r, CG_R_NOT_FOUND, NULL, "campaign %s has no planned capture %s", cid, pl);
     }
     *answered = false;
     return MHD_YES;
@@ -164,7 +151,7 @@ static bool check_signature(ingest *g, const char **sig_json, const char **key_i
     const char *hdr = srv_header(r, "Candle-Graph-Signature");
     if (!hdr || !*hdr) {
         if (!r->s->cfg.require_signature) return true;
-        *res = reject(g, "signature_missing", NULL,
+        *res = reject(g, CG_R_SIGNATURE_MISSING, NULL,
                       "this server requires a candle-graph/signature/1 signature (Candle-Graph-Signature header)");
         return false;
     }
@@ -172,7 +159,7 @@ static bool check_signature(ingest *g, const char **sig_json, const char **key_i
     char *raw = cg_arena_alloc(a, hl + 1);
     if (hl > 64 * 1024 ||
         sodium_base642bin((unsigned char *)raw, hl, hdr, hl, " \t", &n, NULL, sodium_base64_VARIANT_ORIGINAL) != 0) {
-        *res = reject(g, "malformed_signature", NULL, "Candle-Graph-Signature is not valid base64");
+        *res = reject(g, CG_R_MALFORMED_SIGNATURE, NULL, "Candle-Graph-Signature is not valid base64");
         return false;
     }
     raw[n] = 0;
@@ -183,7 +170,7 @@ static bool check_signature(ingest *g, const char **sig_json, const char **key_i
     cg_jv *doc = cg_json_parse(a, raw, n, &lim, &err);
     const char *kid = doc ? cg_jv_as_str(cg_jv_get(doc, "key_id")) : NULL;
     if (!doc || doc->type != CG_JOBJ || !kid) {
-        *res = reject(g, "malformed_signature", NULL,
+        *res = reject(g, CG_R_MALFORMED_SIGNATURE, NULL,
                       doc ? "signature has no key_id" : "signature is not a candle-graph/signature/1 JSON document");
         return false;
     }
@@ -197,16 +184,16 @@ static bool check_signature(ingest *g, const char **sig_json, const char **key_i
     g->key_id = kid;
     cg_jv *d = detail_kv(a, "key_id", cg_jv_str(a, kid), NULL, NULL);
     if (found == 0) {
-        *res = reject(g, "signer_unknown", d, "the signing key is not registered on this server");
+        *res = reject(g, CG_R_SIGNER_UNKNOWN, d, "the signing key is not registered on this server");
         return false;
     }
     if (revoked) {
-        *res = reject(g, "signer_revoked", d, "the signing key has been revoked");
+        *res = reject(g, CG_R_SIGNER_REVOKED, d, "the signing key has been revoked");
         return false;
     }
     cg_signature_info info;
     if (!pk_ok || cg_sig_verify_manifest(g->manifest, g->manifest_len, raw, n, pk, &info, &err) < 0) {
-        *res = reject(g, err.code == CG_EPARSE ? "malformed_signature" : "signature_invalid", d, err.msg);
+        *res = reject(g, pk_ok && err.reason ? err.reason : CG_R_SIGNATURE_INVALID, d, err.msg);
         return false;
     }
     cg_buf b = CG_BUF_INIT;
@@ -296,7 +283,7 @@ static bool check_ingest_rules(ingest *g, const char *run_id, enum MHD_Result *r
     size_t k = 0;
     while (run_id[k] == ' ' || run_id[k] == '\t' || run_id[k] == '\n' || run_id[k] == '\r') k++;
     if (!run_id[k]) {
-        *res = reject(g, "invalid_run_id", detail_kv(a, "path", cg_jv_str(a, "bundle.json"), NULL, NULL),
+        *res = reject(g, CG_R_INVALID_RUN_ID, detail_kv(a, "path", cg_jv_str(a, "bundle.json"), NULL, NULL),
                       "the bundle's run_id is empty");
         return false;
     }
@@ -308,10 +295,11 @@ static bool check_ingest_rules(ingest *g, const char *run_id, enum MHD_Result *r
     uint64_t line = off >= 0 ? line_of(fd, off) : 0;
     close(fd);
     if (off < 0) return true;
-    *res = reject(g, "trace_invalid",
-                  detail_kv(a, "path", cg_jv_str(a, "trace.jsonl"), "line", cg_jv_u64(a, line)),
-                  cg_arena_printf(a, "trace.jsonl line %llu: a string contains NUL (\\u0000), which traces must not "
-                                     "carry", (unsigned long long)line));
+    *res = reject(g, CG_R_TRACE_INVALID, detail_kv(a, "path", cg_jv_str(a, "trace.jsonl"), "line", cg_jv_u64(a, line)),
+                  cg_arena_printf(a,
+                                  "trace.jsonl line %llu: a string contains NUL (\\u0000), which traces must not "
+                                  "carry",
+                                  (unsigned long long)line));
     return false;
 }
 
@@ -346,15 +334,15 @@ static enum MHD_Result run(ingest *g) {
     if (snprintf(g->stage, sizeof g->stage, "%s/staging/%s", s->cfg.data_dir, r->id) >= (int)sizeof g->stage ||
         snprintf(g->root, sizeof g->root, "%s/bundle", g->stage) >= (int)sizeof g->root) {
         g->stage[0] = 0;
-        return srv_fail(r, "unavailable", NULL, "data dir path too long");
+        return srv_fail(r, CG_R_UNAVAILABLE, NULL, "data dir path too long");
     }
     if (mkdir(g->stage, 0700) != 0) {
         bool full = errno == ENOSPC;
         g->stage[0] = 0;
-        return full ? srv_fail(r, "insufficient_storage", NULL, "no space left for staging")
-                    : srv_fail(r, "unavailable", NULL, "cannot create the staging directory");
+        return full ? srv_fail(r, CG_R_INSUFFICIENT_STORAGE, NULL, "no space left for staging")
+                    : srv_fail(r, CG_R_UNAVAILABLE, NULL, "cannot create the staging directory");
     }
-    if (lseek(r->body_fd, 0, SEEK_SET) != 0) return srv_fail(r, "unavailable", NULL, "cannot rewind the upload");
+    if (lseek(r->body_fd, 0, SEEK_SET) != 0) return srv_fail(r, CG_R_UNAVAILABLE, NULL, "cannot rewind the upload");
     cg_archive_limits lim;
     cg_archive_limits_default(&lim);
     lim.max_entries = s->cfg.max_files + 1;
@@ -363,33 +351,20 @@ static enum MHD_Result run(ingest *g) {
     lim.max_stream_bytes = s->cfg.max_decoded_bytes + 1536 * lim.max_entries + (1u << 20);
     lim.scratch = true; /* staging is private and always removed; the blobs are the durable copies */
     lim.max_ratio = s->cfg.max_decode_ratio;
-    cg_archive_error kind = CG_ARCHIVE_OK;
-    if (cg_archive_unpack_fd(r->body_fd, g->root, &lim, &kind, &err) < 0) {
-        switch (kind) {
-        case CG_ARCHIVE_UNSAFE_PATH: return reject(g, "unsafe_path", NULL, err.msg);
-        case CG_ARCHIVE_SPECIAL_FILE: return reject(g, "special_file", NULL, err.msg);
-        case CG_ARCHIVE_TOO_LARGE:
-            return reject(g, "payload_too_large", detail_kv(a, "limit", cg_jv_str(a, "archive"), NULL, NULL), err.msg);
-        case CG_ARCHIVE_MALFORMED: return reject(g, "malformed_archive", NULL, err.msg);
-        case CG_ARCHIVE_RATIO:
-            return reject(g, "payload_too_large",
-                          detail_kv(a, "limit", cg_jv_str(a, "decompression_ratio"), "expected",
-                                    cg_jv_u64(a, s->cfg.max_decode_ratio)),
-                          err.msg);
-        default:
+    if (cg_archive_unpack_fd(r->body_fd, g->root, &lim, &err) < 0) {
+        if (err.reason == CG_R_NONE) {
             if (err.code == CG_ENOSPC || srv_free_bytes(s->cfg.data_dir) < (1u << 20))
-                return srv_fail(r, "insufficient_storage", NULL, "no space left to unpack the upload");
+                return srv_fail(r, CG_R_INSUFFICIENT_STORAGE, NULL, "no space left to unpack the upload");
             return srv_fail_unavailable(r, &err);
         }
+        cg_jv *d = err.limit ? detail_kv(a, "limit", cg_jv_str(a, err.limit), NULL, NULL) : NULL;
+        if (err.limit && strcmp(err.limit, "decompression_ratio") == 0)
+            cg_jv_obj_put(a, d, "expected", cg_jv_u64(a, s->cfg.max_decode_ratio));
+        return reject(g, err.reason, d, err.msg);
     }
     /* 4. bundle/1 verification, exactly as upstream */
     cg_bundle_receipt rcpt;
-    cg_bundle_check chk = CG_BCHK_NONE;
-    if (cg_bundle_verify(g->root, &rcpt, &chk, &err) < 0) {
-        const char *code = check_code(chk);
-        if (!code) return srv_fail_unavailable(r, &err);
-        return reject(g, code, NULL, err.msg);
-    }
+    if (cg_bundle_verify(g->root, &rcpt, &err) < 0) return reject_err(g, &err, NULL);
     char mpath[PATH_MAX + 16];
     snprintf(mpath, sizeof mpath, "%s/bundle.json", g->root);
     g->manifest = cg_read_file(mpath, CG_BUNDLE_MANIFEST_MAX, &g->manifest_len, &err);
@@ -397,29 +372,22 @@ static enum MHD_Result run(ingest *g) {
     char id[65];
     cg_sha256_hex(g->manifest, g->manifest_len, id);
     memcpy(g->id, id, sizeof id);
-    if (strcmp(id, rcpt.manifest_sha256) != 0) return reject(g, "digest_mismatch", NULL, "bundle manifest changed during verification");
+    if (strcmp(id, rcpt.manifest_sha256) != 0)
+        return reject(g, CG_R_DIGEST_MISMATCH, NULL, "bundle manifest changed during verification");
     if (!check_ingest_rules(g, rcpt.run_id, &res)) return res;
     cg_bundle_manifest man;
-    if (cg_bundle_manifest_parse(a, g->manifest, g->manifest_len, &man, &err) < 0)
-        return reject(g, "malformed_manifest", NULL, err.msg);
+    if (cg_bundle_manifest_parse(a, g->manifest, g->manifest_len, &man, &err) < 0) return reject_err(g, &err, NULL);
 
     /* run-ID binding and semantic verification, as `candle-graph verify --semantic` */
     cg_semantic_result sres = CG_SEMANTIC_NOT_REDERIVABLE;
-    cg_semantic_failure sfail = CG_SEMF_NONE;
-    if (cg_bundle_verify_semantic_trace(g->root, &rcpt, true, &sres, &sfail, &g->trace, &err) < 0) {
-        switch (sfail) {
-        case CG_SEMF_TRACE_INVALID:
-            return reject(g, "trace_invalid",
-                          detail_kv(a, "path", cg_jv_str(a, "trace.jsonl"), err.line ? "line" : NULL,
-                                    cg_jv_u64(a, (uint64_t)err.line)),
-                          err.msg);
-        case CG_SEMF_RUN_ID_MISMATCH: return reject(g, "run_id_mismatch", NULL, err.msg);
-        case CG_SEMF_EVIDENCE_MISMATCH:
-            return reject(g, "semantic_mismatch", detail_kv(a, "path", cg_jv_str(a, "evidence.json"), NULL, NULL),
-                          err.msg);
-        case CG_SEMF_CHANGED: return reject(g, "digest_mismatch", NULL, err.msg);
-        default: return srv_fail_unavailable(r, &err);
-        }
+    if (cg_bundle_verify_semantic_trace(g->root, &rcpt, true, &sres, &g->trace, &err) < 0) {
+        cg_jv *d = NULL;
+        if (err.reason == CG_R_TRACE_INVALID)
+            d = detail_kv(a, "path", cg_jv_str(a, "trace.jsonl"), err.line ? "line" : NULL,
+                          cg_jv_u64(a, (uint64_t)err.line));
+        else if (err.reason == CG_R_SEMANTIC_MISMATCH)
+            d = detail_kv(a, "path", cg_jv_str(a, "evidence.json"), NULL, NULL);
+        return reject_err(g, &err, d);
     }
     const char *semantic = cg_semantic_result_name(sres), *evidence_schema = NULL;
     char epath[PATH_MAX + 16];
@@ -462,7 +430,8 @@ static enum MHD_Result run(ingest *g) {
     if (big) {
         cg_jv *d = detail_kv(a, "limit", cg_jv_str(a, "indexed_field_bytes"), "field", cg_jv_str(a, big));
         cg_jv_obj_put(a, d, "max", cg_jv_u64(a, SRV_INDEX_MAX_KEY_BYTES));
-        return reject(g, "payload_too_large", d, cg_arena_printf(a, "%s is longer than %d bytes", big, SRV_INDEX_MAX_KEY_BYTES));
+        return reject(g, CG_R_PAYLOAD_TOO_LARGE, d,
+                      cg_arena_printf(a, "%s is longer than %d bytes", big, SRV_INDEX_MAX_KEY_BYTES));
     }
     /* 6. store blobs (fs: before the transaction; pg: inside it) */
     bool pg_blobs = s->blobs.kind == SRV_BLOB_PG;
@@ -472,7 +441,7 @@ static enum MHD_Result run(ingest *g) {
             snprintf(src, sizeof src, "%s/%s", g->root, files[i].path);
             bool enospc = false;
             if (srv_blob_put(&s->blobs, NULL, src, files[i].sha256, files[i].bytes, &enospc, &err) < 0)
-                return enospc ? srv_fail(r, "insufficient_storage", NULL, "no space left in the blob store")
+                return enospc ? srv_fail(r, CG_R_INSUFFICIENT_STORAGE, NULL, "no space left in the blob store")
                               : srv_fail_unavailable(r, &err);
         }
     }
@@ -504,7 +473,7 @@ static enum MHD_Result run(ingest *g) {
     if (oc.conflict) {
         cg_jv *d = detail_kv(a, "run_id", cg_jv_str(a, rcpt.run_id), oc.other[0] ? "existing_id" : NULL,
                              oc.other[0] ? cg_jv_str(a, oc.other) : NULL);
-        return reject(g, "run_id_conflict", d, "a different bundle already holds this run_id");
+        return reject(g, CG_R_RUN_ID_CONFLICT, d, "a different bundle already holds this run_id");
     }
     srv_history_detect(s, history_series); /* issue 15: change points of the bundle's series */
 

@@ -26,12 +26,12 @@ int srv_bundle_filters_add(srv_req *r, struct srv_where *w, enum MHD_Result *res
         const char *v = srv_query(r, name);
         if (!v) continue;
         if (!strcmp(name, "capture_step") && !srv_parse_u64(v, UINT64_MAX, NULL)) {
-            *res = srv_fail(r, "invalid_parameter", srv_detail_param(r, "capture_step"),
+            *res = srv_fail(r, CG_R_INVALID_PARAMETER, srv_detail_param(r, "capture_step"),
                             "capture_step must be an integer from 0 to 2^64-1");
             return 0;
         }
         if (!srv_where_filter(w, k, v)) {
-            *res = srv_fail(r, "invalid_parameter", NULL, "too many filters");
+            *res = srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "too many filters");
             return 0;
         }
     }
@@ -39,11 +39,11 @@ int srv_bundle_filters_add(srv_req *r, struct srv_where *w, enum MHD_Result *res
     if (tag) {
         const char *colon = strchr(tag, ':');
         if (!colon || colon == tag) {
-            *res = srv_fail(r, "invalid_parameter", NULL, "tag must be key:value");
+            *res = srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "tag must be key:value");
             return 0;
         }
         if (!srv_where_tag(w, cg_arena_strndup(&r->arena, tag, (size_t)(colon - tag)), colon + 1)) {
-            *res = srv_fail(r, "invalid_parameter", NULL, "too many filters");
+            *res = srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "too many filters");
             return 0;
         }
     }

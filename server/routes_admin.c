@@ -13,12 +13,12 @@ static cg_jv *body_object(srv_req *r, enum MHD_Result *res) {
     lim.max_items = 1000;
     cg_jv *v = r->body.len ? cg_json_parse(&r->arena, r->body.data, r->body.len, &lim, &err) : NULL;
     if (!v) {
-        *res = srv_fail(r, "malformed_json", NULL, "request body is not valid JSON%s%s", err.msg[0] ? ": " : "",
+        *res = srv_fail(r, CG_R_MALFORMED_JSON, NULL, "request body is not valid JSON%s%s", err.msg[0] ? ": " : "",
                         err.msg);
         return NULL;
     }
     if (v->type != CG_JOBJ) {
-        *res = srv_fail(r, "bad_request", NULL, "request body must be a JSON object");
+        *res = srv_fail(r, CG_R_BAD_REQUEST, NULL, "request body must be a JSON object");
         return NULL;
     }
     const char *dup = srv_json_dup_key(v);
@@ -34,7 +34,7 @@ static const char *str_field(srv_req *r, cg_jv *o, const char *key, enum MHD_Res
     if (!s || !*s || strlen(s) > 256) {
         cg_jv *d = cg_jv_obj(&r->arena);
         cg_jv_obj_put(&r->arena, d, "field", cg_jv_str(&r->arena, key));
-        *res = srv_fail(r, "bad_request", d, "field %s must be a non-empty string", key);
+        *res = srv_fail(r, CG_R_BAD_REQUEST, d, "field %s must be a non-empty string", key);
         return NULL;
     }
     return s;
@@ -50,7 +50,7 @@ enum MHD_Result srv_h_tokens_create(srv_req *r) {
     if (!name) return res;
     bool bad;
     unsigned scopes = srv_scopes_parse_list(cg_jv_get(o, "scopes"), &bad);
-    if (bad) return srv_fail(r, "bad_request", NULL, "scopes must be a non-empty array of upload, read, admin");
+    if (bad) return srv_fail(r, CG_R_BAD_REQUEST, NULL, "scopes must be a non-empty array of upload, read, admin");
     cg_error err = {0};
     const char *id, *token;
     int rc = srv_token_create(DB(r), name, scopes, &r->arena, &id, &token, &err);
@@ -89,7 +89,7 @@ static enum MHD_Result revoke_row(srv_req *r, const char *what) {
     cg_error err = {0};
     int n = srv_store_revoke(DB(r), strcmp(what, "key") == 0, r->params[0], &err);
     if (n < 0) return srv_fail_unavailable(r, &err);
-    if (n == 0) return srv_fail(r, "not_found", NULL, "no such %s: %s", what, r->params[0]);
+    if (n == 0) return srv_fail(r, CG_R_NOT_FOUND, NULL, "no such %s: %s", what, r->params[0]);
     cg_arena *a = &r->arena;
     cg_jv *out = cg_jv_obj(a);
     cg_jv_obj_put(a, out, strcmp(what, "key") == 0 ? "key_id" : "id", cg_jv_str(a, r->params[0]));
@@ -108,11 +108,11 @@ enum MHD_Result srv_h_keys_create(srv_req *r) {
     const char *name = str_field(r, o, "name", &res);
     if (!name) return res;
     const char *pub = cg_jv_as_str(cg_jv_get(o, "public_key"));
-    if (!pub) return srv_fail(r, "bad_request", NULL, "field public_key must be a string");
+    if (!pub) return srv_fail(r, CG_R_BAD_REQUEST, NULL, "field public_key must be a string");
     unsigned char pk[32];
     char kid[33];
     cg_error perr = {0};
-    if (srv_pubkey_parse(pub, pk, &perr) < 0) return srv_fail(r, "invalid_parameter", NULL, "%s", perr.msg);
+    if (srv_pubkey_parse(pub, pk, &perr) < 0) return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "%s", perr.msg);
     srv_key_id(pk, kid);
     cg_error err = {0};
     bool fresh;

@@ -35,14 +35,14 @@ static int resolve(srv_req *r, char id[65], enum MHD_Result *res) {
     bool hex = n >= 12 && n <= 64;
     for (size_t i = 0; hex && i < n; i++) hex = (p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f');
     if (!hex) {
-        *res = srv_fail(r, "invalid_parameter", NULL, "a bundle id is 12 to 64 lowercase hex characters");
+        *res = srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "a bundle id is 12 to 64 lowercase hex characters");
         return 0;
     }
     cg_error err = {0};
     int rows = srv_store_bundle_resolve(r->s->pool, p, id, &err);
     if (rows < 0) *res = srv_fail_unavailable(r, &err);
-    else if (rows == 0) *res = srv_fail(r, "not_found", NULL, "no bundle with id %s", p);
-    else if (rows > 1) *res = srv_fail(r, "invalid_parameter", NULL, "bundle id prefix %s is ambiguous", p);
+    else if (rows == 0) *res = srv_fail(r, CG_R_NOT_FOUND, NULL, "no bundle with id %s", p);
+    else if (rows > 1) *res = srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "bundle id prefix %s is ambiguous", p);
     return rows == 1;
 }
 
@@ -76,8 +76,8 @@ static cg_jv *bool_col(cg_arena *a, PGresult *x, int row, int col) {
 
 /* ------------------------------------------------------------ derived views (srv_derived.h) */
 
-static void fail_set(srv_derive_fail *f, const char *code, const char *limit, const char *msg) {
-    f->code = code;
+static void fail_set(srv_derive_fail *f, cg_reason reason, const char *limit, const char *msg) {
+    f->reason = reason;
     f->limit = limit;
     if (snprintf(f->msg, sizeof f->msg, "%s", msg) < 0) f->msg[0] = 0; /* long messages are cut */
 }
@@ -90,23 +90,23 @@ static cg_trace *load_trace(srv_req *r, const char *id, srv_derive_fail *f) {
     uint64_t bytes = 0;
     int found = srv_store_file_ref(r->s->pool, id, "trace.jsonl", hex, &bytes, &err);
     if (found != 1) {
-        fail_set(f, found == 0 ? "internal" : "unavailable", NULL,
+        fail_set(f, found == 0 ? CG_R_INTERNAL : CG_R_UNAVAILABLE, NULL,
                  found == 0 ? "the bundle has no stored trace.jsonl" : err.msg);
         return NULL;
     }
     if (bytes > SRV_DERIVED_MAX_TRACE_BYTES) {
-        fail_set(f, "payload_too_large", "derived_trace_bytes", "the trace is too large for a derived view");
+        fail_set(f, CG_R_PAYLOAD_TOO_LARGE, "derived_trace_bytes", "the trace is too large for a derived view");
         return NULL;
     }
     size_t len = 0;
     char *data = srv_store_blob_read(r->s, hex, (size_t)SRV_DERIVED_MAX_TRACE_BYTES, &len, &err);
     if (!data) {
-        fail_set(f, "internal", NULL, "the stored trace is missing or damaged; run candle-graph-server fsck");
+        fail_set(f, CG_R_INTERNAL, NULL, "the stored trace is missing or damaged; run candle-graph-server fsck");
         return NULL;
     }
     cg_trace *t = cg_trace_read_mem(data, len, "trace.jsonl", NULL, &err);
     free(data);
-    if (!t) fail_set(f, "trace_invalid", NULL, err.msg);
+    if (!t) fail_set(f, CG_R_TRACE_INVALID, NULL, err.msg);
     return t;
 }
 
@@ -162,7 +162,7 @@ static int write_json_file(const char *path, const cg_jv *v, srv_derive_fail *f)
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     int rc = fd < 0 ? -1 : cg_json_write_fd(fd, v, true, true, &err);
     if (fd >= 0 && close(fd) != 0) rc = -1;
-    if (rc < 0) fail_set(f, "insufficient_storage", NULL, "cannot write the derived view");
+    if (rc < 0) fail_set(f, CG_R_INSUFFICIENT_STORAGE, NULL, "cannot write the derived view");
     return rc;
 }
 
@@ -172,13 +172,13 @@ static int derive_graph(srv_req *r, const char *id, const char *out, srv_derive_
     cg_health *h = cg_health_analyze(t);
     int rc = -1;
     if (!h->structurally_valid || t->terminal.outcome == CG_OUTCOME_FAILED) {
-        fail_set(f, "trace_invalid", NULL, "no execution graph is derived for a failed or structurally invalid capture");
+        fail_set(f, CG_R_TRACE_INVALID, NULL, "no execution graph is derived for a failed or structurally invalid capture");
     } else {
         cg_arena a;
         cg_arena_init(&a, 1 << 20);
         cg_error err = {0};
         cg_graph *g = cg_graph_build(t, h, &a, &err);
-        if (!g) fail_set(f, "trace_invalid", NULL, err.msg);
+        if (!g) fail_set(f, CG_R_TRACE_INVALID, NULL, err.msg);
         else rc = write_json_file(out, cg_graph_to_json_lazy(&a, g), f);
         cg_arena_free(&a);
     }
@@ -198,14 +198,14 @@ static int derive_packet(srv_req *r, const char *id, const char *out, bool html,
     cg_error err = {0};
     int rc = -1;
     if (!nsdir[0] || place_files(r, id, "nsight/", nsdir, &n_ns, &err) < 0) {
-        fail_set(f, "unavailable", NULL, err.msg[0] ? err.msg : "cannot read the stored nsight files");
+        fail_set(f, CG_R_UNAVAILABLE, NULL, err.msg[0] ? err.msg : "cannot read the stored nsight files");
         goto out;
     }
     cg_arena a;
     cg_arena_init(&a, 1 << 20);
     cg_evidence *e = cg_evidence_build(&a, t, n_ns ? ns : NULL, &err);
     if (!e) {
-        fail_set(f, "trace_invalid", NULL, err.msg);
+        fail_set(f, CG_R_TRACE_INVALID, NULL, err.msg);
     } else if (!html) {
         rc = write_json_file(out, cg_evidence_to_json_lazy(&a, e), f);
     } else {
@@ -213,9 +213,9 @@ static int derive_packet(srv_req *r, const char *id, const char *out, bool html,
         cg_jv_materialize(&a, packet);
         cg_buf b = CG_BUF_INIT;
         if (cg_viewer_render_html(cg_viewer_payload(&a, packet), &b, &err) != 0) {
-            fail_set(f, "trace_invalid", NULL, err.msg);
+            fail_set(f, CG_R_TRACE_INVALID, NULL, err.msg);
         } else if (cg_write_file_atomic(out, b.data, b.len, &err) != 0) {
-            fail_set(f, "insufficient_storage", NULL, "cannot write the derived view");
+            fail_set(f, CG_R_INSUFFICIENT_STORAGE, NULL, "cannot write the derived view");
         } else {
             rc = 0;
         }
@@ -245,7 +245,7 @@ static int derive_chrome(srv_req *r, const char *id, const char *out, srv_derive
     cg_fd_sink_ctx sink = {open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600), 0};
     int rc = sink.fd < 0 ? -1 : cg_chrome_trace_write(t, cg_fd_sink, &sink, &err);
     if (sink.fd >= 0 && close(sink.fd) != 0) rc = -1;
-    if (rc < 0) fail_set(f, "insufficient_storage", NULL, "cannot write the derived view");
+    if (rc < 0) fail_set(f, CG_R_INSUFFICIENT_STORAGE, NULL, "cannot write the derived view");
     cg_trace_free(t);
     return rc;
 }
@@ -262,7 +262,7 @@ static int derive_archive(srv_req *r, const char *id, const char *out, srv_deriv
     if (dir[0]) cg_rm_rf(dir);
     if (rc < 0) {
         srv_log("error", "archive build failed", "request_id", r->id, "error", err.msg, NULL);
-        f->code = "internal";
+        f->reason = CG_R_INTERNAL;
         if (snprintf(f->msg, sizeof f->msg, "cannot build the archive of bundle %s: %s", id, err.msg) < 0) f->msg[0] = 0;
     }
     return rc;
@@ -311,12 +311,12 @@ enum MHD_Result srv_h_bundles_list(srv_req *r) {
     if (ls) {
         uint64_t v = 0;
         if (!srv_parse_u64(ls, 500, &v) || v < 1)
-            return srv_fail(r, "invalid_parameter", NULL, "limit must be an integer from 1 to 500");
+            return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "limit must be an integer from 1 to 500");
         limit = (unsigned)v;
     }
     const char *cursor = srv_query(r, "cursor");
     if (cursor && !srv_parse_u64(cursor, INT64_MAX, NULL)) /* seq is a bigint */
-        return srv_fail(r, "invalid_parameter", NULL, "cursor is not one this server issued");
+        return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "cursor is not one this server issued");
     srv_where w;
     srv_where_init(&w, NULL);
     enum MHD_Result refused;
@@ -333,9 +333,9 @@ enum MHD_Result srv_h_bundles_list(srv_req *r) {
         if (bad) {
             cg_jv *d = cg_jv_obj(a);
             cg_jv_obj_put(a, d, "parameter", cg_jv_str(a, bad));
-            return srv_fail(r, "invalid_parameter", d, "invalid value for parameter %s", bad);
+            return srv_fail(r, CG_R_INVALID_PARAMETER, d, "invalid value for parameter %s", bad);
         }
-        if (!strncmp(sqlstate, "22", 2)) return srv_fail(r, "invalid_parameter", NULL, "invalid query parameter value");
+        if (!strncmp(sqlstate, "22", 2)) return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "invalid query parameter value");
         return srv_fail_unavailable(r, &err);
     }
     cg_jv *items = cg_jv_arr(a);
@@ -419,7 +419,7 @@ enum MHD_Result srv_h_bundle_manifest(srv_req *r) {
     PGresult *x = srv_store_bundle_manifest(r->s->pool, id, &err);
     if (!x || PQntuples(x) != 1) {
         PQclear(x);
-        return srv_fail(r, "unavailable", NULL, "the database is not reachable");
+        return srv_fail(r, CG_R_UNAVAILABLE, NULL, "the database is not reachable");
     }
     char etag[70];
     snprintf(etag, sizeof etag, "\"%s\"", id);
@@ -446,14 +446,14 @@ enum MHD_Result srv_h_bundle_file(srv_req *r) {
     uint64_t want = 0;
     int found = srv_store_file_ref(r->s->pool, id, r->params[1], hex, &want, &err);
     if (found < 0) return srv_fail_unavailable(r, &err);
-    if (found == 0) return srv_fail(r, "not_found", NULL, "bundle %s has no file %s", id, r->params[1]);
+    if (found == 0) return srv_fail(r, CG_R_NOT_FOUND, NULL, "bundle %s has no file %s", id, r->params[1]);
     uint64_t size = 0;
     bool missing = false;
     int fd = srv_store_blob_open(r->s, hex, &size, &missing, &err);
     if (fd < 0 || size != want) {
         if (fd >= 0) close(fd);
         srv_log("error", "stored blob missing or damaged", "request_id", r->id, "sha256", hex, NULL);
-        return srv_fail(r, "internal", NULL, "stored blob %s is missing or damaged; run candle-graph-server fsck", hex);
+        return srv_fail(r, CG_R_INTERNAL, NULL, "stored blob %s is missing or damaged; run candle-graph-server fsck", hex);
     }
     return srv_reply_fd(r, fd, size, ctype_for(r->params[1]), hex, true);
 }
@@ -470,7 +470,7 @@ enum MHD_Result srv_h_bundle_signature(srv_req *r) {
     if (!x) return srv_fail_unavailable(r, &err);
     if (PQntuples(x) != 1 || PQgetisnull(x, 0, 0)) {
         PQclear(x);
-        return srv_fail(r, "not_found", NULL, "bundle %s was uploaded without a signature", id);
+        return srv_fail(r, CG_R_NOT_FOUND, NULL, "bundle %s was uploaded without a signature", id);
     }
     cg_jv *v = parse_json_col(&r->arena, x, 0, 0);
     PQclear(x);
@@ -483,7 +483,7 @@ static enum MHD_Result serve_blob(srv_req *r, const char *hex, const char *ctype
     uint64_t size;
     bool missing;
     int fd = srv_store_blob_open(r->s, hex, &size, &missing, &err);
-    if (fd < 0) return srv_fail(r, "internal", NULL, "stored blob %s is missing; run candle-graph-server fsck", hex);
+    if (fd < 0) return srv_fail(r, CG_R_INTERNAL, NULL, "stored blob %s is missing; run candle-graph-server fsck", hex);
     return srv_reply_fd(r, fd, size, ctype, hex, true);
 }
 
@@ -506,7 +506,7 @@ enum MHD_Result srv_h_bundle_graph(srv_req *r) {
 enum MHD_Result srv_h_bundle_export(srv_req *r) {
     const char *format = srv_query(r, "format");
     if (!format || strcmp(format, "chrome"))
-        return srv_fail(r, "invalid_parameter", NULL, "format must be chrome (Chrome Trace Event Format JSON)");
+        return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "format must be chrome (Chrome Trace Event Format JSON)");
     WITH_BUNDLE(r, id);
     (void)err;
     return srv_derived_serve(r, id, "chrome", JSON_CT, derive_chrome);

@@ -53,7 +53,7 @@ static int fetch_campaigns(srv_req *r, const char *const *ids, size_t n, srv_cam
     for (int attempt = 0;; attempt++) {
         cg_error err = {0};
         int rc = srv_store_campaign_rows(r->s->pool, ids, n, rows, &err);
-        if (rc == 0) *res = srv_fail(r, "not_found", NULL, "no campaign %s", n == 1 ? ids[0] : "of this page");
+        if (rc == 0) *res = srv_fail(r, CG_R_NOT_FOUND, NULL, "no campaign %s", n == 1 ? ids[0] : "of this page");
         if (rc < 0) *res = srv_fail_unavailable(r, &err);
         if (rc != 1) return 0;
         int filled = attempt == 0 ? backfill_rows(r, rows, n, &err) : 0;
@@ -92,7 +92,7 @@ static int build_campaign(srv_req *r, const char *cid, srv_campaign_rows *rows, 
     if (parsed < 0) {
         PQclear(x);
         srv_log("error", "stored campaign manifest unreadable", "campaign_id", cid, "error", err.msg, NULL);
-        *res = srv_fail(r, "internal", NULL, "the stored manifest of campaign %s is unreadable", cid);
+        *res = srv_fail(r, CG_R_INTERNAL, NULL, "the stored manifest of campaign %s is unreadable", cid);
         return 0;
     }
     size_t n = out->m.n_planned;
@@ -197,24 +197,24 @@ enum MHD_Result srv_h_campaign_put(srv_req *r) {
     if (!strcmp(cid, ".") || !strcmp(cid, "..")) {
         cg_jv *d = cg_jv_obj(a);
         cg_jv_obj_put(a, d, "parameter", cg_jv_str(a, "campaign_id"));
-        return srv_fail(r, "invalid_parameter", d, "a campaign id cannot be \".\" or \"..\"");
+        return srv_fail(r, CG_R_INVALID_PARAMETER, d, "a campaign id cannot be \".\" or \"..\"");
     }
     cg_jv *doc = r->body.len ? cg_json_parse(a, r->body.data, r->body.len, &lim, &err) : NULL;
     if (!doc)
-        return srv_fail(r, "malformed_json", NULL, "the body is not a JSON document%s%s", err.msg[0] ? ": " : "", err.msg);
+        return srv_fail(r, CG_R_MALFORMED_JSON, NULL, "the body is not a JSON document%s%s", err.msg[0] ? ": " : "",
+                        err.msg);
     const char *dup = srv_json_dup_key(doc);
     if (dup) return srv_fail_dup_key(r, dup);
     cg_campaign_manifest m;
-    if (cg_campaign_manifest_parse(a, r->body.data, r->body.len, &m, &err) < 0)
-        return srv_fail(r, "bad_request", NULL, "%s", err.msg);
+    if (cg_campaign_manifest_parse(a, r->body.data, r->body.len, &m, &err) < 0) return srv_fail_error(r, &err, NULL);
     if (strcmp(m.campaign_id, cid) != 0)
-        return srv_fail(r, "invalid_parameter", NULL, "the manifest's campaign_id %s differs from the URL's %s",
+        return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "the manifest's campaign_id %s differs from the URL's %s",
                         m.campaign_id, cid);
     if (m.n_planned > SRV_MAX_PLANNED_CAPTURES) {
         cg_jv *d = cg_jv_obj(a);
         cg_jv_obj_put(a, d, "limit", cg_jv_str(a, "planned_captures"));
         cg_jv_obj_put(a, d, "max", cg_jv_u64(a, SRV_MAX_PLANNED_CAPTURES));
-        return srv_fail(r, "payload_too_large", d, "a campaign plans at most %d captures (this one plans %zu)",
+        return srv_fail(r, CG_R_PAYLOAD_TOO_LARGE, d, "a campaign plans at most %d captures (this one plans %zu)",
                         SRV_MAX_PLANNED_CAPTURES, m.n_planned);
     }
     cg_buf canon = CG_BUF_INIT;
@@ -240,7 +240,7 @@ enum MHD_Result srv_h_campaign_put(srv_req *r) {
     if (status == 409) {
         cg_jv *d = cg_jv_obj(a);
         cg_jv_obj_put(a, d, "campaign_id", cg_jv_str(a, cid));
-        return srv_fail(r, "campaign_conflict", d, "campaign %s already exists with a different manifest", cid);
+        return srv_fail(r, CG_R_CAMPAIGN_CONFLICT, d, "campaign %s already exists with a different manifest", cid);
     }
     camp cp;
     enum MHD_Result res;
@@ -263,7 +263,7 @@ enum MHD_Result srv_h_campaigns_list(srv_req *r) {
         char *end = NULL;
         limit = strtoul(ls, &end, 10);
         if (!*ls || *end || ls[0] == '-' || limit < 1 || limit > 500)
-            return srv_fail(r, "invalid_parameter", NULL, "limit must be an integer from 1 to 500");
+            return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "limit must be an integer from 1 to 500");
     }
     const char *cursor = srv_query(r, "cursor");
     cg_error err = {0};
@@ -326,13 +326,13 @@ static enum MHD_Result series_of(srv_req *r, const char *const *ids, const char 
         cg_jv *v = cg_json_parse(a, texts[i], strlen(texts[i]), &lim, &err);
         if (!v || cg_series_point_from_json(a, v, &pts[i], &err) < 0) {
             srv_log("error", "stored series point unreadable", "id", ids[i], "error", err.msg, NULL);
-            return srv_fail(r, "internal", NULL, "stored series facts of %s are unreadable", ids[i]);
+            return srv_fail(r, CG_R_INTERNAL, NULL, "stored series facts of %s are unreadable", ids[i]);
         }
         pts[i].bundle = names[i];
     }
     cg_error err = {0};
     cg_jv *out = cg_build_series_from_points(a, pts, n, srv_query(r, "label_prefix"), &err);
-    if (!out) return srv_fail(r, "invalid_parameter", NULL, "%s", err.msg);
+    if (!out) return srv_fail_error(r, &err, NULL);
     return srv_reply_json(r, 200, out);
 }
 
@@ -353,7 +353,7 @@ static enum MHD_Result get_series(srv_req *r, camp *cp) {
         }
         free(order);
         cg_jv_obj_put(a, d, "not_published", np);
-        return srv_fail(r, "campaign_conflict", d, "%s", err.msg);
+        return srv_fail_error(r, &err, d);
     }
     size_t n = cp->m.n_planned;
     size_t *order = cg_campaign_step_order(&cp->m);

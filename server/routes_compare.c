@@ -46,15 +46,16 @@ static int select_ids(srv_req *r, const char *name, srv_selector sel, const char
     if (!x) {
         cg_jv *d = bad ? cg_jv_obj(&r->arena) : NULL;
         if (d) cg_jv_obj_put(&r->arena, d, "parameter", cg_jv_str(&r->arena, bad));
-        *res = bad ? srv_fail(r, "invalid_parameter", d, "invalid value for parameter %s", bad)
-               : !strncmp(sqlstate, "22", 2) ? srv_fail(r, "invalid_parameter", NULL, "invalid query parameter value")
-                                             : srv_fail_unavailable(r, &err);
+        *res = bad ? srv_fail(r, CG_R_INVALID_PARAMETER, d, "invalid value for parameter %s", bad)
+               : !strncmp(sqlstate, "22", 2)
+                   ? srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "invalid query parameter value")
+                   : srv_fail_unavailable(r, &err);
         return 0;
     }
     int rows = PQntuples(x);
     if (rows > MAX_COHORT) {
         PQclear(x);
-        *res = srv_fail(r, "invalid_parameter", NULL, "cohort %s selects more than %d bundles", name, MAX_COHORT);
+        *res = srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "cohort %s selects more than %d bundles", name, MAX_COHORT);
         return 0;
     }
     out->n = (size_t)rows;
@@ -70,7 +71,7 @@ static int resolve_tokens(srv_req *r, const char *name, const char **tok, size_t
                           enum MHD_Result *res) {
     for (size_t i = 0; i < n; i++)
         if (!is_hex_prefix(tok[i])) {
-            *res = srv_fail(r, "invalid_parameter", NULL,
+            *res = srv_fail(r, CG_R_INVALID_PARAMETER, NULL,
                             "cohort %s: %s is not a bundle id (12 to 64 lowercase hex characters) or a selector", name,
                             tok[i]);
             return 0;
@@ -91,12 +92,12 @@ static int resolve_tokens(srv_req *r, const char *name, const char **tok, size_t
         if (k >= n) continue;
         if (PQgetisnull(x, i, 1)) {
             PQclear(x);
-            *res = srv_fail(r, "not_found", NULL, "no bundle with id %s", tok[k]);
+            *res = srv_fail(r, CG_R_NOT_FOUND, NULL, "no bundle with id %s", tok[k]);
             return 0;
         }
         if (out->ids[k]) {
             PQclear(x);
-            *res = srv_fail(r, "invalid_parameter", NULL, "bundle id prefix %s is ambiguous", tok[k]);
+            *res = srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "bundle id prefix %s is ambiguous", tok[k]);
             return 0;
         }
         out->ids[k] = cg_arena_strdup(&r->arena, PQgetvalue(x, i, 1));
@@ -104,7 +105,7 @@ static int resolve_tokens(srv_req *r, const char *name, const char **tok, size_t
     PQclear(x);
     for (size_t k = 0; k < n; k++)
         if (!out->ids[k]) {
-            *res = srv_fail(r, "not_found", NULL, "no bundle with id %s", tok[k]);
+            *res = srv_fail(r, CG_R_NOT_FOUND, NULL, "no bundle with id %s", tok[k]);
             return 0;
         }
     return 1;
@@ -125,15 +126,16 @@ int srv_cohort_resolve(srv_req *r, const char *name, const char *text, const cg_
             tok = cg_arena_zalloc(a, (n + 1) * sizeof *tok);
             for (size_t i = 0; i < n; i++)
                 if (!(tok[i] = cg_jv_as_str(cg_jv_at(json, i)))) {
-                    *res = srv_fail(r, "bad_request", NULL, "%s must be an array of bundle ids or a selector string", name);
+                    *res = srv_fail(r, CG_R_BAD_REQUEST, NULL, "%s must be an array of bundle ids or a selector string",
+                                    name);
                     return 0;
                 }
         } else {
-            *res = srv_fail(r, "bad_request", NULL, "%s must be an array of bundle ids or a selector string", name);
+            *res = srv_fail(r, CG_R_BAD_REQUEST, NULL, "%s must be an array of bundle ids or a selector string", name);
             return 0;
         }
     } else if (!text || !*text) {
-        *res = srv_fail(r, "invalid_parameter", NULL, "cohort %s is required (ids or a selector)", name);
+        *res = srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "cohort %s is required (ids or a selector)", name);
         return 0;
     } else if (strchr(text, ':')) {
         selector = text;
@@ -165,20 +167,21 @@ int srv_cohort_resolve(srv_req *r, const char *name, const char *text, const cg_
         } else if (!strncmp(selector, "branch:", 7) && selector[7]) { /* its newest commit's cohort */
             ok = select_ids(r, name, SRV_SEL_BRANCH, selector + 7, out, res);
         } else {
-            *res = srv_fail(r, "invalid_parameter", NULL,
+            *res = srv_fail(r, CG_R_INVALID_PARAMETER, NULL,
                             "unknown cohort selector %s (use campaign:<id>, implementation:<id>, commit:<sha> or "
-                            "branch:<name>)", selector);
+                            "branch:<name>)",
+                            selector);
             return 0;
         }
     } else {
         if (n == 0 || n > MAX_COHORT) {
-            *res = srv_fail(r, "invalid_parameter", NULL, "cohort %s needs 1 to %d bundle ids", name, MAX_COHORT);
+            *res = srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "cohort %s needs 1 to %d bundle ids", name, MAX_COHORT);
             return 0;
         }
         ok = resolve_tokens(r, name, tok, n, out, res);
     }
     if (ok && out->n == 0) {
-        *res = srv_fail(r, "not_found", NULL, "cohort %s selects no bundle", name);
+        *res = srv_fail(r, CG_R_NOT_FOUND, NULL, "cohort %s selects no bundle", name);
         return 0;
     }
     return ok;
@@ -232,7 +235,7 @@ static int parse_rows(srv_req *r, const srv_cohort *co, const char **texts, cg_c
         cg_error err = {0};
         if (cg_cohort_row_parse(&r->arena, texts[i], strlen(texts[i]), &(*rows)[i], &err) < 0) {
             srv_log("error", "stored cohort row unreadable", "id", co->ids[i], "error", err.msg, NULL);
-            *res = srv_fail(r, "internal", NULL, "stored comparison facts of %s are unreadable", co->ids[i]);
+            *res = srv_fail(r, CG_R_INTERNAL, NULL, "stored comparison facts of %s are unreadable", co->ids[i]);
             return 0;
         }
     }
@@ -244,7 +247,7 @@ static enum MHD_Result compare(srv_req *r, const char *atext, const char *btext,
     const char *re = srv_query(r, "require_eligible");
     bool require = re && (!strcmp(re, "1") || !strcmp(re, "true"));
     if (re && !require && strcmp(re, "0") && strcmp(re, "false"))
-        return srv_fail(r, "invalid_parameter", NULL, "require_eligible must be 0 or 1");
+        return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "require_eligible must be 0 or 1");
     cg_error err = {0};
     enum MHD_Result res;
     srv_cohort ca, cb;
@@ -268,7 +271,7 @@ static enum MHD_Result compare(srv_req *r, const char *atext, const char *btext,
         cg_json_limits_default(&lim);
         out = cg_json_parse(a, hit, len, &lim, &err);
         free(hit);
-        if (!out) return srv_fail(r, "internal", NULL, "cached comparison unreadable");
+        if (!out) return srv_fail(r, CG_R_INTERNAL, NULL, "cached comparison unreadable");
     } else {
         const char **ta = load_row_texts(r, &ca, &res), **tb = ta ? load_row_texts(r, &cb, &res) : NULL;
         if (!tb || !parse_rows(r, &ca, ta, &ra, &res) || !parse_rows(r, &cb, tb, &rb, &res)) return res;
@@ -288,7 +291,7 @@ static enum MHD_Result compare(srv_req *r, const char *atext, const char *btext,
     }
     cg_buf m = CG_BUF_INIT;
     cg_comparison_ineligible_message(out, &m);
-    res = srv_fail(r, "ineligible", out, "%s", m.data ? m.data : "comparison ineligible");
+    res = srv_fail(r, CG_R_INELIGIBLE, out, "%s", m.data ? m.data : "comparison ineligible");
     cg_buf_free(&m);
     return res;
 }
@@ -301,9 +304,11 @@ enum MHD_Result srv_h_compare_post(srv_req *r) {
     lim.max_depth = 8;
     cg_error err = {0};
     cg_jv *v = r->body.len ? cg_json_parse(&r->arena, r->body.data, r->body.len, &lim, &err) : NULL;
-    if (!v) return srv_fail(r, "malformed_json", NULL, "the body is not a JSON document%s%s", err.msg[0] ? ": " : "", err.msg);
+    if (!v)
+        return srv_fail(r, CG_R_MALFORMED_JSON, NULL, "the body is not a JSON document%s%s", err.msg[0] ? ": " : "",
+                        err.msg);
     if (v->type != CG_JOBJ || !cg_jv_get(v, "a") || !cg_jv_get(v, "b"))
-        return srv_fail(r, "bad_request", NULL, "the body must be {\"a\": [...], \"b\": [...]}");
+        return srv_fail(r, CG_R_BAD_REQUEST, NULL, "the body must be {\"a\": [...], \"b\": [...]}");
     return compare(r, NULL, NULL, cg_jv_get(v, "a"), cg_jv_get(v, "b"));
 }
 
@@ -572,7 +577,7 @@ enum MHD_Result srv_h_compare_spans(srv_req *r) {
         cg_jv *d = cg_jv_obj(a);
         cg_jv_obj_put(a, d, "limit", cg_jv_str(a, "span_diff_path_bytes"));
         cg_jv_obj_put(a, d, "max", cg_jv_u64(a, SRV_SPAN_DIFF_MAX_PATH_BYTES));
-        res = srv_fail(r, "payload_too_large", d,
+        res = srv_fail(r, CG_R_PAYLOAD_TOO_LARGE, d,
                        "the span diff would carry %" PRIu64 " bytes of path text (limit %llu); compare "
                        "bundles with fewer or shallower spans",
                        bytes, (unsigned long long)SRV_SPAN_DIFF_MAX_PATH_BYTES);

@@ -20,8 +20,8 @@ enum MHD_Result srv_h_readyz(srv_req *r) {
         cg_jv_obj_put(a, d, "database", cg_jv_bool(a, db_ok));
         cg_jv_obj_put(a, d, "blob_store", cg_jv_bool(a, store_ok));
         srv_log("warn", "not ready", "request_id", r->id, "error", err.msg, NULL);
-        return srv_fail(r, "unavailable", d, atomic_load(&r->s->stopping) ? "shutting down"
-                                                                          : "the database or blob store is not reachable");
+        return srv_fail(r, CG_R_UNAVAILABLE, d,
+                        atomic_load(&r->s->stopping) ? "shutting down" : "the database or blob store is not reachable");
     }
     cg_jv *o = cg_jv_obj(a);
     cg_jv_obj_put(a, o, "status", cg_jv_str(a, "ready"));
@@ -52,6 +52,6 @@ enum MHD_Result srv_h_metrics(srv_req *r) {
 enum MHD_Result srv_h_openapi(srv_req *r) {
     size_t len;
     const char *doc = srv_embedded_file("server/openapi.json", &len);
-    if (!doc) return srv_fail(r, "not_found", NULL, "openapi.json is not embedded");
+    if (!doc) return srv_fail(r, CG_R_NOT_FOUND, NULL, "openapi.json is not embedded");
     return srv_reply_bytes(r, 200, "application/json; charset=utf-8", doc, len, NULL);
 }

@@ -260,7 +260,7 @@ struct srv_req {
     bool close_conn;       /* answer with Connection: close (framing errors) */
     /* outcome (for logs/metrics) */
     int status;
-    const char *err_code;
+    cg_reason err_reason; /* of the error answered, CG_R_NONE when none */
     bool queued;
     char allow[64];        /* Allow header for 405 */
 };
@@ -278,11 +278,16 @@ enum MHD_Result srv_reply_bytes(srv_req *r, unsigned status, const char *ctype, 
 /* Takes ownership of fd. Handles ETag/If-None-Match and a single Range. */
 enum MHD_Result srv_reply_fd(srv_req *r, int fd, uint64_t size, const char *ctype, const char *etag_hex,
                              bool immutable);
-/* Error envelope; status follows the code's category (errors.c). detail may be NULL. */
-enum MHD_Result srv_fail(srv_req *r, const char *code, cg_jv *detail, const char *fmt, ...)
+/* Error envelope {"error": {code, message, detail?}} of reason (its code and
+ * its status from errors.c). detail may be NULL. */
+enum MHD_Result srv_fail(srv_req *r, cg_reason reason, cg_jv *detail, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-/* Same with the error of a failed dependency: 503 unavailable (or 507). */
+/* A failed dependency (database, blob store): 503 unavailable; err is logged. */
 enum MHD_Result srv_fail_unavailable(srv_req *r, const cg_error *err);
+/* A failed library call: answers srv_reason_of(err) — with err's message when
+ * that is a 4xx, else logged and answered as srv_fail_unavailable does (507
+ * for a full disk). detail may be NULL. */
+enum MHD_Result srv_fail_error(srv_req *r, const cg_error *err, cg_jv *detail);
 const char *srv_query(srv_req *r, const char *name); /* decoded query argument or NULL */
 /* Single "bytes=a-b" / "bytes=a-" / "bytes=-n" range within size; false when absent,
  * multi-range or unsatisfiable (the caller then serves the whole body). */
@@ -342,27 +347,16 @@ const char *srv_utf8_clean(cg_arena *a, const char *s, size_t n, size_t *out_len
 
 /* ------------------------------------------------------------ errors.c */
 
-/* The reasons table (errors.c, X-macro SRV_REASONS): every error code with its
- * category, HTTP status and retryability. Input categories are never 5xx. */
-typedef enum srv_category {
-    SRV_CAT_INPUT = 0, /* the request itself (syntax, parameters, route) */
-    SRV_CAT_AUTH,      /* token or signer */
-    SRV_CAT_CONFLICT,  /* state conflicts with stored data */
-    SRV_CAT_LIMIT,     /* a size or count limit */
-    SRV_CAT_VERIFY,    /* the uploaded bundle fails a verification rule */
-    SRV_CAT_OVERLOAD,  /* try again later (our capacity) */
-    SRV_CAT_STORE,     /* our database, blob store or disk */
-} srv_category;
-typedef struct srv_reason_info {
-    const char *code;
-    srv_category category;
-    unsigned status;
-    bool retryable; /* answered with Retry-After */
-} srv_reason_info;
-const srv_reason_info *srv_reason(const char *code); /* NULL for an unknown code */
-unsigned srv_error_status(const char *code); /* 500 for an unknown code */
-bool srv_error_retryable(const char *code);
-extern const char *const srv_error_codes[];  /* every code the server can answer, NULL-terminated */
+/* The reasons are lib/base/reason.def (cg_reason: code, category, retryable);
+ * errors.c maps each to its HTTP status, the only such mapping. */
+unsigned srv_reason_status(cg_reason r); /* 500 for CG_R_NONE or out of range */
+/* The reason to answer for a failed library or dependency call: the reason the
+ * failure was detected with, else insufficient_storage (ENOSPC/EDQUOT) or
+ * unavailable (any other local failure). */
+cg_reason srv_reason_of(const cg_error *err);
+/* The reason table as the Markdown of docs/api.md "Errors" (one row per
+ * reason: code, status, category, retry, meaning), appended to out. */
+void srv_reasons_markdown(cg_buf *out);
 /* srv_store_sql22_param (srv_store.h) names the parameter of a class-22 error. */
 
 /* ------------------------------------------------------------ auth.c */
@@ -418,6 +412,7 @@ int srv_cmd_admin(int argc, char **argv);
 int srv_cmd_fsck(int argc, char **argv);
 int srv_cmd_migrate(int argc, char **argv);
 int srv_cmd_routes(int argc, char **argv);
+int srv_cmd_errors(int argc, char **argv); /* prints srv_reasons_markdown */
 
 /* Opens a database connection for offline commands (embedded cluster started
  * briefly when needed; *pg tells srv_offline_close whether to stop it). */

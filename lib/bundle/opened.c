@@ -12,15 +12,14 @@
 #include "base/fs.h"
 #include "base/sha256.h"
 
-static int fail(cg_bundle_check *check, cg_bundle_check which, cg_error *err, cg_errcode code, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-static int fail(cg_bundle_check *check, cg_bundle_check which, cg_error *err, cg_errcode code, const char *fmt, ...) {
-    if (check) *check = which;
+static int fail(cg_error *err, cg_reason reason, cg_errcode code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int fail(cg_error *err, cg_reason reason, cg_errcode code, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     cg_err_vset(err, code, fmt, ap);
     va_end(ap);
-    return -1;
+    return cg_err_reason(err, reason);
 }
 
 const char *cg_bundle_fd_name(int fd, char buf[32]) {
@@ -62,16 +61,16 @@ int cg_bundle_handle_open(const cg_bundle_handle *h, const char *rel, int flags)
 
 /* Check 2: bundle.json must be a regular file (not a link), read through the
  * descriptor; mpath names it in messages. */
-static int read_manifest(cg_bundle_handle *h, const char *mpath, cg_bundle_check *check, cg_error *err) {
+static int read_manifest(cg_bundle_handle *h, const char *mpath, cg_error *err) {
     int fd = openat(h->dirfd, CG_BUNDLE_MANIFEST_NAME, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         int e = errno;
         if (fd >= 0) close(fd);
         if (fd >= 0 || e == ELOOP)
-            return fail(check, CG_BCHK_MANIFEST_UNREADABLE, err, CG_EVERIFY, "bundle manifest is not a regular file: %s",
+            return fail(err, CG_R_MALFORMED_MANIFEST, CG_EVERIFY, "bundle manifest is not a regular file: %s",
                         mpath);
-        return fail(check, CG_BCHK_MANIFEST_UNREADABLE, err, CG_EIO, "read bundle manifest %s: %s", mpath, strerror(e));
+        return fail(err, CG_R_MALFORMED_MANIFEST, CG_EIO, "read bundle manifest %s: %s", mpath, strerror(e));
     }
     int fl = fcntl(fd, F_GETFL);
     if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
@@ -80,34 +79,33 @@ static int read_manifest(cg_bundle_handle *h, const char *mpath, cg_bundle_check
     h->manifest = cg_read_fd(fd, mpath, CG_BUNDLE_MANIFEST_MAX, &h->manifest_len, &rerr);
     close(fd);
     if (!h->manifest)
-        return fail(check, CG_BCHK_MANIFEST_UNREADABLE, err, rerr.code == CG_ELIMIT ? CG_ELIMIT : CG_EIO,
+        return fail(err, CG_R_MALFORMED_MANIFEST, rerr.code == CG_ELIMIT ? CG_ELIMIT : CG_EIO,
                     "read bundle manifest %s: %s", mpath, rerr.msg);
     cg_sha256_hex(h->manifest, h->manifest_len, h->manifest_sha256);
     return 0;
 }
 
-int cg_bundle_open_dir(const char *root, cg_bundle_handle *h, cg_bundle_check *check, cg_error *err) {
+int cg_bundle_open_dir(const char *root, cg_bundle_handle *h, cg_error *err) {
     memset(h, 0, sizeof *h);
     h->dirfd = -1;
-    if (check) *check = CG_BCHK_NONE;
     cg_arena_init(&h->arena, 0);
     h->root = cg_arena_strdup(&h->arena, root);
     /* 1 */
     h->dirfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (h->dirfd < 0)
-        return fail(check, CG_BCHK_NOT_DIRECTORY, err, CG_EVERIFY, "bundle directory does not exist: %s", root);
+        return fail(err, CG_R_MALFORMED_ARCHIVE, CG_EVERIFY, "bundle directory does not exist: %s", root);
     /* 2 */
     char *mpath = cg_path_join(root, CG_BUNDLE_MANIFEST_NAME);
-    if (!mpath) return fail(check, CG_BCHK_IO, err, CG_ENOMEM, "out of memory");
-    int rc = read_manifest(h, mpath, check, err);
+    if (!mpath) return fail(err, CG_R_NONE, CG_ENOMEM, "out of memory");
+    int rc = read_manifest(h, mpath, err);
     /* 3 */
     cg_error perr;
     cg_err_clear(&perr);
     if (rc == 0 && cg_bundle_manifest_parse(&h->arena, h->manifest, h->manifest_len, &h->man, &perr) != 0)
-        rc = fail(check, CG_BCHK_MANIFEST_PARSE, err, CG_EPARSE, "parse bundle manifest %s: %s", mpath, perr.msg);
+        rc = fail(err, CG_R_MALFORMED_MANIFEST, CG_EPARSE, "parse bundle manifest %s: %s", mpath, perr.msg);
     if (rc == 0 && (h->man.run_id_len >= sizeof ((cg_bundle_receipt *)0)->run_id ||
                     strlen(h->man.run_id) != h->man.run_id_len))
-        rc = fail(check, CG_BCHK_MANIFEST_PARSE, err, CG_ELIMIT,
+        rc = fail(err, CG_R_MALFORMED_MANIFEST, CG_ELIMIT,
                   "parse bundle manifest %s: run_id is longer than %zu bytes or contains NUL", mpath,
                   sizeof ((cg_bundle_receipt *)0)->run_id - 1);
     free(mpath);

@@ -16,7 +16,9 @@
  * Ownership: the handle owns its descriptor, the manifest bytes (manifest,
  * NUL-terminated) and the arena holding the parsed manifest (man) and root;
  * cg_bundle_handle_close frees them (also after a failed cg_bundle_open_dir).
- * Errors: -1 with err (and *check when given) as cg_bundle_verify. */
+ * Errors: -1 with err and its reason as cg_bundle_verify (malformed_archive:
+ * not a directory; malformed_manifest: bundle.json missing, not a regular
+ * file, unreadable or not parsing; CG_R_NONE: out of memory). */
 #ifndef CG_BUNDLE_OPENED_H
 #define CG_BUNDLE_OPENED_H
 
@@ -40,7 +42,7 @@ typedef struct cg_bundle_handle {
 
 /* Opens root (a directory; a link to one is followed, as stat does) and reads
  * and parses bundle.json: checks 1–3 and the run_id length rule. */
-int cg_bundle_open_dir(const char *root, cg_bundle_handle *h, cg_bundle_check *check, cg_error *err);
+int cg_bundle_open_dir(const char *root, cg_bundle_handle *h, cg_error *err);
 void cg_bundle_handle_close(cg_bundle_handle *h);
 
 /* Opens rel ('/'-separated, safe per cg_bundle_path_is_safe) beneath the

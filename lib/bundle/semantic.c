@@ -20,15 +20,13 @@ const char *cg_semantic_result_name(cg_semantic_result r) {
     return r == CG_SEMANTIC_NOT_REDERIVABLE ? "not_rederivable" : "rederived_match";
 }
 
-static int semfail(cg_semantic_failure *f, cg_semantic_failure which, cg_error *err, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int semfail(cg_semantic_failure *f, cg_semantic_failure which, cg_error *err, const char *fmt, ...) {
-    if (f) *f = which;
+static int semfail(cg_error *err, cg_reason reason, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int semfail(cg_error *err, cg_reason reason, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     cg_err_vset(err, CG_EVERIFY, fmt, ap);
     va_end(ap);
-    return -1;
+    return cg_err_reason(err, reason);
 }
 
 /* First top-level key whose values differ (or that only one side has). */
@@ -74,7 +72,7 @@ static void msg_rename(cg_error *e, const char *from, const char *to) {
 
 /* The post-read re-check of trace, evidence and (rederived) nsight inputs. */
 static int post_read(const sem_io *io, cg_arena *a, const cg_bundle_receipt *receipt, cg_semantic_result res,
-                     cg_semantic_failure *failure, cg_error *err) {
+                     cg_error *err) {
     cg_bundle_manifest m;
     char *mdata = NULL;
     if (io->h) {
@@ -88,7 +86,7 @@ static int post_read(const sem_io *io, cg_arena *a, const cg_bundle_receipt *rec
         free(mp);
         if (!mdata || cg_bundle_manifest_parse(a, mdata, mlen, &m, &terr) != 0) {
             free(mdata);
-            return semfail(failure, CG_SEMF_CHANGED, err, "bundle manifest changed after initial verification");
+            return semfail(err, CG_R_DIGEST_MISMATCH, "bundle manifest changed after initial verification");
         }
     }
     const char **consumed = malloc((m.n_files + 2) * sizeof *consumed);
@@ -104,7 +102,6 @@ static int post_read(const sem_io *io, cg_arena *a, const cg_bundle_receipt *rec
             if (!strncmp(m.files[i].path, "nsight/", 7)) consumed[nc++] = m.files[i].path;
     int rc = io->h ? cg_bundle_verify_consumed_handle(io->h, receipt, consumed, nc, err)
                    : cg_bundle_verify_consumed(io->root, receipt, consumed, nc, err);
-    if (rc != 0 && failure) *failure = CG_SEMF_CHANGED;
     free(consumed);
     free(mdata);
     return rc;
@@ -113,7 +110,7 @@ static int post_read(const sem_io *io, cg_arena *a, const cg_bundle_receipt *rec
 /* Compares evidence.json with the packet rebuilt from the trace. *schema_out
  * (malloc'd, may stay NULL) receives the stored schema. */
 static int compare_evidence(const sem_io *io, cg_arena *a, const cg_trace *t, bool allow_not_rederivable,
-                            cg_semantic_result *res, cg_semantic_failure *failure, char **schema_out, cg_error *err) {
+                            cg_semantic_result *res, char **schema_out, cg_error *err) {
     *res = CG_SEMANTIC_REDERIVED_MATCH;
     {
         /* fast path: stream the rebuilt packet and compare bytes (no DOM); any
@@ -134,13 +131,13 @@ static int compare_evidence(const sem_io *io, cg_arena *a, const cg_trace *t, bo
     free(edata);
     msg_rename(&terr, io->e_in, io->ep);
     if (!stored)
-        return semfail(failure, CG_SEMF_EVIDENCE_MISMATCH, err, "semantic verification failed: read evidence.json: %s",
+        return semfail(err, CG_R_SEMANTIC_MISMATCH, "semantic verification failed: read evidence.json: %s",
                        terr.msg);
     const char *schema = cg_jv_as_str(cg_jv_get(stored, "schema"));
     if (schema) *schema_out = strdup(schema);
     if (!schema || strcmp(schema, CG_EVIDENCE_SCHEMA) != 0) {
         if (!allow_not_rederivable)
-            return semfail(failure, CG_SEMF_EVIDENCE_MISMATCH, err,
+            return semfail(err, CG_R_SEMANTIC_MISMATCH,
                            "semantic verification failed: evidence schema %s cannot be rederived (expected %s)",
                            schema ? schema : "(missing)", CG_EVIDENCE_SCHEMA);
         *res = CG_SEMANTIC_NOT_REDERIVABLE;
@@ -149,10 +146,10 @@ static int compare_evidence(const sem_io *io, cg_arena *a, const cg_trace *t, bo
     cg_jv *rebuilt = cg_evidence_build_json(a, io->t_in, io->n_in, &terr);
     msg_rename(&terr, io->t_in, io->tp);
     if (!rebuilt)
-        return semfail(failure, CG_SEMF_EVIDENCE_MISMATCH, err,
+        return semfail(err, CG_R_SEMANTIC_MISMATCH,
                        "semantic verification failed: evidence cannot be rebuilt from trace.jsonl: %s", terr.msg);
     if (!cg_jv_equal(stored, rebuilt))
-        return semfail(failure, CG_SEMF_EVIDENCE_MISMATCH, err,
+        return semfail(err, CG_R_SEMANTIC_MISMATCH,
                        "semantic verification failed: evidence.json differs from the evidence rederived from the "
                        "bundle trace (first difference at `%s`)",
                        first_difference(stored, rebuilt));
@@ -160,10 +157,9 @@ static int compare_evidence(const sem_io *io, cg_arena *a, const cg_trace *t, bo
 }
 
 static int semantic_run(const sem_io *io, const cg_bundle_receipt *receipt, bool allow_not_rederivable,
-                        cg_semantic_result *result, cg_semantic_failure *failure, cg_trace **trace_out,
+                        cg_semantic_result *result, cg_trace **trace_out,
                         char **schema_out, cg_error *err) {
     if (trace_out) *trace_out = NULL;
-    if (failure) *failure = CG_SEMF_NONE;
     char *schema = NULL;
     cg_arena a;
     cg_arena_init(&a, 0);
@@ -173,18 +169,18 @@ static int semantic_run(const sem_io *io, const cg_bundle_receipt *receipt, bool
     cg_trace *t = cg_trace_read_file(io->t_in, NULL, &terr);
     msg_rename(&terr, io->t_in, io->tp);
     if (!t) {
-        semfail(failure, CG_SEMF_TRACE_INVALID, err, "read bundle trace %s: %s", io->tp, terr.msg);
+        semfail(err, CG_R_TRACE_INVALID, "read bundle trace %s: %s", io->tp, terr.msg);
         goto out;
     }
     const char *trace_run = t->run.run_id ? t->run.run_id : "";
     if (strcmp(receipt->run_id, trace_run) != 0) {
-        semfail(failure, CG_SEMF_RUN_ID_MISMATCH, err, "bundle manifest run ID %s does not match its trace run ID %s",
+        semfail(err, CG_R_RUN_ID_MISMATCH, "bundle manifest run ID %s does not match its trace run ID %s",
                 receipt->run_id, trace_run);
         goto out;
     }
     cg_semantic_result res;
-    if (compare_evidence(io, &a, t, allow_not_rederivable, &res, failure, &schema, err) != 0) goto out;
-    if (post_read(io, &a, receipt, res, failure, err) != 0) goto out;
+    if (compare_evidence(io, &a, t, allow_not_rederivable, &res, &schema, err) != 0) goto out;
+    if (post_read(io, &a, receipt, res, err) != 0) goto out;
     if (result) *result = res;
     if (trace_out) {
         *trace_out = t;
@@ -203,12 +199,12 @@ out:
 }
 
 int cg_bundle_verify_semantic(const char *root, const cg_bundle_receipt *receipt, bool allow_not_rederivable,
-                              cg_semantic_result *result, cg_semantic_failure *failure, cg_error *err) {
-    return cg_bundle_verify_semantic_trace(root, receipt, allow_not_rederivable, result, failure, NULL, err);
+                              cg_semantic_result *result, cg_error *err) {
+    return cg_bundle_verify_semantic_trace(root, receipt, allow_not_rederivable, result, NULL, err);
 }
 
 int cg_bundle_verify_semantic_trace(const char *root, const cg_bundle_receipt *receipt, bool allow_not_rederivable,
-                                    cg_semantic_result *result, cg_semantic_failure *failure, cg_trace **trace_out,
+                                    cg_semantic_result *result, cg_trace **trace_out,
                                     cg_error *err) {
     if (trace_out) *trace_out = NULL;
     char *tp = cg_path_join(root, "trace.jsonl"), *ep = cg_path_join(root, "evidence.json"),
@@ -218,7 +214,7 @@ int cg_bundle_verify_semantic_trace(const char *root, const cg_bundle_receipt *r
         cg_err_set(err, CG_ENOMEM, "out of memory");
     } else {
         sem_io io = {root, tp, ep, np, tp, ep, cg_is_dir(np) ? np : NULL, NULL};
-        rc = semantic_run(&io, receipt, allow_not_rederivable, result, failure, trace_out, NULL, err);
+        rc = semantic_run(&io, receipt, allow_not_rederivable, result, trace_out, NULL, err);
     }
     free(tp);
     free(ep);
@@ -228,7 +224,7 @@ int cg_bundle_verify_semantic_trace(const char *root, const cg_bundle_receipt *r
 
 int cg_bundle_verify_semantic_handle(const cg_bundle_handle *h, const cg_bundle_receipt *receipt,
                                      bool allow_not_rederivable, cg_semantic_result *result,
-                                     cg_semantic_failure *failure, cg_trace **trace_out, char **evidence_schema,
+                                     cg_trace **trace_out, char **evidence_schema,
                                      cg_error *err) {
     if (trace_out) *trace_out = NULL;
     if (evidence_schema) *evidence_schema = NULL;
@@ -245,7 +241,7 @@ int cg_bundle_verify_semantic_handle(const cg_bundle_handle *h, const cg_bundle_
          * readers report it missing in their own words */
         sem_io io = {h->root, tp, ep, np, tfd >= 0 ? cg_bundle_fd_name(tfd, tn) : tp,
                      efd >= 0 ? cg_bundle_fd_name(efd, en) : ep, nfd >= 0 ? cg_bundle_fd_name(nfd, nn) : NULL, h};
-        rc = semantic_run(&io, receipt, allow_not_rederivable, result, failure, trace_out, evidence_schema, err);
+        rc = semantic_run(&io, receipt, allow_not_rederivable, result, trace_out, evidence_schema, err);
     }
     if (tfd >= 0) close(tfd);
     if (efd >= 0) close(efd);

@@ -25,18 +25,15 @@
 
 #define HASH_CHUNK ((size_t)1 << 20)
 
-
-
-static int fail(cg_bundle_check *check, cg_bundle_check which, cg_error *err, cg_errcode code, const char *fmt,
-                ...) __attribute__((format(printf, 5, 6)));
-static int fail(cg_bundle_check *check, cg_bundle_check which, cg_error *err, cg_errcode code, const char *fmt,
-                ...) {
-    if (check) *check = which;
+/* cg_err_setr with the reason first, as the checks read. */
+static int fail(cg_error *err, cg_reason reason, cg_errcode code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int fail(cg_error *err, cg_reason reason, cg_errcode code, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     cg_err_vset(err, code, fmt, ap);
     va_end(ap);
-    return -1;
+    return cg_err_reason(err, reason);
 }
 
 bool cg_bundle_path_is_safe(const char *path) {
@@ -74,11 +71,11 @@ static void walk_free(walk *w) {
 }
 
 
-static int walk_push(walk *w, char **child_rel, cg_bundle_check *check, cg_error *err) {
+static int walk_push(walk *w, char **child_rel, cg_error *err) {
     if (w->n == w->cap) {
         size_t c = w->cap ? w->cap * 2 : 16;
         char **nv = realloc(w->files, c * sizeof *nv);
-        if (!nv) return fail(check, CG_BCHK_IO, err, CG_ENOMEM, "out of memory");
+        if (!nv) return fail(err, CG_R_NONE, CG_ENOMEM, "out of memory");
         w->files = nv;
         w->cap = c;
     }
@@ -90,13 +87,13 @@ static int walk_push(walk *w, char **child_rel, cg_bundle_check *check, cg_error
 /* Walks the directory open as dfd (rel beneath root; NULL at the root),
  * inspecting entries with fstatat(AT_SYMLINK_NOFOLLOW) and descending through
  * openat(O_NOFOLLOW): no path is resolved through the filesystem. */
-static int walk_dir(int dfd, const char *root, const char *rel, walk *w, cg_bundle_check *check, cg_error *err) {
+static int walk_dir(int dfd, const char *root, const char *rel, walk *w, cg_error *err) {
     char *dir = rel ? cg_path_join(root, rel) : strdup(root);
-    if (!dir) return fail(check, CG_BCHK_IO, err, CG_ENOMEM, "out of memory");
+    if (!dir) return fail(err, CG_R_NONE, CG_ENOMEM, "out of memory");
     char **names;
     size_t nn;
     if (cg_dir_names_sorted_fd(dfd, dir, "bundle", &names, &nn, err) != 0) {
-        if (check) *check = CG_BCHK_IO;
+        cg_err_reason(err, CG_R_NONE);
         free(dir);
         return -1;
     }
@@ -106,22 +103,22 @@ static int walk_dir(int dfd, const char *root, const char *rel, walk *w, cg_bund
         char *child = child_rel ? cg_path_join(root, child_rel) : NULL;
         struct stat st;
         if (!child) {
-            rc = fail(check, CG_BCHK_IO, err, CG_ENOMEM, "out of memory");
+            rc = fail(err, CG_R_NONE, CG_ENOMEM, "out of memory");
         } else if (fstatat(dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) != 0) {
-            rc = fail(check, CG_BCHK_IO, err, CG_EIO, "inspect bundle entry %s: %s", child, strerror(errno));
+            rc = fail(err, CG_R_NONE, CG_EIO, "inspect bundle entry %s: %s", child, strerror(errno));
         } else if (S_ISLNK(st.st_mode)) {
-            rc = fail(check, CG_BCHK_SPECIAL_FILE, err, CG_EVERIFY, "symbolic links are not allowed in bundles: %s",
+            rc = fail(err, CG_R_SPECIAL_FILE, CG_EVERIFY, "symbolic links are not allowed in bundles: %s",
                       child);
         } else if (S_ISDIR(st.st_mode)) {
             int sub = openat(dfd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            if (sub < 0) rc = fail(check, CG_BCHK_IO, err, CG_EIO, "inspect bundle entry %s: %s", child, strerror(errno));
-            else rc = walk_dir(sub, root, child_rel, w, check, err);
+            if (sub < 0) rc = fail(err, CG_R_NONE, CG_EIO, "inspect bundle entry %s: %s", child, strerror(errno));
+            else rc = walk_dir(sub, root, child_rel, w, err);
             if (sub >= 0) close(sub);
         } else if (!S_ISREG(st.st_mode)) {
-            rc = fail(check, CG_BCHK_SPECIAL_FILE, err, CG_EVERIFY, "special files are not allowed in bundles: %s",
+            rc = fail(err, CG_R_SPECIAL_FILE, CG_EVERIFY, "special files are not allowed in bundles: %s",
                       child);
         } else {
-            rc = walk_push(w, &child_rel, check, err);
+            rc = walk_push(w, &child_rel, err);
         }
         free(child_rel);
         free(child);
@@ -217,18 +214,16 @@ static const cg_bundle_file *find_declared(const cg_bundle_file *const *sorted, 
     return NULL;
 }
 
-int cg_bundle_verify(const char *root, cg_bundle_receipt *out, cg_bundle_check *check, cg_error *err) {
+int cg_bundle_verify(const char *root, cg_bundle_receipt *out, cg_error *err) {
     memset(out, 0, sizeof *out);
     cg_bundle_handle h;
-    int rc = cg_bundle_open_dir(root, &h, check, err);
-    if (rc == 0) rc = cg_bundle_verify_handle(&h, out, check, err);
+    int rc = cg_bundle_open_dir(root, &h, err);
+    if (rc == 0) rc = cg_bundle_verify_handle(&h, out, err);
     cg_bundle_handle_close(&h);
     return rc;
 }
 
-int cg_bundle_verify_handle(const cg_bundle_handle *h, cg_bundle_receipt *out, cg_bundle_check *check,
-                            cg_error *err) {
-    if (check) *check = CG_BCHK_NONE;
+int cg_bundle_verify_handle(const cg_bundle_handle *h, cg_bundle_receipt *out, cg_error *err) {
     memset(out, 0, sizeof *out);
     const char *root = h->root;
     const cg_bundle_manifest m = h->man;
@@ -238,21 +233,21 @@ int cg_bundle_verify_handle(const cg_bundle_handle *h, cg_bundle_receipt *out, c
     const cg_bundle_file **sorted = NULL;
     /* 4 */
     if (strcmp(m.schema, CG_BUNDLE_SCHEMA) != 0 || strlen(m.schema) != strlen(CG_BUNDLE_SCHEMA)) {
-        fail(check, CG_BCHK_SCHEMA, err, CG_EVERIFY, "unsupported bundle schema %s; expected %s", CG_QUOTE(m.schema),
+        fail(err, CG_R_UNSUPPORTED_BUNDLE_SCHEMA, CG_EVERIFY, "unsupported bundle schema %s; expected %s", CG_QUOTE(m.schema),
              CG_QUOTE(CG_BUNDLE_SCHEMA));
         goto out;
     }
     /* 5 */
     for (size_t i = 0; i < m.n_files; i++) {
         if (!declared_path_ok(&m.files[i])) {
-            fail(check, CG_BCHK_UNSAFE_PATH, err, CG_EVERIFY, "unsafe or reserved bundle path %s", CG_QUOTE(m.files[i].path));
+            fail(err, CG_R_UNSAFE_PATH, CG_EVERIFY, "unsafe or reserved bundle path %s", CG_QUOTE(m.files[i].path));
             goto out;
         }
     }
     /* 6: sorted view; duplicates are adjacent */
     sorted = m.n_files ? malloc(m.n_files * sizeof *sorted) : NULL;
     if (m.n_files && !sorted) {
-        fail(check, CG_BCHK_IO, err, CG_ENOMEM, "out of memory");
+        fail(err, CG_R_NONE, CG_ENOMEM, "out of memory");
         goto out;
     }
     for (size_t i = 0; i < m.n_files; i++) sorted[i] = &m.files[i];
@@ -267,27 +262,27 @@ int cg_bundle_verify_handle(const cg_bundle_handle *h, cg_bundle_receipt *out, c
             if (!dup || sorted[i] < dup) dup = sorted[i];
         }
         if (dup) {
-            fail(check, CG_BCHK_DUPLICATE_PATH, err, CG_EVERIFY, "bundle manifest declares %s more than once", CG_QUOTE(dup->path));
+            fail(err, CG_R_DUPLICATE_PATH, CG_EVERIFY, "bundle manifest declares %s more than once", CG_QUOTE(dup->path));
             goto out;
         }
     }
     /* 7 */
     for (size_t i = 0; i < m.n_files; i++) {
         if (!cg_is_sha256_hex(m.files[i].sha256)) {
-            fail(check, CG_BCHK_INVALID_DIGEST, err, CG_EVERIFY, "bundle manifest has an invalid SHA-256 for %s",
+            fail(err, CG_R_INVALID_DIGEST, CG_EVERIFY, "bundle manifest has an invalid SHA-256 for %s",
                  CG_QUOTE(m.files[i].path));
             goto out;
         }
     }
     /* 8 */
-    if (walk_dir(h->dirfd, root, NULL, &w, check, err) != 0) goto out;
+    if (walk_dir(h->dirfd, root, NULL, &w, err) != 0) goto out;
     /* 9 */
     size_t observed = 0;
     for (size_t i = 0; i < w.n; i++) {
         if (!strcmp(w.files[i], CG_BUNDLE_MANIFEST_NAME)) continue;
         observed++;
         if (!find_declared(sorted, m.n_files, w.files[i])) {
-            fail(check, CG_BCHK_UNDECLARED_FILE, err, CG_EVERIFY, "undeclared regular file in bundle: %s", w.files[i]);
+            fail(err, CG_R_UNDECLARED_FILE, CG_EVERIFY, "undeclared regular file in bundle: %s", w.files[i]);
             goto out;
         }
     }
@@ -298,14 +293,14 @@ int cg_bundle_verify_handle(const cg_bundle_handle *h, cg_bundle_receipt *out, c
         const char *missing = NULL;
         for (size_t i = 0; i < m.n_files && !missing; i++)
             if (!bsearch(&sorted[i]->path, w.files, w.n, sizeof *w.files, cg_dir_name_cmp)) missing = sorted[i]->path;
-        fail(check, CG_BCHK_MISSING_FILE, err, CG_EVERIFY, "declared bundle file is missing: %s",
+        fail(err, CG_R_MISSING_FILE, CG_EVERIFY, "declared bundle file is missing: %s",
              missing ? missing : "?");
         goto out;
     }
     /* 11–14, in path order */
     chunk = malloc(HASH_CHUNK);
     if (!chunk) {
-        fail(check, CG_BCHK_IO, err, CG_ENOMEM, "out of memory");
+        fail(err, CG_R_NONE, CG_ENOMEM, "out of memory");
         goto out;
     }
     uint64_t total = 0;
@@ -313,7 +308,7 @@ int cg_bundle_verify_handle(const cg_bundle_handle *h, cg_bundle_receipt *out, c
         const cg_bundle_file *f = sorted[i];
         char *full = cg_path_join(root, f->path);
         if (!full) {
-            fail(check, CG_BCHK_IO, err, CG_ENOMEM, "out of memory");
+            fail(err, CG_R_NONE, CG_ENOMEM, "out of memory");
             goto out;
         }
         char hex[65];
@@ -321,33 +316,33 @@ int cg_bundle_verify_handle(const cg_bundle_handle *h, cg_bundle_receipt *out, c
         int en = 0;
         hf_result hr = hash_declared(h, f->path, f->bytes, chunk, hex, &ssize, &hashed, &en);
         if (hr == HF_SIZE) {
-            fail(check, CG_BCHK_SIZE_MISMATCH, err, CG_EVERIFY, "bundle file %s size mismatch: expected %llu, observed %llu",
+            fail(err, CG_R_SIZE_MISMATCH, CG_EVERIFY, "bundle file %s size mismatch: expected %llu, observed %llu",
                  CG_QUOTE(f->path), (unsigned long long)f->bytes, (unsigned long long)ssize);
             free(full);
             goto out;
         }
         if (hr == HF_NOT_REGULAR) {
-            fail(check, CG_BCHK_NOT_REGULAR, err, CG_EVERIFY, "declared bundle path is not a regular file: %s", full);
+            fail(err, CG_R_SPECIAL_FILE, CG_EVERIFY, "declared bundle path is not a regular file: %s", full);
             free(full);
             goto out;
         }
         if (hr == HF_IO) {
-            fail(check, CG_BCHK_IO, err, CG_EIO, "hash bundle file %s: %s", full, strerror(en));
+            fail(err, CG_R_NONE, CG_EIO, "hash bundle file %s: %s", full, strerror(en));
             free(full);
             goto out;
         }
         free(full);
         if (hashed != f->bytes) {
-            fail(check, CG_BCHK_SIZE_MISMATCH, err, CG_EVERIFY, "bundle file %s size mismatch: expected %llu, observed %llu",
+            fail(err, CG_R_SIZE_MISMATCH, CG_EVERIFY, "bundle file %s size mismatch: expected %llu, observed %llu",
                  CG_QUOTE(f->path), (unsigned long long)f->bytes, (unsigned long long)hashed);
             goto out;
         }
         if (!hex_equal_ci(hex, f->sha256)) {
-            fail(check, CG_BCHK_DIGEST_MISMATCH, err, CG_EVERIFY, "bundle file %s SHA-256 mismatch", CG_QUOTE(f->path));
+            fail(err, CG_R_DIGEST_MISMATCH, CG_EVERIFY, "bundle file %s SHA-256 mismatch", CG_QUOTE(f->path));
             goto out;
         }
         if (total > UINT64_MAX - f->bytes) {
-            fail(check, CG_BCHK_OVERFLOW, err, CG_EVERIFY, "verified bundle byte count overflowed u64");
+            fail(err, CG_R_PAYLOAD_TOO_LARGE, CG_EVERIFY, "verified bundle byte count overflowed u64");
             goto out;
         }
         total += f->bytes;
@@ -380,14 +375,14 @@ cg_jv *cg_bundle_receipt_to_json(cg_arena *a, const cg_bundle_receipt *r) {
 static char *reread_manifest(const cg_bundle_handle *h, const char *mpath, size_t *len, cg_error *err) {
     int fd = openat(h->dirfd, CG_BUNDLE_MANIFEST_NAME, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) { /* gone or not a file since: changed */
         int e = errno;
         if (fd >= 0) close(fd);
         if (fd >= 0 || e == ELOOP)
-            cg_err_set(err, CG_EVERIFY, "bundle manifest changed to a non-regular file after initial verification: %s",
-                       mpath);
+            cg_err_setr(err, CG_R_DIGEST_MISMATCH, CG_EVERIFY,
+                        "bundle manifest changed to a non-regular file after initial verification: %s", mpath);
         else
-            cg_err_set(err, CG_EIO, "read bundle manifest %s: %s", mpath, strerror(e));
+            cg_err_setr(err, CG_R_DIGEST_MISMATCH, CG_EIO, "read bundle manifest %s: %s", mpath, strerror(e));
         return NULL;
     }
     int fl = fcntl(fd, F_GETFL);
@@ -397,7 +392,8 @@ static char *reread_manifest(const cg_bundle_handle *h, const char *mpath, size_
     char *data = cg_read_fd(fd, mpath, CG_BUNDLE_MANIFEST_MAX, len, &rerr);
     close(fd);
     if (!data)
-        cg_err_set(err, rerr.code == CG_ELIMIT ? CG_ELIMIT : CG_EIO, "read bundle manifest %s: %s", mpath, rerr.msg);
+        cg_err_setr(err, rerr.code == CG_ENOMEM ? CG_R_NONE : CG_R_DIGEST_MISMATCH,
+                    rerr.code == CG_ELIMIT ? CG_ELIMIT : CG_EIO, "read bundle manifest %s: %s", mpath, rerr.msg);
     return data;
 }
 
@@ -412,7 +408,8 @@ int cg_bundle_verify_consumed(const char *root, const cg_bundle_receipt *initial
     if (h.dirfd < 0) {
         int e = errno;
         char *mpath = cg_path_join(root, CG_BUNDLE_MANIFEST_NAME);
-        rc = cg_err_set(err, CG_EIO, "read bundle manifest %s: %s", mpath ? mpath : root, strerror(e));
+        rc = cg_err_setr(err, CG_R_DIGEST_MISMATCH, CG_EIO, "read bundle manifest %s: %s", mpath ? mpath : root,
+                         strerror(e));
         free(mpath);
     } else {
         rc = cg_bundle_verify_consumed_handle(&h, initial, consumed, n_consumed, err);
@@ -444,14 +441,15 @@ int cg_bundle_verify_consumed_handle(const cg_bundle_handle *h, const cg_bundle_
     char hex[65];
     cg_sha256_hex(mdata, mlen, hex);
     if (strcmp(hex, initial->manifest_sha256) != 0) {
-        cg_err_set(err, CG_EVERIFY, "bundle manifest changed after initial verification");
+        cg_err_setr(err, CG_R_DIGEST_MISMATCH, CG_EVERIFY, "bundle manifest changed after initial verification");
         goto out;
     }
     cg_bundle_manifest m;
     cg_error perr;
     if (cg_bundle_manifest_parse(&a, mdata, mlen, &m, &perr) != 0 || strcmp(m.schema, CG_BUNDLE_SCHEMA) != 0 ||
         strlen(m.run_id) != m.run_id_len || strcmp(m.run_id, initial->run_id) != 0) {
-        cg_err_set(err, CG_EVERIFY, "bundle manifest identity changed after initial verification");
+        cg_err_setr(err, CG_R_DIGEST_MISMATCH, CG_EVERIFY,
+                    "bundle manifest identity changed after initial verification");
         goto out;
     }
     chunk = malloc(HASH_CHUNK);
@@ -462,14 +460,14 @@ int cg_bundle_verify_consumed_handle(const cg_bundle_handle *h, const cg_bundle_
     for (size_t i = 0; i < n_consumed; i++) {
         const char *p = consumed[i];
         if (!cg_bundle_path_is_safe(p) || !strcmp(p, CG_BUNDLE_MANIFEST_NAME)) {
-            cg_err_set(err, CG_EVERIFY, "unsafe or reserved consumed bundle path %s", CG_QUOTE(p));
+            cg_err_setr(err, CG_R_UNSAFE_PATH, CG_EVERIFY, "unsafe or reserved consumed bundle path %s", CG_QUOTE(p));
             goto out;
         }
         const cg_bundle_file *decl = NULL;
         for (size_t j = 0; j < m.n_files && !decl; j++)
             if (m.files[j].path_len == strlen(p) && !strcmp(m.files[j].path, p)) decl = &m.files[j];
         if (!decl) {
-            cg_err_set(err, CG_EVERIFY, "consumed bundle file is not declared: %s", p);
+            cg_err_setr(err, CG_R_DIGEST_MISMATCH, CG_EVERIFY, "consumed bundle file is not declared: %s", p);
             goto out;
         }
         char *full = cg_path_join(root, p);
@@ -483,7 +481,8 @@ int cg_bundle_verify_consumed_handle(const cg_bundle_handle *h, const cg_bundle_
         hf_result hr = hash_declared(h, p, UINT64_MAX, chunk, fhex, &ssize, &hashed, &en);
         if (hr != HF_OK) {
             if (hr == HF_NOT_REGULAR)
-                cg_err_set(err, CG_EVERIFY, "consumed bundle path is no longer a regular file: %s", full);
+                cg_err_setr(err, CG_R_DIGEST_MISMATCH, CG_EVERIFY,
+                            "consumed bundle path is no longer a regular file: %s", full);
             else
                 cg_err_set(err, CG_EIO, "hash bundle file %s: %s", full, strerror(en));
             free(full);
@@ -492,7 +491,8 @@ int cg_bundle_verify_consumed_handle(const cg_bundle_handle *h, const cg_bundle_
         free(full);
         if (ssize != decl->bytes || hashed != decl->bytes || !cg_is_sha256_hex(decl->sha256) ||
             !hex_equal_ci(fhex, decl->sha256)) {
-            cg_err_set(err, CG_EVERIFY, "consumed bundle file %s changed after initial verification", CG_QUOTE(p));
+            cg_err_setr(err, CG_R_DIGEST_MISMATCH, CG_EVERIFY,
+                        "consumed bundle file %s changed after initial verification", CG_QUOTE(p));
             goto out;
         }
     }
