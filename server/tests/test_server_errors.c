@@ -3,7 +3,8 @@
  * to its enum name, a category, a status consistent with that category (input
  * never 5xx; store/dependency 5xx), retry only for capacity and our own store —
  * the answers the API contract fixes, the mapping of library errors, and
- * docs/api.md listing exactly the generated table. Runs in the source dir. */
+ * docs/api.md listing exactly the generated table, openapi.json listing every
+ * code. Runs in the source dir. */
 #include <ctype.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -150,12 +151,40 @@ static void test_doc_lists_every_code(void **state) {
     free(doc);
 }
 
+/* openapi.json's Error.code enum is exactly the table's codes. */
+static void test_openapi_lists_every_code(void **state) {
+    (void)state;
+    cg_error err;
+    size_t len;
+    char *text = cg_read_file("server/openapi.json", 1u << 24, &len, &err);
+    if (!text) fail_msg("server/openapi.json: %s", err.msg);
+    cg_arena a;
+    cg_arena_init(&a, 0);
+    const cg_jv *v = cg_json_parse(&a, text, len, NULL, &err);
+    assert_non_null(v);
+    const char *const keys[] = {"components", "schemas", "Error", "properties", "error", "properties", "code", "enum"};
+    for (size_t i = 0; v && i < sizeof keys / sizeof *keys; i++) v = cg_jv_get(v, keys[i]);
+    assert_non_null(v);
+    assert_int_equal(cg_jv_len(v), CG_R__COUNT - 1);
+    bool seen[CG_R__COUNT] = {false};
+    for (size_t i = 0; i < cg_jv_len(v); i++) {
+        const char *code = cg_jv_as_str(cg_jv_at(v, i));
+        cg_reason r = cg_reason_from_code(code);
+        if (r == CG_R_NONE) fail_msg("openapi.json lists %s, which is no reason", code ? code : "(not a string)");
+        assert_false(seen[r]);
+        seen[r] = true;
+    }
+    cg_arena_free(&a);
+    free(text);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_reason),
         cmocka_unit_test(test_contract_statuses),
         cmocka_unit_test(test_reason_of_error),
         cmocka_unit_test(test_doc_lists_every_code),
+        cmocka_unit_test(test_openapi_lists_every_code),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
