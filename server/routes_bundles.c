@@ -69,7 +69,6 @@ static cg_jv *bool_col(cg_arena *a, PGresult *x, int row, int col) {
 
 /* Resolves the id of the route (answering 400/404/503 when it does not). */
 #define WITH_BUNDLE(r, id)                                     \
-    cg_error err = {0};                                        \
     char id[65];                                               \
     enum MHD_Result res_;                                      \
     if (!resolve((r), id, &res_)) return res_;
@@ -354,6 +353,7 @@ enum MHD_Result srv_h_bundles_list(srv_req *r) {
 
 enum MHD_Result srv_h_bundle_get(srv_req *r) {
     WITH_BUNDLE(r, id);
+    cg_error err = {0};
     cg_arena *a = &r->arena;
     srv_bundle_rows rows;
     if (srv_store_bundle_detail(r->s->pool, id, &rows, &err) < 0) return srv_fail_unavailable(r, &err);
@@ -416,6 +416,7 @@ enum MHD_Result srv_h_bundle_get(srv_req *r) {
 
 enum MHD_Result srv_h_bundle_manifest(srv_req *r) {
     WITH_BUNDLE(r, id);
+    cg_error err = {0};
     PGresult *x = srv_store_bundle_manifest(r->s->pool, id, &err);
     if (!x || PQntuples(x) != 1) {
         PQclear(x);
@@ -442,6 +443,7 @@ static const char *ctype_for(const char *path) {
 
 enum MHD_Result srv_h_bundle_file(srv_req *r) {
     WITH_BUNDLE(r, id);
+    cg_error err = {0};
     char hex[65];
     uint64_t want = 0;
     int found = srv_store_file_ref(r->s->pool, id, r->params[1], hex, &want, &err);
@@ -460,12 +462,12 @@ enum MHD_Result srv_h_bundle_file(srv_req *r) {
 
 enum MHD_Result srv_h_bundle_archive(srv_req *r) {
     WITH_BUNDLE(r, id);
-    (void)err;
     return srv_derived_serve(r, id, "archive", "application/zstd", derive_archive);
 }
 
 enum MHD_Result srv_h_bundle_signature(srv_req *r) {
     WITH_BUNDLE(r, id);
+    cg_error err = {0};
     PGresult *x = srv_store_bundle_signature(r->s->pool, id, &err);
     if (!x) return srv_fail_unavailable(r, &err);
     if (PQntuples(x) != 1 || PQgetisnull(x, 0, 0)) {
@@ -489,6 +491,7 @@ static enum MHD_Result serve_blob(srv_req *r, const char *hex, const char *ctype
 
 enum MHD_Result srv_h_bundle_evidence(srv_req *r) {
     WITH_BUNDLE(r, id);
+    cg_error err = {0};
     char hex[65];
     int stored = srv_store_evidence_ref(r->s->pool, id, hex, &err);
     if (stored < 0) return srv_fail_unavailable(r, &err);
@@ -499,7 +502,6 @@ enum MHD_Result srv_h_bundle_evidence(srv_req *r) {
 
 enum MHD_Result srv_h_bundle_graph(srv_req *r) {
     WITH_BUNDLE(r, id);
-    (void)err;
     return srv_derived_serve(r, id, "graph", JSON_CT, derive_graph);
 }
 
@@ -508,12 +510,12 @@ enum MHD_Result srv_h_bundle_export(srv_req *r) {
     if (!format || strcmp(format, "chrome"))
         return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "format must be chrome (Chrome Trace Event Format JSON)");
     WITH_BUNDLE(r, id);
-    (void)err;
     return srv_derived_serve(r, id, "chrome", JSON_CT, derive_chrome);
 }
 
 enum MHD_Result srv_h_bundle_viewer(srv_req *r) {
     WITH_BUNDLE(r, id);
+    cg_error err = {0};
     char hex[65];
     int found = srv_store_file_ref(r->s->pool, id, "viewer.html", hex, NULL, &err);
     if (found < 0) return srv_fail_unavailable(r, &err);

@@ -38,9 +38,8 @@ takers=$(grep -lE 'srv_pool_get\(' "$SRC"/server/*.c | xargs -n1 basename | grep
 [ -z "$takers" ] && pass "no handler calls srv_pool_get (only the store and background jobs)" \
   || fail "srv_pool_get outside the store: $takers"
 # the probe itself must catch an inline statement
-printf 'static void f(PGconn *c) { srv_q(c, "SELECT 1 FROM bundles", 0, 0, 0, 0, 0); }\n' >"${TMPDIR:-/tmp}/probe.$$.c"
-grep -qE "$SQL_RE" "${TMPDIR:-/tmp}/probe.$$.c" && pass "the SQL pattern catches an inline statement" || fail "SQL pattern misses an inline statement"
-rm -f "${TMPDIR:-/tmp}/probe.$$.c"
+probe='static void f(PGconn *c) { srv_q(c, "SELECT 1 FROM bundles", 0, 0, 0, 0, 0); }'
+grep -qE "$SQL_RE" <<<"$probe" && pass "the SQL pattern catches an inline statement" || fail "SQL pattern misses an inline statement"
 
 # ---------------------------------------------------------------- 2. behaviour
 srv_setup
