@@ -8,6 +8,7 @@
  *  - files are opened with O_NOFOLLOW|O_NONBLOCK and re-checked with fstat, so a
  *    file swapped for a FIFO or link between the walk and hashing is refused. */
 #include "bundle/verify.h"
+#include "bundle/manifest_wire.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -208,7 +209,8 @@ static void not_regular(cg_bundle_check *check, cg_error *err, bool recheck, con
 static char *read_manifest(const char *mpath, size_t *len, cg_bundle_check *check, cg_error *err, bool recheck) {
     struct stat st;
     if (lstat(mpath, &st) != 0) {
-        fail(check, CG_BCHK_MANIFEST_UNREADABLE, err, CG_EIO, "read bundle manifest %s: %s", mpath, strerror(errno));
+        if (check) *check = CG_BCHK_MANIFEST_UNREADABLE;
+        cg_err_os(err, errno, "read bundle manifest %s", mpath);
         return NULL;
     }
     if (!S_ISREG(st.st_mode)) {
@@ -220,10 +222,12 @@ static char *read_manifest(const char *mpath, size_t *len, cg_bundle_check *chec
     if (fd < 0 || fstat(fd, &fst) != 0 || !S_ISREG(fst.st_mode)) {
         int e = errno;
         if (fd >= 0) close(fd);
-        if (fd >= 0 || e == ELOOP)
+        if (fd >= 0 || e == ELOOP) {
             not_regular(check, err, recheck, mpath);
-        else
-            fail(check, CG_BCHK_MANIFEST_UNREADABLE, err, CG_EIO, "read bundle manifest %s: %s", mpath, strerror(e));
+        } else {
+            if (check) *check = CG_BCHK_MANIFEST_UNREADABLE;
+            cg_err_os(err, e, "read bundle manifest %s", mpath);
+        }
         return NULL;
     }
     close(fd);
@@ -262,10 +266,9 @@ int cg_bundle_verify(const char *root, cg_bundle_receipt *out, cg_bundle_check *
     cg_bundle_manifest m;
     const cg_bundle_file **sorted = NULL;
     /* 3 */
-    cg_error perr;
-    cg_err_clear(&perr);
-    if (cg_bundle_manifest_parse(&a, mdata, mlen, &m, &perr) != 0) {
-        fail(check, CG_BCHK_MANIFEST_PARSE, err, CG_EPARSE, "parse bundle manifest %s: %s", mpath, perr.msg);
+    if (cg_bundle_manifest_parse(&a, mdata, mlen, &m, err) != 0) {
+        if (check) *check = CG_BCHK_MANIFEST_PARSE;
+        cg_err_context(err, "parse bundle manifest %s", mpath);
         goto out;
     }
     if (m.run_id_len >= sizeof out->run_id || strlen(m.run_id) != m.run_id_len) {
@@ -412,15 +415,7 @@ out:
 }
 
 cg_jv *cg_bundle_receipt_to_json(cg_arena *a, const cg_bundle_receipt *r) {
-    cg_jv *o = cg_jv_obj(a);
-    cg_jv_obj_put(a, o, "schema", cg_jv_str_nocopy(a, CG_BUNDLE_VERIFICATION_SCHEMA));
-    cg_jv_obj_put(a, o, "bundle_schema", cg_jv_str_nocopy(a, CG_BUNDLE_SCHEMA));
-    cg_jv_obj_put(a, o, "run_id", cg_jv_str(a, r->run_id));
-    cg_jv_obj_put(a, o, "manifest_path", cg_jv_str_nocopy(a, CG_BUNDLE_MANIFEST_NAME));
-    cg_jv_obj_put(a, o, "manifest_sha256", cg_jv_str(a, r->manifest_sha256));
-    cg_jv_obj_put(a, o, "files_verified", cg_jv_u64(a, r->files_verified));
-    cg_jv_obj_put(a, o, "bytes_verified", cg_jv_u64(a, r->bytes_verified));
-    return o;
+    return cg_bw_encode(a, &cg_bw_bundle_receipt, r);
 }
 
 int cg_bundle_verify_consumed(const char *root, const cg_bundle_receipt *initial, const char *const *consumed,
