@@ -82,7 +82,16 @@ done:
     return rc;
 }
 
-static int put_fs(srv_blobstore *b, const char *src, const char *hex, uint64_t size, bool *enospc, cg_error *err) {
+/* The source: a descriptor the caller opened (src_fd ≥ 0, read from its start)
+ * or the file at src. */
+static int open_src(const char *src, int src_fd) {
+    if (src_fd < 0) return open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = lseek(src_fd, 0, SEEK_SET) == 0 ? fcntl(src_fd, F_DUPFD_CLOEXEC, 0) : -1;
+    return fd;
+}
+
+static int put_fs(srv_blobstore *b, const char *src, int src_fd, const char *hex, uint64_t size, bool *enospc,
+                  cg_error *err) {
     char dst[PATH_MAX + 128], dir[PATH_MAX + 64], tmp[PATH_MAX + 128];
     srv_blob_path(b, hex, dst, sizeof dst);
     struct stat st;
@@ -99,7 +108,7 @@ static int put_fs(srv_blobstore *b, const char *src, const char *hex, uint64_t s
         if (errno == ENOSPC || errno == EDQUOT) *enospc = true;
         return cg_err_set(err, CG_EIO, "create blob temp file: %s", strerror(errno));
     }
-    int in = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int in = open_src(src, src_fd);
     int rc = in < 0 ? cg_err_set(err, CG_EIO, "open %s: %s", src, strerror(errno)) : copy_fd(in, out, enospc, err);
     if (in >= 0) close(in);
     if (rc == 0 && fchmod(out, 0600) != 0) rc = cg_err_set(err, CG_EIO, "fchmod: %s", strerror(errno));
@@ -125,7 +134,7 @@ static int put_fs(srv_blobstore *b, const char *src, const char *hex, uint64_t s
     return 0;
 }
 
-static int put_pg(PGconn *c, const char *src, const char *hex, uint64_t size, cg_error *err) {
+static int put_pg(PGconn *c, const char *src, int src_fd, const char *hex, uint64_t size, cg_error *err) {
     char sz[32];
     snprintf(sz, sizeof sz, "%" PRIu64, size);
     const char *p[2] = {hex, sz};
@@ -135,7 +144,7 @@ static int put_pg(PGconn *c, const char *src, const char *hex, uint64_t size, cg
     bool fresh = PQntuples(r) == 1;
     PQclear(r);
     if (!fresh) return 0;
-    int in = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int in = open_src(src, src_fd);
     if (in < 0) return cg_err_set(err, CG_EIO, "open %s: %s", src, strerror(errno));
     char *buf = malloc(CHUNK);
     int rc = buf ? 0 : cg_err_set(err, CG_ENOMEM, "out of memory");
@@ -174,8 +183,14 @@ static int put_pg(PGconn *c, const char *src, const char *hex, uint64_t size, cg
 
 int srv_blob_put(srv_blobstore *b, PGconn *conn, const char *src, const char *hex, uint64_t size, bool *enospc,
                  cg_error *err) {
+    return srv_blob_put_fd(b, conn, -1, src, hex, size, enospc, err);
+}
+
+int srv_blob_put_fd(srv_blobstore *b, PGconn *conn, int src_fd, const char *src, const char *hex, uint64_t size,
+                    bool *enospc, cg_error *err) {
     *enospc = false;
-    int rc = b->kind == SRV_BLOB_FS ? put_fs(b, src, hex, size, enospc, err) : put_pg(conn, src, hex, size, err);
+    int rc = b->kind == SRV_BLOB_FS ? put_fs(b, src, src_fd, hex, size, enospc, err)
+                                    : put_pg(conn, src, src_fd, hex, size, err);
     if (rc != 0 && err && err->code == CG_ENOSPC) *enospc = true; /* rename or directory sync found the disk full */
     return rc;
 }

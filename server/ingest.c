@@ -22,6 +22,7 @@
 #include "base/fs.h"
 #include "bundle/archive.h"
 #include "bundle/manifest.h"
+#include "bundle/opened.h"
 #include "bundle/semantic.h"
 #include "bundle/signature.h"
 #include "bundle/verify.h"
@@ -32,7 +33,6 @@
 #include "srv_web.h"
 
 #define INGEST_SCHEMA "candle-graph/ingest/1"
-#define EVIDENCE4 "candle-graph/evidence/4"
 
 typedef struct ingest {
     srv_req *r;
@@ -41,7 +41,9 @@ typedef struct ingest {
     const char *campaign, *planned;
     cg_trace *trace;
     cg_health *health;
-    char *manifest;
+    cg_bundle_handle bundle; /* the staged bundle, opened once (bundle/opened.h) */
+    bool opened;
+    const char *manifest;    /* the bytes of bundle.json (owned by the handle) */
     size_t manifest_len;
     double t0;
     char id[65];            /* bundle id once the manifest is read (for logs) */
@@ -287,9 +289,7 @@ static bool check_ingest_rules(ingest *g, const char *run_id, enum MHD_Result *r
                       "the bundle's run_id is empty");
         return false;
     }
-    char tpath[PATH_MAX + 16];
-    snprintf(tpath, sizeof tpath, "%s/trace.jsonl", g->root);
-    int fd = open(tpath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = cg_bundle_handle_open(&g->bundle, "trace.jsonl", O_RDONLY);
     if (fd < 0) return true; /* a bundle without a trace fails semantic verification next */
     int64_t off = find_nul_escape(fd);
     uint64_t line = off >= 0 ? line_of(fd, off) : 0;
@@ -310,14 +310,27 @@ typedef struct pg_blobs_ctx {
     size_t n;
 } pg_blobs_ctx;
 
+/* Puts staged file `path` into the blob store through a descriptor opened
+ * beneath the bundle's directory (no path resolved through the filesystem). */
+static int put_blob(ingest *g, PGconn *c, const srv_file_row *f, bool *enospc, cg_error *err) {
+    *enospc = false;
+    int fd = cg_bundle_handle_open(&g->bundle, f->path, O_RDONLY | O_NONBLOCK);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != f->bytes)) {
+        close(fd);
+        return cg_err_set(err, CG_EIO, "staged %s changed after verification", f->path);
+    }
+    if (fd < 0) return cg_err_set(err, CG_EIO, "open staged %s: %s", f->path, strerror(errno));
+    int rc = srv_blob_put_fd(&g->r->s->blobs, c, fd, f->path, f->sha256, f->bytes, enospc, err);
+    close(fd);
+    return rc;
+}
+
 static int put_pg_blobs(void *ctx, PGconn *c, cg_error *err) {
     pg_blobs_ctx *p = ctx;
-    for (size_t i = 0; i < p->n; i++) {
-        char src[PATH_MAX * 2];
-        snprintf(src, sizeof src, "%s/%s", p->g->root, p->files[i].path);
-        bool enospc = false;
-        if (srv_blob_put(&p->g->r->s->blobs, c, src, p->files[i].sha256, p->files[i].bytes, &enospc, err) < 0) return -1;
-    }
+    bool enospc;
+    for (size_t i = 0; i < p->n; i++)
+        if (put_blob(p->g, c, &p->files[i], &enospc, err) < 0) return -1;
     return 0;
 }
 
@@ -362,25 +375,26 @@ static enum MHD_Result run(ingest *g) {
             cg_jv_obj_put(a, d, "expected", cg_jv_u64(a, s->cfg.max_decode_ratio));
         return reject(g, err.reason, d, err.msg);
     }
-    /* 4. bundle/1 verification, exactly as upstream */
+    /* 4. bundle/1 verification, exactly as upstream, on the bundle opened once:
+     * every later stage reads through this handle (bundle.json bytes and their
+     * parse, the trace parsed by the semantic step, files opened beneath its
+     * directory descriptor) */
     cg_bundle_receipt rcpt;
-    if (cg_bundle_verify(g->root, &rcpt, &err) < 0) return reject_err(g, &err, NULL);
-    char mpath[PATH_MAX + 16];
-    snprintf(mpath, sizeof mpath, "%s/bundle.json", g->root);
-    g->manifest = cg_read_file(mpath, CG_BUNDLE_MANIFEST_MAX, &g->manifest_len, &err);
-    if (!g->manifest) return srv_fail_unavailable(r, &err);
+    g->opened = true;
+    if (cg_bundle_open_dir(g->root, &g->bundle, &err) < 0 || cg_bundle_verify_handle(&g->bundle, &rcpt, &err) < 0)
+        return reject_err(g, &err, NULL);
+    g->manifest = g->bundle.manifest;
+    g->manifest_len = g->bundle.manifest_len;
     char id[65];
-    cg_sha256_hex(g->manifest, g->manifest_len, id);
+    memcpy(id, g->bundle.manifest_sha256, sizeof id);
     memcpy(g->id, id, sizeof id);
-    if (strcmp(id, rcpt.manifest_sha256) != 0)
-        return reject(g, CG_R_DIGEST_MISMATCH, NULL, "bundle manifest changed during verification");
     if (!check_ingest_rules(g, rcpt.run_id, &res)) return res;
-    cg_bundle_manifest man;
-    if (cg_bundle_manifest_parse(a, g->manifest, g->manifest_len, &man, &err) < 0) return reject_err(g, &err, NULL);
+    const cg_bundle_manifest man = g->bundle.man;
 
     /* run-ID binding and semantic verification, as `candle-graph verify --semantic` */
     cg_semantic_result sres = CG_SEMANTIC_NOT_REDERIVABLE;
-    if (cg_bundle_verify_semantic_trace(g->root, &rcpt, true, &sres, &g->trace, &err) < 0) {
+    char *schema = NULL;
+    if (cg_bundle_verify_semantic_handle(&g->bundle, &rcpt, true, &sres, &g->trace, &schema, &err) < 0) {
         cg_jv *d = NULL;
         if (err.reason == CG_R_TRACE_INVALID)
             d = detail_kv(a, "path", cg_jv_str(a, "trace.jsonl"), err.line ? "line" : NULL,
@@ -389,21 +403,10 @@ static enum MHD_Result run(ingest *g) {
             d = detail_kv(a, "path", cg_jv_str(a, "evidence.json"), NULL, NULL);
         return reject_err(g, &err, d);
     }
-    const char *semantic = cg_semantic_result_name(sres), *evidence_schema = NULL;
-    char epath[PATH_MAX + 16];
-    snprintf(epath, sizeof epath, "%s/evidence.json", g->root);
-    if (sres == CG_SEMANTIC_REDERIVED_MATCH) {
-        evidence_schema = EVIDENCE4;
-    } else {
-        size_t elen;
-        char *etext = cg_read_file(epath, 512u << 20, &elen, &err);
-        cg_json_limits jl;
-        cg_json_limits_default(&jl);
-        cg_jv *stored = etext ? cg_json_parse(a, etext, elen, &jl, &err) : NULL;
-        free(etext);
-        const char *es = stored ? cg_jv_as_str(cg_jv_get(stored, "schema")) : NULL;
-        evidence_schema = es ? cg_arena_strdup(a, es) : NULL;
-    }
+    /* the evidence schema is the one the semantic step found */
+    const char *semantic = cg_semantic_result_name(sres);
+    const char *evidence_schema = schema ? cg_arena_strdup(a, schema) : NULL;
+    free(schema);
     /* the derived index uses the trace semantic verification parsed (default
      * limits) and its post-read check confirmed */
     /* 5. signature */
@@ -437,10 +440,8 @@ static enum MHD_Result run(ingest *g) {
     bool pg_blobs = s->blobs.kind == SRV_BLOB_PG;
     if (!pg_blobs) {
         for (size_t i = 0; i <= man.n_files; i++) {
-            char src[PATH_MAX * 2];
-            snprintf(src, sizeof src, "%s/%s", g->root, files[i].path);
             bool enospc = false;
-            if (srv_blob_put(&s->blobs, NULL, src, files[i].sha256, files[i].bytes, &enospc, &err) < 0)
+            if (put_blob(g, NULL, &files[i], &enospc, &err) < 0)
                 return enospc ? srv_fail(r, CG_R_INSUFFICIENT_STORAGE, NULL, "no space left in the blob store")
                               : srv_fail_unavailable(r, &err);
         }
@@ -526,6 +527,6 @@ enum MHD_Result srv_h_bundles_post(srv_req *r) {
     if (g.stage[0]) cg_rm_rf(g.stage);
     cg_trace_free(g.trace);
     if (g.health) cg_health_free(g.health);
-    free(g.manifest);
+    if (g.opened) cg_bundle_handle_close(&g.bundle);
     return res;
 }

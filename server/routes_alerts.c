@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "srv_history.h"
+#include "srv_store.h"
 
 static const char *const states[] = {"open", "acknowledged", "false_positive", "resolved", NULL};
 
@@ -57,11 +58,7 @@ cg_jv *srv_alert_json(cg_arena *a, PGresult *x, int i) {
 }
 
 cg_jv *srv_alert_load(PGconn *c, cg_arena *a, long long id, cg_error *err) {
-    const char *p[1] = {cg_arena_printf(a, "%lld", id)};
-    PGresult *x = srv_q(c,
-                        "SELECT " SRV_ALERT_COLUMNS " FROM alerts a JOIN history_series s ON s.id = a.series_id "
-                        "WHERE a.id = $1::bigint",
-                        1, p, NULL, NULL, err);
+    PGresult *x = srv_store_alert_row(c, id, err);
     if (!x) return NULL;
     cg_jv *o = NULL;
     if (PQntuples(x) == 1) o = srv_alert_json(a, x, 0);
@@ -72,38 +69,20 @@ cg_jv *srv_alert_load(PGconn *c, cg_arena *a, long long id, cg_error *err) {
 
 enum MHD_Result srv_h_alerts_list(srv_req *r) {
     cg_arena *a = &r->arena;
-    const char *params[8];
-    int np = 0;
-    cg_buf where = CG_BUF_INIT;
-    cg_buf_puts(&where, "true");
-    const char *state = srv_query(r, "state"), *wl = srv_query(r, "workload_id"), *br = srv_query(r, "branch"),
-               *metric = srv_query(r, "metric"), *cursor = srv_query(r, "cursor"), *lim = srv_query(r, "limit");
-    if (state && !known_state(state)) {
-        cg_buf_free(&where);
-        return srv_fail(r, CG_R_INVALID_PARAMETER, NULL,
-                        "state must be open, acknowledged, false_positive or resolved");
-    }
+    const char *state = srv_query(r, "state"), *cursor = srv_query(r, "cursor"), *lim = srv_query(r, "limit");
+    if (state && !known_state(state))
+        return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "state must be open, acknowledged, false_positive or resolved");
     uint64_t nlim = 0;
-    if ((cursor && !srv_parse_u64(cursor, INT64_MAX, NULL)) || (lim && (!srv_parse_u64(lim, 500, &nlim) || nlim < 1))) {
-        cg_buf_free(&where);
+    if ((cursor && !srv_parse_u64(cursor, INT64_MAX, NULL)) || (lim && (!srv_parse_u64(lim, 500, &nlim) || nlim < 1)))
         return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "limit must be 1 to 500 and cursor one this server issued");
-    }
-    long long limit = lim ? strtoll(lim, NULL, 10) : 50;
-    if (state) params[np++] = state, cg_buf_printf(&where, " AND a.state = $%d", np);
-    if (wl) params[np++] = wl, cg_buf_printf(&where, " AND s.identity->>'workload_id' = $%d", np);
-    if (br) params[np++] = br, cg_buf_printf(&where, " AND s.branch = $%d", np);
-    if (metric) params[np++] = metric, cg_buf_printf(&where, " AND a.metric = $%d", np);
-    if (cursor) params[np++] = cursor, cg_buf_printf(&where, " AND a.id < $%d::bigint", np);
-    char *sql = cg_arena_printf(a,
-                                "SELECT " SRV_ALERT_COLUMNS " FROM alerts a JOIN history_series s ON s.id = a.series_id "
-                                "WHERE %s ORDER BY a.id DESC LIMIT %lld",
-                                where.data, limit + 1);
-    cg_buf_free(&where);
+    long long limit = lim ? (long long)nlim : 50;
+    const char *filters[SRV_ALERTS_NFILTERS] = {
+        [SRV_ALERTS_STATE] = state, [SRV_ALERTS_WORKLOAD] = srv_query(r, "workload_id"),
+        [SRV_ALERTS_BRANCH] = srv_query(r, "branch"), [SRV_ALERTS_METRIC] = srv_query(r, "metric"),
+        [SRV_ALERTS_BEFORE_ID] = cursor,
+    };
     cg_error err = {0};
-    PGconn *c = srv_pool_get(r->s->pool, &err);
-    if (!c) return srv_fail_unavailable(r, &err);
-    PGresult *x = srv_q(c, sql, np, params, NULL, NULL, &err);
-    srv_pool_put(r->s->pool, c);
+    PGresult *x = srv_store_alerts_page(r->s->pool, filters, (unsigned)limit + 1, &err);
     if (!x) return srv_fail_unavailable(r, &err);
     int rows = PQntuples(x), shown = rows > limit ? (int)limit : rows;
     cg_jv *out = cg_jv_obj(a), *items = cg_jv_arr(a);
@@ -131,31 +110,11 @@ enum MHD_Result srv_h_alert_patch(srv_req *r) {
                         "the body must be {\"state\": open|acknowledged|false_positive|resolved, \"note\"?: string}");
     if (note && note->type == CG_JSTR && strlen(cg_jv_as_str(note)) > 4096)
         return srv_fail(r, CG_R_BAD_REQUEST, NULL, "note is longer than 4096 bytes");
-    PGconn *c = srv_pool_get(r->s->pool, &err);
-    if (!c) return srv_fail_unavailable(r, &err);
-    const char *p[4] = {r->params[0], state, note ? cg_jv_as_str(note) : NULL, r->token_id};
     cg_jv *aj = NULL;
-    bool missing = false;
-    if (srv_exec(c, "BEGIN", &err) == 0) {
-        PGresult *x = srv_q(c,
-                            "UPDATE alerts SET state = $2, note = CASE WHEN $3::text IS NULL THEN note ELSE $3 END, "
-                            "updated_by = $4, updated_at = now() WHERE id = $1::bigint RETURNING id",
-                            4, p, NULL, NULL, &err);
-        if (x) {
-            missing = PQntuples(x) == 0;
-            PQclear(x);
-            if (!missing) {
-                aj = srv_alert_load(c, a, strtoll(r->params[0], NULL, 10), &err);
-                if (aj && srv_webhook_enqueue(c, a, "alert.updated", strtoll(r->params[0], NULL, 10), aj, &err) < 0) aj = NULL;
-            }
-        }
-        if (aj && srv_exec(c, "COMMIT", &err) == 0) srv_webhook_kick();
-        else {
-            srv_exec(c, "ROLLBACK", &(cg_error){0});
-            aj = NULL;
-        }
-    }
-    srv_pool_put(r->s->pool, c);
+    int found = srv_store_alert_triage(r->s->pool, strtoll(r->params[0], NULL, 10), state,
+                                       note ? cg_jv_as_str(note) : NULL, r->token_id, a, &aj, &err);
+    if (found == 1) srv_webhook_kick();
+    bool missing = found == 0;
     if (missing) return srv_fail(r, CG_R_NOT_FOUND, NULL, "no alert %s", r->params[0]);
     if (!aj) return srv_fail_unavailable(r, &err);
     return srv_reply_json(r, 200, aj);

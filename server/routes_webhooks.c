@@ -6,6 +6,7 @@
 #include <sodium.h>
 
 #include "srv_history.h"
+#include "srv_store.h"
 
 static bool known_event(const char *e) { return !strcmp(e, "alert.opened") || !strcmp(e, "alert.updated"); }
 
@@ -43,30 +44,16 @@ enum MHD_Result srv_h_webhooks_create(srv_req *r) {
     const char *id = cg_arena_printf(a, "wh_%s", hex);
     const char *p[4] = {id, url, secret, cg_arena_strndup(a, arr.data, arr.len)};
     cg_buf_free(&arr);
-    PGconn *c = srv_pool_get(r->s->pool, &err);
-    if (!c) return srv_fail_unavailable(r, &err);
-    PGresult *x = srv_q(c, "INSERT INTO webhooks (id, url, secret, events) VALUES ($1, $2, $3, $4::text[])", 4, p, NULL,
-                        NULL, &err);
-    srv_pool_put(r->s->pool, c);
-    if (!x) return srv_fail_unavailable(r, &err);
-    PQclear(x);
+    if (srv_store_webhook_insert(r->s->pool, p[0], p[1], p[2], p[3], &err) < 0) return srv_fail_unavailable(r, &err);
     cg_jv *o = cg_jv_obj(a);
     cg_jv_obj_put(a, o, "id", cg_jv_str(a, id));
     return srv_reply_json(r, 201, o);
 }
 
-#define TS(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
-
 enum MHD_Result srv_h_webhooks_list(srv_req *r) {
     cg_arena *a = &r->arena;
     cg_error err = {0};
-    PGconn *c = srv_pool_get(r->s->pool, &err);
-    if (!c) return srv_fail_unavailable(r, &err);
-    PGresult *x = srv_q(c,
-                        "SELECT id, url, array_to_json(events)::text, " TS("created_at") " FROM webhooks "
-                        "WHERE deleted_at IS NULL ORDER BY created_at, id",
-                        0, NULL, NULL, NULL, &err);
-    srv_pool_put(r->s->pool, c);
+    PGresult *x = srv_store_webhooks_list(r->s->pool, &err);
     if (!x) return srv_fail_unavailable(r, &err);
     cg_jv *items = cg_jv_arr(a);
     cg_json_limits lim;
@@ -89,17 +76,8 @@ enum MHD_Result srv_h_webhooks_list(srv_req *r) {
 enum MHD_Result srv_h_webhooks_delete(srv_req *r) {
     cg_arena *a = &r->arena;
     cg_error err = {0};
-    PGconn *c = srv_pool_get(r->s->pool, &err);
-    if (!c) return srv_fail_unavailable(r, &err);
-    const char *p[1] = {r->params[0]};
-    PGresult *x = srv_q(c,
-                        "UPDATE webhooks SET deleted_at = coalesce(deleted_at, now()) WHERE id = $1 AND deleted_at IS NULL "
-                        "RETURNING id",
-                        1, p, NULL, NULL, &err);
-    srv_pool_put(r->s->pool, c);
-    if (!x) return srv_fail_unavailable(r, &err);
-    int n = PQntuples(x);
-    PQclear(x);
+    int n = srv_store_webhook_delete(r->s->pool, r->params[0], &err);
+    if (n < 0) return srv_fail_unavailable(r, &err);
     if (!n) return srv_fail(r, CG_R_NOT_FOUND, NULL, "no webhook %s", r->params[0]);
     cg_jv *o = cg_jv_obj(a);
     cg_jv_obj_put(a, o, "id", cg_jv_str(a, r->params[0]));
@@ -110,26 +88,10 @@ enum MHD_Result srv_h_webhooks_delete(srv_req *r) {
 enum MHD_Result srv_h_webhook_deliveries(srv_req *r) {
     cg_arena *a = &r->arena;
     cg_error err = {0};
-    PGconn *c = srv_pool_get(r->s->pool, &err);
-    if (!c) return srv_fail_unavailable(r, &err);
-    const char *p[1] = {r->params[0]};
-    PGresult *w = srv_q(c, "SELECT 1 FROM webhooks WHERE id = $1", 1, p, NULL, NULL, &err);
-    PGresult *x = w ? srv_q(c,
-                            "SELECT d.event_id, e.type, e.alert_id, d.state, d.attempts, d.last_status, d.last_error, "
-                            TS("d.next_attempt_at") ", " TS("d.delivered_at") ", " TS("d.created_at") " "
-                            "FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id "
-                            "WHERE d.webhook_id = $1 ORDER BY d.created_at DESC, d.event_id LIMIT 500",
-                            1, p, NULL, NULL, &err)
-                    : NULL;
-    srv_pool_put(r->s->pool, c);
-    if (!w || !x) {
-        if (w) PQclear(w);
-        return srv_fail_unavailable(r, &err);
-    }
-    int found = PQntuples(w);
-    PQclear(w);
+    PGresult *x;
+    int found = srv_store_webhook_deliveries(r->s->pool, r->params[0], &x, &err);
+    if (found < 0) return srv_fail_unavailable(r, &err);
     if (!found) {
-        PQclear(x);
         return srv_fail(r, CG_R_NOT_FOUND, NULL, "no webhook %s", r->params[0]);
     }
     cg_jv *items = cg_jv_arr(a);

@@ -167,6 +167,11 @@ int srv_blob_init(srv_blobstore *b, srv_blob_kind kind, const char *data_dir, cg
  * conn inside the caller's transaction. *enospc is set when the disk is full. */
 int srv_blob_put(srv_blobstore *b, PGconn *conn, const char *src, const char *hex, uint64_t size,
                  bool *enospc, cg_error *err);
+/* The same from a descriptor the caller opened (read from offset 0, not
+ * closed); src only names it in messages. Ingest puts the staged files it
+ * opened beneath the bundle's directory descriptor. */
+int srv_blob_put_fd(srv_blobstore *b, PGconn *conn, int src_fd, const char *src, const char *hex, uint64_t size,
+                    bool *enospc, cg_error *err);
 /* fs: the blob's path (caller checks existence). */
 void srv_blob_path(const srv_blobstore *b, const char *hex, char *out, size_t outsz);
 /* Opens a blob for reading into a fresh unlinked temp fd (pg) or the file (fs).

@@ -73,12 +73,7 @@ int srv_history_confirm(PGconn *c, cg_arena *a, const char *metric, const srv_po
 /* Detection parameters of a series: defaults overridden by its params JSON. */
 void srv_history_params(const char *params_json, srv_cp_params *p);
 
-/* routes_alerts.c: the SELECT column list of an alert and its JSON from row i. */
-#define SRV_ALERT_COLUMNS                                                                                           \
-    "a.id, a.state, s.identity::text, s.branch, a.metric, a.before_commit, a.after_commit, a.delta_ns, "            \
-    "a.relative_change, a.ci_lower_ns, a.ci_upper_ns, array_to_json(a.baseline)::text, "                           \
-    "array_to_json(a.candidate)::text, to_char(a.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), " \
-    "to_char(a.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), a.note, a.updated_by"
+/* routes_alerts.c: an alert's JSON from row i of an alert row set (store_alerts.c). */
 cg_jv *srv_alert_json(cg_arena *a, PGresult *x, int row);
 /* Loads one alert's JSON (NULL + err when missing: err.code CG_ESTATE). */
 cg_jv *srv_alert_load(PGconn *c, cg_arena *a, long long id, cg_error *err);

@@ -18,6 +18,7 @@
 #define SRV_STORE_H
 
 #include "srv.h"
+#include "base/json.h"
 #include "trace/trace.h"
 
 /* One bundle's facts as text: cohort row, series point, terminal reason (may be
@@ -217,5 +218,46 @@ int srv_store_key_insert(srv_db db, const char *key_id, const char *name, const 
                          cg_error *err);
 /* Revokes a token (key false) or signer key: 1 done (or already revoked), 0 no such id, -1. */
 int srv_store_revoke(srv_db db, bool key, const char *id, cg_error *err);
+
+/* ------------------------------------------------------------ store_webhooks.c */
+
+/* Registers a webhook (events_pg: text[] literal of event types). */
+int srv_store_webhook_insert(srv_pool *p, const char *id, const char *url, const char *secret, const char *events_pg,
+                             cg_error *err);
+/* Live webhooks: id, url, events (JSON array text), created_at. */
+PGresult *srv_store_webhooks_list(srv_pool *p, cg_error *err);
+/* 1 deleted, 0 no live webhook with that id, -1. */
+int srv_store_webhook_delete(srv_pool *p, const char *id, cg_error *err);
+/* The newest 500 deliveries of webhook id (*rows: event_id, type, alert_id,
+ * state, attempts, last_status, last_error, next_attempt_at, delivered_at,
+ * created_at): 1 (rows set), 0 no such webhook, -1. */
+int srv_store_webhook_deliveries(srv_pool *p, const char *id, PGresult **rows, cg_error *err);
+/* In the caller's transaction: whether a live webhook takes event `type`
+ * (1/0/-1), and the event with one pending delivery per such webhook. */
+int srv_store_webhook_subscribed(PGconn *c, const char *type, cg_error *err);
+int srv_store_webhook_event(PGconn *c, const char *id, const char *type, const char *alert_id, const char *body,
+                            cg_error *err);
+/* Leases up to 8 due deliveries for 60 s: webhook_id, event_id, url, secret,
+ * body, webhook live ('t'/'f'). */
+PGresult *srv_store_webhook_claim(srv_pool *p, cg_error *err);
+/* Records an attempt: delivered on a 2xx status, else retried with backoff. */
+int srv_store_webhook_outcome(srv_pool *p, const char *wid, const char *eid, long status, const char *error,
+                              cg_error *err);
+int srv_store_webhook_abandon(srv_pool *p, const char *wid, const char *eid, cg_error *err);
+
+/* ------------------------------------------------------------ store_alerts.c */
+
+/* One alert's row (columns as srv_alert_json reads them), on the caller's connection. */
+PGresult *srv_store_alert_row(PGconn *c, long long id, cg_error *err);
+/* GET /alerts: up to limit rows, newest first, each filter given (NULL = any). */
+enum { SRV_ALERTS_STATE, SRV_ALERTS_WORKLOAD, SRV_ALERTS_BRANCH, SRV_ALERTS_METRIC, SRV_ALERTS_BEFORE_ID,
+       SRV_ALERTS_NFILTERS };
+PGresult *srv_store_alerts_page(srv_pool *p, const char *const filters[SRV_ALERTS_NFILTERS], unsigned limit,
+                                cg_error *err);
+/* PATCH /alerts/{id} in one transaction: new state, note (NULL keeps it), who;
+ * then the alert.updated event. 1 (*alert: its JSON, arena a), 0 no such
+ * alert, -1. The caller kicks the webhook thread after 1. */
+int srv_store_alert_triage(srv_pool *p, long long id, const char *state, const char *note, const char *token_id,
+                           cg_arena *a, cg_jv **alert, cg_error *err);
 
 #endif

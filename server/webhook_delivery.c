@@ -19,6 +19,7 @@
 #endif
 
 #include "srv_history.h"
+#include "srv_store.h"
 
 #define CLAIM_BATCH 8
 #define POST_TIMEOUT_S 10L
@@ -46,13 +47,8 @@ static const char *now_rfc3339(cg_arena *a) {
 
 int srv_webhook_enqueue(PGconn *c, cg_arena *a, const char *type, long long alert_id, const cg_jv *alert,
                         cg_error *err) {
-    const char *pt[1] = {type};
-    PGresult *x = srv_q(c, "SELECT 1 FROM webhooks WHERE deleted_at IS NULL AND $1 = ANY(events) LIMIT 1", 1, pt, NULL,
-                        NULL, err);
-    if (!x) return -1;
-    bool any = PQntuples(x) > 0;
-    PQclear(x);
-    if (!any) return 0;
+    int any = srv_store_webhook_subscribed(c, type, err);
+    if (any <= 0) return any;
     unsigned char rnd[16];
     randombytes_buf(rnd, sizeof rnd);
     char hex[33];
@@ -65,19 +61,9 @@ int srv_webhook_enqueue(PGconn *c, cg_arena *a, const char *type, long long aler
     cg_jv_obj_put(a, o, "alert", cg_jv_clone(a, alert));
     cg_buf b = CG_BUF_INIT;
     cg_json_write(&b, o, false);
-    const char *p[4] = {id, type, cg_arena_printf(a, "%lld", alert_id), cg_arena_strndup(a, b.data, b.len)};
+    const char *body = cg_arena_strndup(a, b.data, b.len);
     cg_buf_free(&b);
-    x = srv_q(c, "INSERT INTO webhook_events (id, type, alert_id, body) VALUES ($1, $2, $3::bigint, $4)", 4, p, NULL,
-              NULL, err);
-    if (!x) return -1;
-    PQclear(x);
-    x = srv_q(c,
-              "INSERT INTO webhook_deliveries (webhook_id, event_id) SELECT id, $1 FROM webhooks "
-              "WHERE deleted_at IS NULL AND $2 = ANY(events)",
-              2, p, NULL, NULL, err);
-    if (!x) return -1;
-    PQclear(x);
-    return 0;
+    return srv_store_webhook_event(c, id, type, cg_arena_printf(a, "%lld", alert_id), body, err);
 }
 
 /* ------------------------------------------------------------ sending */
@@ -140,40 +126,11 @@ static long post(const char *url, const char *secret, const char *event_id, cons
 }
 #endif
 
-static void record(PGconn *c, const char *wid, const char *eid, long status, const char *error) {
-    char st[16];
-    snprintf(st, sizeof st, "%ld", status);
-    const char *p[4] = {wid, eid, status ? st : NULL, error[0] ? error : NULL};
-    cg_error err = {0};
-    PGresult *x =
-        status >= 200 && status < 300
-            ? srv_q(c,
-                    "UPDATE webhook_deliveries SET state = 'delivered', attempts = attempts + 1, last_status = $3::int, "
-                    "last_error = NULL, delivered_at = now() WHERE webhook_id = $1 AND event_id = $2",
-                    3, p, NULL, NULL, &err)
-            : srv_q(c,
-                    "UPDATE webhook_deliveries SET attempts = attempts + 1, last_status = $3::int, last_error = $4, "
-                    "next_attempt_at = now() + make_interval(secs => least(3600, power(2, attempts))) "
-                    "WHERE webhook_id = $1 AND event_id = $2",
-                    4, p, NULL, NULL, &err);
-    if (x) PQclear(x);
-    else srv_log("error", "webhook delivery not recorded", "webhook", wid, "event", eid, "error", err.msg, NULL);
-}
-
-/* Claims and sends one batch; returns how many were due. */
+/* Claims and sends one batch; returns how many were due. A pooled connection
+ * is taken only for the claim and for each outcome, never during a POST. */
 static int deliver_due(srv_server *s) {
     cg_error err = {0};
-    PGconn *c = srv_pool_get(s->pool, &err);
-    if (!c) return 0;
-    PGresult *x = srv_q(c,
-                        "UPDATE webhook_deliveries d SET next_attempt_at = now() + interval '60 seconds' "
-                        "FROM (SELECT webhook_id, event_id FROM webhook_deliveries WHERE state = 'pending' AND "
-                        "next_attempt_at <= now() ORDER BY next_attempt_at LIMIT 8 FOR UPDATE SKIP LOCKED) due, "
-                        "webhooks w, webhook_events e WHERE d.webhook_id = due.webhook_id AND d.event_id = due.event_id "
-                        "AND w.id = d.webhook_id AND e.id = d.event_id "
-                        "RETURNING d.webhook_id, d.event_id, w.url, w.secret, e.body, w.deleted_at IS NULL",
-                        0, NULL, NULL, NULL, &err);
-    srv_pool_put(s->pool, c);
+    PGresult *x = srv_store_webhook_claim(s->pool, &err);
     if (!x) {
         srv_log("error", "webhook outbox unreadable", "error", err.msg, NULL);
         return 0;
@@ -183,20 +140,12 @@ static int deliver_due(srv_server *s) {
         const char *wid = PQgetvalue(x, i, 0), *eid = PQgetvalue(x, i, 1);
         char error[256] = "";
         long status = 0;
-        if (strcmp(PQgetvalue(x, i, 5), "t") != 0) snprintf(error, sizeof error, "webhook deleted");
-        else status = post(PQgetvalue(x, i, 2), PQgetvalue(x, i, 3), eid, PQgetvalue(x, i, 4), error, sizeof error);
-        c = srv_pool_get(s->pool, &err);
-        if (!c) break; /* the lease expires and the row is retried */
-        if (!strcmp(error, "webhook deleted")) {
-            const char *p[2] = {wid, eid};
-            PGresult *y = srv_q(c, "UPDATE webhook_deliveries SET state = 'abandoned', last_error = 'webhook deleted' "
-                                   "WHERE webhook_id = $1 AND event_id = $2",
-                                2, p, NULL, NULL, &err);
-            if (y) PQclear(y);
-        } else {
-            record(c, wid, eid, status, error);
-        }
-        srv_pool_put(s->pool, c);
+        bool live = strcmp(PQgetvalue(x, i, 5), "t") == 0;
+        if (live) status = post(PQgetvalue(x, i, 2), PQgetvalue(x, i, 3), eid, PQgetvalue(x, i, 4), error, sizeof error);
+        int rc = live ? srv_store_webhook_outcome(s->pool, wid, eid, status, error, &err)
+                      : srv_store_webhook_abandon(s->pool, wid, eid, &err);
+        if (rc < 0) /* the lease expires and the row is retried */
+            srv_log("error", "webhook delivery not recorded", "webhook", wid, "event", eid, "error", err.msg, NULL);
     }
     PQclear(x);
     return n;
