@@ -231,12 +231,10 @@ static char *read_manifest(const char *mpath, size_t *len, cg_bundle_check *chec
         return NULL;
     }
     close(fd);
-    cg_error rerr;
-    cg_err_clear(&rerr);
-    char *data = cg_read_file(mpath, CG_BUNDLE_MANIFEST_MAX, len, &rerr);
+    char *data = cg_read_file_io(mpath, CG_BUNDLE_MANIFEST_MAX, len, err);
     if (!data) {
-        fail(check, CG_BCHK_MANIFEST_UNREADABLE, err, rerr.code == CG_ELIMIT ? CG_ELIMIT : CG_EIO,
-             "read bundle manifest %s: %s", mpath, rerr.msg);
+        if (check) *check = CG_BCHK_MANIFEST_UNREADABLE;
+        cg_err_context(err, "read bundle manifest %s", mpath);
         return NULL;
     }
     return data;
