@@ -18,33 +18,37 @@ static void read_fail(cg_error *err, bool bare, const char *what, const char *pa
     else cg_err_set(err, CG_EIO, "%s %s: %s", what, path, strerror(e));
 }
 
+static char *read_fd(int fd, const char *path, size_t max_bytes, size_t *len, cg_error *err, bool bare);
+
 static char *read_file(const char *path, size_t max_bytes, size_t *len, cg_error *err, bool bare) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         read_fail(err, bare, "open", path, errno);
         return NULL;
     }
+    char *data = read_fd(fd, path, max_bytes, len, err, bare);
+    close(fd);
+    return data;
+}
+
+static char *read_fd(int fd, const char *path, size_t max_bytes, size_t *len, cg_error *err, bool bare) {
     struct stat st;
     if (fstat(fd, &st) != 0) {
         read_fail(err, bare, "stat", path, errno);
-        close(fd);
         return NULL;
     }
     if (S_ISDIR(st.st_mode)) {
         read_fail(err, bare, "read", path, EISDIR);
-        close(fd);
         return NULL;
     }
     size_t cap = st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
     if (max_bytes && (uint64_t)st.st_size > max_bytes) {
         cg_err_set(err, CG_ELIMIT, "%s is larger than the limit of %zu bytes", path, max_bytes);
-        close(fd);
         return NULL;
     }
     char *buf = malloc(cap);
     if (!buf) {
         cg_err_set(err, CG_ENOMEM, "out of memory reading %s", path);
-        close(fd);
         return NULL;
     }
     size_t n = 0;
@@ -54,7 +58,6 @@ static char *read_file(const char *path, size_t max_bytes, size_t *len, cg_error
             char *nb = realloc(buf, ncap);
             if (!nb) {
                 free(buf);
-                close(fd);
                 cg_err_set(err, CG_ENOMEM, "out of memory reading %s", path);
                 return NULL;
             }
@@ -66,7 +69,6 @@ static char *read_file(const char *path, size_t max_bytes, size_t *len, cg_error
             if (errno == EINTR) continue;
             read_fail(err, bare, "read", path, errno);
             free(buf);
-            close(fd);
             return NULL;
         }
         if (r == 0) break;
@@ -74,11 +76,9 @@ static char *read_file(const char *path, size_t max_bytes, size_t *len, cg_error
         if (max_bytes && n > max_bytes) {
             cg_err_set(err, CG_ELIMIT, "%s is larger than the limit of %zu bytes", path, max_bytes);
             free(buf);
-            close(fd);
             return NULL;
         }
     }
-    close(fd);
     buf[n] = '\0';
     if (len) *len = n;
     return buf;
@@ -86,6 +86,14 @@ static char *read_file(const char *path, size_t max_bytes, size_t *len, cg_error
 
 char *cg_read_file(const char *path, size_t max_bytes, size_t *len, cg_error *err) {
     return read_file(path, max_bytes, len, err, false);
+}
+
+char *cg_read_fd(int fd, const char *path, size_t max_bytes, size_t *len, cg_error *err) {
+    return read_fd(fd, path, max_bytes, len, err, false);
+}
+
+char *cg_read_fd_io(int fd, const char *path, size_t max_bytes, size_t *len, cg_error *err) {
+    return read_fd(fd, path, max_bytes, len, err, true);
 }
 
 char *cg_read_file_io(const char *path, size_t max_bytes, size_t *len, cg_error *err) {

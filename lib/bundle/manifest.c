@@ -7,14 +7,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-int cg_bundle_manifest_parse(cg_arena *a, const char *text, size_t len, cg_bundle_manifest *out,
-                             cg_error *err) {
+static int parse_manifest(cg_arena *a, const char *text, size_t len, cg_bundle_manifest *out, cg_error *err) {
     memset(out, 0, sizeof *out);
     cg_json_limits lim;
     cg_json_limits_default(&lim);
     cg_jv *root = cg_json_parse(a, text, len, &lim, err);
     if (!root) return -1;
     return cg_bw_decode(&cg_bw_bundle_manifest, a, root, text, len, out, err);
+}
+
+int cg_bundle_manifest_parse(cg_arena *a, const char *text, size_t len, cg_bundle_manifest *out, cg_error *err) {
+    if (parse_manifest(a, text, len, out, err) == 0) return 0;
+    return cg_err_reason(err, err && err->code == CG_ENOMEM ? CG_R_NONE : CG_R_MALFORMED_MANIFEST);
 }
 
 static int file_cmp(const void *x, const void *y) {
