@@ -94,7 +94,7 @@ static int load_bundle(cg_arena *a, cli_loaded *l, cg_error *err) {
     char ev_path[4200];
     snprintf(ev_path, sizeof ev_path, "%.4000s/evidence.json", l->bundle_root);
     size_t len;
-    char *data = cg_read_file(ev_path, 1u << 30, &len, err);
+    char *data = cg_read_file_io(ev_path, 1u << 30, &len, err);
     if (!data) return cg_err_context(err, "read verified evidence packet %s", ev_path);
     cg_json_limits lim;
     cg_json_limits_default(&lim);

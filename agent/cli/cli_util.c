@@ -121,30 +121,74 @@ int cli_failf(const char *fmt, ...) {
     return 1;
 }
 
-int cli_write_bytes(const char *out_path, const void *data, size_t len) {
-    if (!out_path || !strcmp(out_path, "-")) {
-        if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0)
-            return cli_failf("write stdout: %s", strerror(errno));
-        return 0;
-    }
+/* A failed write to stdout: the io::Error alone, as `write_all(..)?` leaves it. */
+static int stdout_fail(int e) {
+    cg_error err;
+    char text[256];
+    cg_err_set(&err, cg_errcode_of_errno(e), "%s", cg_os_error_text(text, sizeof text, e));
+    return cli_fail(&err);
+}
+
+/* The crate's write_output for a file: create_dir_all(parent) ("creating
+ * PARENT"), then the file ("writing PATH"), each io::Error as its cause.
+ * Returns the open descriptor, or -1 after printing the error. */
+static int open_output(const char *out_path) {
     cg_error err;
     cg_err_clear(&err);
-    if (cg_write_file(out_path, data, len, false, &err) != 0) return cli_fail(&err);
-    return 0;
+    char parent[4096];
+    snprintf(parent, sizeof parent, "%s", out_path);
+    char *slash = strrchr(parent, '/');
+    if (slash && slash != parent) {
+        *slash = '\0';
+        /* create_dir_all: an existing non-directory is EEXIST */
+        if (cg_mkdir_p(parent, &err) != 0 || !cg_is_dir(parent)) {
+            cg_err_os(&err, cg_is_dir(parent) || !cg_path_exists(parent) ? errno : EEXIST, "creating %s", parent);
+            return cli_fail(&err), -1;
+        }
+    }
+    int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) cg_err_os(&err, errno, "writing %s", out_path), cli_fail(&err);
+    return fd;
+}
+
+static int write_fail(const char *out_path, int e) {
+    cg_error err;
+    cg_err_os(&err, e, "writing %s", out_path);
+    return cli_fail(&err);
+}
+
+int cli_write_bytes(const char *out_path, const void *data, size_t len) {
+    if (!out_path || !strcmp(out_path, "-")) {
+        if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0) return stdout_fail(errno);
+        return 0;
+    }
+    int fd = open_output(out_path);
+    if (fd < 0) return 1;
+    for (const char *p = data; len;) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) {
+            int e = errno;
+            close(fd);
+            return write_fail(out_path, e);
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    return close(fd) != 0 ? write_fail(out_path, errno) : 0;
 }
 
 int cli_write_stream(const char *out_path, cli_producer produce, void *arg) {
     cg_error err;
     cg_err_clear(&err);
     bool to_stdout = !out_path || !strcmp(out_path, "-");
-    if (to_stdout && fflush(stdout) != 0) return cli_failf("write stdout: %s", strerror(errno));
-    cg_fd_sink_ctx o = {to_stdout ? STDOUT_FILENO : open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), 0};
-    if (o.fd < 0) return cli_failf("create %s: %s", out_path, strerror(errno));
-    const char *name = to_stdout ? "stdout" : out_path;
+    if (to_stdout && fflush(stdout) != 0) return stdout_fail(errno);
+    cg_fd_sink_ctx o = {to_stdout ? STDOUT_FILENO : open_output(out_path), 0};
+    if (o.fd < 0) return 1;
     int rc = produce(cg_fd_sink, &o, arg, &err);
-    if (rc != 0 && o.err_no) rc = cli_failf("write %s: %s", name, strerror(o.err_no));
+    if (rc != 0 && o.err_no) rc = to_stdout ? stdout_fail(o.err_no) : write_fail(out_path, o.err_no);
     else if (rc != 0) rc = cli_fail(&err);
-    if (!to_stdout && close(o.fd) != 0 && rc == 0) rc = cli_failf("close %s: %s", out_path, strerror(errno));
+    if (!to_stdout && close(o.fd) != 0 && rc == 0) rc = write_fail(out_path, errno);
     return rc;
 }
 

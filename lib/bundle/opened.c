@@ -70,18 +70,17 @@ static int read_manifest(cg_bundle_handle *h, const char *mpath, cg_error *err) 
         if (fd >= 0 || e == ELOOP)
             return fail(err, CG_R_MALFORMED_MANIFEST, CG_EVERIFY, "bundle manifest is not a regular file: %s",
                         mpath);
-        cg_err_os(err, e, "read bundle manifest %s", mpath);
+        cg_err_os(err, e, "read bundle manifest %s", mpath); /* the crate's with_context over io::Error */
         return cg_err_reason(err, CG_R_MALFORMED_MANIFEST);
     }
     int fl = fcntl(fd, F_GETFL);
     if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-    cg_error rerr;
-    cg_err_clear(&rerr);
-    h->manifest = cg_read_fd(fd, mpath, CG_BUNDLE_MANIFEST_MAX, &h->manifest_len, &rerr);
+    h->manifest = cg_read_fd_io(fd, mpath, CG_BUNDLE_MANIFEST_MAX, &h->manifest_len, err);
     close(fd);
-    if (!h->manifest)
-        return fail(err, CG_R_MALFORMED_MANIFEST, rerr.code == CG_ELIMIT ? CG_ELIMIT : CG_EIO,
-                    "read bundle manifest %s: %s", mpath, rerr.msg);
+    if (!h->manifest) {
+        cg_err_context(err, "read bundle manifest %s", mpath);
+        return cg_err_reason(err, CG_R_MALFORMED_MANIFEST);
+    }
     cg_sha256_hex(h->manifest, h->manifest_len, h->manifest_sha256);
     return 0;
 }

@@ -485,8 +485,7 @@ static void check_record_order(rd *r, int ki) {
 }
 
 /* cg_json_parse already words and places a syntax error as serde_json does
- * ("MSG at line 1 column C" for the one-line text); where serde_json's error
- * code itself differs the message stays ours (docs/compatibility/trace-health.md). */
+ * ("MSG at line 1 column C" for the one-line text). */
 static int syntax_fail(rd *r, const char *msg) { return serde_fail(r, "%s", msg); }
 
 static int json_fail(rd *r, const cg_error *jerr, const char *p, size_t n) {
