@@ -15,6 +15,34 @@ bool cli_is_flag(const char *arg, const char *flag, const char *alt) {
     return (flag && !strcmp(arg, flag)) || (alt && !strcmp(arg, alt));
 }
 
+/* clap's placeholder of a flag's value in messages ("--kind <KIND>"): the
+ * crate's value_name where it sets one, else the upper-cased long name. */
+static void flag_with_value(char *out, size_t size, const char *flag) {
+    static const char *const names[][2] = {{"--output", "FILE"}, {"-o", "FILE"}, {"--label", "S"},
+                                           {"--label-prefix", "S"}, {"--bundle", "DIR"},
+                                           {"--nsight-dir", "DIR"}, {"--manifest", "FILE"},
+                                           {"--baseline", "BUNDLE"}, {"--candidate", "BUNDLE"},
+                                           {"--phase", "P"}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(flag, names[i][0])) {
+            snprintf(out, size, "%s <%s>", flag, names[i][1]);
+            return;
+        }
+    size_t o = (size_t)snprintf(out, size, "%s <", flag);
+    for (const char *c = flag + strspn(flag, "-"); *c && o + 2 < size; c++)
+        out[o++] = *c >= 'a' && *c <= 'z' ? (char)(*c - 'a' + 'A') : *c == '-' ? '_' : *c;
+    if (o + 2 <= size) {
+        out[o++] = '>';
+        out[o] = '\0';
+    }
+}
+
+static int value_missing(const char *cmd, const char *flag) {
+    char fv[128];
+    flag_with_value(fv, sizeof fv, flag);
+    return cli_usage_error(cmd, "The argument '%s' requires a value but none was supplied", fv);
+}
+
 int cli_take_value(int argc, char **argv, int *i, const char *flag, const char *alt, const char **value) {
     const char *a = argv[*i];
     size_t fl = strlen(flag);
@@ -24,7 +52,7 @@ int cli_take_value(int argc, char **argv, int *i, const char *flag, const char *
     }
     if (!cli_is_flag(a, flag, alt)) return 0;
     if (*i + 1 >= argc) {
-        fprintf(stderr, "candle-graph %s: %s needs a value\n", argv[0], flag);
+        value_missing(argv[0], flag);
         return -1;
     }
     *value = argv[++*i];
@@ -43,61 +71,124 @@ int cli_take_multi(int argc, char **argv, int *i, const char *flag, const char *
         (*vals)[(*n)++] = argv[++*i];
     }
     if (*n == start) {
-        fprintf(stderr, "candle-graph %s: %s needs at least one value\n", argv[0], flag);
+        value_missing(argv[0], flag);
         return -1;
     }
     return 1;
 }
 
 int cli_usage_error(const char *cmd, const char *fmt, ...) {
+    (void)cmd;
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "candle-graph %s: ", cmd);
+    fputs("error: ", stderr);
     vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n(see candle-graph %s --help)\n", cmd);
+    fputs("\n\nFor more information try '--help'\n", stderr);
     va_end(ap);
     return 2;
 }
 
+int cli_usage_unexpected(const char *cmd, const char *arg) {
+    if (arg[0] == '-' && arg[1])
+        return cli_usage_error(cmd, "Found argument '%s' which wasn't expected, or isn't valid in this context\n\n"
+                                    "  If you tried to supply '%s' as a value rather than a flag, use '-- %s'",
+                               arg, arg, arg);
+    return cli_usage_error(cmd, "Found argument '%s' which wasn't expected, or isn't valid in this context", arg);
+}
+
+int cli_usage_missing(const char *cmd, const char *what) {
+    return cli_usage_error(cmd, "The following required arguments were not provided:\n  %s", what);
+}
+
+/* What a Rust main returning anyhow's Err prints: "Error: " + the Debug chain. */
 int cli_fail(const cg_error *err) {
-    fprintf(stderr, "candle-graph: %s\n", err->msg);
+    cg_buf b = CG_BUF_INIT;
+    cg_buf_puts(&b, "Error: ");
+    cg_err_write_chain(&b, err);
+    cg_buf_putc(&b, '\n');
+    fwrite(b.data, 1, b.len, stderr);
+    cg_buf_free(&b);
     return 1;
 }
 
 int cli_failf(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fputs("candle-graph: ", stderr);
+    fputs("Error: ", stderr);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
     return 1;
 }
 
-int cli_write_bytes(const char *out_path, const void *data, size_t len) {
-    if (!out_path || !strcmp(out_path, "-")) {
-        if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0)
-            return cli_failf("write stdout: %s", strerror(errno));
-        return 0;
-    }
+/* A failed write to stdout: the io::Error alone, as `write_all(..)?` leaves it. */
+static int stdout_fail(int e) {
+    cg_error err;
+    char text[256];
+    cg_err_set(&err, cg_errcode_of_errno(e), "%s", cg_os_error_text(text, sizeof text, e));
+    return cli_fail(&err);
+}
+
+/* The crate's write_output for a file: create_dir_all(parent) ("creating
+ * PARENT"), then the file ("writing PATH"), each io::Error as its cause.
+ * Returns the open descriptor, or -1 after printing the error. */
+static int open_output(const char *out_path) {
     cg_error err;
     cg_err_clear(&err);
-    if (cg_write_file(out_path, data, len, false, &err) != 0) return cli_fail(&err);
-    return 0;
+    char parent[4096];
+    snprintf(parent, sizeof parent, "%s", out_path);
+    char *slash = strrchr(parent, '/');
+    if (slash && slash != parent) {
+        *slash = '\0';
+        /* create_dir_all: an existing non-directory is EEXIST */
+        if (cg_mkdir_p(parent, &err) != 0 || !cg_is_dir(parent)) {
+            cg_err_os(&err, cg_is_dir(parent) || !cg_path_exists(parent) ? errno : EEXIST, "creating %s", parent);
+            return cli_fail(&err), -1;
+        }
+    }
+    int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) cg_err_os(&err, errno, "writing %s", out_path), cli_fail(&err);
+    return fd;
+}
+
+static int write_fail(const char *out_path, int e) {
+    cg_error err;
+    cg_err_os(&err, e, "writing %s", out_path);
+    return cli_fail(&err);
+}
+
+int cli_write_bytes(const char *out_path, const void *data, size_t len) {
+    if (!out_path || !strcmp(out_path, "-")) {
+        if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0) return stdout_fail(errno);
+        return 0;
+    }
+    int fd = open_output(out_path);
+    if (fd < 0) return 1;
+    for (const char *p = data; len;) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) {
+            int e = errno;
+            close(fd);
+            return write_fail(out_path, e);
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    return close(fd) != 0 ? write_fail(out_path, errno) : 0;
 }
 
 int cli_write_stream(const char *out_path, cli_producer produce, void *arg) {
     cg_error err;
     cg_err_clear(&err);
     bool to_stdout = !out_path || !strcmp(out_path, "-");
-    if (to_stdout && fflush(stdout) != 0) return cli_failf("write stdout: %s", strerror(errno));
-    cg_fd_sink_ctx o = {to_stdout ? STDOUT_FILENO : open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), 0};
-    if (o.fd < 0) return cli_failf("create %s: %s", out_path, strerror(errno));
-    const char *name = to_stdout ? "stdout" : out_path;
+    if (to_stdout && fflush(stdout) != 0) return stdout_fail(errno);
+    cg_fd_sink_ctx o = {to_stdout ? STDOUT_FILENO : open_output(out_path), 0};
+    if (o.fd < 0) return 1;
     int rc = produce(cg_fd_sink, &o, arg, &err);
-    if (rc != 0 && o.err_no) rc = cli_failf("write %s: %s", name, strerror(o.err_no));
+    if (rc != 0 && o.err_no) rc = to_stdout ? stdout_fail(o.err_no) : write_fail(out_path, o.err_no);
     else if (rc != 0) rc = cli_fail(&err);
-    if (!to_stdout && close(o.fd) != 0 && rc == 0) rc = cli_failf("close %s: %s", out_path, strerror(errno));
+    if (!to_stdout && close(o.fd) != 0 && rc == 0) rc = write_fail(out_path, errno);
     return rc;
 }
 

@@ -10,25 +10,35 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-char *cg_read_file(const char *path, size_t max_bytes, size_t *len, cg_error *err) {
+/* An OS failure of read_file: "<what> PATH: <strerror>" (ours), or bare, the
+ * io::Error alone as Rust's fs::read returns it. */
+static void read_fail(cg_error *err, bool bare, const char *what, const char *path, int e) {
+    char text[256];
+    if (bare) cg_err_set(err, cg_errcode_of_errno(e), "%s", cg_os_error_text(text, sizeof text, e));
+    else cg_err_set(err, CG_EIO, "%s %s: %s", what, path, strerror(e));
+}
+
+static char *read_fd(int fd, const char *path, size_t max_bytes, size_t *len, cg_error *err, bool bare);
+
+static char *read_file(const char *path, size_t max_bytes, size_t *len, cg_error *err, bool bare) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        cg_err_set(err, CG_EIO, "open %s: %s", path, strerror(errno));
+        read_fail(err, bare, "open", path, errno);
         return NULL;
     }
-    char *data = cg_read_fd(fd, path, max_bytes, len, err);
+    char *data = read_fd(fd, path, max_bytes, len, err, bare);
     close(fd);
     return data;
 }
 
-char *cg_read_fd(int fd, const char *path, size_t max_bytes, size_t *len, cg_error *err) {
+static char *read_fd(int fd, const char *path, size_t max_bytes, size_t *len, cg_error *err, bool bare) {
     struct stat st;
     if (fstat(fd, &st) != 0) {
-        cg_err_set(err, CG_EIO, "stat %s: %s", path, strerror(errno));
+        read_fail(err, bare, "stat", path, errno);
         return NULL;
     }
     if (S_ISDIR(st.st_mode)) {
-        cg_err_set(err, CG_EIO, "read %s: Is a directory", path);
+        read_fail(err, bare, "read", path, EISDIR);
         return NULL;
     }
     size_t cap = st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
@@ -57,7 +67,7 @@ char *cg_read_fd(int fd, const char *path, size_t max_bytes, size_t *len, cg_err
         ssize_t r = read(fd, buf + n, cap - n - 1);
         if (r < 0) {
             if (errno == EINTR) continue;
-            cg_err_set(err, CG_EIO, "read %s: %s", path, strerror(errno));
+            read_fail(err, bare, "read", path, errno);
             free(buf);
             return NULL;
         }
@@ -72,6 +82,22 @@ char *cg_read_fd(int fd, const char *path, size_t max_bytes, size_t *len, cg_err
     buf[n] = '\0';
     if (len) *len = n;
     return buf;
+}
+
+char *cg_read_file(const char *path, size_t max_bytes, size_t *len, cg_error *err) {
+    return read_file(path, max_bytes, len, err, false);
+}
+
+char *cg_read_fd(int fd, const char *path, size_t max_bytes, size_t *len, cg_error *err) {
+    return read_fd(fd, path, max_bytes, len, err, false);
+}
+
+char *cg_read_fd_io(int fd, const char *path, size_t max_bytes, size_t *len, cg_error *err) {
+    return read_fd(fd, path, max_bytes, len, err, true);
+}
+
+char *cg_read_file_io(const char *path, size_t max_bytes, size_t *len, cg_error *err) {
+    return read_file(path, max_bytes, len, err, true);
 }
 
 static int write_all(int fd, const void *data, size_t len) {
@@ -134,6 +160,14 @@ int cg_write_file_atomic(const char *path, const void *data, size_t len, cg_erro
     return cg_fsync_path(parent, err);
 }
 
+/* Keeps the failing mkdir's errno for the caller (fs.h). */
+static int mkdir_fail(const char *dir, cg_error *err) {
+    int e = errno;
+    cg_err_set(err, CG_EIO, "create directory %s: %s", dir, strerror(e));
+    errno = e;
+    return -1;
+}
+
 int cg_mkdir_p(const char *path, cg_error *err) {
     char tmp[4096];
     size_t n = strlen(path);
@@ -143,13 +177,11 @@ int cg_mkdir_p(const char *path, cg_error *err) {
     for (char *p = tmp + 1; *p; p++) {
         if (*p == '/') {
             *p = '\0';
-            if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-                return cg_err_set(err, CG_EIO, "create directory %s: %s", tmp, strerror(errno));
+            if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return mkdir_fail(tmp, err);
             *p = '/';
         }
     }
-    if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-        return cg_err_set(err, CG_EIO, "create directory %s: %s", tmp, strerror(errno));
+    if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return mkdir_fail(tmp, err);
     return 0;
 }
 

@@ -14,11 +14,17 @@ char *cg_read_file(const char *path, size_t max_bytes, size_t *len, cg_error *er
 /* The same from an open descriptor (read from its current offset; not closed);
  * path names it in messages. */
 char *cg_read_fd(int fd, const char *path, size_t max_bytes, size_t *len, cg_error *err);
+/* cg_read_file / cg_read_fd whose OS failures are the bare io::Error ("No
+ * such file or directory (os error 2)"), as Rust's fs::read returns it: the
+ * caller adds the crate's context. */
+char *cg_read_file_io(const char *path, size_t max_bytes, size_t *len, cg_error *err);
+char *cg_read_fd_io(int fd, const char *path, size_t max_bytes, size_t *len, cg_error *err);
 /* Writes data to path (create/truncate), optionally fsyncing the file. */
 int cg_write_file(const char *path, const void *data, size_t len, bool do_fsync, cg_error *err);
 /* Writes to a temp file beside path, fsyncs, renames over path, fsyncs the directory. */
 int cg_write_file_atomic(const char *path, const void *data, size_t len, cg_error *err);
 int cg_fsync_path(const char *path, cg_error *err); /* file or directory */
+/* mkdir -p; on failure errno is the failing mkdir's. */
 int cg_mkdir_p(const char *path, cg_error *err);
 int cg_rm_rf(const char *path);                      /* best effort; 0 on success */
 bool cg_path_exists(const char *path);               /* lstat succeeds */

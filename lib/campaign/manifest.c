@@ -1,46 +1,45 @@
 /* manifest.c — campaign/1 parsing, validation and bundle path resolution. */
 #include "campaign/campaign.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/fs.h"
+#include "bundle/manifest_wire.h"
 #include "bundle/verify.h"
 
-static int field_str(cg_arena *a, const cg_jv *o, const char *key, const char **out, cg_error *err) {
-    const char *s = cg_jv_as_str(cg_jv_get(o, key));
-    if (!s) return cg_err_set(err, CG_EPARSE, "campaign manifest field %s must be a string", key);
-    *out = cg_arena_strdup(a, s);
-    return 0;
-}
+/* campaign.rs PlannedCapture / CampaignManifest: one table each, read and
+ * written through manifest_wire's engine (serde's semantics and positions). */
+typedef struct manifest_doc {
+    const char *schema;
+    cg_campaign_manifest m;
+} manifest_doc;
 
-/* JSON + field types (serde's part); the schema string goes to *schema. */
+static const cg_bw_field planned_fields[] = {
+    {"capture_step", CG_BW_U64, offsetof(cg_planned_capture, capture_step), 0, NULL},
+    {"bundle", CG_BW_STR, offsetof(cg_planned_capture, bundle), 0, NULL},
+};
+static const cg_bw_record planned_record = CG_BW_RECORD("struct PlannedCapture", cg_planned_capture, planned_fields);
+
+static const cg_bw_field manifest_fields[] = {
+    {"schema", CG_BW_STR, offsetof(manifest_doc, schema), 0, NULL},
+    {"campaign_id", CG_BW_STR, offsetof(manifest_doc, m.campaign_id), 0, NULL},
+    {"entrypoint", CG_BW_STR, offsetof(manifest_doc, m.entrypoint), 0, NULL},
+    {"planned", CG_BW_SEQ, offsetof(manifest_doc, m.planned), offsetof(manifest_doc, m.n_planned), &planned_record},
+};
+static const cg_bw_record manifest_record = CG_BW_RECORD("struct CampaignManifest", manifest_doc, manifest_fields);
+
+/* serde_json::from_slice's part: JSON and field types; the schema goes to *schema. */
 static int parse_shape(cg_arena *a, const char *text, size_t len, cg_campaign_manifest *out, const char **schema_out,
                        cg_error *err) {
     memset(out, 0, sizeof *out);
     cg_jv *v = cg_json_parse(a, text, len, NULL, err);
     if (!v) return -1;
-    if (v->type != CG_JOBJ) return cg_err_set(err, CG_EPARSE, "campaign manifest must be a JSON object");
-    const char *schema = NULL;
-    if (field_str(a, v, "schema", &schema, err) || field_str(a, v, "campaign_id", &out->campaign_id, err) ||
-        field_str(a, v, "entrypoint", &out->entrypoint, err))
-        return -1;
-    const cg_jv *planned = cg_jv_get(v, "planned");
-    if (!planned || planned->type != CG_JARR)
-        return cg_err_set(err, CG_EPARSE, "campaign manifest field planned must be an array");
-    out->n_planned = cg_jv_len(planned);
-    out->planned = cg_arena_zalloc(a, (out->n_planned ? out->n_planned : 1) * sizeof *out->planned);
-    for (size_t i = 0; i < out->n_planned; i++) {
-        const cg_jv *p = cg_jv_at(planned, i);
-        if (p->type != CG_JOBJ ||
-            !cg_jv_as_u64(cg_jv_get(p, "capture_step"), &out->planned[i].capture_step) ||
-            !cg_jv_as_str(cg_jv_get(p, "bundle")))
-            return cg_err_set(err, CG_EPARSE,
-                              "campaign manifest planned capture %zu needs capture_step (u64) and bundle (string)",
-                              i + 1);
-        out->planned[i].bundle = cg_arena_strdup(a, cg_jv_as_str(cg_jv_get(p, "bundle")));
-    }
-    *schema_out = schema;
+    manifest_doc doc;
+    if (cg_bw_decode(&manifest_record, a, v, text, len, &doc, err) != 0) return -1;
+    *out = doc.m;
+    *schema_out = doc.schema;
     return 0;
 }
 
@@ -117,7 +116,7 @@ int cg_campaign_manifest_validate(const cg_campaign_manifest *m, cg_error *err) 
 
 int cg_campaign_manifest_load(cg_arena *a, const char *path, cg_campaign_manifest *out, cg_error *err) {
     size_t len;
-    char *text = cg_read_file(path, 64u << 20, &len, err);
+    char *text = cg_read_file_io(path, 64u << 20, &len, err);
     if (!text) return cg_err_context(err, "read campaign manifest %s", path);
     const char *schema = NULL;
     int rc = parse_shape(a, text, len, out, &schema, err);
@@ -129,18 +128,8 @@ int cg_campaign_manifest_load(cg_arena *a, const char *path, cg_campaign_manifes
 }
 
 cg_jv *cg_campaign_manifest_to_json(cg_arena *a, const cg_campaign_manifest *m) {
-    cg_jv *o = cg_jv_obj(a), *arr = cg_jv_arr(a);
-    cg_jv_obj_put(a, o, "schema", cg_jv_str_nocopy(a, CG_CAMPAIGN_SCHEMA));
-    cg_jv_obj_put(a, o, "campaign_id", cg_jv_str(a, m->campaign_id));
-    cg_jv_obj_put(a, o, "entrypoint", cg_jv_str(a, m->entrypoint));
-    for (size_t i = 0; i < m->n_planned; i++) {
-        cg_jv *p = cg_jv_obj(a);
-        cg_jv_obj_put(a, p, "capture_step", cg_jv_u64(a, m->planned[i].capture_step));
-        cg_jv_obj_put(a, p, "bundle", cg_jv_str(a, m->planned[i].bundle));
-        cg_jv_arr_push(a, arr, p);
-    }
-    cg_jv_obj_put(a, o, "planned", arr);
-    return o;
+    manifest_doc doc = {CG_CAMPAIGN_SCHEMA, *m};
+    return cg_bw_encode(a, &manifest_record, &doc);
 }
 
 char *cg_campaign_resolve_bundle(cg_arena *a, const char *manifest_path, const char *bundle) {
