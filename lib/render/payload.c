@@ -234,23 +234,71 @@ static const char *str_or_empty(const cg_jv *v) {
     return s ? s : "";
 }
 
-/* What node selection needs of every graph node, read in one walk over the
- * spans list (ids and parent ids copied into the arena, so the list may be lazy). */
-typedef struct node_scan {
+/* Byte-packed string copies (no per-string alignment) for the per-node ids. */
+typedef struct str_pool {
     cg_arena *a;
+    char *p;
+    size_t left;
+} str_pool;
+
+static const char *pool_dup(str_pool *sp, const char *s) {
+    size_t n = strlen(s) + 1;
+    if (n > sp->left) {
+        size_t c = n > 65536 ? n : 65536;
+        sp->p = cg_arena_alloc(sp->a, c);
+        sp->left = c;
+    }
+    char *r = sp->p;
+    memcpy(r, s, n);
+    sp->p += n;
+    sp->left -= n;
+    return r;
+}
+
+#define NO_PARENT ((size_t)-1)
+#define PARENT_LATER ((size_t)-2) /* named before its node was seen: resolved after the walk */
+
+/* What node selection needs of every graph node, read in one walk over the
+ * spans list (ids copied, so the list may be lazy). A parent already seen is
+ * kept as its index; the few named before their node (span ids sort as
+ * strings) are copied and resolved once every id is known. */
+typedef struct later_ref {
+    size_t node;
+    const char *parent;
+} later_ref;
+
+typedef struct node_scan {
+    str_pool pool;
     cost_ref *refs;
-    const char **parent; /* NULL: none */
+    size_t *parent; /* node index, NO_PARENT or PARENT_LATER */
+    later_ref *later;
+    size_t n_later, cap_later;
     cg_strmap by_id;
 } node_scan;
 
 static int scan_node(void *ctx, size_t i, const cg_jv *n) {
     node_scan *s = ctx;
     const char *parent = cg_jv_as_str(cg_jv_get(n, "parent_id"));
-    s->refs[i] = (cost_ref){u64_of(cg_jv_get(n, "host_total_time_ns")),
-                            cg_arena_strdup(s->a, str_or_empty(cg_jv_get(n, "id"))), i};
-    s->parent[i] = parent ? cg_arena_strdup(s->a, parent) : NULL;
-    cg_strmap_put(&s->by_id, s->refs[i].id, i, NULL);
+    const char *id = pool_dup(&s->pool, str_or_empty(cg_jv_get(n, "id")));
+    s->refs[i] = (cost_ref){u64_of(cg_jv_get(n, "host_total_time_ns")), id, i};
+    cg_strmap_put(&s->by_id, id, i, NULL);
+    size_t *pi = parent ? cg_strmap_get(&s->by_id, parent) : NULL;
+    s->parent[i] = !parent ? NO_PARENT : pi ? *pi : PARENT_LATER;
+    if (s->parent[i] != PARENT_LATER) return 0;
+    if (s->n_later == s->cap_later) {
+        s->cap_later = s->cap_later ? 2 * s->cap_later : 64;
+        s->later = realloc(s->later, s->cap_later * sizeof *s->later);
+        if (!s->later) abort();
+    }
+    s->later[s->n_later++] = (later_ref){i, pool_dup(&s->pool, parent)};
     return 0;
+}
+
+static void resolve_later(node_scan *s) {
+    for (size_t k = 0; k < s->n_later; k++) {
+        size_t *pi = cg_strmap_get(&s->by_id, s->later[k].parent);
+        s->parent[s->later[k].node] = pi ? *pi : NO_PARENT;
+    }
 }
 
 /* Marks the `max` heaviest nodes and the ancestors they need (each node is marked
@@ -260,9 +308,8 @@ static void select_nodes(node_scan *s, size_t n, size_t max, bool *keep) {
     for (size_t r = 0; r < n && r < max; r++) {
         for (size_t i = s->refs[r].index; !keep[i];) {
             keep[i] = true;
-            size_t *pi = s->parent[i] ? cg_strmap_get(&s->by_id, s->parent[i]) : NULL;
-            if (!pi) break;
-            i = *pi;
+            if (s->parent[i] == NO_PARENT) break;
+            i = s->parent[i];
         }
     }
 }
@@ -313,12 +360,14 @@ static int emit_edge(void *ctx, size_t i, const cg_jv *edge) {
 static void graph_views(cg_arena *a, cg_jv *spans, cg_jv *edges, cg_jv *trunc, cg_jv **nodes, cg_jv **tedges,
                         cg_jv **tree, cg_jv **items) {
     size_t n = cg_jv_items(spans);
-    node_scan s = {a, malloc((n ? n : 1) * sizeof *s.refs), malloc((n ? n : 1) * sizeof *s.parent), {0}};
+    node_scan s = {{a, NULL, 0}, malloc((n ? n : 1) * sizeof *s.refs), malloc((n ? n : 1) * sizeof *s.parent),
+                   NULL, 0, 0, {0}};
     bool *keep = calloc(n ? n : 1, sizeof *keep);
     cg_jv **node_of = calloc(n ? n : 1, sizeof *node_of);
     if (!s.refs || !s.parent || !keep || !node_of) abort();
     cg_strmap_init(&s.by_id);
     cg_jv_each(spans, scan_node, &s);
+    resolve_later(&s);
     select_nodes(&s, n, VIEW_MAX_NODES, keep);
     node_emit ne = {a, spans && spans->type == CG_JLAZY, keep, node_of, cg_jv_arr(a), cg_jv_arr(a), 0};
     cg_jv_each(spans, emit_node, &ne);
@@ -336,6 +385,7 @@ static void graph_views(cg_arena *a, cg_jv *spans, cg_jv *edges, cg_jv *trunc, c
     note_cut(a, trunc, "views.trace.edges", cg_jv_items(edges), cg_jv_len(*tedges), "between displayed nodes");
     free(s.refs);
     free(s.parent);
+    free(s.later);
     free(node_of);
     free(keep);
     cg_strmap_free(&s.by_id);
