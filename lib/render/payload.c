@@ -259,9 +259,11 @@ static const char *pool_dup(str_pool *sp, const char *s) {
 #define PARENT_LATER ((size_t)-2) /* named before its node was seen: resolved after the walk */
 
 /* What node selection needs of every graph node, read in one walk over the
- * spans list (ids copied, so the list may be lazy). A parent already seen is
- * kept as its index; the few named before their node (span ids sort as
- * strings) are copied and resolved once every id is known. */
+ * spans list (ids copied, so the list may be lazy). Node ids are unique
+ * (graph/5; the builder refuses duplicates) and parents are spans, so only
+ * the nodes that can be parents (all but tensor nodes) are kept in the id
+ * map. A parent already seen is kept as its index; the few named before their
+ * node (span ids sort as strings) are copied and resolved after the walk. */
 typedef struct later_ref {
     size_t node;
     const char *parent;
@@ -281,7 +283,8 @@ static int scan_node(void *ctx, size_t i, const cg_jv *n) {
     const char *parent = cg_jv_as_str(cg_jv_get(n, "parent_id"));
     const char *id = pool_dup(&s->pool, str_or_empty(cg_jv_get(n, "id")));
     s->refs[i] = (cost_ref){u64_of(cg_jv_get(n, "host_total_time_ns")), id, i};
-    cg_strmap_put(&s->by_id, id, i, NULL);
+    const char *kind = cg_jv_as_str(cg_jv_get(n, "kind"));
+    if (!kind || strcmp(kind, "tensor")) cg_strmap_put(&s->by_id, id, i, NULL);
     size_t *pi = parent ? cg_strmap_get(&s->by_id, parent) : NULL;
     s->parent[i] = !parent ? NO_PARENT : pi ? *pi : PARENT_LATER;
     if (s->parent[i] != PARENT_LATER) return 0;
@@ -369,6 +372,7 @@ static void graph_views(cg_arena *a, cg_jv *spans, cg_jv *edges, cg_jv *trunc, c
     cg_jv_each(spans, scan_node, &s);
     resolve_later(&s);
     select_nodes(&s, n, VIEW_MAX_NODES, keep);
+    cg_strmap_free(&s.by_id); /* parents are indices now */
     node_emit ne = {a, spans && spans->type == CG_JLAZY, keep, node_of, cg_jv_arr(a), cg_jv_arr(a), 0};
     cg_jv_each(spans, emit_node, &ne);
     *nodes = ne.nodes;
@@ -376,7 +380,12 @@ static void graph_views(cg_arena *a, cg_jv *spans, cg_jv *edges, cg_jv *trunc, c
     *items = cg_jv_arr(a);
     for (size_t r = 0; r < n; r++)
         if (keep[s.refs[r].index]) cg_jv_arr_push(a, *items, node_of[s.refs[r].index]);
-    edge_emit ee = {a, edges && edges->type == CG_JLAZY, keep, &s.by_id, cg_jv_arr(a)};
+    /* edges: endpoints looked up among the kept nodes only */
+    cg_strmap kept_ids;
+    cg_strmap_init(&kept_ids);
+    for (size_t r = 0; r < n; r++)
+        if (keep[s.refs[r].index]) cg_strmap_put(&kept_ids, s.refs[r].id, s.refs[r].index, NULL);
+    edge_emit ee = {a, edges && edges->type == CG_JLAZY, keep, &kept_ids, cg_jv_arr(a)};
     cg_jv_each(edges, emit_edge, &ee);
     *tedges = ee.out;
     const char *order = "heaviest by host total time, with their ancestors";
@@ -388,7 +397,7 @@ static void graph_views(cg_arena *a, cg_jv *spans, cg_jv *edges, cg_jv *trunc, c
     free(s.later);
     free(node_of);
     free(keep);
-    cg_strmap_free(&s.by_id);
+    cg_strmap_free(&kept_ids);
 }
 
 static cg_jv *logical_peak(cg_arena *a, const cg_jv *packet) {
