@@ -39,6 +39,9 @@ int cli_write_bytes(const char *out_path, const void *data, size_t len);
  * envelopes hold): a copy in arena a with every object's keys sorted by byte
  * order, recursively, lazy arrays materialized. Scalars and strings are shared. */
 cg_jv *cli_jv_sorted(cg_arena *a, cg_jv *v);
+/* The same order, with lazy arrays kept lazy (their items are sorted as they
+ * are produced), for envelopes that are only written (cli_write_json). */
+cg_jv *cli_jv_sorted_lazy(cg_arena *a, cg_jv *v);
 
 /* {"package": "candle-graph", "version": CG_VERSION} */
 cg_jv *cli_tool_json(cg_arena *a);

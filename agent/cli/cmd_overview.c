@@ -39,17 +39,15 @@ static cg_jv *health_counts(cg_arena *a, cg_jv *health) {
     return h;
 }
 
-static cg_jv *counts(cg_arena *a, cg_jv *p) {
-    cg_jv *stats = cg_jv_get(p, "tensor_stats"), *graph = cg_jv_get(p, "graph");
-    uint64_t non_finite = 0;
-    for (size_t i = 0; i < len_of(stats); i++) {
-        uint64_t k = 0;
-        non_finite += cg_jv_as_u64(cg_jv_get(cg_jv_at(stats, i), "non_finite"), &k) && k > 0;
-    }
+static cg_jv *counts(cg_arena *a, const cli_loaded *l) {
+    cg_jv *graph = cg_jv_get(l->packet, "graph");
+    uint64_t events, non_finite;
+    cli_packet_tensor_stat_counts(l, &events, &non_finite);
     cg_jv *o = cg_jv_obj(a);
-    cg_jv_obj_put(a, o, "tensor_stat_events", cg_jv_u64(a, len_of(stats)));
+    cg_jv_obj_put(a, o, "tensor_stat_events", cg_jv_u64(a, events));
     cg_jv_obj_put(a, o, "tensor_stat_non_finite_events", cg_jv_u64(a, non_finite));
-    cg_jv_obj_put(a, o, "graph_spans", is_obj(graph) ? cg_jv_u64(a, len_of(cg_jv_get(graph, "spans"))) : cg_jv_null(a));
+    cg_jv_obj_put(a, o, "graph_spans",
+                  is_obj(graph) ? cg_jv_u64(a, cli_jv_items(cg_jv_get(graph, "spans"))) : cg_jv_null(a));
     return o;
 }
 
@@ -97,7 +95,7 @@ static cg_jv *overview_envelope(cg_arena *a, const cli_loaded *l) {
     cg_jv_obj_put(a, o, "capabilities", or_null(a, cg_jv_get(p, "capabilities")));
     cg_jv_obj_put(a, o, "findings", cli_bounded(a, cg_jv_get(p, "findings"), LIST_LIMIT));
     cg_jv_obj_put(a, o, "gaps", cli_bounded(a, cg_jv_get(p, "gaps"), LIST_LIMIT));
-    cg_jv_obj_put(a, o, "counts", counts(a, p));
+    cg_jv_obj_put(a, o, "counts", counts(a, l));
     cg_jv_obj_put(a, o, "timing", timing(a, summary));
     cg_jv_obj_put(a, o, "timing_unavailable_reason",
                   is_obj(summary) ? cg_jv_null(a)
@@ -113,7 +111,8 @@ int cg_cmd_overview(int argc, char **argv) {
     int rc = cli_evidence_parse("overview", argc, argv, &ea);
     if (rc) return rc;
     cli_evidence ev;
-    if ((rc = cli_evidence_open(&ea, false, &ev)) == 0) rc = cli_write_json(ea.out, overview_envelope(&ev.arena, &ev.l));
+    /* lazy: only the packet's scalars and bounded lists are read */
+    if ((rc = cli_evidence_open(&ea, true, &ev)) == 0) rc = cli_write_json(ea.out, overview_envelope(&ev.arena, &ev.l));
     cli_evidence_close(&ev);
     return rc;
 }
