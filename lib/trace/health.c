@@ -446,7 +446,7 @@ static void check_edges(hctx *c) {
     const cg_trace *t = c->t;
     strvec ends = {0};
     hmap endmap;
-    hmap_init(&endmap, 16, strvec_key, &ends);
+    hmap_init(&endmap, t->n_edges, strvec_key, &ends); /* sized up front: a rehash reads every key again */
     for (size_t i = 0; i < t->n_edges; i++) {
         const cg_edge *e = &t->edges[i];
         if (!e->is_data) continue;
@@ -568,8 +568,9 @@ static void check_memory_pairing(hctx *c) {
     uint32_t *order = memory_order(t);
     memwalk w = {.t = t};
     hmap storages, aliases;
-    hmap_init(&storages, 64, storage_key, &w);
-    hmap_init(&aliases, 64, alias_key, &w);
+    /* sized for one storage per alloc/free pair up front: a rehash reads every key again */
+    hmap_init(&storages, t->n_memory / 2 + 1, storage_key, &w);
+    hmap_init(&aliases, t->n_memory / 2 + 1, alias_key, &w);
     uint32_t next_live = 1;
     uint64_t live = 0;
     for (size_t k = 0; k < t->n_memory; k++) {
