@@ -70,8 +70,7 @@ static cg_jv *meta_canonical(cg_arena *a, const cg_jv *v, bool in_meta, bool in_
 }
 
 static int load_bundle(cg_arena *a, cli_loaded *l, cg_error *err) {
-    cg_bundle_check chk;
-    if (cg_bundle_verify(l->bundle_root, &l->receipt, &chk, err) != 0)
+    if (cg_bundle_verify(l->bundle_root, &l->receipt, err) != 0)
         return cg_err_context(err, "verify evidence bundle %s", l->bundle_root);
     snprintf(l->trace_path, sizeof l->trace_path, "%.4000s/trace.jsonl", l->bundle_root);
     l->trace = cg_trace_read_file(l->trace_path, NULL, err);
@@ -172,27 +171,6 @@ void cli_loaded_free(cli_loaded *l) {
     cg_trace_free(l->trace);
     l->evidence = NULL;
     l->trace = NULL;
-}
-
-size_t cli_jv_items(const cg_jv *v) {
-    if (!v) return 0;
-    return v->type == CG_JLAZY ? v->u.lazy.n : v->type == CG_JARR ? v->u.arr.n : 0;
-}
-
-void cli_packet_tensor_stat_counts(const cli_loaded *l, uint64_t *events, uint64_t *non_finite) {
-    const cg_jv *stats = cg_jv_get(l->packet, "tensor_stats");
-    *events = *non_finite = 0;
-    if (stats && stats->type == CG_JLAZY && l->trace) {
-        *events = l->trace->n_tensor_stats;
-        for (size_t i = 0; i < l->trace->n_tensor_stats; i++) *non_finite += l->trace->tensor_stats[i].non_finite > 0;
-        return;
-    }
-    if (!stats || stats->type != CG_JARR) return;
-    *events = stats->u.arr.n;
-    for (size_t i = 0; i < stats->u.arr.n; i++) {
-        uint64_t k = 0;
-        *non_finite += cg_jv_as_u64(cg_jv_get(stats->u.arr.items[i], "non_finite"), &k) && k > 0;
-    }
 }
 
 int cli_evidence_arg(const char *cmd, int argc, char **argv, int *i, bool allow_nsight, cli_evidence_args *ea) {

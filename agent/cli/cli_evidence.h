@@ -45,12 +45,6 @@ int cli_load_evidence_ex(cg_arena *a, const char *path, const char *nsight_dir, 
                          cg_error *err);
 void cli_loaded_free(cli_loaded *l);
 
-/* The packet's tensor_stats: how many, and how many with non_finite > 0. A
- * lazy (rebuilt) packet's are the trace's records, counted without producing them. */
-void cli_packet_tensor_stat_counts(const cli_loaded *l, uint64_t *events, uint64_t *non_finite);
-/* Items of an array or lazy array; 0 for anything else (or NULL). */
-size_t cli_jv_items(const cg_jv *v);
-
 /* Refuses output paths that resolve inside (or onto) the bundle root:
  * "refusing to write command output … inside verified bundle …". NULL/"-" = stdout, fine. */
 int cli_check_output_outside(const char *out_path, const char *bundle_root, cg_error *err);

@@ -127,28 +127,19 @@ static int member_cmp(const void *l, const void *r) {
     return x->key_len < y->key_len ? -1 : x->key_len > y->key_len;
 }
 
-/* A lazy array whose items are the sorted copies of another lazy array's. */
-typedef struct sorted_lazy {
-    cg_jv_item_fn item;
-    void *ctx;
-} sorted_lazy;
+static cg_jv *sorted_copy(cg_arena *a, const cg_jv *v);
 
-static cg_jv *sorted_copy(cg_arena *a, const cg_jv *v, bool keep_lazy);
-
-static cg_jv *sorted_lazy_item(cg_arena *a, void *ctx, size_t i) {
-    const sorted_lazy *s = ctx;
-    return sorted_copy(a, s->item(a, s->ctx, i), true);
+/* Item i of a lazy array (ctx: the source lazy value), keys sorted. */
+static cg_jv *sorted_item(cg_arena *a, void *ctx, size_t i) {
+    const cg_jv *src = ctx;
+    return sorted_copy(a, src->u.lazy.item(a, src->u.lazy.ctx, i));
 }
 
-static cg_jv *sorted_copy(cg_arena *a, const cg_jv *v, bool keep_lazy) {
-    if (v->type == CG_JLAZY && keep_lazy) {
-        sorted_lazy *s = cg_arena_alloc(a, sizeof *s);
-        *s = (sorted_lazy){v->u.lazy.item, v->u.lazy.ctx};
-        return cg_jv_lazy_arr(a, v->u.lazy.n, sorted_lazy_item, s);
-    }
+static cg_jv *sorted_copy(cg_arena *a, const cg_jv *v) {
+    if (v->type == CG_JLAZY) return cg_jv_lazy_arr(a, v->u.lazy.n, sorted_item, (void *)v);
     if (v->type == CG_JARR) {
         cg_jv *o = cg_jv_arr(a);
-        for (size_t i = 0; i < v->u.arr.n; i++) cg_jv_arr_push(a, o, sorted_copy(a, v->u.arr.items[i], keep_lazy));
+        for (size_t i = 0; i < v->u.arr.n; i++) cg_jv_arr_push(a, o, sorted_copy(a, v->u.arr.items[i]));
         return o;
     }
     if (v->type != CG_JOBJ) return (cg_jv *)v;
@@ -157,14 +148,11 @@ static cg_jv *sorted_copy(cg_arena *a, const cg_jv *v, bool keep_lazy) {
     memcpy(m, v->u.obj.m, sizeof *m * v->u.obj.n);
     qsort(m, v->u.obj.n, sizeof *m, member_cmp);
     cg_jv *o = cg_jv_obj(a);
-    for (size_t i = 0; i < v->u.obj.n; i++)
-        cg_jv_obj_putn(a, o, m[i].key, m[i].key_len, sorted_copy(a, m[i].val, keep_lazy));
+    for (size_t i = 0; i < v->u.obj.n; i++) cg_jv_obj_putn(a, o, m[i].key, m[i].key_len, sorted_copy(a, m[i].val));
     return o;
 }
 
 cg_jv *cli_jv_sorted(cg_arena *a, cg_jv *v) {
     if (!v) return cg_jv_null(a);
-    return sorted_copy(a, cg_jv_materialize(a, v), false);
+    return sorted_copy(a, v);
 }
-
-cg_jv *cli_jv_sorted_lazy(cg_arena *a, cg_jv *v) { return v ? sorted_copy(a, v, true) : cg_jv_null(a); }

@@ -39,15 +39,23 @@ static cg_jv *health_counts(cg_arena *a, cg_jv *health) {
     return h;
 }
 
-static cg_jv *counts(cg_arena *a, const cli_loaded *l) {
-    cg_jv *graph = cg_jv_get(l->packet, "graph");
-    uint64_t events, non_finite;
-    cli_packet_tensor_stat_counts(l, &events, &non_finite);
+static int count_non_finite(void *ctx, size_t i, const cg_jv *stat) {
+    (void)i;
+    uint64_t k = 0;
+    *(uint64_t *)ctx += cg_jv_as_u64(cg_jv_get(stat, "non_finite"), &k) && k > 0;
+    return 0;
+}
+
+/* tensor-stat counts walk the (lazy) list; graph_spans is its length */
+static cg_jv *counts(cg_arena *a, cg_jv *p) {
+    cg_jv *stats = cg_jv_get(p, "tensor_stats"), *graph = cg_jv_get(p, "graph");
+    uint64_t non_finite = 0;
+    cg_jv_each(stats, count_non_finite, &non_finite);
     cg_jv *o = cg_jv_obj(a);
-    cg_jv_obj_put(a, o, "tensor_stat_events", cg_jv_u64(a, events));
+    cg_jv_obj_put(a, o, "tensor_stat_events", cg_jv_u64(a, cg_jv_items(stats)));
     cg_jv_obj_put(a, o, "tensor_stat_non_finite_events", cg_jv_u64(a, non_finite));
     cg_jv_obj_put(a, o, "graph_spans",
-                  is_obj(graph) ? cg_jv_u64(a, cli_jv_items(cg_jv_get(graph, "spans"))) : cg_jv_null(a));
+                  is_obj(graph) ? cg_jv_u64(a, cg_jv_items(cg_jv_get(graph, "spans"))) : cg_jv_null(a));
     return o;
 }
 
@@ -95,7 +103,7 @@ static cg_jv *overview_envelope(cg_arena *a, const cli_loaded *l) {
     cg_jv_obj_put(a, o, "capabilities", or_null(a, cg_jv_get(p, "capabilities")));
     cg_jv_obj_put(a, o, "findings", cli_bounded(a, cg_jv_get(p, "findings"), LIST_LIMIT));
     cg_jv_obj_put(a, o, "gaps", cli_bounded(a, cg_jv_get(p, "gaps"), LIST_LIMIT));
-    cg_jv_obj_put(a, o, "counts", counts(a, l));
+    cg_jv_obj_put(a, o, "counts", counts(a, p));
     cg_jv_obj_put(a, o, "timing", timing(a, summary));
     cg_jv_obj_put(a, o, "timing_unavailable_reason",
                   is_obj(summary) ? cg_jv_null(a)

@@ -73,25 +73,6 @@ static bool row_matches(cg_arena *a, const char *kind, cg_jv *row, const label_f
            filter_matches(f, cg_arena_printf(a, "%s/%s", root ? root : "", key ? key : ""));
 }
 
-/* Calls fn on each item of an array or lazy array (lazy items live in a
- * scratch arena reset after each call: fn copies what it keeps). */
-typedef void (*item_fn)(cg_arena *a, void *ctx, size_t i, cg_jv *item);
-
-static void each_item(cg_arena *a, cg_jv *v, item_fn fn, void *ctx) {
-    if (v && v->type == CG_JARR) {
-        for (size_t i = 0; i < v->u.arr.n; i++) fn(a, ctx, i, v->u.arr.items[i]);
-        return;
-    }
-    if (!v || v->type != CG_JLAZY) return;
-    cg_arena scratch;
-    cg_arena_init(&scratch, 0);
-    for (size_t i = 0; i < v->u.lazy.n; i++) {
-        fn(&scratch, ctx, i, v->u.lazy.item(&scratch, v->u.lazy.ctx, i));
-        cg_arena_reset(&scratch);
-    }
-    cg_arena_free(&scratch);
-}
-
 /* The items of src at ascending indices ix, as an array or, for a lazy src, a
  * lazy array that walks src in order (its generators may keep running state). */
 typedef struct subset {
@@ -122,12 +103,15 @@ static cg_jv *subset_of(cg_arena *a, cg_jv *src, const size_t *ix, size_t n) {
 typedef struct match_ctx {
     const char *kind;
     const label_filter *f;
+    cg_arena scratch; /* row_matches' joined labels, reset per row */
     size_t *ix, n;
 } match_ctx;
 
-static void match_item(cg_arena *a, void *ctx, size_t i, cg_jv *row) {
+static int match_item(void *ctx, size_t i, const cg_jv *row) {
     match_ctx *m = ctx;
-    if (row_matches(a, m->kind, row, m->f)) m->ix[m->n++] = i;
+    if (row_matches(&m->scratch, m->kind, (cg_jv *)row, m->f)) m->ix[m->n++] = i;
+    cg_arena_reset(&m->scratch);
+    return 0;
 }
 
 static cg_jv *filtered_result(cg_arena *a, const char *kind, cg_jv *p, const label_filter *f) {
@@ -136,9 +120,11 @@ static cg_jv *filtered_result(cg_arena *a, const char *kind, cg_jv *p, const lab
                  : !strcmp(kind, "spans")      ? cg_jv_get(graph, "spans")
                  : !strcmp(kind, "tensors")    ? cg_jv_get(graph, "tensors")
                                                : cg_jv_get(graph, "gradients");
-    size_t total = cli_jv_items(src);
-    match_ctx m = {kind, f, cg_arena_alloc(a, sizeof *m.ix * (total ? total : 1)), 0};
-    each_item(a, src, match_item, &m);
+    size_t total = cg_jv_items(src);
+    match_ctx m = {kind, f, {0}, cg_arena_alloc(a, sizeof *m.ix * (total ? total : 1)), 0};
+    cg_arena_init(&m.scratch, 0);
+    cg_jv_each(src, match_item, &m);
+    cg_arena_free(&m.scratch);
     cg_jv *o = cg_jv_obj(a);
     cg_jv_obj_put(a, o, "total", cg_jv_u64(a, total));
     cg_jv_obj_put(a, o, "matched", cg_jv_u64(a, m.n));
@@ -178,8 +164,7 @@ typedef struct weigh_ctx {
     size_t n;
 } weigh_ctx;
 
-static void weigh_item(cg_arena *a, void *ctx, size_t i, cg_jv *node) {
-    (void)a;
+static int weigh_item(void *ctx, size_t i, const cg_jv *node) {
     weigh_ctx *c = ctx;
     const char *kind = cg_jv_as_str(cg_jv_get(node, "kind"));
     uint64_t bytes = 0;
@@ -187,6 +172,7 @@ static void weigh_item(cg_arena *a, void *ctx, size_t i, cg_jv *node) {
         const cg_jv *id = cg_jv_get(node, "id");
         c->w[c->n++] = (weighed){i, bytes, id ? cg_jv_clone(c->main, id) : NULL};
     }
+    return 0;
 }
 
 static int at_cmp(const void *l, const void *r) {
@@ -201,17 +187,17 @@ typedef struct pick_ctx {
     cg_jv **nodes;
 } pick_ctx;
 
-static void pick_item(cg_arena *a, void *ctx, size_t i, cg_jv *node) {
-    (void)a;
+static int pick_item(void *ctx, size_t i, const cg_jv *node) {
     pick_ctx *c = ctx;
     if (c->k < c->n && c->at[c->k] == i) c->nodes[c->k++] = cg_jv_clone(c->main, node);
+    return c->k == c->n; /* every pick made: stop */
 }
 
 /* op nodes whose allocated bytes are known, heaviest first (ties by id), top 50 */
 static cg_jv *heaviest_ops(cg_arena *a, cg_jv *spans) {
-    size_t n = cli_jv_items(spans);
+    size_t n = cg_jv_items(spans);
     weigh_ctx wc = {a, cg_arena_alloc(a, sizeof *wc.w * (n ? n : 1)), 0};
-    each_item(a, spans, weigh_item, &wc);
+    cg_jv_each(spans, weigh_item, &wc);
     qsort(wc.w, wc.n, sizeof *wc.w, weighed_cmp);
     size_t top = wc.n < HEAVIEST_OPS ? wc.n : HEAVIEST_OPS;
     size_t at[HEAVIEST_OPS];
@@ -219,7 +205,7 @@ static cg_jv *heaviest_ops(cg_arena *a, cg_jv *spans) {
     qsort(at, top, sizeof *at, at_cmp);
     cg_jv *nodes[HEAVIEST_OPS];
     pick_ctx pc = {a, at, top, 0, nodes};
-    each_item(a, spans, pick_item, &pc);
+    if (top) cg_jv_each(spans, pick_item, &pc);
     cg_jv *out = cg_jv_arr(a);
     for (size_t i = 0; i < top; i++) { /* heaviest first: node of wc.w[i] */
         size_t lo = 0, hi = top;
@@ -311,7 +297,7 @@ static int run_query(const cli_evidence_args *ea, const char *kind, const label_
             cg_jv_obj_put(a, o, "input", ev.l.input);
             cg_jv_obj_put(a, o, "capabilities", or_null(a, cg_jv_get(ev.l.packet, "capabilities")));
             cg_jv_obj_put(a, o, "result", result);
-            rc = cli_write_json(ea->out, cli_jv_sorted_lazy(a, o));
+            rc = cli_write_json(ea->out, cli_jv_sorted(a, o));
         }
     }
     cli_evidence_close(&ev);

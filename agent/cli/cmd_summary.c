@@ -3,9 +3,7 @@
  * without a graph), tensor-stat counts, timing, memory and the GPU view, plus
  * our trace_summary (design/CLI.md). Keys are sorted at every level, as the
  * crate's `json!` envelope serializes. Raw traces are rebuilt; verified
- * bundles use their bound evidence.json. A rebuilt packet stays lazy: its
- * large arrays (timing, memory) are produced and key-sorted item by item as
- * the envelope is written, so memory does not grow with them. */
+ * bundles use their bound evidence.json. */
 #include <stdio.h>
 #include <string.h>
 
@@ -31,9 +29,16 @@ static bool flag_true(const cg_jv *health, const char *key) {
 }
 
 /* {events, non_finite_events} of the packet's tensor_stats */
-static cg_jv *tensor_stat_counts(cg_arena *a, const cli_loaded *l) {
-    uint64_t n, non_finite;
-    cli_packet_tensor_stat_counts(l, &n, &non_finite);
+static int count_non_finite(void *ctx, size_t i, const cg_jv *stat) {
+    uint64_t k = 0;
+    *(uint64_t *)ctx += cg_jv_as_u64(cg_jv_get(stat, "non_finite"), &k) && k > 0;
+    return 0;
+}
+
+static cg_jv *tensor_stat_counts(cg_arena *a, cg_jv *stats) {
+    size_t n = cg_jv_items(stats);
+    uint64_t non_finite = 0;
+    cg_jv_each(stats, count_non_finite, &non_finite);
     cg_jv *o = cg_jv_obj(a);
     cg_jv_obj_put(a, o, "events", cg_jv_u64(a, n));
     cg_jv_obj_put(a, o, "non_finite_events", cg_jv_u64(a, non_finite));
@@ -52,12 +57,12 @@ static cg_jv *summary_envelope(cg_arena *a, const cli_loaded *l) {
     static const char *const keys[] = {"provenance", "health", "capabilities", "findings", "gaps"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) cg_jv_obj_put(a, o, keys[i], or_null(a, cg_jv_get(p, keys[i])));
     cg_jv_obj_put(a, o, "summary", graph && graph->type == CG_JOBJ ? or_null(a, cg_jv_get(graph, "summary")) : cg_jv_null(a));
-    cg_jv_obj_put(a, o, "tensor_stats", tensor_stat_counts(a, l));
+    cg_jv_obj_put(a, o, "tensor_stats", tensor_stat_counts(a, cg_jv_get(p, "tensor_stats")));
     cg_jv_obj_put(a, o, "timing", or_null(a, cg_jv_get(p, "timing")));
     cg_jv_obj_put(a, o, "memory", or_null(a, cg_jv_get(p, "memory")));
     cg_jv_obj_put(a, o, "gpu", cli_gpu_summary(a, p));
     cg_jv_obj_put(a, o, "trace_summary", cg_trace_summary_to_json(a, &ts));
-    return cli_jv_sorted_lazy(a, o);
+    return cli_jv_sorted(a, o);
 }
 
 /* "summary --require-valid: structurally_valid is false, capture_complete is false" */
@@ -82,7 +87,8 @@ int cg_cmd_summary(int argc, char **argv) {
     int rc = cli_evidence_require_input("summary", &ea);
     if (rc) return rc;
     cli_evidence ev;
-    if ((rc = cli_evidence_open(&ea, true, &ev)) == 0) { /* lazy: the envelope streams */
+    /* lazy: the packet's large lists are streamed, never materialized */
+    if ((rc = cli_evidence_open(&ea, true, &ev)) == 0) {
         cg_jv *env = summary_envelope(&ev.arena, &ev.l);
         rc = cli_write_json(ea.out, env);
         if (rc == 0 && require_valid) rc = require_valid_failure(cg_jv_get(ev.l.packet, "health"));

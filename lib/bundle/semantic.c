@@ -17,15 +17,13 @@ const char *cg_semantic_result_name(cg_semantic_result r) {
     return r == CG_SEMANTIC_NOT_REDERIVABLE ? "not_rederivable" : "rederived_match";
 }
 
-static int semfail(cg_semantic_failure *f, cg_semantic_failure which, cg_error *err, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int semfail(cg_semantic_failure *f, cg_semantic_failure which, cg_error *err, const char *fmt, ...) {
-    if (f) *f = which;
+static int semfail(cg_error *err, cg_reason reason, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int semfail(cg_error *err, cg_reason reason, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     cg_err_vset(err, CG_EVERIFY, fmt, ap);
     va_end(ap);
-    return -1;
+    return cg_err_reason(err, reason);
 }
 
 /* First top-level key whose values differ (or that only one side has). */
@@ -41,15 +39,13 @@ static const char *first_difference(const cg_jv *a, const cg_jv *b) {
 }
 
 int cg_bundle_verify_semantic(const char *root, const cg_bundle_receipt *receipt, bool allow_not_rederivable,
-                              cg_semantic_result *result, cg_semantic_failure *failure, cg_error *err) {
-    return cg_bundle_verify_semantic_trace(root, receipt, allow_not_rederivable, result, failure, NULL, err);
+                              cg_semantic_result *result, cg_error *err) {
+    return cg_bundle_verify_semantic_trace(root, receipt, allow_not_rederivable, result, NULL, err);
 }
 
 int cg_bundle_verify_semantic_trace(const char *root, const cg_bundle_receipt *receipt, bool allow_not_rederivable,
-                                    cg_semantic_result *result, cg_semantic_failure *failure, cg_trace **trace_out,
-                                    cg_error *err) {
+                                    cg_semantic_result *result, cg_trace **trace_out, cg_error *err) {
     if (trace_out) *trace_out = NULL;
-    if (failure) *failure = CG_SEMF_NONE;
     int rc = -1;
     cg_arena a;
     cg_arena_init(&a, 0);
@@ -66,12 +62,12 @@ int cg_bundle_verify_semantic_trace(const char *root, const cg_bundle_receipt *r
     cg_err_clear(&terr);
     t = cg_trace_read_file(tp, NULL, &terr);
     if (!t) {
-        semfail(failure, CG_SEMF_TRACE_INVALID, err, "read bundle trace %s: %s", tp, terr.msg);
+        semfail(err, CG_R_TRACE_INVALID, "read bundle trace %s: %s", tp, terr.msg);
         goto out;
     }
     const char *trace_run = t->run.run_id ? t->run.run_id : "";
     if (strcmp(receipt->run_id, trace_run) != 0) {
-        semfail(failure, CG_SEMF_RUN_ID_MISMATCH, err, "bundle manifest run ID %s does not match its trace run ID %s",
+        semfail(err, CG_R_RUN_ID_MISMATCH, "bundle manifest run ID %s does not match its trace run ID %s",
                 receipt->run_id, trace_run);
         goto out;
     }
@@ -89,14 +85,13 @@ int cg_bundle_verify_semantic_trace(const char *root, const cg_bundle_receipt *r
     edata = cg_read_file(ep, EVIDENCE_MAX, &elen, &terr);
     cg_jv *stored = edata ? cg_json_parse(&a, edata, elen, NULL, &terr) : NULL;
     if (!stored) {
-        semfail(failure, CG_SEMF_EVIDENCE_MISMATCH, err, "semantic verification failed: read evidence.json: %s",
-                terr.msg);
+        semfail(err, CG_R_SEMANTIC_MISMATCH, "semantic verification failed: read evidence.json: %s", terr.msg);
         goto out;
     }
     const char *schema = cg_jv_as_str(cg_jv_get(stored, "schema"));
     if (!schema || strcmp(schema, CG_EVIDENCE_SCHEMA) != 0) {
         if (!allow_not_rederivable) {
-            semfail(failure, CG_SEMF_EVIDENCE_MISMATCH, err,
+            semfail(err, CG_R_SEMANTIC_MISMATCH,
                     "semantic verification failed: evidence schema %s cannot be rederived (expected %s)",
                     schema ? schema : "(missing)", CG_EVIDENCE_SCHEMA);
             goto out;
@@ -106,12 +101,12 @@ int cg_bundle_verify_semantic_trace(const char *root, const cg_bundle_receipt *r
         bool have_nsight = cg_is_dir(np);
         cg_jv *rebuilt = cg_evidence_build_json(&a, tp, have_nsight ? np : NULL, &terr);
         if (!rebuilt) {
-            semfail(failure, CG_SEMF_EVIDENCE_MISMATCH, err,
+            semfail(err, CG_R_SEMANTIC_MISMATCH,
                     "semantic verification failed: evidence cannot be rebuilt from trace.jsonl: %s", terr.msg);
             goto out;
         }
         if (!cg_jv_equal(stored, rebuilt)) {
-            semfail(failure, CG_SEMF_EVIDENCE_MISMATCH, err,
+            semfail(err, CG_R_SEMANTIC_MISMATCH,
                     "semantic verification failed: evidence.json differs from the evidence rederived from the "
                     "bundle trace (first difference at `%s`)",
                     first_difference(stored, rebuilt));
@@ -124,7 +119,7 @@ post_read:; /* a label cannot precede a declaration in C11 (clang refuses it) */
     mdata = cg_read_file(mp, CG_BUNDLE_MANIFEST_MAX, &mlen, &terr);
     cg_bundle_manifest m;
     if (!mdata || cg_bundle_manifest_parse(&a, mdata, mlen, &m, &terr) != 0) {
-        semfail(failure, CG_SEMF_CHANGED, err, "bundle manifest changed after initial verification");
+        semfail(err, CG_R_DIGEST_MISMATCH, "bundle manifest changed after initial verification");
         goto out;
     }
     consumed = malloc((m.n_files + 2) * sizeof *consumed);
@@ -138,10 +133,7 @@ post_read:; /* a label cannot precede a declaration in C11 (clang refuses it) */
     if (res == CG_SEMANTIC_REDERIVED_MATCH)
         for (size_t i = 0; i < m.n_files; i++)
             if (!strncmp(m.files[i].path, "nsight/", 7)) consumed[nc++] = m.files[i].path;
-    if (cg_bundle_verify_consumed(root, receipt, consumed, nc, err) != 0) {
-        if (failure) *failure = CG_SEMF_CHANGED;
-        goto out;
-    }
+    if (cg_bundle_verify_consumed(root, receipt, consumed, nc, err) != 0) goto out; /* digest_mismatch */
     if (result) *result = res;
     if (trace_out) {
         *trace_out = t;

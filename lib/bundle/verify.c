@@ -24,18 +24,15 @@
 
 #define HASH_CHUNK ((size_t)1 << 20)
 
-
-
-static int fail(cg_bundle_check *check, cg_bundle_check which, cg_error *err, cg_errcode code, const char *fmt,
-                ...) __attribute__((format(printf, 5, 6)));
-static int fail(cg_bundle_check *check, cg_bundle_check which, cg_error *err, cg_errcode code, const char *fmt,
-                ...) {
-    if (check) *check = which;
+/* cg_err_setr with the reason first, as the checks read. */
+static int fail(cg_error *err, cg_reason reason, cg_errcode code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int fail(cg_error *err, cg_reason reason, cg_errcode code, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     cg_err_vset(err, code, fmt, ap);
     va_end(ap);
-    return -1;
+    return cg_err_reason(err, reason);
 }
 
 bool cg_bundle_path_is_safe(const char *path) {
@@ -72,14 +69,13 @@ static void walk_free(walk *w) {
     free(w->files);
 }
 
-
-static int walk_dir(const char *root, const char *rel, walk *w, cg_bundle_check *check, cg_error *err) {
+static int walk_dir(const char *root, const char *rel, walk *w, cg_error *err) {
     char *dir = rel ? cg_path_join(root, rel) : strdup(root);
-    if (!dir) return fail(check, CG_BCHK_IO, err, CG_ENOMEM, "out of memory");
+    if (!dir) return fail(err, CG_R_NONE, CG_ENOMEM, "out of memory");
     char **names;
     size_t nn;
     if (cg_dir_names_sorted(dir, "bundle", &names, &nn, err) != 0) {
-        if (check) *check = CG_BCHK_IO;
+        cg_err_reason(err, CG_R_NONE);
         free(dir);
         return -1;
     }
@@ -89,23 +85,21 @@ static int walk_dir(const char *root, const char *rel, walk *w, cg_bundle_check 
         char *child = child_rel ? cg_path_join(root, child_rel) : NULL;
         struct stat st;
         if (!child) {
-            rc = fail(check, CG_BCHK_IO, err, CG_ENOMEM, "out of memory");
+            rc = fail(err, CG_R_NONE, CG_ENOMEM, "out of memory");
         } else if (lstat(child, &st) != 0) {
-            rc = fail(check, CG_BCHK_IO, err, CG_EIO, "inspect bundle entry %s: %s", child, strerror(errno));
+            rc = fail(err, CG_R_NONE, CG_EIO, "inspect bundle entry %s: %s", child, strerror(errno));
         } else if (S_ISLNK(st.st_mode)) {
-            rc = fail(check, CG_BCHK_SPECIAL_FILE, err, CG_EVERIFY, "symbolic links are not allowed in bundles: %s",
-                      child);
+            rc = fail(err, CG_R_SPECIAL_FILE, CG_EVERIFY, "symbolic links are not allowed in bundles: %s", child);
         } else if (S_ISDIR(st.st_mode)) {
-            rc = walk_dir(root, child_rel, w, check, err);
+            rc = walk_dir(root, child_rel, w, err);
         } else if (!S_ISREG(st.st_mode)) {
-            rc = fail(check, CG_BCHK_SPECIAL_FILE, err, CG_EVERIFY, "special files are not allowed in bundles: %s",
-                      child);
+            rc = fail(err, CG_R_SPECIAL_FILE, CG_EVERIFY, "special files are not allowed in bundles: %s", child);
         } else {
             if (w->n == w->cap) {
                 size_t c = w->cap ? w->cap * 2 : 16;
                 char **nv = realloc(w->files, c * sizeof *nv);
                 if (!nv) {
-                    rc = fail(check, CG_BCHK_IO, err, CG_ENOMEM, "out of memory");
+                    rc = fail(err, CG_R_NONE, CG_ENOMEM, "out of memory");
                 } else {
                     w->files = nv;
                     w->cap = c;
@@ -197,22 +191,22 @@ static const cg_bundle_file *find_declared(const cg_bundle_file *const *sorted, 
 }
 
 /* Reads bundle.json without following a link; checks 2. Returns malloc'd bytes. */
-static void not_regular(cg_bundle_check *check, cg_error *err, bool recheck, const char *mpath) {
+static void not_regular(cg_error *err, bool recheck, const char *mpath) {
     if (recheck)
-        fail(check, CG_BCHK_MANIFEST_UNREADABLE, err, CG_EVERIFY,
+        fail(err, CG_R_MALFORMED_MANIFEST, CG_EVERIFY,
              "bundle manifest changed to a non-regular file after initial verification: %s", mpath);
     else
-        fail(check, CG_BCHK_MANIFEST_UNREADABLE, err, CG_EVERIFY, "bundle manifest is not a regular file: %s", mpath);
+        fail(err, CG_R_MALFORMED_MANIFEST, CG_EVERIFY, "bundle manifest is not a regular file: %s", mpath);
 }
 
-static char *read_manifest(const char *mpath, size_t *len, cg_bundle_check *check, cg_error *err, bool recheck) {
+static char *read_manifest(const char *mpath, size_t *len, cg_error *err, bool recheck) {
     struct stat st;
     if (lstat(mpath, &st) != 0) {
-        fail(check, CG_BCHK_MANIFEST_UNREADABLE, err, CG_EIO, "read bundle manifest %s: %s", mpath, strerror(errno));
+        fail(err, CG_R_MALFORMED_MANIFEST, CG_EIO, "read bundle manifest %s: %s", mpath, strerror(errno));
         return NULL;
     }
     if (!S_ISREG(st.st_mode)) {
-        not_regular(check, err, recheck, mpath);
+        not_regular(err, recheck, mpath);
         return NULL;
     }
     int fd = open(mpath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
@@ -221,9 +215,9 @@ static char *read_manifest(const char *mpath, size_t *len, cg_bundle_check *chec
         int e = errno;
         if (fd >= 0) close(fd);
         if (fd >= 0 || e == ELOOP)
-            not_regular(check, err, recheck, mpath);
+            not_regular(err, recheck, mpath);
         else
-            fail(check, CG_BCHK_MANIFEST_UNREADABLE, err, CG_EIO, "read bundle manifest %s: %s", mpath, strerror(e));
+            fail(err, CG_R_MALFORMED_MANIFEST, CG_EIO, "read bundle manifest %s: %s", mpath, strerror(e));
         return NULL;
     }
     close(fd);
@@ -231,25 +225,24 @@ static char *read_manifest(const char *mpath, size_t *len, cg_bundle_check *chec
     cg_err_clear(&rerr);
     char *data = cg_read_file(mpath, CG_BUNDLE_MANIFEST_MAX, len, &rerr);
     if (!data) {
-        fail(check, CG_BCHK_MANIFEST_UNREADABLE, err, rerr.code == CG_ELIMIT ? CG_ELIMIT : CG_EIO,
-             "read bundle manifest %s: %s", mpath, rerr.msg);
+        fail(err, CG_R_MALFORMED_MANIFEST, rerr.code == CG_ELIMIT ? CG_ELIMIT : CG_EIO, "read bundle manifest %s: %s",
+             mpath, rerr.msg);
         return NULL;
     }
     return data;
 }
 
-int cg_bundle_verify(const char *root, cg_bundle_receipt *out, cg_bundle_check *check, cg_error *err) {
-    if (check) *check = CG_BCHK_NONE;
+int cg_bundle_verify(const char *root, cg_bundle_receipt *out, cg_error *err) {
     memset(out, 0, sizeof *out);
     /* 1 */
     struct stat st;
     if (stat(root, &st) != 0 || !S_ISDIR(st.st_mode))
-        return fail(check, CG_BCHK_NOT_DIRECTORY, err, CG_EVERIFY, "bundle directory does not exist: %s", root);
+        return fail(err, CG_R_MALFORMED_ARCHIVE, CG_EVERIFY, "bundle directory does not exist: %s", root);
     /* 2 */
     char *mpath = cg_path_join(root, CG_BUNDLE_MANIFEST_NAME);
-    if (!mpath) return fail(check, CG_BCHK_IO, err, CG_ENOMEM, "out of memory");
+    if (!mpath) return fail(err, CG_R_NONE, CG_ENOMEM, "out of memory");
     size_t mlen = 0;
-    char *mdata = read_manifest(mpath, &mlen, check, err, false);
+    char *mdata = read_manifest(mpath, &mlen, err, false);
     if (!mdata) {
         free(mpath);
         return -1;
@@ -265,32 +258,32 @@ int cg_bundle_verify(const char *root, cg_bundle_receipt *out, cg_bundle_check *
     cg_error perr;
     cg_err_clear(&perr);
     if (cg_bundle_manifest_parse(&a, mdata, mlen, &m, &perr) != 0) {
-        fail(check, CG_BCHK_MANIFEST_PARSE, err, CG_EPARSE, "parse bundle manifest %s: %s", mpath, perr.msg);
+        fail(err, CG_R_MALFORMED_MANIFEST, CG_EPARSE, "parse bundle manifest %s: %s", mpath, perr.msg);
         goto out;
     }
     if (m.run_id_len >= sizeof out->run_id || strlen(m.run_id) != m.run_id_len) {
-        fail(check, CG_BCHK_MANIFEST_PARSE, err, CG_ELIMIT,
+        fail(err, CG_R_MALFORMED_MANIFEST, CG_ELIMIT,
              "parse bundle manifest %s: run_id is longer than %zu bytes or contains NUL", mpath,
              sizeof out->run_id - 1);
         goto out;
     }
     /* 4 */
     if (strcmp(m.schema, CG_BUNDLE_SCHEMA) != 0 || strlen(m.schema) != strlen(CG_BUNDLE_SCHEMA)) {
-        fail(check, CG_BCHK_SCHEMA, err, CG_EVERIFY, "unsupported bundle schema %s; expected %s", CG_QUOTE(m.schema),
-             CG_QUOTE(CG_BUNDLE_SCHEMA));
+        fail(err, CG_R_UNSUPPORTED_BUNDLE_SCHEMA, CG_EVERIFY, "unsupported bundle schema %s; expected %s",
+             CG_QUOTE(m.schema), CG_QUOTE(CG_BUNDLE_SCHEMA));
         goto out;
     }
     /* 5 */
     for (size_t i = 0; i < m.n_files; i++) {
         if (!declared_path_ok(&m.files[i])) {
-            fail(check, CG_BCHK_UNSAFE_PATH, err, CG_EVERIFY, "unsafe or reserved bundle path %s", CG_QUOTE(m.files[i].path));
+            fail(err, CG_R_UNSAFE_PATH, CG_EVERIFY, "unsafe or reserved bundle path %s", CG_QUOTE(m.files[i].path));
             goto out;
         }
     }
     /* 6: sorted view; duplicates are adjacent */
     sorted = m.n_files ? malloc(m.n_files * sizeof *sorted) : NULL;
     if (m.n_files && !sorted) {
-        fail(check, CG_BCHK_IO, err, CG_ENOMEM, "out of memory");
+        fail(err, CG_R_NONE, CG_ENOMEM, "out of memory");
         goto out;
     }
     for (size_t i = 0; i < m.n_files; i++) sorted[i] = &m.files[i];
@@ -305,27 +298,28 @@ int cg_bundle_verify(const char *root, cg_bundle_receipt *out, cg_bundle_check *
             if (!dup || sorted[i] < dup) dup = sorted[i];
         }
         if (dup) {
-            fail(check, CG_BCHK_DUPLICATE_PATH, err, CG_EVERIFY, "bundle manifest declares %s more than once", CG_QUOTE(dup->path));
+            fail(err, CG_R_DUPLICATE_PATH, CG_EVERIFY, "bundle manifest declares %s more than once",
+                 CG_QUOTE(dup->path));
             goto out;
         }
     }
     /* 7 */
     for (size_t i = 0; i < m.n_files; i++) {
         if (!cg_is_sha256_hex(m.files[i].sha256)) {
-            fail(check, CG_BCHK_INVALID_DIGEST, err, CG_EVERIFY, "bundle manifest has an invalid SHA-256 for %s",
+            fail(err, CG_R_INVALID_DIGEST, CG_EVERIFY, "bundle manifest has an invalid SHA-256 for %s",
                  CG_QUOTE(m.files[i].path));
             goto out;
         }
     }
     /* 8 */
-    if (walk_dir(root, NULL, &w, check, err) != 0) goto out;
+    if (walk_dir(root, NULL, &w, err) != 0) goto out;
     /* 9 */
     size_t observed = 0;
     for (size_t i = 0; i < w.n; i++) {
         if (!strcmp(w.files[i], CG_BUNDLE_MANIFEST_NAME)) continue;
         observed++;
         if (!find_declared(sorted, m.n_files, w.files[i])) {
-            fail(check, CG_BCHK_UNDECLARED_FILE, err, CG_EVERIFY, "undeclared regular file in bundle: %s", w.files[i]);
+            fail(err, CG_R_UNDECLARED_FILE, CG_EVERIFY, "undeclared regular file in bundle: %s", w.files[i]);
             goto out;
         }
     }
@@ -336,14 +330,13 @@ int cg_bundle_verify(const char *root, cg_bundle_receipt *out, cg_bundle_check *
         const char *missing = NULL;
         for (size_t i = 0; i < m.n_files && !missing; i++)
             if (!bsearch(&sorted[i]->path, w.files, w.n, sizeof *w.files, cg_dir_name_cmp)) missing = sorted[i]->path;
-        fail(check, CG_BCHK_MISSING_FILE, err, CG_EVERIFY, "declared bundle file is missing: %s",
-             missing ? missing : "?");
+        fail(err, CG_R_MISSING_FILE, CG_EVERIFY, "declared bundle file is missing: %s", missing ? missing : "?");
         goto out;
     }
     /* 11–14, in path order */
     chunk = malloc(HASH_CHUNK);
     if (!chunk) {
-        fail(check, CG_BCHK_IO, err, CG_ENOMEM, "out of memory");
+        fail(err, CG_R_NONE, CG_ENOMEM, "out of memory");
         goto out;
     }
     uint64_t total = 0;
@@ -351,17 +344,17 @@ int cg_bundle_verify(const char *root, cg_bundle_receipt *out, cg_bundle_check *
         const cg_bundle_file *f = sorted[i];
         char *full = cg_path_join(root, f->path);
         if (!full) {
-            fail(check, CG_BCHK_IO, err, CG_ENOMEM, "out of memory");
+            fail(err, CG_R_NONE, CG_ENOMEM, "out of memory");
             goto out;
         }
         struct stat fst;
         if (lstat(full, &fst) != 0 || !S_ISREG(fst.st_mode)) {
-            fail(check, CG_BCHK_NOT_REGULAR, err, CG_EVERIFY, "declared bundle path is not a regular file: %s", full);
+            fail(err, CG_R_SPECIAL_FILE, CG_EVERIFY, "declared bundle path is not a regular file: %s", full);
             free(full);
             goto out;
         }
         if ((uint64_t)fst.st_size != f->bytes) {
-            fail(check, CG_BCHK_SIZE_MISMATCH, err, CG_EVERIFY, "bundle file %s size mismatch: expected %llu, observed %llu",
+            fail(err, CG_R_SIZE_MISMATCH, CG_EVERIFY, "bundle file %s size mismatch: expected %llu, observed %llu",
                  CG_QUOTE(f->path), (unsigned long long)f->bytes, (unsigned long long)fst.st_size);
             free(full);
             goto out;
@@ -371,27 +364,27 @@ int cg_bundle_verify(const char *root, cg_bundle_receipt *out, cg_bundle_check *
         int en = 0;
         hf_result hr = hash_regular(full, chunk, hex, &ssize, &hashed, &en);
         if (hr == HF_NOT_REGULAR) {
-            fail(check, CG_BCHK_NOT_REGULAR, err, CG_EVERIFY, "declared bundle path is not a regular file: %s", full);
+            fail(err, CG_R_SPECIAL_FILE, CG_EVERIFY, "declared bundle path is not a regular file: %s", full);
             free(full);
             goto out;
         }
         if (hr == HF_IO) {
-            fail(check, CG_BCHK_IO, err, CG_EIO, "hash bundle file %s: %s", full, strerror(en));
+            fail(err, CG_R_NONE, CG_EIO, "hash bundle file %s: %s", full, strerror(en));
             free(full);
             goto out;
         }
         free(full);
         if (hashed != f->bytes) {
-            fail(check, CG_BCHK_SIZE_MISMATCH, err, CG_EVERIFY, "bundle file %s size mismatch: expected %llu, observed %llu",
+            fail(err, CG_R_SIZE_MISMATCH, CG_EVERIFY, "bundle file %s size mismatch: expected %llu, observed %llu",
                  CG_QUOTE(f->path), (unsigned long long)f->bytes, (unsigned long long)hashed);
             goto out;
         }
         if (!hex_equal_ci(hex, f->sha256)) {
-            fail(check, CG_BCHK_DIGEST_MISMATCH, err, CG_EVERIFY, "bundle file %s SHA-256 mismatch", CG_QUOTE(f->path));
+            fail(err, CG_R_DIGEST_MISMATCH, CG_EVERIFY, "bundle file %s SHA-256 mismatch", CG_QUOTE(f->path));
             goto out;
         }
         if (total > UINT64_MAX - f->bytes) {
-            fail(check, CG_BCHK_OVERFLOW, err, CG_EVERIFY, "verified bundle byte count overflowed u64");
+            fail(err, CG_R_PAYLOAD_TOO_LARGE, CG_EVERIFY, "verified bundle byte count overflowed u64");
             goto out;
         }
         total += f->bytes;
@@ -433,8 +426,9 @@ int cg_bundle_verify_consumed(const char *root, const cg_bundle_receipt *initial
     char *mpath = cg_path_join(root, CG_BUNDLE_MANIFEST_NAME);
     if (!mpath) return cg_err_set(err, CG_ENOMEM, "out of memory");
     size_t mlen = 0;
-    char *mdata = read_manifest(mpath, &mlen, NULL, err, true);
-    if (!mdata) {
+    char *mdata = read_manifest(mpath, &mlen, err, true);
+    if (!mdata) { /* gone or no longer readable since the initial verification: changed */
+        if (err && err->reason) cg_err_reason(err, CG_R_DIGEST_MISMATCH);
         free(mpath);
         return -1;
     }
@@ -445,14 +439,15 @@ int cg_bundle_verify_consumed(const char *root, const cg_bundle_receipt *initial
     char hex[65];
     cg_sha256_hex(mdata, mlen, hex);
     if (strcmp(hex, initial->manifest_sha256) != 0) {
-        cg_err_set(err, CG_EVERIFY, "bundle manifest changed after initial verification");
+        cg_err_setr(err, CG_R_DIGEST_MISMATCH, CG_EVERIFY, "bundle manifest changed after initial verification");
         goto out;
     }
     cg_bundle_manifest m;
     cg_error perr;
     if (cg_bundle_manifest_parse(&a, mdata, mlen, &m, &perr) != 0 || strcmp(m.schema, CG_BUNDLE_SCHEMA) != 0 ||
         strlen(m.run_id) != m.run_id_len || strcmp(m.run_id, initial->run_id) != 0) {
-        cg_err_set(err, CG_EVERIFY, "bundle manifest identity changed after initial verification");
+        cg_err_setr(err, CG_R_DIGEST_MISMATCH, CG_EVERIFY,
+                    "bundle manifest identity changed after initial verification");
         goto out;
     }
     chunk = malloc(HASH_CHUNK);
@@ -463,14 +458,14 @@ int cg_bundle_verify_consumed(const char *root, const cg_bundle_receipt *initial
     for (size_t i = 0; i < n_consumed; i++) {
         const char *p = consumed[i];
         if (!cg_bundle_path_is_safe(p) || !strcmp(p, CG_BUNDLE_MANIFEST_NAME)) {
-            cg_err_set(err, CG_EVERIFY, "unsafe or reserved consumed bundle path %s", CG_QUOTE(p));
+            cg_err_setr(err, CG_R_UNSAFE_PATH, CG_EVERIFY, "unsafe or reserved consumed bundle path %s", CG_QUOTE(p));
             goto out;
         }
         const cg_bundle_file *decl = NULL;
         for (size_t j = 0; j < m.n_files && !decl; j++)
             if (m.files[j].path_len == strlen(p) && !strcmp(m.files[j].path, p)) decl = &m.files[j];
         if (!decl) {
-            cg_err_set(err, CG_EVERIFY, "consumed bundle file is not declared: %s", p);
+            cg_err_setr(err, CG_R_DIGEST_MISMATCH, CG_EVERIFY, "consumed bundle file is not declared: %s", p);
             goto out;
         }
         char *full = cg_path_join(root, p);
@@ -485,7 +480,8 @@ int cg_bundle_verify_consumed(const char *root, const cg_bundle_receipt *initial
                                                     : HF_NOT_REGULAR;
         if (hr != HF_OK) {
             if (hr == HF_NOT_REGULAR)
-                cg_err_set(err, CG_EVERIFY, "consumed bundle path is no longer a regular file: %s", full);
+                cg_err_setr(err, CG_R_DIGEST_MISMATCH, CG_EVERIFY,
+                            "consumed bundle path is no longer a regular file: %s", full);
             else
                 cg_err_set(err, CG_EIO, "hash bundle file %s: %s", full, strerror(en));
             free(full);
@@ -494,7 +490,8 @@ int cg_bundle_verify_consumed(const char *root, const cg_bundle_receipt *initial
         free(full);
         if (ssize != decl->bytes || hashed != decl->bytes || !cg_is_sha256_hex(decl->sha256) ||
             !hex_equal_ci(fhex, decl->sha256)) {
-            cg_err_set(err, CG_EVERIFY, "consumed bundle file %s changed after initial verification", CG_QUOTE(p));
+            cg_err_setr(err, CG_R_DIGEST_MISMATCH, CG_EVERIFY,
+                        "consumed bundle file %s changed after initial verification", CG_QUOTE(p));
             goto out;
         }
     }
