@@ -67,7 +67,9 @@ typedef struct rd {
     size_t index;    /* 0-based index among non-empty records */
     cg_arena la;     /* per-line JSON arena */
     itab intern;
-    islot recent[1024]; /* direct-mapped front of the intern table: hot strings stay in cache */
+    islot *recent;      /* RECENT slots, direct-mapped front of the intern table: a string
+                         * referenced again a few records later is found without
+                         * touching the (large, cache-cold) table */
     char *pool;         /* packed string storage (1-byte aligned) carved from the trace arena */
     size_t pool_left;
     cg_strmap span_ix; /* span id -> index into t->spans (before sorting) */
@@ -177,6 +179,7 @@ static void itab_free(itab *m) {
 }
 
 #define POOL_CHUNK (64u << 10)
+#define RECENT 8192u
 
 /* A NUL-terminated copy of s in the trace arena, packed without alignment padding. */
 static const char *pool_copy(rd *r, const char *s, size_t len) {
@@ -197,7 +200,7 @@ static const char *intern(rd *r, const char *s, size_t len) {
     if (len > 96) return pool_copy(r, s, len);
     uint64_t h64 = str_hash64(s, len);
     uint32_t h = (uint32_t)(h64 >> 32);
-    islot *front = &r->recent[h64 & (sizeof r->recent / sizeof r->recent[0] - 1)];
+    islot *front = &r->recent[h64 & (RECENT - 1)];
     if (front->s && front->h == h && front->len == len && memcmp(front->s, s, len) == 0) return front->s;
     itab *m = &r->intern;
     if (2 * (m->n + 1) > m->cap) itab_grow(m);
@@ -742,10 +745,13 @@ static void rd_init(rd *r, cg_trace *t, const char *path, cg_error *err, cg_trac
     cg_strmap_init(&r->span_ix);
     r->lim = lim;
     r->fast = !lim->general_only;
+    r->recent = calloc(RECENT, sizeof *r->recent);
+    if (!r->recent) abort();
     r->sink = (wire_sink){&t->arena, sink_intern, sink_copy, r};
 }
 
 static void rd_done(rd *r) {
+    free(r->recent);
     cg_arena_free(&r->la);
     itab_free(&r->intern);
     cg_strmap_free(&r->span_ix);
