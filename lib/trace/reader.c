@@ -32,11 +32,12 @@ void cg_trace_limits_default(cg_trace_limits *l) {
     l->general_only = false;
 }
 
-/* growable array helper */
+/* growable array helper: grows by half (large blocks move by mremap, not by
+ * copying), trimmed to fit when the document is complete (trim_arrays) */
 #define VEC_PUSH(arr, n, cap)                                                        \
     do {                                                                             \
         if ((n) == (cap)) {                                                          \
-            size_t ncap_ = (cap) ? (cap) * 2 : 64;                                   \
+            size_t ncap_ = (cap) ? (cap) + (cap) / 2 : 64;                           \
             void *np_ = realloc((arr), ncap_ * sizeof *(arr));                       \
             if (!np_) abort();                                                       \
             (arr) = np_;                                                             \
@@ -66,6 +67,11 @@ typedef struct rd {
     size_t index;    /* 0-based index among non-empty records */
     cg_arena la;     /* per-line JSON arena */
     itab intern;
+    islot *recent;      /* RECENT slots, direct-mapped front of the intern table: a string
+                         * referenced again a few records later is found without
+                         * touching the (large, cache-cold) table */
+    char *pool;         /* packed string storage (1-byte aligned) carved from the trace arena */
+    size_t pool_left;
     cg_strmap span_ix; /* span id -> index into t->spans (before sorting) */
     size_t cap_spans, cap_ops, cap_tensors, cap_stats, cap_memory, cap_dm, cap_di, cap_grad, cap_edges;
     bool have_meta, have_terminal;
@@ -172,29 +178,53 @@ static void itab_free(itab *m) {
     m->cap = m->n = 0;
 }
 
+#define POOL_CHUNK (64u << 10)
+#define RECENT 8192u
+
+/* A NUL-terminated copy of s in the trace arena, packed without alignment padding. */
+static const char *pool_copy(rd *r, const char *s, size_t len) {
+    if (len >= POOL_CHUNK / 16) return cg_arena_strndup(&r->t->arena, s, len);
+    if (r->pool_left < len + 1) {
+        r->pool = cg_arena_alloc(&r->t->arena, POOL_CHUNK);
+        r->pool_left = POOL_CHUNK;
+    }
+    char *c = r->pool;
+    memcpy(c, s, len);
+    c[len] = '\0';
+    r->pool += len + 1;
+    r->pool_left -= len + 1;
+    return c;
+}
+
 static const char *intern(rd *r, const char *s, size_t len) {
-    if (len > 96) return cg_arena_strndup(&r->t->arena, s, len);
+    if (len > 96) return pool_copy(r, s, len);
+    uint64_t h64 = str_hash64(s, len);
+    uint32_t h = (uint32_t)(h64 >> 32);
+    islot *front = &r->recent[h64 & (RECENT - 1)];
+    if (front->s && front->h == h && front->len == len && memcmp(front->s, s, len) == 0) return front->s;
     itab *m = &r->intern;
     if (2 * (m->n + 1) > m->cap) itab_grow(m);
-    uint32_t h = (uint32_t)(str_hash64(s, len) >> 32);
     size_t mask = m->cap - 1;
     for (size_t i = h & mask;; i = (i + 1) & mask) {
         islot *sl = &m->slots[i];
         if (!sl->s) {
-            char *c = cg_arena_strndup(&r->t->arena, s, len);
-            sl->s = c;
+            sl->s = pool_copy(r, s, len);
             sl->len = (uint32_t)len;
             sl->h = h;
             m->n++;
-            return c;
+            *front = *sl;
+            return sl->s;
         }
-        if (sl->h == h && sl->len == len && memcmp(sl->s, s, len) == 0) return sl->s;
+        if (sl->h == h && sl->len == len && memcmp(sl->s, s, len) == 0) {
+            *front = *sl;
+            return sl->s;
+        }
     }
 }
 
 /* Nearly unique identifiers (a record's own id): copied, not interned — they
  * would only grow the table; references to them elsewhere are still interned. */
-static const char *copy_str(rd *r, const char *s, size_t len) { return cg_arena_strndup(&r->t->arena, s, len); }
+static const char *copy_str(rd *r, const char *s, size_t len) { return pool_copy(r, s, len); }
 
 static const char *sink_intern(void *ctx, const char *s, size_t len) { return intern(ctx, s, len); }
 static const char *sink_copy(void *ctx, const char *s, size_t len) { return copy_str(ctx, s, len); }
@@ -644,6 +674,27 @@ static const char *dbg(rd *r, const char *s) {
     return r->msg.data;
 }
 
+#define TRIM(arr, n)                                                    \
+    do {                                                                \
+        if ((n) && (arr)) {                                             \
+            void *p_ = realloc((arr), (n) * sizeof *(arr));             \
+            if (p_) (arr) = p_;                                         \
+        }                                                               \
+    } while (0)
+
+/* Gives the arrays' spare capacity back. */
+static void trim_arrays(cg_trace *t) {
+    TRIM(t->spans, t->n_spans);
+    TRIM(t->ops, t->n_ops);
+    TRIM(t->tensors, t->n_tensors);
+    TRIM(t->tensor_stats, t->n_tensor_stats);
+    TRIM(t->memory, t->n_memory);
+    TRIM(t->device_memory, t->n_device_memory);
+    TRIM(t->device_intervals, t->n_device_intervals);
+    TRIM(t->gradients, t->n_gradients);
+    TRIM(t->edges, t->n_edges);
+}
+
 static int finish_doc(rd *r) {
     cg_trace *t = r->t;
     if (r->rule_failed) {
@@ -672,6 +723,7 @@ static int finish_doc(rd *r) {
         return rule_fail(r, "terminal timestamp %llu precedes host evidence ending at %llu",
                          ull(t->terminal.timestamp_ns), ull(latest));
     if (t->n_spans > 1) qsort(t->spans, t->n_spans, sizeof *t->spans, cmp_span);
+    trim_arrays(t);
     return 0;
 }
 
@@ -693,10 +745,13 @@ static void rd_init(rd *r, cg_trace *t, const char *path, cg_error *err, cg_trac
     cg_strmap_init(&r->span_ix);
     r->lim = lim;
     r->fast = !lim->general_only;
+    r->recent = calloc(RECENT, sizeof *r->recent);
+    if (!r->recent) abort();
     r->sink = (wire_sink){&t->arena, sink_intern, sink_copy, r};
 }
 
 static void rd_done(rd *r) {
+    free(r->recent);
     cg_arena_free(&r->la);
     itab_free(&r->intern);
     cg_strmap_free(&r->span_ix);

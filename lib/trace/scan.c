@@ -20,16 +20,53 @@ static inline void ws(sc *s) {
     while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\r' || *s->p == '\n')) s->p++;
 }
 
+#define ONES 0x0101010101010101ull
+#define HIGHS 0x8080808080808080ull
+
+/* Whether any of the 8 bytes of w is '"', '\\', a control character or >= 0x80
+ * (may also flag a byte next to such a byte; the byte loop decides). */
+static inline bool special8(uint64_t w) {
+    uint64_t quote = w ^ (ONES * '"'), slash = w ^ (ONES * '\\');
+    uint64_t zero = ((quote - ONES) & ~quote) | ((slash - ONES) & ~slash);
+    uint64_t ctrl = (w - ONES * 0x20) & ~w;
+    return ((zero | ctrl | w) & HIGHS) != 0;
+}
+
+/* 1 for the bytes a plain string stops at: '"', '\\', control characters, >= 0x80. */
+static const unsigned char special[256] = {
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+};
+
 /* s->p after the opening quote: the plain string up to its closing quote. */
 static int str(sc *s, const char **out, size_t *len) {
     const unsigned char *b = (const unsigned char *)s->p, *q = b, *e = (const unsigned char *)s->end;
     bool high = false;
+    for (uint64_t w; e - q >= 8; q += 8) { /* 8 plain bytes at a time */
+        memcpy(&w, q, 8);
+        if (special8(w)) break;
+    }
     for (;; q++) {
+        while (q < e && !special[*q]) q++;
         if (q == e) return -1;
         unsigned c = *q;
         if (c == '"') break;
         if (c == '\\' || c < 0x20) return -1;
-        high |= c >= 0x80;
+        high = true;
     }
     size_t n = (size_t)(q - b);
     if (n > s->lim->max_string) return -1;
@@ -323,11 +360,22 @@ static int field_index(const wire_record *rec, const char *key, size_t len) {
     return -1;
 }
 
+/* Members usually come in declaration order: the field after the last match is tried first. */
+static int field_at(const wire_record *rec, size_t guess, const char *key, size_t len) {
+    if (guess < rec->n_fields) {
+        const wire_field *f = &rec->fields[guess];
+        if (f->name_len == len && !memcmp(f->name, key, len)) return (int)guess;
+    }
+    return len ? field_index(rec, key, len) : -1;
+}
+
 int scan_decode(const wire_record *rec, const scan_obj *o, void *out, const wire_sink *sink) {
     uint32_t seen = 0;
+    size_t guess = 0;
     for (size_t i = 0; i < o->n; i++) {
         const scan_member *m = &o->m[i];
-        int fi = m->key_len ? field_index(rec, m->key, m->key_len) : -1;
+        int fi = field_at(rec, guess, m->key, m->key_len);
+        if (fi >= 0) guess = (size_t)fi + 1;
         if (fi < 0) continue;
         if (seen & (1u << fi)) return -1;
         seen |= 1u << fi;
