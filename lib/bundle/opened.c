@@ -70,7 +70,8 @@ static int read_manifest(cg_bundle_handle *h, const char *mpath, cg_error *err) 
         if (fd >= 0 || e == ELOOP)
             return fail(err, CG_R_MALFORMED_MANIFEST, CG_EVERIFY, "bundle manifest is not a regular file: %s",
                         mpath);
-        return fail(err, CG_R_MALFORMED_MANIFEST, CG_EIO, "read bundle manifest %s: %s", mpath, strerror(e));
+        cg_err_os(err, e, "read bundle manifest %s", mpath);
+        return cg_err_reason(err, CG_R_MALFORMED_MANIFEST);
     }
     int fl = fcntl(fd, F_GETFL);
     if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
@@ -99,10 +100,8 @@ int cg_bundle_open_dir(const char *root, cg_bundle_handle *h, cg_error *err) {
     if (!mpath) return fail(err, CG_R_NONE, CG_ENOMEM, "out of memory");
     int rc = read_manifest(h, mpath, err);
     /* 3 */
-    cg_error perr;
-    cg_err_clear(&perr);
-    if (rc == 0 && cg_bundle_manifest_parse(&h->arena, h->manifest, h->manifest_len, &h->man, &perr) != 0)
-        rc = fail(err, CG_R_MALFORMED_MANIFEST, CG_EPARSE, "parse bundle manifest %s: %s", mpath, perr.msg);
+    if (rc == 0 && cg_bundle_manifest_parse(&h->arena, h->manifest, h->manifest_len, &h->man, err) != 0)
+        rc = cg_err_context(err, "parse bundle manifest %s", mpath); /* keeps malformed_manifest */
     if (rc == 0 && (h->man.run_id_len >= sizeof ((cg_bundle_receipt *)0)->run_id ||
                     strlen(h->man.run_id) != h->man.run_id_len))
         rc = fail(err, CG_R_MALFORMED_MANIFEST, CG_ELIMIT,

@@ -275,10 +275,8 @@ int cg_publish_bundle(const char *destination_in, const char *trace_path, const 
     }
     step_done(CG_PUBLISH_STEP_NSIGHT_COPIED, staging);
     /* 5.3: derived files from the staged copies */
-    if (cg_render_bundle_artifacts(staged_trace, staged_nsight, &ev, &report, &viewer, err) != 0) {
-        cg_err_context(err, "build evidence from staged bundle inputs");
-        goto out;
-    }
+    /* write_bundle propagates build_evidence's error as it is */
+    if (cg_render_bundle_artifacts(staged_trace, staged_nsight, &ev, &report, &viewer, err) != 0) goto out;
     if (!(run_id = evidence_run_id(&ev, err))) goto out;
     if (write_synced(staging, "evidence.json", &ev, err) != 0 || staged_add(&s, staging, "evidence.json", err) != 0)
         goto out;

@@ -8,6 +8,7 @@
  *  - files are opened with O_NOFOLLOW|O_NONBLOCK and re-checked with fstat, so a
  *    file swapped for a FIFO or link between the walk and hashing is refused. */
 #include "bundle/verify.h"
+#include "bundle/manifest_wire.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -360,15 +361,7 @@ out:
 }
 
 cg_jv *cg_bundle_receipt_to_json(cg_arena *a, const cg_bundle_receipt *r) {
-    cg_jv *o = cg_jv_obj(a);
-    cg_jv_obj_put(a, o, "schema", cg_jv_str_nocopy(a, CG_BUNDLE_VERIFICATION_SCHEMA));
-    cg_jv_obj_put(a, o, "bundle_schema", cg_jv_str_nocopy(a, CG_BUNDLE_SCHEMA));
-    cg_jv_obj_put(a, o, "run_id", cg_jv_str(a, r->run_id));
-    cg_jv_obj_put(a, o, "manifest_path", cg_jv_str_nocopy(a, CG_BUNDLE_MANIFEST_NAME));
-    cg_jv_obj_put(a, o, "manifest_sha256", cg_jv_str(a, r->manifest_sha256));
-    cg_jv_obj_put(a, o, "files_verified", cg_jv_u64(a, r->files_verified));
-    cg_jv_obj_put(a, o, "bytes_verified", cg_jv_u64(a, r->bytes_verified));
-    return o;
+    return cg_bw_encode(a, &cg_bw_bundle_receipt, r);
 }
 
 /* §1.6 re-read of bundle.json through the handle's descriptor. */
