@@ -100,9 +100,10 @@ int srv_token_check(srv_db db, const char *token, cg_arena *a, const char **id, 
  * encoding and the other low-order points verify forged signatures under
  * lax verifiers, so they are refused here whatever the verifier does. */
 int srv_pubkey_parse(const char *text, unsigned char pk[32], cg_error *err) {
-    if (cg_sig_parse_public(text, strlen(text), pk, err) < 0) return -1;
+    if (cg_sig_parse_public(text, strlen(text), pk, err) < 0) return cg_err_reason(err, CG_R_INVALID_PARAMETER);
     if (!crypto_core_ed25519_is_valid_point(pk))
-        return cg_err_set(err, CG_EPARSE, "public_key is not a valid Ed25519 key (low-order or not on the curve)");
+        return cg_err_setr(err, CG_R_INVALID_PARAMETER, CG_EPARSE,
+                           "public_key is not a valid Ed25519 key (low-order or not on the curve)");
     return 0;
 }
 

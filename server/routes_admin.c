@@ -112,7 +112,7 @@ enum MHD_Result srv_h_keys_create(srv_req *r) {
     unsigned char pk[32];
     char kid[33];
     cg_error perr = {0};
-    if (srv_pubkey_parse(pub, pk, &perr) < 0) return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "%s", perr.msg);
+    if (srv_pubkey_parse(pub, pk, &perr) < 0) return srv_fail_error(r, &perr, NULL);
     srv_key_id(pk, kid);
     cg_error err = {0};
     bool fresh;

@@ -146,14 +146,10 @@ enum MHD_Result srv_h_bundle_timeline(srv_req *r) {
         return rows == 0 ? srv_fail(r, CG_R_NOT_FOUND, NULL, "no bundle with id %s", pid)
                          : srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "bundle id prefix %s is ambiguous", pid);
 
-    srv_tl_status st;
-    srv_tl_index *ix = srv_timeline_acquire(r->s, id, &st, &err);
-    if (!ix) {
-        if (st == SRV_TL_UNAVAILABLE) return srv_fail_unavailable(r, &err);
-        if (st == SRV_TL_NO_TRACE) return srv_fail(r, CG_R_NOT_FOUND, NULL, "%s", err.msg);
-        if (st == SRV_TL_INVALID) return srv_fail(r, CG_R_TRACE_INVALID, NULL, "%s", err.msg);
+    srv_tl_index *ix = srv_timeline_acquire(r->s, id, &err);
+    if (!ix && err.reason == CG_R_INTERNAL)
         return srv_fail(r, CG_R_INTERNAL, NULL, "cannot read trace.jsonl of bundle %s: %s", id, err.msg);
-    }
+    if (!ix) return srv_fail_error(r, &err, NULL);
 
     const srv_tl_clock *ck = NULL;
     for (size_t i = 0; i < ix->n_clocks && !ck; i++)

@@ -370,7 +370,8 @@ int srv_token_check(struct srv_db db, const char *token, cg_arena *a, const char
 unsigned srv_scopes_parse_list(const cg_jv *arr, bool *bad);
 unsigned srv_scopes_parse_csv(const char *csv, bool *bad);
 cg_jv *srv_scopes_json(cg_arena *a, unsigned scopes);
-/* Public key from SubjectPublicKeyInfo PEM or base64 of the raw 32 bytes. */
+/* Public key from SubjectPublicKeyInfo PEM or base64 of the raw 32 bytes
+ * (reason invalid_parameter when it is not a valid prime-order point). */
 int srv_pubkey_parse(const char *text, unsigned char pk[32], cg_error *err);
 void srv_key_id(const unsigned char pk[32], char out[33]);
 

@@ -51,12 +51,12 @@ typedef struct srv_tl_index {
 
 static inline uint64_t srv_sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
-typedef enum { SRV_TL_OK = 0, SRV_TL_UNAVAILABLE, SRV_TL_NO_TRACE, SRV_TL_STORE, SRV_TL_INVALID } srv_tl_status;
-
 /* The index of bundle id (full 64-hex) with a reference taken, built from the
  * store when needed (a pooled connection only for the lookup and the blob,
- * none while parsing or waiting for another build). NULL with *st and err. */
-srv_tl_index *srv_timeline_acquire(srv_server *s, const char *id, srv_tl_status *st, cg_error *err);
+ * none while parsing or waiting for another build). NULL with err and its
+ * reason: not_found (no trace.jsonl), trace_invalid (it does not parse),
+ * internal (indexed but unreadable), none (the store is unreachable). */
+srv_tl_index *srv_timeline_acquire(srv_server *s, const char *id, cg_error *err);
 void srv_timeline_release(srv_server *s, srv_tl_index *x);
 
 #endif

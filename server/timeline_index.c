@@ -646,8 +646,8 @@ static double ms_since(const struct timespec *t0) {
 
 /* Reads trace.jsonl of bundle id into a fresh index (the store takes a pooled
  * connection for the lookup and, pg store, the blob; none is held while
- * parsing). On failure returns NULL with *st and err set. */
-static srv_tl_index *load_index(srv_server *s, const char *id, srv_tl_status *st, cg_error *err) {
+ * parsing). On failure returns NULL with err and its reason set. */
+static srv_tl_index *load_index(srv_server *s, const char *id, cg_error *err) {
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     char dir[PATH_MAX + 16], path[PATH_MAX + 96];
@@ -658,31 +658,26 @@ static srv_tl_index *load_index(srv_server *s, const char *id, srv_tl_status *st
         char l_ms[32];
         snprintf(l_ms, sizeof l_ms, "%.1f", ms_since(&t0));
         srv_log("info", "timeline index loaded", "id", id, "load_ms", l_ms, NULL);
-        *st = SRV_TL_OK;
         return saved;
     }
     char hex[65];
     int found = srv_store_file_ref(s->pool, id, "trace.jsonl", hex, NULL, err);
-    if (found < 0) {
-        *st = SRV_TL_UNAVAILABLE;
-        return NULL;
-    }
+    if (found < 0) return NULL; /* the store's own failure: no reason, 503 */
     if (found == 0) {
-        cg_err_set(err, CG_EIO, "bundle %s has no trace.jsonl", id);
-        *st = SRV_TL_NO_TRACE;
+        cg_err_setr(err, CG_R_NOT_FOUND, CG_EIO, "bundle %s has no trace.jsonl", id);
         return NULL;
     }
     size_t len = 0;
     char *data = srv_store_blob_read(s, hex, (size_t)s->cfg.max_decoded_bytes, &len, err);
-    if (!data) {
-        *st = SRV_TL_STORE;
+    if (!data) { /* indexed but unreadable: damage inside our store */
+        cg_err_reason(err, CG_R_INTERNAL);
         return NULL;
     }
     double read_ms = ms_since(&t0);
     cg_trace *t = cg_trace_read_mem(data, len, "trace.jsonl", NULL, err);
     free(data);
     if (!t) {
-        *st = SRV_TL_INVALID;
+        cg_err_reason(err, CG_R_TRACE_INVALID);
         return NULL;
     }
     double parse_ms = ms_since(&t0) - read_ms;
@@ -700,7 +695,6 @@ static srv_tl_index *load_index(srv_server *s, const char *id, srv_tl_status *st
     cg_error serr = {0};
     if (cg_mkdir_p(dir, &serr) < 0 || index_save(ix, path, &serr) < 0)
         srv_log("warning", "timeline index not saved", "id", id, "error", serr.msg, NULL);
-    *st = SRV_TL_OK;
     return ix;
 }
 
@@ -714,8 +708,8 @@ static srv_tl_index *find_locked(struct srv_timeline *T, const char *id) {
 }
 
 /* The cached index of id with a reference taken (cache_release it), building it
- * from the store when needed. NULL with *st/err. */
-srv_tl_index *srv_timeline_acquire(srv_server *s, const char *id, srv_tl_status *st, cg_error *err) {
+ * from the store when needed. NULL with err (and its reason). */
+srv_tl_index *srv_timeline_acquire(srv_server *s, const char *id, cg_error *err) {
     struct srv_timeline *T = tl_of(s);
     int slot = -1;
     pthread_mutex_lock(&T->cache_mu);
@@ -725,7 +719,6 @@ srv_tl_index *srv_timeline_acquire(srv_server *s, const char *id, srv_tl_status 
             hit->refs++;
             hit->last_use = ++T->cache_clock;
             pthread_mutex_unlock(&T->cache_mu);
-            *st = SRV_TL_OK;
             return hit;
         }
         bool busy = false;
@@ -740,7 +733,7 @@ srv_tl_index *srv_timeline_acquire(srv_server *s, const char *id, srv_tl_status 
             snprintf(T->building[i], sizeof T->building[i], "%s", id);
         }
     pthread_mutex_unlock(&T->cache_mu);
-    srv_tl_index *x = load_index(s, id, st, err);
+    srv_tl_index *x = load_index(s, id, err);
     srv_tl_index *out = x ? cache_put(T, x) : NULL;
     if (slot >= 0) {
         pthread_mutex_lock(&T->cache_mu);
@@ -774,8 +767,7 @@ static void *warm_main(void *arg) {
             continue;
         }
         cg_error err = {0};
-        srv_tl_status st;
-        srv_tl_index *ix = srv_timeline_acquire(T->server, id, &st, &err);
+        srv_tl_index *ix = srv_timeline_acquire(T->server, id, &err);
         if (ix) cache_release(T, ix);
     }
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "analysis/graph.h"
 #include "base/fs.h"
 #include "bundle/outpath.h"
 #include "cli_util.h"
@@ -69,6 +70,18 @@ static cg_jv *meta_canonical(cg_arena *a, const cg_jv *v, bool in_meta, bool in_
     return o;
 }
 
+/* The packet's schema checks run inside serde (deserialize_with), so their
+ * errors carry the reader's position just past the schema string read. */
+static void schema_position(cg_error *err, const char *text, size_t len, const cg_jv *packet) {
+    static const cg_json_step top[] = {{"schema", 0}}, graph[] = {{"graph", 0}, {"schema", 0}};
+    const char *schema = cg_jv_as_str(cg_jv_get(packet, "schema"));
+    const char *gschema = cg_jv_as_str(cg_jv_get(cg_jv_get(packet, "graph"), "schema"));
+    if (schema && strcmp(schema, CG_EVIDENCE_SCHEMA) != 0)
+        cg_json_err_at(err, text, cg_json_locate(text, len, top, 1, CG_JSON_VALUE_END));
+    else if (schema && gschema && strcmp(gschema, CG_GRAPH_SCHEMA) != 0)
+        cg_json_err_at(err, text, cg_json_locate(text, len, graph, 2, CG_JSON_VALUE_END));
+}
+
 static int load_bundle(cg_arena *a, cli_loaded *l, cg_error *err) {
     if (cg_bundle_verify(l->bundle_root, &l->receipt, err) != 0)
         return cg_err_context(err, "verify evidence bundle %s", l->bundle_root);
@@ -87,9 +100,10 @@ static int load_bundle(cg_arena *a, cli_loaded *l, cg_error *err) {
     cg_json_limits_default(&lim);
     lim.max_depth = 128;
     l->packet = cg_json_parse(a, data, len, &lim, err);
+    int bad = !l->packet || cg_evidence_validate_schema(l->packet, err) != 0;
+    if (bad && l->packet) schema_position(err, data, len, l->packet);
     free(data);
-    if (!l->packet) return cg_err_context(err, "parse verified evidence packet %s", ev_path);
-    if (cg_evidence_validate_schema(l->packet, err) != 0) return -1;
+    if (bad) return cg_err_context(err, "parse verified evidence packet %s", ev_path);
     cg_jv *prov = cg_run_meta_to_json(a, &l->trace->run);
     if (!cg_jv_equal(meta_canonical(a, prov, true, false),
                      meta_canonical(a, cg_jv_get(l->packet, "provenance"), true, false)))
@@ -178,14 +192,14 @@ int cli_evidence_arg(const char *cmd, int argc, char **argv, int *i, bool allow_
     if ((r = cli_take_value(argc, argv, i, "--output", "-o", &ea->out))) return r < 0 ? 2 : 0;
     if (allow_nsight && (r = cli_take_value(argc, argv, i, "--nsight-dir", NULL, &ea->nsight_dir)))
         return r < 0 ? 2 : 0;
-    if (argv[*i][0] == '-' && argv[*i][1]) return cli_usage_error(cmd, "unknown flag %s", argv[*i]);
-    if (ea->input) return cli_usage_error(cmd, "takes one INPUT");
+    if (argv[*i][0] == '-' && argv[*i][1]) return cli_usage_unexpected(cmd, argv[*i]);
+    if (ea->input) return cli_usage_unexpected(cmd, argv[*i]);
     ea->input = argv[*i];
     return 0;
 }
 
 int cli_evidence_require_input(const char *cmd, const cli_evidence_args *ea) {
-    return ea->input ? 0 : cli_usage_error(cmd, "INPUT is required");
+    return ea->input ? 0 : cli_usage_missing(cmd, !strcmp(cmd, "view") ? "<TRACE>" : "<INPUT>");
 }
 
 int cli_evidence_parse(const char *cmd, int argc, char **argv, cli_evidence_args *ea) {

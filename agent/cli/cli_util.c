@@ -15,6 +15,34 @@ bool cli_is_flag(const char *arg, const char *flag, const char *alt) {
     return (flag && !strcmp(arg, flag)) || (alt && !strcmp(arg, alt));
 }
 
+/* clap's placeholder of a flag's value in messages ("--kind <KIND>"): the
+ * crate's value_name where it sets one, else the upper-cased long name. */
+static void flag_with_value(char *out, size_t size, const char *flag) {
+    static const char *const names[][2] = {{"--output", "FILE"}, {"-o", "FILE"}, {"--label", "S"},
+                                           {"--label-prefix", "S"}, {"--bundle", "DIR"},
+                                           {"--nsight-dir", "DIR"}, {"--manifest", "FILE"},
+                                           {"--baseline", "BUNDLE"}, {"--candidate", "BUNDLE"},
+                                           {"--phase", "P"}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(flag, names[i][0])) {
+            snprintf(out, size, "%s <%s>", flag, names[i][1]);
+            return;
+        }
+    size_t o = (size_t)snprintf(out, size, "%s <", flag);
+    for (const char *c = flag + strspn(flag, "-"); *c && o + 2 < size; c++)
+        out[o++] = *c >= 'a' && *c <= 'z' ? (char)(*c - 'a' + 'A') : *c == '-' ? '_' : *c;
+    if (o + 2 <= size) {
+        out[o++] = '>';
+        out[o] = '\0';
+    }
+}
+
+static int value_missing(const char *cmd, const char *flag) {
+    char fv[128];
+    flag_with_value(fv, sizeof fv, flag);
+    return cli_usage_error(cmd, "The argument '%s' requires a value but none was supplied", fv);
+}
+
 int cli_take_value(int argc, char **argv, int *i, const char *flag, const char *alt, const char **value) {
     const char *a = argv[*i];
     size_t fl = strlen(flag);
@@ -24,7 +52,7 @@ int cli_take_value(int argc, char **argv, int *i, const char *flag, const char *
     }
     if (!cli_is_flag(a, flag, alt)) return 0;
     if (*i + 1 >= argc) {
-        fprintf(stderr, "candle-graph %s: %s needs a value\n", argv[0], flag);
+        value_missing(argv[0], flag);
         return -1;
     }
     *value = argv[++*i];
@@ -43,31 +71,50 @@ int cli_take_multi(int argc, char **argv, int *i, const char *flag, const char *
         (*vals)[(*n)++] = argv[++*i];
     }
     if (*n == start) {
-        fprintf(stderr, "candle-graph %s: %s needs at least one value\n", argv[0], flag);
+        value_missing(argv[0], flag);
         return -1;
     }
     return 1;
 }
 
 int cli_usage_error(const char *cmd, const char *fmt, ...) {
+    (void)cmd;
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "candle-graph %s: ", cmd);
+    fputs("error: ", stderr);
     vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n(see candle-graph %s --help)\n", cmd);
+    fputs("\n\nFor more information try '--help'\n", stderr);
     va_end(ap);
     return 2;
 }
 
+int cli_usage_unexpected(const char *cmd, const char *arg) {
+    if (arg[0] == '-' && arg[1])
+        return cli_usage_error(cmd, "Found argument '%s' which wasn't expected, or isn't valid in this context\n\n"
+                                    "  If you tried to supply '%s' as a value rather than a flag, use '-- %s'",
+                               arg, arg, arg);
+    return cli_usage_error(cmd, "Found argument '%s' which wasn't expected, or isn't valid in this context", arg);
+}
+
+int cli_usage_missing(const char *cmd, const char *what) {
+    return cli_usage_error(cmd, "The following required arguments were not provided:\n  %s", what);
+}
+
+/* What a Rust main returning anyhow's Err prints: "Error: " + the Debug chain. */
 int cli_fail(const cg_error *err) {
-    fprintf(stderr, "candle-graph: %s\n", err->msg);
+    cg_buf b = CG_BUF_INIT;
+    cg_buf_puts(&b, "Error: ");
+    cg_err_write_chain(&b, err);
+    cg_buf_putc(&b, '\n');
+    fwrite(b.data, 1, b.len, stderr);
+    cg_buf_free(&b);
     return 1;
 }
 
 int cli_failf(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fputs("candle-graph: ", stderr);
+    fputs("Error: ", stderr);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);

@@ -21,8 +21,17 @@ bool cli_is_flag(const char *arg, const char *flag, const char *alt);
  * ('-' followed by anything; a lone "-" is a value). */
 int cli_take_multi(int argc, char **argv, int *i, const char *flag, const char ***vals, int *n);
 
+/* Usage errors as clap words them: "error: MSG", a blank line and "For more
+ * information try '--help'" on stderr (clap's Usage line is left out); return 2.
+ * cli_usage_unexpected: an argument clap does not expect (a flag gets clap's
+ * "-- X" hint); cli_usage_missing: "The following required arguments were not
+ * provided:" and `what` ("<INPUT>", "--kind <KIND>"). */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int cli_fail(const cg_error *err);            /* prints "candle-graph: <msg>" to stderr, returns 1 */
+int cli_usage_unexpected(const char *cmd, const char *arg);
+int cli_usage_missing(const char *cmd, const char *what);
+/* Failures as the crate's main prints its anyhow error: "Error: " and the
+ * context chain (cg_err_write_chain), then "\n"; return 1. */
+int cli_fail(const cg_error *err);
 int cli_failf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Writes pretty JSON + "\n" to stdout (out_path NULL or "-") or to out_path. */

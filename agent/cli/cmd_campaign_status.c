@@ -24,9 +24,9 @@ int cg_cmd_campaign_status(int argc, char **argv) {
             if (r < 0) return 2;
             continue;
         }
-        return cli_usage_error("campaign-status", "unexpected argument %s", argv[i]);
+        return cli_usage_unexpected("campaign-status", argv[i]);
     }
-    if (!manifest) return cli_usage_error("campaign-status", "--manifest is required");
+    if (!manifest) return cli_usage_missing("campaign-status", "--manifest <FILE>");
     cg_arena a;
     cg_arena_init(&a, 1 << 16);
     cg_error err;

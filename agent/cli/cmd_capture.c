@@ -403,7 +403,7 @@ static int run_program(const capture_opts *o, const char *collector, const char 
             unsetenv("CG_CUPTI_TRACE");
         }
         execvp(argv[0], argv);
-        fprintf(stderr, "candle-graph: cannot run %s: %s\n", argv[0], strerror(errno));
+        fprintf(stderr, "Error: cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
     g_child_pid = pid;

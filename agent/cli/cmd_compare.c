@@ -55,12 +55,14 @@ int cg_cmd_compare(int argc, char **argv) {
         if (!strcmp(argv[i], "--unverified-traces")) unverified = true;
         else if (!strcmp(argv[i], "--require-eligible")) require = true;
         else {
-            rc = cli_usage_error("compare", "unexpected argument %s", argv[i]);
+            rc = cli_usage_unexpected("compare", argv[i]);
             goto done;
         }
     }
     if (nb == 0 || nc == 0) {
-        rc = cli_usage_error("compare", "--baseline and --candidate each need at least one input");
+        rc = cli_usage_missing("compare", nb == 0 && nc == 0 ? "--baseline <BUNDLE>...\n  --candidate <BUNDLE>..."
+                                          : nb == 0        ? "--baseline <BUNDLE>..."
+                                                           : "--candidate <BUNDLE>...");
         goto done;
     }
     cg_error err;

@@ -343,7 +343,7 @@ int cg_cmd_daemon(int argc, char **argv) {
         }
         if (matched) continue;
         if (cli_is_flag(argv[i], "--once", NULL)) d.once = true;
-        else return cli_usage_error("daemon", "unknown argument %s", argv[i]);
+        else return cli_usage_unexpected("daemon", argv[i]);
     }
     if (!d.spool || !d.server || !token_file)
         return cli_usage_error("daemon", "--spool, --server and --token-file are required");

@@ -55,7 +55,7 @@ int cg_cmd_export(int argc, char **argv) {
             if (r < 0) return 2;
             continue;
         }
-        if (argv[i][0] == '-' && argv[i][1]) return cli_usage_error("export", "unknown flag %s", argv[i]);
+        if (argv[i][0] == '-' && argv[i][1]) return cli_usage_unexpected("export", argv[i]);
         if (input) return cli_usage_error("export", "takes one INPUT");
         input = argv[i];
     }

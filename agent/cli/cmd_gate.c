@@ -86,7 +86,7 @@ static int parse(int argc, char **argv, gate *g) {
         } else if (cli_is_flag(argv[i], "--git", NULL)) {
             g->git = true;
         } else {
-            cli_usage_error("gate", "unknown argument %s", argv[i]);
+            cli_usage_unexpected("gate", argv[i]);
             return 0;
         }
     }

@@ -16,7 +16,7 @@ int cg_cmd_keygen(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         int r = cli_take_value(argc, argv, &i, "--out", "-o", &out);
         if (r < 0) return 2;
-        if (r == 0) return cli_usage_error("keygen", "unexpected argument %s", argv[i]);
+        if (r == 0) return cli_usage_unexpected("keygen", argv[i]);
     }
     if (!out) return cli_usage_error("keygen", "--out KEYFILE is required");
     cg_error err;

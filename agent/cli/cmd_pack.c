@@ -19,8 +19,8 @@ int cg_cmd_pack(int argc, char **argv) {
         int r = cli_take_value(argc, argv, &i, "--output", "-o", &out);
         if (r < 0) return 2;
         if (r == 1) continue;
-        if (argv[i][0] == '-' && argv[i][1]) return cli_usage_error("pack", "unknown flag %s", argv[i]);
-        if (bundle) return cli_usage_error("pack", "unexpected argument %s", argv[i]);
+        if (argv[i][0] == '-' && argv[i][1]) return cli_usage_unexpected("pack", argv[i]);
+        if (bundle) return cli_usage_unexpected("pack", argv[i]);
         bundle = argv[i];
     }
     if (!bundle || !out || !strcmp(out, "-")) return cli_usage_error("pack", "BUNDLE and -o FILE are required");

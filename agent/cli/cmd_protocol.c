@@ -84,7 +84,7 @@ int cg_cmd_protocol(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         int r;
         if ((r = cli_take_value(argc, argv, &i, "--output", "-o", &out))) { if (r < 0) return 2; continue; }
-        return cli_usage_error("protocol", "unexpected argument %s", argv[i]);
+        return cli_usage_unexpected("protocol", argv[i]);
     }
     cg_arena a;
     cg_arena_init(&a, 0);

@@ -304,22 +304,33 @@ static int run_query(const cli_evidence_args *ea, const char *kind, const label_
     return rc;
 }
 
+#define POSSIBLE_KINDS                                                                                   \
+    "  [possible values: slowest-host, slowest-device, heaviest, memory, spans, tensors, tensor-stats, " \
+    "gradients, capabilities, gpu-status, gpu-correlation, gpu-phases, gpu-kernels, gpu-attribution-gaps]"
+
+/* clap's order: an invalid --kind as it is parsed, then the conflict, then
+ * the missing required arguments (options before positionals). */
 int cg_cmd_query(int argc, char **argv) {
     cli_evidence_args ea = {0};
     const char *kind = NULL;
     label_filter f = {0};
     for (int i = 1; i < argc; i++) {
         int r;
-        if ((r = cli_take_value(argc, argv, &i, "--kind", NULL, &kind))) { if (r < 0) return 2; continue; }
+        if (!strcmp(argv[i], "--kind") && i + 1 == argc)
+            return cli_usage_error("query", "The argument '--kind <KIND>' requires a value but none was supplied\n" POSSIBLE_KINDS);
+        if ((r = cli_take_value(argc, argv, &i, "--kind", NULL, &kind))) {
+            if (r < 0) return 2;
+            if (!IN(kind, kinds)) return cli_usage_error("query", "'%s' isn't a valid value for '--kind <KIND>'\n" POSSIBLE_KINDS, kind);
+            continue;
+        }
         if ((r = cli_take_value(argc, argv, &i, "--label", NULL, &f.exact))) { if (r < 0) return 2; continue; }
         if ((r = cli_take_value(argc, argv, &i, "--label-prefix", NULL, &f.prefix))) { if (r < 0) return 2; continue; }
         if ((r = cli_evidence_arg("query", argc, argv, &i, true, &ea))) return r;
     }
+    if (f.exact && f.prefix)
+        return cli_usage_error("query", "The argument '--label <S>' cannot be used with '--label-prefix <S>'");
+    if (!kind) return cli_usage_missing("query", ea.input ? "--kind <KIND>" : "--kind <KIND>\n  <INPUT>");
     int rc = cli_evidence_require_input("query", &ea);
     if (rc) return rc;
-    if (!kind) return cli_usage_error("query", "--kind is required");
-    if (!IN(kind, kinds)) return cli_usage_error("query", "invalid value '%s' for '--kind <KIND>'", kind);
-    if (f.exact && f.prefix)
-        return cli_usage_error("query", "the argument '--label <S>' cannot be used with '--label-prefix <S>'");
     return run_query(&ea, kind, &f);
 }

@@ -23,11 +23,12 @@ int cg_cmd_report(int argc, char **argv) {
         if (r == 0) r = cli_take_value(argc, argv, &i, "--output", "-o", &out);
         if (r < 0) return 2;
         if (r == 1) continue;
-        if (argv[i][0] == '-' && argv[i][1]) return cli_usage_error("report", "unknown flag %s", argv[i]);
-        if (trace) return cli_usage_error("report", "unexpected argument %s", argv[i]);
+        if (argv[i][0] == '-' && argv[i][1]) return cli_usage_unexpected("report", argv[i]);
+        if (trace) return cli_usage_unexpected("report", argv[i]);
         trace = argv[i];
     }
-    if (!trace || !bundle) return cli_usage_error("report", "TRACE and --bundle DIR are required");
+    if (!trace || !bundle)
+        return cli_usage_missing("report", !bundle && !trace ? "--bundle <DIR>\n  <TRACE>" : !bundle ? "--bundle <DIR>" : "<TRACE>");
     cg_error err;
     cg_err_clear(&err);
     if (cg_publication_check_not_nested(bundle, &err) != 0) return cli_fail(&err);

@@ -33,11 +33,12 @@ int cg_cmd_series(int argc, char **argv) {
             if (r < 0) goto done;
             continue;
         }
-        rc = cli_usage_error("series", "unexpected argument %s", argv[i]);
+        rc = cli_usage_unexpected("series", argv[i]);
         goto done;
     }
     if ((manifest != NULL) == (nb > 0)) {
-        rc = cli_usage_error("series", "give exactly one of --manifest or --bundle");
+        rc = manifest ? cli_usage_error("series", "The argument '--manifest <FILE>' cannot be used with '--bundle <DIR>...'")
+                      : cli_usage_missing("series", "--manifest <FILE>");
         goto done;
     }
     cg_arena a;

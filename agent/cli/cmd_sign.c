@@ -19,8 +19,8 @@ int cg_cmd_sign(int argc, char **argv) {
         int r = cli_take_value(argc, argv, &i, "--key", NULL, &key);
         if (r < 0) return 2;
         if (r == 1) continue;
-        if (argv[i][0] == '-' && argv[i][1]) return cli_usage_error("sign", "unknown flag %s", argv[i]);
-        if (bundle) return cli_usage_error("sign", "unexpected argument %s", argv[i]);
+        if (argv[i][0] == '-' && argv[i][1]) return cli_usage_unexpected("sign", argv[i]);
+        if (bundle) return cli_usage_unexpected("sign", argv[i]);
         bundle = argv[i];
     }
     if (!bundle || !key) return cli_usage_error("sign", "BUNDLE and --key KEYFILE are required");

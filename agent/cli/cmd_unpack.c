@@ -21,8 +21,8 @@ int cg_cmd_unpack(int argc, char **argv) {
         int r = cli_take_value(argc, argv, &i, "--into", NULL, &into);
         if (r < 0) return 2;
         if (r == 1) continue;
-        if (argv[i][0] == '-' && argv[i][1]) return cli_usage_error("unpack", "unknown flag %s", argv[i]);
-        if (file) return cli_usage_error("unpack", "unexpected argument %s", argv[i]);
+        if (argv[i][0] == '-' && argv[i][1]) return cli_usage_unexpected("unpack", argv[i]);
+        if (file) return cli_usage_unexpected("unpack", argv[i]);
         file = argv[i];
     }
     if (!file || !into) return cli_usage_error("unpack", "FILE and --into DIR are required");

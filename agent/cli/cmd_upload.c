@@ -137,7 +137,7 @@ int cg_cmd_upload(int argc, char **argv) {
         } else if ((r = cli_take_value(argc, argv, &i, "--retries", NULL, &retries_s)) != 0) {
             if (r < 0) return 2;
         } else if (argv[i][0] == '-' || bundle) {
-            return cli_usage_error("upload", "unexpected argument %s", argv[i]);
+            return cli_usage_unexpected("upload", argv[i]);
         } else {
             bundle = argv[i];
         }
@@ -184,7 +184,7 @@ int cg_cmd_upload(int argc, char **argv) {
         if (prog.tty) fputc('\n', stderr);
         bool sent = r.http_status != 0;
         if (sent && r.body_truncated) {
-            fprintf(stderr, "candle-graph: upload failed: response larger than %zu bytes\n", BODY_MAX);
+            fprintf(stderr, "Error: upload failed: response larger than %zu bytes\n", BODY_MAX);
             cli_upload_result_free(&r);
             break;
         }
@@ -197,9 +197,9 @@ int cg_cmd_upload(int argc, char **argv) {
         bool again = sent ? retryable_status(r.http_status) : r.transport_retryable;
         if (!again || attempt >= retries) {
             if (!sent) {
-                fprintf(stderr, "candle-graph: upload failed: %s\n", r.curl_error);
+                fprintf(stderr, "Error: upload failed: %s\n", r.curl_error);
             } else {
-                fprintf(stderr, "candle-graph: upload rejected with HTTP %ld\n", r.http_status);
+                fprintf(stderr, "Error: upload rejected with HTTP %ld\n", r.http_status);
                 print_body(stderr, &r);
             }
             cli_upload_result_free(&r);

@@ -1,7 +1,9 @@
 /* candle-graph verify — bundle/1 deep verification, optionally semantic (spec §7). */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "bundle/manifest_wire.h"
 #include "bundle/outpath.h"
 #include "bundle/semantic.h"
 #include "bundle/verify.h"
@@ -14,6 +16,20 @@ const char cg_cmd_verify_help[] =
     "                     from the retained trace (+ nsight/); a mismatch fails closed\n"
     "  -o, --output FILE  write the envelope to FILE (must not lie inside BUNDLE)\n";
 
+/* verify/1 (trace_cli.rs run_verify's json!), one table like every bundle envelope */
+typedef struct verify_envelope {
+    cg_jv *tool;
+    cg_bundle_receipt receipt;
+    cg_jv *semantic; /* null, or {status} */
+} verify_envelope;
+static const cg_bw_field verify_fields[] = {
+    {"schema", CG_BW_CONST, 0, 0, "candle-graph/verify/1"},
+    {"tool", CG_BW_JV, offsetof(verify_envelope, tool), 0, NULL},
+    {"receipt", CG_BW_STRUCT, offsetof(verify_envelope, receipt), 0, &cg_bw_bundle_receipt},
+    {"semantic", CG_BW_JV, offsetof(verify_envelope, semantic), 0, NULL},
+};
+static const cg_bw_record verify_record = CG_BW_RECORD("verify/1", verify_envelope, verify_fields);
+
 int cg_cmd_verify(int argc, char **argv) {
     const char *bundle = NULL, *out = NULL;
     bool semantic = false;
@@ -25,11 +41,11 @@ int cg_cmd_verify(int argc, char **argv) {
         int r = cli_take_value(argc, argv, &i, "--output", "-o", &out);
         if (r < 0) return 2;
         if (r == 1) continue;
-        if (argv[i][0] == '-' && argv[i][1]) return cli_usage_error("verify", "unknown flag %s", argv[i]);
-        if (bundle) return cli_usage_error("verify", "unexpected argument %s", argv[i]);
+        if (argv[i][0] == '-' && argv[i][1]) return cli_usage_unexpected("verify", argv[i]);
+        if (bundle) return cli_usage_unexpected("verify", argv[i]);
         bundle = argv[i];
     }
-    if (!bundle) return cli_usage_error("verify", "BUNDLE is required");
+    if (!bundle) return cli_usage_missing("verify", "<BUNDLE>");
     cg_error err;
     cg_err_clear(&err);
     if (cg_bundle_check_output_path(out, bundle, &err) != 0) return cli_fail(&err);
@@ -47,11 +63,8 @@ int cg_cmd_verify(int argc, char **argv) {
         sem = cg_jv_obj(&a);
         cg_jv_obj_put(&a, sem, "status", cg_jv_str_nocopy(&a, cg_semantic_result_name(res)));
     }
-    cg_jv *o = cg_jv_obj(&a);
-    cg_jv_obj_put(&a, o, "schema", cg_jv_str_nocopy(&a, "candle-graph/verify/1"));
-    cg_jv_obj_put(&a, o, "tool", cli_tool_json(&a));
-    cg_jv_obj_put(&a, o, "receipt", cg_bundle_receipt_to_json(&a, &r));
-    cg_jv_obj_put(&a, o, "semantic", sem);
+    verify_envelope env = {cli_tool_json(&a), r, sem};
+    cg_jv *o = cg_bw_encode(&a, &verify_record, &env);
     int rc = cli_write_json(out, cli_jv_sorted(&a, o)); /* the crate's json!: keys sorted */
     cg_arena_free(&a);
     return rc;

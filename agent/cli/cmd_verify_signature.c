@@ -21,8 +21,8 @@ int cg_cmd_verify_signature(int argc, char **argv) {
         if (r == 0) r = cli_take_value(argc, argv, &i, "--output", "-o", &out);
         if (r < 0) return 2;
         if (r == 1) continue;
-        if (argv[i][0] == '-' && argv[i][1]) return cli_usage_error("verify-signature", "unknown flag %s", argv[i]);
-        if (bundle) return cli_usage_error("verify-signature", "unexpected argument %s", argv[i]);
+        if (argv[i][0] == '-' && argv[i][1]) return cli_usage_unexpected("verify-signature", argv[i]);
+        if (bundle) return cli_usage_unexpected("verify-signature", argv[i]);
         bundle = argv[i];
     }
     if (!bundle) return cli_usage_error("verify-signature", "BUNDLE is required");

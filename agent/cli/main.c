@@ -55,6 +55,8 @@ int main(int argc, char **argv) {
             return c->run(argc - 1, argv + 1);
         }
     }
-    fprintf(stderr, "candle-graph: unknown command '%s' (see candle-graph --help)\n", name);
+    /* clap's words for an unknown subcommand */
+    fprintf(stderr, "error: The subcommand '%s' wasn't recognized\n\nUsage: candle-graph <COMMAND>\n\n"
+                    "For more information try '--help'\n", name);
     return 2;
 }

@@ -237,8 +237,8 @@ int cg_evidence_validate_schema(const cg_jv *p, cg_error *err) {
     if (!p || p->type != CG_JOBJ) return cg_err_set(err, CG_EPARSE, "evidence packet must be a JSON object");
     const char *schema = cg_jv_as_str(cg_jv_get(p, "schema"));
     if (!schema || strcmp(schema, CG_EVIDENCE_SCHEMA) != 0)
-        return cg_err_set(err, CG_EPARSE, "unsupported evidence schema %s; expected %s", schema ? schema : "(missing)",
-                          CG_EVIDENCE_SCHEMA);
+        return cg_err_set(err, CG_EPARSE, "unsupported evidence schema %s; expected %s",
+                          schema ? CG_QUOTE(schema) : "(missing)", CG_QUOTE(CG_EVIDENCE_SCHEMA));
     static const struct { const char *k; cg_jtype t; } req[] = {
         {"provenance", CG_JOBJ}, {"health", CG_JOBJ}, {"capabilities", CG_JOBJ}, {"findings", CG_JARR},
         {"facts", CG_JARR},      {"gaps", CG_JARR},   {"timing", CG_JOBJ},       {"memory", CG_JOBJ},
@@ -253,8 +253,8 @@ int cg_evidence_validate_schema(const cg_jv *p, cg_error *err) {
     if (g && g->type != CG_JNULL) {
         const char *gs = cg_jv_as_str(cg_jv_get(g, "schema"));
         if (!gs || strcmp(gs, CG_GRAPH_SCHEMA) != 0)
-            return cg_err_set(err, CG_EPARSE, "unsupported graph schema %s; expected %s", gs ? gs : "(missing)",
-                              CG_GRAPH_SCHEMA);
+            return cg_err_set(err, CG_EPARSE, "unsupported graph schema %s; expected %s",
+                              gs ? CG_QUOTE(gs) : "(missing)", CG_QUOTE(CG_GRAPH_SCHEMA));
     }
     return 0;
 }

@@ -1,6 +1,8 @@
 #include "base/error.h"
+#include "base/rustfmt.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -62,6 +64,23 @@ int cg_err_context(cg_error *err, const char *fmt, ...) {
     return -1;
 }
 
+const char *cg_os_error_text(char *buf, size_t size, int e) {
+    snprintf(buf, size, "%s (os error %d)", strerror(e), e);
+    return buf;
+}
+
+int cg_err_os(cg_error *err, int e, const char *fmt, ...) {
+    if (!err) return -1;
+    char cause[256];
+    cg_err_set(err, cg_errcode_of_errno(e), "%s", cg_os_error_text(cause, sizeof cause, e));
+    char ctx[CG_ERROR_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx, sizeof ctx, fmt, ap);
+    va_end(ap);
+    return cg_err_context(err, "%s", ctx);
+}
+
 void cg_err_clear(cg_error *err) {
     if (!err) return;
     err->code = CG_OK;
@@ -72,36 +91,42 @@ void cg_err_clear(cg_error *err) {
     err->n_ctx = 0;
 }
 
+/* One cause as anyhow's Indented writer puts it: a "    " or "{: >5}: " lead,
+ * and every later line of the cause indented to match ("    " / 7 spaces). */
+static void write_cause(cg_buf *out, const char *s, size_t n, bool numbered, unsigned number) {
+    if (numbered) cg_buf_printf(out, "\n%5u: ", number);
+    else cg_buf_puts(out, "\n    ");
+    for (const char *end = s + n, *nl; s < end; s = nl + 1) {
+        nl = memchr(s, '\n', (size_t)(end - s));
+        if (!nl) {
+            cg_buf_append(out, s, (size_t)(end - s));
+            return;
+        }
+        cg_buf_append(out, s, (size_t)(nl - s));
+        cg_buf_puts(out, numbered ? "\n       " : "\n    ");
+    }
+}
+
 void cg_err_write_chain(cg_buf *out, const cg_error *err) {
     size_t len = strnlen(err->msg, sizeof err->msg), start = 0;
     for (unsigned i = 0; i <= err->n_ctx; i++) {
         size_t end = i < err->n_ctx && err->ctx_end[i] <= len ? err->ctx_end[i] : len;
+        if (end < start) end = start;
+        if (i == 0) cg_buf_append(out, err->msg, end);
         if (i == 1) cg_buf_puts(out, "\n\nCaused by:");
-        if (i >= 1 && err->n_ctx > 1) cg_buf_printf(out, "\n%5u: ", i - 1); /* anyhow's "{: >5}: " */
-        else if (i >= 1) cg_buf_puts(out, "\n    ");
-        cg_buf_append(out, err->msg + start, end - start);
+        if (i >= 1) write_cause(out, err->msg + start, end - start, err->n_ctx > 1, i - 1);
         start = end + 2 <= len ? end + 2 : len;
     }
 }
 
 const char *cg_err_quote(char *buf, size_t size, const char *s) {
-    size_t o = 0;
-    if (size < 3) {
-        if (size) buf[0] = '\0';
-        return buf;
-    }
-    buf[o++] = '"';
-    for (; *s && o + 4 < size; s++) {
-        char e = *s == '"' ? '"' : *s == '\\' ? '\\' : *s == '\n' ? 'n' : *s == '\r' ? 'r' : *s == '\t' ? 't' : 0;
-        if (e) {
-            buf[o++] = '\\';
-            buf[o++] = e;
-        } else {
-            buf[o++] = *s;
-        }
-    }
-    buf[o++] = '"';
-    buf[o] = '\0';
+    if (!size) return buf;
+    cg_buf b = CG_BUF_INIT;
+    cg_rust_debug_str(&b, s);
+    size_t n = b.len < size - 1 ? b.len : size - 1;
+    memcpy(buf, b.data, n);
+    buf[n] = '\0';
+    cg_buf_free(&b);
     return buf;
 }
 

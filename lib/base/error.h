@@ -56,18 +56,26 @@ int cg_err_setr(cg_error *err, cg_reason reason, cg_errcode code, const char *fm
 int cg_err_reason(cg_error *err, cg_reason reason);
 /* Prepends "context: " to the existing message; keeps the code and reason. Returns -1. */
 int cg_err_context(cg_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Rust's std::io::Error of errno e as the cause ("No such file or directory
+ * (os error 2)", cg_os_error_text) under the context fmt, as the crate's
+ * `fs::…(p).with_context(…)` words it; code cg_errcode_of_errno(e). Returns -1. */
+int cg_err_os(cg_error *err, int e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The Display of Rust's io::Error for errno e, written into buf: strerror(e)
+ * followed by " (os error E)". Returns buf. */
+const char *cg_os_error_text(char *buf, size_t size, int e);
 void cg_err_clear(cg_error *err);
 /* Appends anyhow's Debug rendering of the chain (what a Rust main returning
  * Err prints after "Error: "): the outermost message, then, when there are
- * causes, "\n\nCaused by:\n" and each cause indented by four spaces,
- * numbered "N: " when there is more than one. No trailing newline. */
+ * causes, "\n\nCaused by:" and each cause on its own line indented by four
+ * spaces, or numbered "{: >5}: " when there is more than one; a cause's own
+ * later lines are indented to match. No trailing newline. */
 void cg_err_write_chain(cg_buf *out, const cg_error *err);
 /* CG_ENOSPC for ENOSPC and EDQUOT, CG_EIO for every other errno value. */
 cg_errcode cg_errcode_of_errno(int e);
 
-/* Rust's {:?} of a string, as the crate's messages quote values: s in double
- * quotes with \" \\ \n \r \t escaped, written into buf (truncated to size;
- * always terminated). Returns buf. */
+/* Rust's {:?} of a string, as the crate's messages quote values
+ * (cg_rust_debug_str), written into buf (truncated to size; always
+ * terminated). Returns buf. */
 const char *cg_err_quote(char *buf, size_t size, const char *s);
 /* cg_err_quote into a temporary buffer that lives until the end of the
  * enclosing full expression (for message arguments). */

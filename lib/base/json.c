@@ -24,9 +24,103 @@ typedef struct jp {
     unsigned depth;
 } jp;
 
+void cg_json_position(const char *text, size_t at, size_t *line, size_t *column) {
+    size_t l = 1, bol = 0;
+    for (const char *p = text, *end = text + at; (p = memchr(p, '\n', (size_t)(end - p))) != NULL; p++) {
+        l++;
+        bol = (size_t)(p - text) + 1;
+    }
+    *line = l;
+    *column = at - bol;
+}
+
+/* ------------------------------------------------- locating a parsed value */
+
+static const char *sk_ws(const char *p, const char *end) {
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
+    return p;
+}
+
+/* p at an opening quote of valid JSON: past the closing one. */
+static const char *sk_string(const char *p, const char *end) {
+    for (p++; p < end && *p != '"'; p++)
+        if (*p == '\\') p++;
+    return p < end ? p + 1 : end;
+}
+
+/* p at a value of valid JSON: past it. */
+static const char *sk_value(const char *p, const char *end) {
+    if (p >= end) return end;
+    if (*p == '"') return sk_string(p, end);
+    if (*p != '{' && *p != '[') {
+        while (p < end && !strchr(",]} \t\n\r", *p)) p++;
+        return p;
+    }
+    size_t depth = 0;
+    for (; p < end; p++) {
+        if (*p == '"') p = sk_string(p, end) - 1;
+        else if (*p == '{' || *p == '[') depth++;
+        else if ((*p == '}' || *p == ']') && --depth == 0) return p + 1;
+    }
+    return end;
+}
+
+/* p at an object or array: the start of the wanted member's key (object) or
+ * item (array), NULL when absent. */
+static const char *sk_child(const char *p, const char *end, const cg_json_step *st) {
+    bool obj = *p == '{';
+    p = sk_ws(p + 1, end);
+    for (size_t i = 0; p < end && *p != '}' && *p != ']'; i++) {
+        const char *start = p;
+        bool hit = !st->key && i == st->index;
+        if (obj) {
+            const char *kend = sk_string(p, end);
+            size_t kl = strlen(st->key ? st->key : "");
+            if (st->key && (size_t)(kend - p) == kl + 2 && !memcmp(p + 1, st->key, kl)) hit = true;
+            p = sk_ws(sk_ws(kend, end) + 1, end); /* past ':' */
+        }
+        if (hit) return start;
+        p = sk_ws(sk_value(p, end), end);
+        if (p < end && *p == ',') p = sk_ws(p + 1, end);
+    }
+    return NULL;
+}
+
+size_t cg_json_locate(const char *text, size_t len, const cg_json_step *steps, size_t n, cg_json_at where) {
+    bool key_end = where == CG_JSON_KEY_END;
+    const char *end = text + len, *p = sk_ws(text, end);
+    bool member = false;
+    for (size_t i = 0; i < n; i++) {
+        if (p >= end || (*p != '{' && *p != '[')) return len;
+        member = *p == '{';
+        if (!(p = sk_child(p, end, &steps[i]))) return len;
+        if (member && (i + 1 < n || !key_end)) p = sk_ws(sk_ws(sk_string(p, end), end) + 1, end);
+    }
+    if (member && key_end) return (size_t)(sk_string(p, end) - text);
+    return (size_t)((where == CG_JSON_VALUE_START ? p : sk_value(p, end)) - text);
+}
+
+void cg_json_err_at(cg_error *err, const char *text, size_t at) {
+    if (!err) return;
+    size_t line, col, n = strnlen(err->msg, sizeof err->msg);
+    cg_json_position(text, at, &line, &col);
+    snprintf(err->msg + n, sizeof err->msg - n, " at line %zu column %zu", line, col);
+}
+
+/* serde_json's Display of a syntax error: "MSG at line L column C", the
+ * position being that of the reader just after byte `at` was consumed. Only
+ * reached on failure, so the scan for line breaks costs nothing on success. */
+static int jp_fail_at(jp *s, cg_errcode code, const char *what, const char *at) {
+    size_t line, col;
+    if (at > s->end) at = s->end;
+    cg_json_position(s->start, (size_t)(at - s->start), &line, &col);
+    return cg_err_set(s->err, code, "%s at line %zu column %zu", what, line, col);
+}
+
+/* serde_json's peek_error: the byte at p is the offending one (at the end of
+ * the text, the end). */
 static int jp_fail(jp *s, cg_errcode code, const char *what) {
-    /* column/offset is useful for a person reading the message */
-    return cg_err_set(s->err, code, "%s at offset %zu", what, (size_t)(s->p - s->start));
+    return jp_fail_at(s, code, what, s->p < s->end ? s->p + 1 : s->end);
 }
 
 static void jp_ws(jp *s) {
@@ -48,11 +142,11 @@ static int hexval(char c) {
 }
 
 static int read_hex4(jp *s, unsigned *out) {
-    if (s->end - s->p < 4) return jp_fail(s, CG_EPARSE, "EOF while parsing a \\u escape");
+    if (s->end - s->p < 4) return jp_fail_at(s, CG_EPARSE, "EOF while parsing a string", s->end);
     unsigned v = 0;
     for (int i = 0; i < 4; i++) {
         int h = hexval(s->p[i]);
-        if (h < 0) return jp_fail(s, CG_EPARSE, "invalid escape");
+        if (h < 0) return jp_fail_at(s, CG_EPARSE, "invalid escape", s->p + i + 1);
         v = (v << 4) | (unsigned)h;
     }
     s->p += 4;
@@ -100,6 +194,21 @@ bool cg_utf8_valid(const char *s, size_t n) {
         p += l;
     }
     return true;
+}
+
+#define LONE_SURROGATE "lone leading surrogate in hex escape"
+
+/* Invalid UTF-8 at s->p inside a string: serde_json checks the string once it
+ * has found its closing quote, so the error is "invalid unicode code point"
+ * after that quote, unless the scan meets a control character or the end. */
+static int jp_bad_utf8(jp *s) {
+    for (const char *q = s->p; q < s->end; q++) {
+        if (*q == '"') return jp_fail_at(s, CG_EPARSE, "invalid unicode code point", q + 1);
+        if ((unsigned char)*q < 0x20)
+            return jp_fail_at(s, CG_EPARSE, "control character (\\u0000-\\u001F) found while parsing a string", q + 1);
+        if (*q == '\\') q++;
+    }
+    return jp_fail_at(s, CG_EPARSE, "EOF while parsing a string", s->end);
 }
 
 /* s->p points just after the opening quote. */
@@ -153,24 +262,26 @@ static int jp_string(jp *s, const char **out, size_t *out_len) {
             case 'u': {
                 unsigned cp;
                 if (read_hex4(s, &cp)) return -1;
-                if (cp >= 0xDC00 && cp <= 0xDFFF) return jp_fail(s, CG_EPARSE, "lone trailing surrogate in hex escape");
+                /* serde_json names a lone trailing surrogate "leading" too */
+                if (cp >= 0xDC00 && cp <= 0xDFFF) return jp_fail_at(s, CG_EPARSE, LONE_SURROGATE, s->p);
                 if (cp >= 0xD800 && cp <= 0xDBFF) {
                     unsigned lo;
-                    if (s->end - s->p < 2 || s->p[0] != '\\' || s->p[1] != 'u')
-                        return jp_fail(s, CG_EPARSE, "lone leading surrogate in hex escape");
-                    s->p += 2;
+                    for (int k = 0; k < 2; k++, s->p++) {
+                        if (s->p >= s->end) return jp_fail_at(s, CG_EPARSE, "EOF while parsing a string", s->end);
+                        if (*s->p != "\\u"[k]) return jp_fail(s, CG_EPARSE, "unexpected end of hex escape");
+                    }
                     if (read_hex4(s, &lo)) return -1;
-                    if (lo < 0xDC00 || lo > 0xDFFF) return jp_fail(s, CG_EPARSE, "lone leading surrogate in hex escape");
+                    if (lo < 0xDC00 || lo > 0xDFFF) return jp_fail_at(s, CG_EPARSE, LONE_SURROGATE, s->p);
                     cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
                 }
                 n += utf8_put(buf + n, cp);
                 break;
             }
-            default: return jp_fail(s, CG_EPARSE, "invalid escape");
+            default: return jp_fail_at(s, CG_EPARSE, "invalid escape", s->p);
             }
         } else if (c >= 0x80) {
             size_t l = utf8_len((const unsigned char *)s->p, (const unsigned char *)s->end);
-            if (!l) return jp_fail(s, CG_EPARSE, "invalid UTF-8 in string");
+            if (!l) return jp_bad_utf8(s);
             memcpy(buf + n, s->p, l);
             n += l;
             s->p += l;
@@ -186,11 +297,14 @@ static int jp_string(jp *s, const char **out, size_t *out_len) {
     return 0;
 }
 
+/* serde_json: a number cut short by the end of the text is an EOF error. */
+#define NUMBER_END(s) ((s)->p >= (s)->end ? "EOF while parsing a value" : "invalid number")
+
 static cg_jv *jp_number(jp *s) {
     const char *b = s->p;
     bool neg = false, real = false;
     if (s->p < s->end && *s->p == '-') { neg = true; s->p++; }
-    if (s->p >= s->end) { jp_fail(s, CG_EPARSE, "EOF while parsing a number"); return NULL; }
+    if (s->p >= s->end) { jp_fail(s, CG_EPARSE, "EOF while parsing a value"); return NULL; }
     if (*s->p == '0') {
         s->p++;
         if (s->p < s->end && *s->p >= '0' && *s->p <= '9') { jp_fail(s, CG_EPARSE, "invalid number"); return NULL; }
@@ -203,14 +317,14 @@ static cg_jv *jp_number(jp *s) {
     if (s->p < s->end && *s->p == '.') {
         real = true;
         s->p++;
-        if (s->p >= s->end || *s->p < '0' || *s->p > '9') { jp_fail(s, CG_EPARSE, "invalid number"); return NULL; }
+        if (s->p >= s->end || *s->p < '0' || *s->p > '9') { jp_fail(s, CG_EPARSE, NUMBER_END(s)); return NULL; }
         while (s->p < s->end && *s->p >= '0' && *s->p <= '9') s->p++;
     }
     if (s->p < s->end && (*s->p == 'e' || *s->p == 'E')) {
         real = true;
         s->p++;
         if (s->p < s->end && (*s->p == '+' || *s->p == '-')) s->p++;
-        if (s->p >= s->end || *s->p < '0' || *s->p > '9') { jp_fail(s, CG_EPARSE, "invalid number"); return NULL; }
+        if (s->p >= s->end || *s->p < '0' || *s->p > '9') { jp_fail(s, CG_EPARSE, NUMBER_END(s)); return NULL; }
         while (s->p < s->end && *s->p >= '0' && *s->p <= '9') s->p++;
     }
     size_t len = (size_t)(s->p - b);
@@ -244,16 +358,24 @@ static cg_jv *jp_number(jp *s) {
     errno = 0;
     double d = strtod(nb, NULL);
     free(heap);
-    if (!isfinite(d)) { jp_fail(s, CG_EPARSE, "number out of range"); return NULL; }
+    if (!isfinite(d)) { jp_fail_at(s, CG_EPARSE, "number out of range", s->p); return NULL; }
     cg_jv *v = jv_new(s->a, CG_JREAL);
     v->u.d = d;
     return v;
 }
 
-static bool lit(jp *s, const char *w, size_t n) {
-    if ((size_t)(s->end - s->p) < n || memcmp(s->p, w, n) != 0) return false;
-    s->p += n;
-    return true;
+/* true/false/null; a broken one fails as serde_json's parse_ident does: at
+ * the first byte that differs ("expected ident") or at the end. */
+static int lit(jp *s, const char *w, size_t n) {
+    if ((size_t)(s->end - s->p) >= n && memcmp(s->p, w, n) == 0) {
+        s->p += n;
+        return 0;
+    }
+    for (size_t i = 1; i < n; i++) {
+        if (s->p + i >= s->end) return jp_fail_at(s, CG_EPARSE, "EOF while parsing a value", s->end);
+        if (s->p[i] != w[i]) return jp_fail_at(s, CG_EPARSE, "expected ident", s->p + i + 1);
+    }
+    return -1;
 }
 
 static cg_jv *jp_value(jp *s);
@@ -262,6 +384,7 @@ static cg_jv *jp_array(jp *s) {
     cg_jv *v = jv_new(s->a, CG_JARR);
     jp_ws(s);
     if (s->p < s->end && *s->p == ']') { s->p++; return v; }
+    if (s->p >= s->end) { jp_fail(s, CG_EPARSE, "EOF while parsing a list"); return NULL; }
     for (;;) {
         cg_jv *item = jp_value(s);
         if (!item) return NULL;
@@ -269,8 +392,13 @@ static cg_jv *jp_array(jp *s) {
         cg_jv_arr_push(s->a, v, item);
         jp_ws(s);
         if (s->p >= s->end) { jp_fail(s, CG_EPARSE, "EOF while parsing a list"); return NULL; }
-        if (*s->p == ',') { s->p++; continue; }
         if (*s->p == ']') { s->p++; return v; }
+        if (*s->p == ',') {
+            s->p++;
+            jp_ws(s);
+            if (s->p < s->end && *s->p == ']') { jp_fail(s, CG_EPARSE, "trailing comma"); return NULL; }
+            continue;
+        }
         jp_fail(s, CG_EPARSE, "expected `,` or `]`");
         return NULL;
     }
@@ -280,16 +408,23 @@ static cg_jv *jp_object(jp *s) {
     cg_jv *v = jv_new(s->a, CG_JOBJ);
     jp_ws(s);
     if (s->p < s->end && *s->p == '}') { s->p++; return v; }
-    for (;;) {
+    for (bool first = true;; first = false) {
         jp_ws(s);
-        if (s->p >= s->end) { jp_fail(s, CG_EPARSE, "EOF while parsing an object"); return NULL; }
+        if (s->p >= s->end) {
+            jp_fail(s, CG_EPARSE, first ? "EOF while parsing an object" : "EOF while parsing a value");
+            return NULL;
+        }
+        if (*s->p == '}') { jp_fail(s, CG_EPARSE, "trailing comma"); return NULL; }
         if (*s->p != '"') { jp_fail(s, CG_EPARSE, "key must be a string"); return NULL; }
         s->p++;
         const char *key;
         size_t klen;
         if (jp_string(s, &key, &klen)) return NULL;
         jp_ws(s);
-        if (s->p >= s->end || *s->p != ':') { jp_fail(s, CG_EPARSE, "expected `:`"); return NULL; }
+        if (s->p >= s->end || *s->p != ':') {
+            jp_fail(s, CG_EPARSE, s->p >= s->end ? "EOF while parsing an object" : "expected `:`");
+            return NULL;
+        }
         s->p++;
         cg_jv *item = jp_value(s);
         if (!item) return NULL;
@@ -331,15 +466,9 @@ static cg_jv *jp_value(jp *s) {
         v->u.str.len = n;
         return v;
     }
-    case 't':
-        if (lit(s, "true", 4)) return cg_jv_bool(s->a, true);
-        break;
-    case 'f':
-        if (lit(s, "false", 5)) return cg_jv_bool(s->a, false);
-        break;
-    case 'n':
-        if (lit(s, "null", 4)) return jv_new(s->a, CG_JNULL);
-        break;
+    case 't': return lit(s, "true", 4) ? NULL : cg_jv_bool(s->a, true);
+    case 'f': return lit(s, "false", 5) ? NULL : cg_jv_bool(s->a, false);
+    case 'n': return lit(s, "null", 4) ? NULL : jv_new(s->a, CG_JNULL);
     default:
         if (c == '-' || (c >= '0' && c <= '9')) return jp_number(s);
     }

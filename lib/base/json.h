@@ -79,9 +79,35 @@ void cg_json_limits_default(cg_json_limits *l);
 /* true when the n bytes at s are well-formed UTF-8 (no overlongs, no surrogates). */
 bool cg_utf8_valid(const char *s, size_t n);
 
-/* Parses exactly one JSON value (surrounding whitespace allowed). NULL on error. */
+/* Parses exactly one JSON value (surrounding whitespace allowed). NULL on error:
+ * CG_EPARSE with serde_json's message and position ("EOF while parsing an
+ * object at line 3 column 1"; line 1-based, column = bytes of that line before
+ * the reader's position, as serde_json's SliceRead counts them), CG_ELIMIT for
+ * a limit (our words, same position suffix), CG_ENOMEM. */
 cg_jv *cg_json_parse(cg_arena *a, const char *text, size_t len, const cg_json_limits *lim,
                      cg_error *err);
+/* serde_json's position of byte index `at` of text: *line = 1 + the line
+ * breaks before it, *column = the bytes between the last of them and `at`. */
+void cg_json_position(const char *text, size_t at, size_t *line, size_t *column);
+
+/* One step down a parsed text: an object member named `key` (its first
+ * occurrence), or with key NULL the member or item at ordinal `index` (input
+ * order, repeated keys counted). */
+typedef struct cg_json_step {
+    const char *key;
+    size_t index;
+} cg_json_step;
+/* Where serde_json's reader stands at the value reached by steps[0..n) from
+ * the root of text (n = 0: the root): CG_JSON_VALUE_END just past that value
+ * (read), CG_JSON_VALUE_START at its first byte (peeked, as for a map or a
+ * sequence of the wrong type), CG_JSON_KEY_END just past the key of the last
+ * step (an object member). text must be valid JSON (cg_json_parse accepted
+ * it); returns len when a step does not exist. Costs one scan; for errors. */
+typedef enum cg_json_at { CG_JSON_VALUE_END, CG_JSON_VALUE_START, CG_JSON_KEY_END } cg_json_at;
+size_t cg_json_locate(const char *text, size_t len, const cg_json_step *steps, size_t n, cg_json_at where);
+/* Appends serde_json's " at line L column C" for byte index at to err's
+ * message (its innermost cause). */
+void cg_json_err_at(cg_error *err, const char *text, size_t at);
 
 /* ---- construction ---- */
 cg_jv *cg_jv_null(cg_arena *a);

@@ -1,5 +1,6 @@
 /* publication.c — CaptureRun and reconciliation (§2). */
 #include "bundle/publication.h"
+#include "bundle/manifest_wire.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -29,18 +30,8 @@ struct cg_capture_run {
     char *destination, *staging_trace, *nsight_dir;
 };
 
-const char *cg_publication_status_name(cg_publication_status s) {
-    return s == CG_PUBLICATION_ALREADY_PUBLISHED ? "already_published" : "published";
-}
-
 cg_jv *cg_publication_receipt_to_json(cg_arena *a, const cg_publication_receipt *r) {
-    cg_jv *o = cg_jv_obj(a);
-    cg_jv_obj_put(a, o, "schema", cg_jv_str_nocopy(a, CG_PUBLICATION_SCHEMA));
-    cg_jv_obj_put(a, o, "status", cg_jv_str_nocopy(a, cg_publication_status_name(r->status)));
-    cg_jv_obj_put(a, o, "bundle_path", cg_jv_str(a, r->bundle_path));
-    cg_jv_obj_put(a, o, "run_id", cg_jv_str(a, r->verification.run_id));
-    cg_jv_obj_put(a, o, "verification", cg_bundle_receipt_to_json(a, &r->verification));
-    return o;
+    return cg_bw_encode(a, &cg_bw_publication_receipt, r);
 }
 
 static void plan_free(planned *p) {

@@ -42,7 +42,6 @@ typedef struct cg_publication_receipt {
 
 /* publication/1 JSON: schema, status, bundle_path, run_id, verification. */
 cg_jv *cg_publication_receipt_to_json(cg_arena *a, const cg_publication_receipt *r);
-const char *cg_publication_status_name(cg_publication_status s);
 
 typedef struct cg_capture_run cg_capture_run;
 

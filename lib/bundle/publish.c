@@ -173,7 +173,7 @@ static int write_artifacts(const char *staging, const char *trace, const char *n
     cg_artifact_digest d;
     if (cg_render_bundle_artifacts_fd(trace, nsight, fd, &d, run_id, report, viewer, err) != 0) {
         close(fd);
-        return cg_err_context(err, "build evidence from staged bundle inputs");
+        return -1;
     }
     if (sync_close(fd, "evidence.json", err) != 0 || staged_add_known(s, "evidence.json", &d, err) != 0) return -1;
     return 0;
@@ -292,6 +292,7 @@ int cg_publish_bundle(const char *destination_in, const char *trace_path, const 
     }
     step_done(CG_PUBLISH_STEP_NSIGHT_COPIED, staging);
     /* 5.3: derived files from the staged copies */
+    /* write_bundle propagates build_evidence's error as it is */
     if (write_artifacts(staging, staged_trace, staged_nsight, &s, &run_id, &report, &viewer, err) != 0) goto out;
     step_done(CG_PUBLISH_STEP_EVIDENCE_WRITTEN, staging);
     if (write_synced(staging, "report.md", &report, err) != 0 || staged_add(&s, staging, "report.md", err) != 0)

@@ -41,4 +41,15 @@ int cg_bundle_verify_semantic(const char *root, const cg_bundle_receipt *receipt
 int cg_bundle_verify_semantic_trace(const char *root, const cg_bundle_receipt *receipt, bool allow_not_rederivable,
                                     cg_semantic_result *result, cg_trace **trace_out, cg_error *err);
 
+/* The same on a bundle opened once (bundle/opened.h), for ingest: trace.jsonl,
+ * evidence.json and nsight/ are opened beneath the handle's descriptor (the
+ * readers get their /proc/self/fd names; messages name the bundle paths), the
+ * nsight inputs come from the handle's parsed manifest, and the post-read
+ * check goes through the handle. *evidence_schema (malloc'd, caller frees;
+ * NULL when evidence.json has none) is the schema the step found. */
+struct cg_bundle_handle;
+int cg_bundle_verify_semantic_handle(const struct cg_bundle_handle *h, const cg_bundle_receipt *receipt,
+                                     bool allow_not_rederivable, cg_semantic_result *result, cg_trace **trace_out,
+                                     char **evidence_schema, cg_error *err);
+
 #endif

@@ -43,6 +43,14 @@ cg_jv *cg_bundle_receipt_to_json(cg_arena *a, const cg_bundle_receipt *r);
 int cg_bundle_verify_consumed(const char *root, const cg_bundle_receipt *initial,
                               const char *const *consumed, size_t n_consumed, cg_error *err);
 
+/* The same two on a bundle opened once (bundle/opened.h): checks 4–14 on the
+ * handle's parsed manifest, every file reached through its descriptor;
+ * cg_bundle_verify is cg_bundle_open_dir + cg_bundle_verify_handle. */
+struct cg_bundle_handle;
+int cg_bundle_verify_handle(const struct cg_bundle_handle *h, cg_bundle_receipt *out, cg_error *err);
+int cg_bundle_verify_consumed_handle(const struct cg_bundle_handle *h, const cg_bundle_receipt *initial,
+                                     const char *const *consumed, size_t n_consumed, cg_error *err);
+
 /* Safe relative bundle path (§1.5 check 5, without the bundle.json reservation). */
 bool cg_bundle_path_is_safe(const char *path);
 

@@ -69,54 +69,6 @@ void cg_nsi_diag(cg_arena *a, cg_nsight_evidence *ev, const char *fmt, ...) {
     ev->diagnostics.n = n;
 }
 
-static bool unicode_space(uint32_t c) {
-    return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
-           c == 0x3000;
-}
-
-/* The code point of the well-formed UTF-8 sequence at s[0..n) (callers pass
- * validated text); *len is its length. */
-static uint32_t utf8_at(const unsigned char *s, size_t n, size_t *len) {
-    size_t need = s[0] < 0x80 ? 0 : s[0] < 0xE0 ? 1 : s[0] < 0xF0 ? 2 : 3;
-    if (need >= n) need = 0;
-    uint32_t cp = need == 0 ? s[0] : (uint32_t)(s[0] & (0x3F >> need));
-    for (size_t k = 1; k <= need; k++) cp = (cp << 6) | (s[k] & 0x3F);
-    *len = need + 1;
-    return cp;
-}
-
-/* The code point ending at s[e) (a UTF-8 sequence starts at a non-continuation byte). */
-static uint32_t utf8_before(const unsigned char *s, size_t b, size_t e, size_t *len) {
-    size_t i = e - 1;
-    while (i > b && (s[i] & 0xC0) == 0x80 && e - i < 4) i--;
-    return utf8_at(s + i, e - i, len);
-}
-
-void cg_nsi_trim_span(const char *str, size_t n, size_t *b, size_t *e) {
-    const unsigned char *s = (const unsigned char *)str;
-    size_t lo = 0, hi = n, len;
-    while (lo < hi && unicode_space(utf8_at(s + lo, hi - lo, &len))) lo += len;
-    while (hi > lo && unicode_space(utf8_before(s, lo, hi, &len))) hi -= len;
-    *b = lo;
-    *e = hi;
-}
-
-void cg_nsi_debug_str(cg_buf *b, const char *str) {
-    const unsigned char *s = (const unsigned char *)str;
-    size_t n = strlen(str), len;
-    cg_buf_putc(b, '"');
-    for (size_t i = 0; i < n; i += len) {
-        uint32_t c = utf8_at(s + i, n - i, &len);
-        const char *esc = c == 0 ? "\\0" : c == '\t' ? "\\t" : c == '\r' ? "\\r" : c == '\n' ? "\\n"
-                          : c == '\\' ? "\\\\" : c == '"' ? "\\\"" : NULL;
-        if (esc) cg_buf_append(b, esc, strlen(esc));
-        else if (c < 0x20 || (c >= 0x7F && c < 0xA0)) cg_buf_printf(b, "\\u{%x}", (unsigned)c);
-        else cg_buf_append(b, str + i, len);
-    }
-    cg_buf_putc(b, '"');
-}
-
 static int cmp_str_ptr(const void *x, const void *y) {
     return strcmp(*(const char *const *)x, *(const char *const *)y);
 }
@@ -204,7 +156,10 @@ const char *cg_nsi_display_path(cg_arena *a, const char *display, const char *na
 }
 
 /* An io::Error as Rust displays it. */
-const char *cg_nsi_os_error(cg_arena *a, int e) { return cg_arena_printf(a, "%s (os error %d)", strerror(e), e); }
+const char *cg_nsi_os_error(cg_arena *a, int e) {
+    char text[256];
+    return cg_arena_strdup(a, cg_os_error_text(text, sizeof text, e));
+}
 
 static void load_error(loader *L, const char *msg) {
     if (!L->load_error) L->load_error = cg_arena_strdup(L->a, msg);

@@ -12,6 +12,7 @@
 #include "base/arena.h"
 #include "base/buf.h"
 #include "base/error.h"
+#include "base/rustfmt.h"
 #include "nsight/nsight.h"
 
 /* Appends val to an arena-backed array (doubling; old blocks stay in the arena). */
@@ -114,12 +115,7 @@ const char *cg_nsi_display_path(cg_arena *a, const char *display, const char *na
 const char *cg_nsi_os_error(cg_arena *a, int e);
 void cg_nsi_diag(cg_arena *a, cg_nsight_evidence *ev, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Rust's str::trim over n bytes: [*b, *e) without leading and trailing
- * Unicode White_Space. */
-void cg_nsi_trim_span(const char *s, size_t n, size_t *b, size_t *e);
-/* Rust's `{:?}` of a str (quoted; \\ \" \0 \t \r \n and \u{..} for other
- * control characters) appended to b. */
-void cg_nsi_debug_str(cg_buf *b, const char *s);
+/* str::trim and `{:?}` of a str: cg_str_trim_span, cg_rust_debug_str (base/rustfmt.h) */
 /* Sorted (byte order), deduplicated copy of a string list. */
 cg_strlist cg_nsi_sorted_set(cg_arena *a, const cg_strlist *in);
 bool cg_nsi_set_contains(const cg_strlist *sorted, const char *s);

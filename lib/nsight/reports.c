@@ -16,7 +16,7 @@
 
 char *cg_nsi_normalize_header(cg_arena *a, const char *h) {
     size_t b, e;
-    cg_nsi_trim_span(h, strlen(h), &b, &e);
+    cg_str_trim_span(h, strlen(h), &b, &e);
     char *out = cg_arena_alloc(a, e - b + 1);
     size_t n = 0;
     for (size_t i = b; i < e; i++) {
@@ -76,7 +76,7 @@ static bool u64_syntax(const char *s, uint64_t *out) {
 
 static int number_error(cg_error *err, const char *what, const char *label, const char *cleaned) {
     cg_buf q = CG_BUF_INIT;
-    cg_nsi_debug_str(&q, cleaned);
+    cg_rust_debug_str(&q, cleaned);
     cg_buf_putc(&q, '\0');
     cg_err_set(err, CG_EPARSE, "%s %s value %s", what, label, q.data);
     cg_buf_free(&q);
@@ -89,7 +89,7 @@ int cg_nsi_parse_number(const char *raw, const char *label, bool *present, uint6
     if (!raw) return 0;
     /* trim, then drop thousands separators */
     size_t b, e;
-    cg_nsi_trim_span(raw, strlen(raw), &b, &e);
+    cg_str_trim_span(raw, strlen(raw), &b, &e);
     char stackbuf[128];
     char *buf = e - b < sizeof stackbuf ? stackbuf : malloc(e - b + 1);
     if (!buf) return cg_err_set(err, CG_ENOMEM, "out of memory");
@@ -184,7 +184,7 @@ static const char *row_name(cg_arena *a, const cols *c, const cg_nsi_csv_record 
     const char *s = field(c, rec, A_NAME);
     if (!s) return NULL;
     size_t b, e;
-    cg_nsi_trim_span(s, strlen(s), &b, &e);
+    cg_str_trim_span(s, strlen(s), &b, &e);
     return b == e ? NULL : cg_arena_strndup(a, s + b, e - b);
 }
 

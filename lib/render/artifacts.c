@@ -38,7 +38,7 @@ static int buf_sink(void *ctx, const char *data, size_t len) {
 static int build_artifacts(const char *trace_path, const char *nsight_dir, cg_json_sink sink, void *sink_ctx,
                            char **run_id, cg_buf *report_md, cg_buf *viewer_html, cg_error *err) {
     cg_trace *t = cg_trace_read_file(trace_path, NULL, err);
-    if (!t) return -1;
+    if (!t) return cg_err_context(err, "parse trace %s", trace_path); /* build_evidence's context */
     cg_arena a;
     cg_arena_init(&a, 1 << 20);
     int rc = -1;

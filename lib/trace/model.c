@@ -250,25 +250,6 @@ const cg_span *cg_trace_find_span(const cg_trace *t, const char *id) {
 
 /* ---------------------------------------------------------------- Rust Debug */
 
-void cg_rust_debug_str(cg_buf *b, const char *s) {
-    cg_buf_putc(b, '"');
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        unsigned c = *p;
-        if (c == '"' || c == '\\') {
-            cg_buf_putc(b, '\\');
-            cg_buf_putc(b, (char)c);
-        } else if (c == '\n') cg_buf_puts(b, "\\n");
-        else if (c == '\r') cg_buf_puts(b, "\\r");
-        else if (c == '\t') cg_buf_puts(b, "\\t");
-        else if (c == 0x7f || c < 0x20) cg_buf_printf(b, "\\u{%x}", c);
-        else if (c == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9f) { /* C1 control U+0080..U+009F */
-            cg_buf_printf(b, "\\u{%x}", (unsigned)p[1]);
-            p++;
-        } else cg_buf_putc(b, (char)c);
-    }
-    cg_buf_putc(b, '"');
-}
-
 /* Rust prints finite f64 Debug like serde_json's ryu except below 1e-4, where it
  * switches to exponent form one decade earlier (1e-5 rather than 0.00001). */
 void cg_rust_debug_f64(cg_buf *b, double d) {
@@ -324,3 +305,5 @@ void cg_rust_display_f64(cg_buf *b, double d) {
         cg_buf_append(b, digits + kk, (size_t)(nd - kk));
     }
 }
+
+void cg_serde_unexpected(cg_buf *b, const cg_jv *v) { wire_unexpected(b, v); }

@@ -523,18 +523,10 @@ static void check_record_order(rd *r, int ki) {
         rule_defer(r, "meta event must be the first non-empty trace record, found at index %zu", r->index);
 }
 
-/* Our parser's "MSG at offset N" as serde_json words the position: the
- * column of the offending byte (its 1-based index), or the line's length at
- * its end. Where serde_json's error code itself differs (a trailing comma, a
- * broken literal) the message stays ours (docs/compatibility/trace-health.md). */
-static int syntax_fail(rd *r, const char *msg) {
-    const char *at = strstr(msg, " at offset ");
-    if (!at) return serde_fail(r, "%s", msg);
-    unsigned long long off = strtoull(at + 11, NULL, 10);
-    size_t col = off < r->text_len ? (size_t)off + 1 : r->text_len;
-    if (!strncmp(msg, "number out of range", 19)) col = (size_t)off; /* reported after the number */
-    return serde_fail(r, "%.*s at line 1 column %zu", (int)(at - msg), msg, col);
-}
+/* cg_json_parse already words and places a syntax error as serde_json does
+ * ("MSG at line 1 column C" for the one-line text); where serde_json's error
+ * code itself differs the message stays ours (docs/compatibility/trace-health.md). */
+static int syntax_fail(rd *r, const char *msg) { return serde_fail(r, "%s", msg); }
 
 static int json_fail(rd *r, const cg_error *jerr, const char *p, size_t n) {
     if (jerr->code == CG_ELIMIT) {

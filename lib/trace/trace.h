@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/rustfmt.h"
 #include "base/arena.h"
 #include "base/buf.h"
 #include "base/error.h"
@@ -329,11 +330,7 @@ int cg_capture_contract_validate(const cg_capture_contract *c, cg_error *err);
 int cg_gradient_contract_validate(const cg_gradient_contract *g, cg_error *err);
 /* Gradient manifest digest: "sha256:" + hex into out (72 bytes). */
 void cg_gradient_manifest_digest(const cg_expected_gradient *e, size_t n, char out[72]);
-/* true when the string is empty after trimming ASCII/Unicode-space whitespace. */
-bool cg_str_blank(const char *s);
-/* Rust's str::trim on n bytes: [*start, *end) without leading and trailing
- * Unicode White_Space. */
-void cg_str_trim_span(const char *s, size_t n, size_t *start, size_t *end);
+/* cg_str_blank and cg_str_trim_span: base/rustfmt.h */
 
 /* ---- rules shared by the reader and health (rules.c), one home each ---- */
 typedef enum cg_terminal_reason_rule {
@@ -353,12 +350,14 @@ bool cg_rule_terminal_precedes_evidence(const cg_trace *t, uint64_t *latest);
  * >= 0, mean finite. */
 bool cg_rule_tensor_stats_valid(const cg_tensor_stats *s);
 
-/* Rust's `{:?}` of a str (quoted, escaped) appended to b. */
-void cg_rust_debug_str(cg_buf *b, const char *s);
+/* cg_rust_debug_str (Rust's `{:?}` of a str): base/rustfmt.h */
 /* Rust's `{:?}` of an f64 (1.0, 0.125, 1e-5, 1e16). */
 void cg_rust_debug_f64(cg_buf *b, double d);
 /* Rust's `{}` of an f64 (1, 1.5, -0, 100000000000000000000, 0.0000001): how
  * serde (1.0.152, the oracle's) names an unexpected float. */
 void cg_rust_display_f64(cg_buf *b, double d);
+/* serde's Unexpected of a JSON value, as its "invalid type: X, expected …"
+ * names it: `integer `5``, `string "x"`, `floating point `1.5``, `map`, … */
+void cg_serde_unexpected(cg_buf *b, const cg_jv *v);
 
 #endif

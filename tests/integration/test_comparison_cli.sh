@@ -60,7 +60,7 @@ cmp -s "$T/cmp.json" "$T/cmp2.json" || fail "same inputs gave different bytes"
 rc=0; "$CG" compare --baseline "${BASE[@]:1}" --candidate "${CAND[@]}" -o "$T/inel.json" --require-eligible 2>"$T/inel.err" || rc=$?
 [ "$rc" = 1 ] || fail "--require-eligible on an ineligible comparison exited $rc"
 jq -e '.verdict == "ineligible" and .confidence_interval == null' "$T/inel.json" >/dev/null || fail "ineligible JSON not written"
-grep -qx 'candle-graph: comparison ineligible: insufficient_runs, pair_sets_mismatch' "$T/inel.err" \
+grep -qx 'Error: comparison ineligible: insufficient_runs, pair_sets_mismatch' "$T/inel.err" \
     || fail "ineligible message: $(cat "$T/inel.err")"
 "$CG" compare --baseline "${BASE[@]:1}" --candidate "${CAND[@]}" >/dev/null || fail "ineligible without strict flag must exit 0"
 "$CG" compare --unverified-traces --baseline "${BASE[@]/%//trace.jsonl}" --candidate "${CAND[@]/%//trace.jsonl}" >"$T/unv.json"
@@ -75,7 +75,7 @@ cp -r "$T/cand/3" "$T/tampered"
 printf ' ' >>"$T/tampered/trace.jsonl"
 rc=0; "$CG" compare --baseline "${BASE[@]}" --candidate "${CAND[@]:0:3}" "$T/tampered" "${CAND[4]}" -o "$T/t.json" 2>"$T/e2" || rc=$?
 [ "$rc" = 1 ] && [ ! -e "$T/t.json" ] || fail "tampered bundle did not abort the comparison"
-grep -q "^candle-graph: verify candidate bundle 4 at $T/tampered: bundle file \"trace.jsonl\" size mismatch" "$T/e2" \
+grep -qx "Error: verify candidate bundle 4 at $T/tampered" "$T/e2" && grep -qx '    bundle file "trace.jsonl" size mismatch: expected [0-9]*, observed [0-9]*' "$T/e2" \
     || fail "tamper message: $(cat "$T/e2")"
 
 # 4. rows (cohort sample table) vs bundles: byte-identical comparison JSON
