@@ -218,7 +218,16 @@ static int member_cmp(const void *l, const void *r) {
     return x->key_len < y->key_len ? -1 : x->key_len > y->key_len;
 }
 
+static cg_jv *sorted_copy(cg_arena *a, const cg_jv *v);
+
+/* Item i of a lazy array (ctx: the source lazy value), keys sorted. */
+static cg_jv *sorted_item(cg_arena *a, void *ctx, size_t i) {
+    const cg_jv *src = ctx;
+    return sorted_copy(a, src->u.lazy.item(a, src->u.lazy.ctx, i));
+}
+
 static cg_jv *sorted_copy(cg_arena *a, const cg_jv *v) {
+    if (v->type == CG_JLAZY) return cg_jv_lazy_arr(a, v->u.lazy.n, sorted_item, (void *)v);
     if (v->type == CG_JARR) {
         cg_jv *o = cg_jv_arr(a);
         for (size_t i = 0; i < v->u.arr.n; i++) cg_jv_arr_push(a, o, sorted_copy(a, v->u.arr.items[i]));
@@ -236,5 +245,5 @@ static cg_jv *sorted_copy(cg_arena *a, const cg_jv *v) {
 
 cg_jv *cli_jv_sorted(cg_arena *a, cg_jv *v) {
     if (!v) return cg_jv_null(a);
-    return sorted_copy(a, cg_jv_materialize(a, v));
+    return sorted_copy(a, v);
 }

@@ -46,7 +46,9 @@ int cli_write_bytes(const char *out_path, const void *data, size_t len);
 
 /* The value serde_json::to_value would make of v (what the crate's `json!`
  * envelopes hold): a copy in arena a with every object's keys sorted by byte
- * order, recursively, lazy arrays materialized. Scalars and strings are shared. */
+ * order, recursively. Scalars and strings are shared; a lazy array stays lazy
+ * (its items are sorted as they are produced), so v's lazy sources must
+ * outlive the copy. */
 cg_jv *cli_jv_sorted(cg_arena *a, cg_jv *v);
 
 /* {"package": "candle-graph", "version": CG_VERSION} */

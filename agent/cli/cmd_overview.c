@@ -39,17 +39,23 @@ static cg_jv *health_counts(cg_arena *a, cg_jv *health) {
     return h;
 }
 
+static int count_non_finite(void *ctx, size_t i, const cg_jv *stat) {
+    (void)i;
+    uint64_t k = 0;
+    *(uint64_t *)ctx += cg_jv_as_u64(cg_jv_get(stat, "non_finite"), &k) && k > 0;
+    return 0;
+}
+
+/* tensor-stat counts walk the (lazy) list; graph_spans is its length */
 static cg_jv *counts(cg_arena *a, cg_jv *p) {
     cg_jv *stats = cg_jv_get(p, "tensor_stats"), *graph = cg_jv_get(p, "graph");
     uint64_t non_finite = 0;
-    for (size_t i = 0; i < len_of(stats); i++) {
-        uint64_t k = 0;
-        non_finite += cg_jv_as_u64(cg_jv_get(cg_jv_at(stats, i), "non_finite"), &k) && k > 0;
-    }
+    cg_jv_each(stats, count_non_finite, &non_finite);
     cg_jv *o = cg_jv_obj(a);
-    cg_jv_obj_put(a, o, "tensor_stat_events", cg_jv_u64(a, len_of(stats)));
+    cg_jv_obj_put(a, o, "tensor_stat_events", cg_jv_u64(a, cg_jv_items(stats)));
     cg_jv_obj_put(a, o, "tensor_stat_non_finite_events", cg_jv_u64(a, non_finite));
-    cg_jv_obj_put(a, o, "graph_spans", is_obj(graph) ? cg_jv_u64(a, len_of(cg_jv_get(graph, "spans"))) : cg_jv_null(a));
+    cg_jv_obj_put(a, o, "graph_spans",
+                  is_obj(graph) ? cg_jv_u64(a, cg_jv_items(cg_jv_get(graph, "spans"))) : cg_jv_null(a));
     return o;
 }
 
@@ -113,7 +119,8 @@ int cg_cmd_overview(int argc, char **argv) {
     int rc = cli_evidence_parse("overview", argc, argv, &ea);
     if (rc) return rc;
     cli_evidence ev;
-    if ((rc = cli_evidence_open(&ea, false, &ev)) == 0) rc = cli_write_json(ea.out, overview_envelope(&ev.arena, &ev.l));
+    /* lazy: only the packet's scalars and bounded lists are read */
+    if ((rc = cli_evidence_open(&ea, true, &ev)) == 0) rc = cli_write_json(ea.out, overview_envelope(&ev.arena, &ev.l));
     cli_evidence_close(&ev);
     return rc;
 }

@@ -58,16 +58,6 @@ static bool filter_matches(const label_filter *f, const char *value) {
 }
 
 static cg_jv *or_null(cg_arena *a, cg_jv *v) { return v ? v : cg_jv_null(a); }
-static size_t len_of(cg_jv *v) { return v && v->type == CG_JARR ? cg_jv_len(v) : 0; }
-
-/* {total, matched, rows}: every row, untruncated */
-static cg_jv *filtered_rows(cg_arena *a, size_t total, cg_jv *rows) {
-    cg_jv *o = cg_jv_obj(a);
-    cg_jv_obj_put(a, o, "total", cg_jv_u64(a, total));
-    cg_jv_obj_put(a, o, "matched", cg_jv_u64(a, cg_jv_len(rows)));
-    cg_jv_obj_put(a, o, "rows", rows);
-    return o;
-}
 
 /* the label a row is filtered by: tensors fall back to their tensor_id; a
  * gradient matches by key or by root/key */
@@ -83,16 +73,62 @@ static bool row_matches(cg_arena *a, const char *kind, cg_jv *row, const label_f
            filter_matches(f, cg_arena_printf(a, "%s/%s", root ? root : "", key ? key : ""));
 }
 
+/* The items of src at ascending indices ix, as an array or, for a lazy src, a
+ * lazy array that walks src in order (its generators may keep running state). */
+typedef struct subset {
+    cg_jv *src;
+    const size_t *ix;
+    size_t n, next; /* next: src's index the walk has reached */
+} subset;
+
+static cg_jv *subset_item(cg_arena *a, void *ctx, size_t k) {
+    subset *s = ctx;
+    if (k == 0) s->next = 0;
+    for (; s->next < s->ix[k]; s->next++) s->src->u.lazy.item(a, s->src->u.lazy.ctx, s->next);
+    s->next++;
+    return s->src->u.lazy.item(a, s->src->u.lazy.ctx, s->ix[k]);
+}
+
+static cg_jv *subset_of(cg_arena *a, cg_jv *src, const size_t *ix, size_t n) {
+    if (src->type == CG_JLAZY) {
+        subset *s = cg_arena_alloc(a, sizeof *s);
+        *s = (subset){src, ix, n, 0};
+        return cg_jv_lazy_arr(a, n, subset_item, s);
+    }
+    cg_jv *rows = cg_jv_arr(a);
+    for (size_t i = 0; i < n; i++) cg_jv_arr_push(a, rows, src->u.arr.items[ix[i]]);
+    return rows;
+}
+
+typedef struct match_ctx {
+    const char *kind;
+    const label_filter *f;
+    cg_arena scratch; /* row_matches' joined labels, reset per row */
+    size_t *ix, n;
+} match_ctx;
+
+static int match_item(void *ctx, size_t i, const cg_jv *row) {
+    match_ctx *m = ctx;
+    if (row_matches(&m->scratch, m->kind, (cg_jv *)row, m->f)) m->ix[m->n++] = i;
+    cg_arena_reset(&m->scratch);
+    return 0;
+}
+
 static cg_jv *filtered_result(cg_arena *a, const char *kind, cg_jv *p, const label_filter *f) {
     cg_jv *graph = cg_jv_get(p, "graph");
     cg_jv *src = !strcmp(kind, "tensor-stats") ? cg_jv_get(p, "tensor_stats")
                  : !strcmp(kind, "spans")      ? cg_jv_get(graph, "spans")
                  : !strcmp(kind, "tensors")    ? cg_jv_get(graph, "tensors")
                                                : cg_jv_get(graph, "gradients");
-    cg_jv *rows = cg_jv_arr(a);
-    for (size_t i = 0; i < len_of(src); i++)
-        if (row_matches(a, kind, cg_jv_at(src, i), f)) cg_jv_arr_push(a, rows, cg_jv_at(src, i));
-    cg_jv *o = filtered_rows(a, len_of(src), rows);
+    size_t total = cg_jv_items(src);
+    match_ctx m = {kind, f, {0}, cg_arena_alloc(a, sizeof *m.ix * (total ? total : 1)), 0};
+    cg_arena_init(&m.scratch, 0);
+    cg_jv_each(src, match_item, &m);
+    cg_arena_free(&m.scratch);
+    cg_jv *o = cg_jv_obj(a);
+    cg_jv_obj_put(a, o, "total", cg_jv_u64(a, total));
+    cg_jv_obj_put(a, o, "matched", cg_jv_u64(a, m.n));
+    cg_jv_obj_put(a, o, "rows", m.n ? subset_of(a, src, m.ix, m.n) : cg_jv_arr(a));
     if (!strcmp(kind, "spans")) {
         cg_jv_obj_put(a, o, "edges", cg_jv_null(a));
         cg_jv_obj_put(a, o, "edges_reason",
@@ -103,9 +139,9 @@ static cg_jv *filtered_result(cg_arena *a, const char *kind, cg_jv *p, const lab
 }
 
 typedef struct weighed {
-    cg_jv *node;
+    size_t at; /* index among the spans */
     uint64_t bytes;
-    const cg_jv *id;
+    const cg_jv *id; /* a copy in the main arena */
 } weighed;
 
 static int id_cmp(const cg_jv *x, const cg_jv *y) {
@@ -122,20 +158,64 @@ static int weighed_cmp(const void *l, const void *r) {
     return id_cmp(x->id, y->id);
 }
 
+typedef struct weigh_ctx {
+    cg_arena *main;
+    weighed *w;
+    size_t n;
+} weigh_ctx;
+
+static int weigh_item(void *ctx, size_t i, const cg_jv *node) {
+    weigh_ctx *c = ctx;
+    const char *kind = cg_jv_as_str(cg_jv_get(node, "kind"));
+    uint64_t bytes = 0;
+    if (kind && !strcmp(kind, "op") && cg_jv_as_u64(cg_jv_get(node, "allocated_bytes"), &bytes)) {
+        const cg_jv *id = cg_jv_get(node, "id");
+        c->w[c->n++] = (weighed){i, bytes, id ? cg_jv_clone(c->main, id) : NULL};
+    }
+    return 0;
+}
+
+static int at_cmp(const void *l, const void *r) {
+    size_t x = *(const size_t *)l, y = *(const size_t *)r;
+    return (x > y) - (x < y);
+}
+
+typedef struct pick_ctx {
+    cg_arena *main;
+    const size_t *at; /* ascending */
+    size_t n, k;
+    cg_jv **nodes;
+} pick_ctx;
+
+static int pick_item(void *ctx, size_t i, const cg_jv *node) {
+    pick_ctx *c = ctx;
+    if (c->k < c->n && c->at[c->k] == i) c->nodes[c->k++] = cg_jv_clone(c->main, node);
+    return c->k == c->n; /* every pick made: stop */
+}
+
 /* op nodes whose allocated bytes are known, heaviest first (ties by id), top 50 */
 static cg_jv *heaviest_ops(cg_arena *a, cg_jv *spans) {
-    size_t n = len_of(spans), k = 0;
-    weighed *w = cg_arena_alloc(a, sizeof *w * (n ? n : 1));
-    for (size_t i = 0; i < n; i++) {
-        cg_jv *node = cg_jv_at(spans, i);
-        const char *kind = cg_jv_as_str(cg_jv_get(node, "kind"));
-        uint64_t bytes = 0;
-        if (kind && !strcmp(kind, "op") && cg_jv_as_u64(cg_jv_get(node, "allocated_bytes"), &bytes))
-            w[k++] = (weighed){node, bytes, cg_jv_get(node, "id")};
-    }
-    qsort(w, k, sizeof *w, weighed_cmp);
+    size_t n = cg_jv_items(spans);
+    weigh_ctx wc = {a, cg_arena_alloc(a, sizeof *wc.w * (n ? n : 1)), 0};
+    cg_jv_each(spans, weigh_item, &wc);
+    qsort(wc.w, wc.n, sizeof *wc.w, weighed_cmp);
+    size_t top = wc.n < HEAVIEST_OPS ? wc.n : HEAVIEST_OPS;
+    size_t at[HEAVIEST_OPS];
+    for (size_t i = 0; i < top; i++) at[i] = wc.w[i].at;
+    qsort(at, top, sizeof *at, at_cmp);
+    cg_jv *nodes[HEAVIEST_OPS];
+    pick_ctx pc = {a, at, top, 0, nodes};
+    if (top) cg_jv_each(spans, pick_item, &pc);
     cg_jv *out = cg_jv_arr(a);
-    for (size_t i = 0; i < k && i < HEAVIEST_OPS; i++) cg_jv_arr_push(a, out, w[i].node);
+    for (size_t i = 0; i < top; i++) { /* heaviest first: node of wc.w[i] */
+        size_t lo = 0, hi = top;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (at[mid] < wc.w[i].at) lo = mid + 1;
+            else hi = mid;
+        }
+        cg_jv_arr_push(a, out, nodes[lo]);
+    }
     return out;
 }
 
@@ -202,7 +282,7 @@ static cg_jv *filter_json(cg_arena *a, const label_filter *f) {
 
 static int run_query(const cli_evidence_args *ea, const char *kind, const label_filter *f) {
     cli_evidence ev;
-    int rc = cli_evidence_open(ea, false, &ev);
+    int rc = cli_evidence_open(ea, true, &ev); /* lazy: lists stream as they are written */
     if (rc == 0) {
         cg_arena *a = &ev.arena;
         cg_jv *result = query_result(a, kind, ev.l.packet, f);

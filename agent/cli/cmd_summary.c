@@ -29,13 +29,16 @@ static bool flag_true(const cg_jv *health, const char *key) {
 }
 
 /* {events, non_finite_events} of the packet's tensor_stats */
+static int count_non_finite(void *ctx, size_t i, const cg_jv *stat) {
+    uint64_t k = 0;
+    *(uint64_t *)ctx += cg_jv_as_u64(cg_jv_get(stat, "non_finite"), &k) && k > 0;
+    return 0;
+}
+
 static cg_jv *tensor_stat_counts(cg_arena *a, cg_jv *stats) {
-    size_t n = stats && stats->type == CG_JARR ? cg_jv_len(stats) : 0;
+    size_t n = cg_jv_items(stats);
     uint64_t non_finite = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t k = 0;
-        non_finite += cg_jv_as_u64(cg_jv_get(cg_jv_at(stats, i), "non_finite"), &k) && k > 0;
-    }
+    cg_jv_each(stats, count_non_finite, &non_finite);
     cg_jv *o = cg_jv_obj(a);
     cg_jv_obj_put(a, o, "events", cg_jv_u64(a, n));
     cg_jv_obj_put(a, o, "non_finite_events", cg_jv_u64(a, non_finite));
@@ -84,7 +87,8 @@ int cg_cmd_summary(int argc, char **argv) {
     int rc = cli_evidence_require_input("summary", &ea);
     if (rc) return rc;
     cli_evidence ev;
-    if ((rc = cli_evidence_open(&ea, false, &ev)) == 0) {
+    /* lazy: the packet's large lists are streamed, never materialized */
+    if ((rc = cli_evidence_open(&ea, true, &ev)) == 0) {
         cg_jv *env = summary_envelope(&ev.arena, &ev.l);
         rc = cli_write_json(ea.out, env);
         if (rc == 0 && require_valid) rc = require_valid_failure(cg_jv_get(ev.l.packet, "health"));

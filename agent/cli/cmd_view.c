@@ -19,7 +19,8 @@ int cg_cmd_view(int argc, char **argv) {
     if (!ea.out) return cli_usage_error("view", "--output FILE is required");
     cli_evidence ev;
     cg_buf html = CG_BUF_INIT;
-    if ((rc = cli_evidence_open(&ea, false, &ev)) == 0) {
+    /* lazy: the payload walks the packet's large lists without materializing them */
+    if ((rc = cli_evidence_open(&ea, true, &ev)) == 0) {
         cg_error err;
         cg_err_clear(&err);
         if (cg_viewer_render_html(cg_viewer_payload(&ev.arena, ev.l.packet), &html, &err) != 0)

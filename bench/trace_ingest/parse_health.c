@@ -4,8 +4,11 @@
  * Exit status: 0 when parsed, 1 on a read/parse error (message on stderr),
  * 2 on usage errors.
  *
- * usage: bench_parse_health TRACE.jsonl */
+ * usage: bench_parse_health [--general] TRACE.jsonl
+ *   --general  read through the reader's general path only (cg_trace_limits.general_only),
+ *              to compare it with the default single-pass fast path */
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "trace/health.h"
@@ -18,14 +21,18 @@ static double now_s(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: bench_parse_health TRACE.jsonl\n");
+    bool general = argc == 3 && !strcmp(argv[1], "--general");
+    if (argc != 2 && !general) {
+        fprintf(stderr, "usage: bench_parse_health [--general] TRACE.jsonl\n");
         return 2;
     }
+    cg_trace_limits lim;
+    cg_trace_limits_default(&lim);
+    lim.general_only = general;
     cg_error err;
     cg_err_clear(&err);
     double t0 = now_s();
-    cg_trace *t = cg_trace_read_file(argv[1], NULL, &err);
+    cg_trace *t = cg_trace_read_file(argv[argc - 1], &lim, &err);
     if (!t) {
         fprintf(stderr, "bench_parse_health: %s\n", err.msg);
         return 1;

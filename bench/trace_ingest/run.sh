@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Trace ingest benchmark, against `jq -c . >/dev/null` and `wc -l` on the same
+# Trace ingest benchmark, against the crate's JSON stack (serde-trace-reader,
+# when CG_BENCH_PEER names it), `jq -c . >/dev/null` and `wc -l` on the same
 # synthetic trace, in the same run:
 #   - parse + health alone (bench_parse_health: cg_trace_read_file + cg_health_analyze),
 #   - `candle-graph summary` (parse + health + evidence summary),
@@ -11,9 +12,12 @@
 #        CG_BENCH_REPEAT   runs per tool; the best wall time is kept (default 3)
 #        CG_BENCH_STRICT=1 exit 1 when a target is missed
 #        CG_BENCH_RUSAGE=1 use the getrusage wrapper even when /usr/bin/time exists
+#        CG_BENCH_PEER     the serde-trace-reader binary (../shared/peers/serde-trace-reader)
+#        CG_BENCH_TRACE    an existing trace to read instead of generating one
 # Targets: parse+health ≥ 3× jq's throughput; import ≥ 2× jq's throughput;
 # max RSS ≤ 3× the file size for parse+health, summary and import
-# (summary keeps its earlier ≥ 3× jq target).
+# (summary keeps its earlier ≥ 3× jq target). Against the peer (issue 14):
+# parse+health ≤ 1.0× its time, summary ≤ 1.5×, import ≤ 2×.
 set -euo pipefail
 
 BUILD="${1:-build}"
@@ -37,7 +41,7 @@ TMP="$(mktemp -d "${TMPDIR:-/tmp}/cg-trace-ingest.XXXXXX")"
 trap 'rm -rf "$TMP"' EXIT
 TRACE="$TMP/trace.jsonl"
 mkdir -p "$TMP/out"
-"$GEN" --records "$RECORDS" --out "$TRACE"
+if [ -n "${CG_BENCH_TRACE:-}" ]; then TRACE="$CG_BENCH_TRACE"; else "$GEN" --records "$RECORDS" --out "$TRACE"; fi
 BYTES=$(stat -c %s "$TRACE")
 
 # measure NAME CMD… : runs CMD (stdout to /dev/null) REPEAT times; sets BEST_S
@@ -93,6 +97,11 @@ else
 fi
 measure "wc -l" wc -l "$TRACE"
 WC_S="$BEST_S"
+PEER_S=""
+if [ -n "${CG_BENCH_PEER:-}" ] && [ -x "$CG_BENCH_PEER" ]; then
+  measure "serde-trace-reader (peer)" "$CG_BENCH_PEER" "$TRACE"
+  PEER_S="$BEST_S"
+fi
 
 MISS=0
 echo
@@ -120,6 +129,18 @@ ratio "summary" "$CG_S" 3
 rss "summary" "$CG_RSS"
 ratio "import" "$IM_S" 2
 rss "import" "$IM_RSS"
+# peer NAME SECONDS TARGET: time as a multiple of the peer's (target: at most TARGET)
+peer() {
+  [ -n "$PEER_S" ] || return 0
+  local r ok
+  r=$(awk -v p="$PEER_S" -v c="$2" 'BEGIN { printf "%.2f", c / p }')
+  ok=$(awk -v r="$r" -v t="$3" 'BEGIN { print (r <= t ? "PASS" : "MISS") }')
+  [ "$ok" = MISS ] && MISS=1
+  printf '%-22s %6sx the peer'"'"'s time (target <= %sx) %s\n' "$1 vs serde:" "$r" "$3" "$ok"
+}
+peer "parse+health" "$PH_S" 1.0
+peer "summary" "$CG_S" 1.5
+peer "import" "$IM_S" 2
 echo "parse+health vs wc -l: $(awk -v w="$WC_S" -v c="$PH_S" 'BEGIN { printf "%.3f", w / c }')x wc's throughput"
 if [ "${CG_BENCH_STRICT:-0}" = 1 ] && [ "$MISS" = 1 ]; then exit 1; fi
 exit 0

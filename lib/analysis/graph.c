@@ -124,17 +124,19 @@ static int duplicate_node_error(cg_error *err, const char *id) {
 
 /* ---- edges ---- */
 
-typedef struct eref {
-    cg_graph_edge e;
-    size_t seq;
-} eref;
+/* Upper bound of the graph's edges: trace edges, span and op call edges, op data edges. */
+static size_t edge_capacity(const cg_trace *t) {
+    size_t cap = t->n_edges + t->n_spans + t->n_ops;
+    for (size_t i = 0; i < t->n_ops; i++) cap += t->ops[i].inputs.n + (t->ops[i].output ? 1 : 0);
+    return cap;
+}
 
-static int cmp_eref(const void *pa, const void *pb) {
-    const eref *a = pa, *b = pb;
-    int c = strcmp(a->e.from, b->e.from);
-    if (!c) c = strcmp(a->e.to, b->e.to);
+static int cmp_edge(const void *pa, const void *pb) {
+    const cg_graph_edge *a = pa, *b = pb;
+    int c = strcmp(a->from, b->from);
+    if (!c) c = strcmp(a->to, b->to);
     if (c) return c;
-    if (a->e.is_data != b->e.is_data) return a->e.is_data ? 1 : -1;
+    if (a->is_data != b->is_data) return a->is_data ? 1 : -1;
     return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
@@ -282,8 +284,6 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
                                               : CG_NODE_FUNCTION;
         n->start_ns = s->start_ns;
         n->parent = par[i];
-        n->origin = CG_ORIGIN_SPAN;
-        n->origin_index = i;
         size_t cnt = 0;
         const cg_device_span_timing *dt = cg_timing_find_span(timing, s->id, &cnt);
         if (cnt) {
@@ -294,7 +294,7 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
                 d[k].busy_ns = dt[k].busy_ns;
             }
             n->device_timings = d;
-            n->n_device_timings = cnt;
+            n->n_device_timings = (uint32_t)cnt;
         }
         n->host_total_time_ns = s->duration_ns > 0 ? s->duration_ns : op_sum[i];
     }
@@ -332,8 +332,6 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
         n->device = o->device;
         n->has_dense_bytes = o->has_output_dense_bytes;
         n->dense_bytes = o->output_dense_bytes;
-        n->origin = CG_ORIGIN_OP;
-        n->origin_index = i;
     }
 
     /* tensor nodes: the first tensor event of the id carries the metadata (none: bare node) */
@@ -346,8 +344,6 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
         n->name = tids[u];
         n->kind = CG_NODE_TENSOR;
         n->parent = NONE;
-        n->origin = CG_ORIGIN_TENSOR;
-        n->origin_index = NONE;
         while (p < t->n_tensors && strcmp(tev[p].s, tids[u]) < 0) p++;
         if (p < t->n_tensors && strcmp(tev[p].s, tids[u]) == 0) {
             const cg_tensor *te = &t->tensors[tev[p].idx];
@@ -402,85 +398,86 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
         nodes[v].host_self_time_ns = tot > u ? tot - u : 0;
     }
 
-    /* edges */
+    /* edges (their construction order is kept in 32 bits) */
+    if (!rc && edge_capacity(t) > UINT32_MAX)
+        rc = cg_err_set(err, CG_ELIMIT, "execution graph would exceed %u edges", (unsigned)UINT32_MAX);
     if (!rc) {
-        size_t cap = t->n_edges + ns + no;
-        for (size_t i = 0; i < no; i++) cap += t->ops[i].inputs.n + (t->ops[i].output ? 1 : 0);
-        eref *es = xmalloc((cap ? cap : 1) * sizeof *es);
+        size_t cap = edge_capacity(t);
+        /* built in place, sorted, then deduplicated in place (no scratch copy) */
+        cg_graph_edge *es = cg_arena_alloc(a, (cap ? cap : 1) * sizeof *es);
         size_t ne = 0;
 #define TENSOR_NODE(tid)                                                                       \
     (find_sorted(tids, nu, (tid)) != NONE ? nodes[ns + no + find_sorted(tids, nu, (tid))].id \
                                           : cg_arena_printf(a, "tensor/%s", (tid)))
         for (size_t i = 0; i < t->n_edges; i++) {
             const cg_edge *e = &t->edges[i];
-            eref *r = &es[ne];
+            cg_graph_edge *r = &es[ne];
             memset(r, 0, sizeof *r);
-            r->seq = ne++;
-            r->e.is_data = e->is_data;
+            r->seq = (uint32_t)ne++;
+            r->is_data = e->is_data;
             if (e->is_data) {
-                r->e.from = TENSOR_NODE(e->from);
-                r->e.to = TENSOR_NODE(e->to);
+                r->from = TENSOR_NODE(e->from);
+                r->to = TENSOR_NODE(e->to);
             } else {
-                r->e.from = e->from;
-                r->e.to = e->to;
-                r->e.host_duration_ns = e->host_duration_ns;
+                r->from = e->from;
+                r->to = e->to;
+                r->host_duration_ns = e->host_duration_ns;
             }
         }
         for (size_t i = 0; i < ns; i++) {
             if (nodes[i].kind == CG_NODE_OP || nodes[i].parent == NONE) continue;
-            eref *r = &es[ne];
+            cg_graph_edge *r = &es[ne];
             memset(r, 0, sizeof *r);
-            r->seq = ne++;
-            r->e.from = nodes[nodes[i].parent].id;
-            r->e.to = nodes[i].id;
-            r->e.host_duration_ns = nodes[i].host_total_time_ns;
+            r->seq = (uint32_t)ne++;
+            r->from = nodes[nodes[i].parent].id;
+            r->to = nodes[i].id;
+            r->host_duration_ns = nodes[i].host_total_time_ns;
         }
         for (size_t i = 0; i < no; i++) {
             const cg_op *o = &t->ops[i];
             const cg_graph_node *on = &nodes[ns + i];
             if (on->parent != NONE) {
-                eref *r = &es[ne];
+                cg_graph_edge *r = &es[ne];
                 memset(r, 0, sizeof *r);
-                r->seq = ne++;
-                r->e.from = nodes[on->parent].id;
-                r->e.to = on->id;
-                r->e.host_duration_ns = o->duration_ns;
-                r->e.label = o->op_name;
+                r->seq = (uint32_t)ne++;
+                r->from = nodes[on->parent].id;
+                r->to = on->id;
+                r->host_duration_ns = o->duration_ns;
+                r->label = o->op_name;
             }
             for (size_t k = 0; k < o->inputs.n; k++) {
-                eref *r = &es[ne];
+                cg_graph_edge *r = &es[ne];
                 memset(r, 0, sizeof *r);
-                r->seq = ne++;
-                r->e.is_data = true;
-                r->e.from = TENSOR_NODE(o->inputs.items[k]);
-                r->e.to = on->id;
-                r->e.label = "input";
+                r->seq = (uint32_t)ne++;
+                r->is_data = true;
+                r->from = TENSOR_NODE(o->inputs.items[k]);
+                r->to = on->id;
+                r->label = "input";
             }
             if (o->output) {
-                eref *r = &es[ne];
+                cg_graph_edge *r = &es[ne];
                 memset(r, 0, sizeof *r);
-                r->seq = ne++;
-                r->e.is_data = true;
-                r->e.from = on->id;
-                r->e.to = TENSOR_NODE(o->output);
-                r->e.label = "output";
+                r->seq = (uint32_t)ne++;
+                r->is_data = true;
+                r->from = on->id;
+                r->to = TENSOR_NODE(o->output);
+                r->label = "output";
             }
         }
 #undef TENSOR_NODE
-        qsort(es, ne, sizeof *es, cmp_eref);
-        g->edges = cg_arena_alloc(a, (ne ? ne : 1) * sizeof *g->edges);
+        qsort(es, ne, sizeof *es, cmp_edge);
+        g->edges = es;
         /* trace edges all stay (duplicates included); a synthesized edge is dropped
          * when an earlier edge (trace or synthesized) has its (from, to, kind) */
         for (size_t i = 0; i < ne; i++) {
             bool synthesized = es[i].seq >= t->n_edges;
             if (synthesized && g->n_edges > 0) {
                 const cg_graph_edge *p = &g->edges[g->n_edges - 1];
-                if (p->is_data == es[i].e.is_data && !strcmp(p->from, es[i].e.from) && !strcmp(p->to, es[i].e.to))
+                if (p->is_data == es[i].is_data && !strcmp(p->from, es[i].from) && !strcmp(p->to, es[i].to))
                     continue;
             }
-            g->edges[g->n_edges++] = es[i].e;
+            g->edges[g->n_edges++] = es[i];
         }
-        free(es);
     }
 
     /* summary */

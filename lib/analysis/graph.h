@@ -12,6 +12,7 @@
  *   "duplicate graph node ID \"<id>\": span IDs must not collide with synthesized
  *    `<span>/op/<n>` or `tensor/<id>` node IDs"            (the first id, in node order,
  *                                                          that repeats an earlier node's)
+ *   "execution graph would exceed 4294967295 edges"         (CG_ELIMIT)
  * Thread safety: reentrant (no global state); distinct arenas may be used concurrently.
  * Limits: O(n log n) in the number of records (O(n log^2 n) for the per-span
  * memory metrics); memory proportional to the input; no recursion over the
@@ -50,28 +51,28 @@ typedef struct cg_node_device_timing {
     uint64_t busy_ns;
 } cg_node_device_timing;
 
-typedef enum cg_node_origin { CG_ORIGIN_SPAN = 0, CG_ORIGIN_OP, CG_ORIGIN_TENSOR } cg_node_origin;
-
+/* Field order keeps the node compact (136 bytes on LP64): a graph holds one
+ * node per span, op and distinct tensor id. */
 typedef struct cg_graph_node {
     const char *id;
     const char *parent_id; /* NULL => JSON null */
     const char *name;
-    cg_node_kind kind;
     uint64_t start_ns, host_self_time_ns, host_total_time_ns;
-    const cg_node_device_timing *device_timings; size_t n_device_timings; /* omitted when 0 */
+    const cg_node_device_timing *device_timings; /* n_device_timings of them; omitted when 0 */
     const cg_shape *shape; /* NULL => omitted */
     const char *dtype, *device; /* NULL => omitted */
-    bool has_allocated_bytes, has_peak_live_bytes, has_residual_bytes, has_dense_bytes;
     uint64_t allocated_bytes, peak_live_bytes, residual_bytes, dense_bytes;
     /* navigation (not serialized) */
     size_t parent;       /* node index or CG_GRAPH_NONE */
-    cg_node_origin origin;
-    size_t origin_index; /* index into trace spans / ops; CG_GRAPH_NONE for tensors */
+    uint32_t n_device_timings;
+    cg_node_kind kind;
+    bool has_allocated_bytes, has_peak_live_bytes, has_residual_bytes, has_dense_bytes;
     bool in_measured_subtree;
 } cg_graph_node;
 
 typedef struct cg_graph_edge {
     bool is_data;         /* kind: call (false) | data (true) */
+    uint32_t seq;         /* construction order (ties of the edge sort; not serialized) */
     const char *from, *to; /* call: from_span/to_span; data: from_tensor/to_tensor */
     uint64_t host_duration_ns; /* call only */
     const char *label;         /* NULL => omitted */

@@ -571,6 +571,31 @@ cg_jv *cg_jv_materialize(cg_arena *a, cg_jv *v) {
     return v;
 }
 
+size_t cg_jv_items(const cg_jv *v) {
+    return !v ? 0 : v->type == CG_JLAZY ? v->u.lazy.n : v->type == CG_JARR ? v->u.arr.n : 0;
+}
+
+int cg_jv_each(const cg_jv *v, cg_jv_visit_fn fn, void *ctx) {
+    if (!v) return 0;
+    if (v->type == CG_JARR) {
+        for (size_t i = 0; i < v->u.arr.n; i++) {
+            int r = fn(ctx, i, v->u.arr.items[i]);
+            if (r) return r;
+        }
+        return 0;
+    }
+    if (v->type != CG_JLAZY) return 0;
+    cg_arena scratch;
+    cg_arena_init(&scratch, 0);
+    int r = 0;
+    for (size_t i = 0; i < v->u.lazy.n && !r; i++) {
+        r = fn(ctx, i, v->u.lazy.item(&scratch, v->u.lazy.ctx, i));
+        cg_arena_reset(&scratch);
+    }
+    cg_arena_free(&scratch);
+    return r;
+}
+
 void cg_jv_arr_push(cg_arena *a, cg_jv *arr, cg_jv *v) {
     if (arr->u.arr.n == arr->u.arr.cap) {
         size_t cap = arr->u.arr.cap ? arr->u.arr.cap * 2 : 4;

@@ -147,6 +147,15 @@ cg_jv *cg_jv_lazy_arr(cg_arena *a, size_t n, cg_jv_item_fn item, void *ctx);
 /* Replaces, in place, every lazy array reachable from v by an ordinary array
  * whose items are built in arena a; returns v. Keys and strings are not copied. */
 cg_jv *cg_jv_materialize(cg_arena *a, cg_jv *v);
+/* Items of an array or a lazy array (0 for anything else). */
+size_t cg_jv_items(const cg_jv *v);
+/* Visits the items of an array or lazy array in order without materializing
+ * it: a lazy item lives in a scratch arena that is reset after fn returns, so
+ * fn must copy (cg_jv_clone) whatever it keeps. fn returns 0 to continue;
+ * a non-zero return stops the walk and is returned. Anything that is neither
+ * an array nor a lazy array has no items (returns 0). */
+typedef int (*cg_jv_visit_fn)(void *ctx, size_t i, const cg_jv *item);
+int cg_jv_each(const cg_jv *v, cg_jv_visit_fn fn, void *ctx);
 
 /* ---- access ---- */
 cg_jv *cg_jv_get(const cg_jv *obj, const char *key);  /* NULL if absent or not an object */

@@ -79,7 +79,7 @@ typedef struct staged {
     size_t n, cap;
 } staged;
 
-static int staged_add(staged *s, const char *root, const char *rel, cg_error *err) {
+static int staged_grow(staged *s, cg_error *err) {
     if (s->n == s->cap) {
         size_t c = s->cap ? s->cap * 2 : 16;
         cg_bundle_file *nf = realloc(s->files, c * sizeof *nf);
@@ -91,6 +91,21 @@ static int staged_add(staged *s, const char *root, const char *rel, cg_error *er
         if (!nf || !nh || !np) return cg_err_set(err, CG_ENOMEM, "out of memory");
         s->cap = c;
     }
+    return 0;
+}
+
+/* Declares rel with a digest computed while it was written. */
+static int staged_add_known(staged *s, const char *rel, const cg_artifact_digest *d, cg_error *err) {
+    if (staged_grow(s, err) != 0) return -1;
+    if (!(s->paths[s->n] = strdup(rel))) return cg_err_set(err, CG_ENOMEM, "out of memory");
+    memcpy(s->hex[s->n], d->sha256, sizeof s->hex[s->n]);
+    s->files[s->n].bytes = d->bytes;
+    s->n++;
+    return 0;
+}
+
+static int staged_add(staged *s, const char *root, const char *rel, cg_error *err) {
+    if (staged_grow(s, err) != 0) return -1;
     char *full = cg_path_join(root, rel);
     s->paths[s->n] = strdup(rel);
     if (!full || !s->paths[s->n]) {
@@ -118,35 +133,49 @@ static void staged_free(staged *s) {
     free(s->files);
 }
 
-static int write_synced(const char *root, const char *rel, const cg_buf *b, cg_error *err) {
+static int create_excl(const char *root, const char *rel, cg_error *err) {
     char *p = cg_path_join(root, rel);
     if (!p) return cg_err_set(err, CG_ENOMEM, "out of memory");
     int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0) {
-        int rc = cg_err_set(err, CG_EIO, "create %s: %s", p, strerror(errno));
-        free(p);
-        return rc;
-    }
+    if (fd < 0) cg_err_set(err, CG_EIO, "create %s: %s", p, strerror(errno));
     free(p);
-    const char *d = b->data ? b->data : "";
-    size_t left = b->len;
-    while (left) {
-        ssize_t w = write(fd, d, left);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            int e = errno;
-            close(fd);
-            return cg_err_set(err, CG_EIO, "write %s: %s", rel, strerror(e));
-        }
-        d += w;
-        left -= (size_t)w;
-    }
+    return fd;
+}
+
+/* fsync + close (fd is closed in every case). */
+static int sync_close(int fd, const char *rel, cg_error *err) {
     if (fsync(fd) != 0) {
         int e = errno;
         close(fd);
         return cg_err_set(err, CG_EIO, "sync %s: %s", rel, strerror(e));
     }
     if (close(fd) != 0) return cg_err_set(err, CG_EIO, "close %s: %s", rel, strerror(errno));
+    return 0;
+}
+
+static int write_synced(const char *root, const char *rel, const cg_buf *b, cg_error *err) {
+    int fd = create_excl(root, rel, err);
+    if (fd < 0) return -1;
+    cg_fd_sink_ctx fs = {fd, 0};
+    if (cg_fd_sink(&fs, b->data ? b->data : "", b->len) != 0) {
+        close(fd);
+        return cg_err_set(err, CG_EIO, "write %s: %s", rel, strerror(fs.err_no));
+    }
+    return sync_close(fd, rel, err);
+}
+
+/* Step 5.3: evidence.json streamed into staging (hashed while written), and
+ * report.md / viewer.html rendered from the same packet. */
+static int write_artifacts(const char *staging, const char *trace, const char *nsight, staged *s, char **run_id,
+                           cg_buf *report, cg_buf *viewer, cg_error *err) {
+    int fd = create_excl(staging, "evidence.json", err);
+    if (fd < 0) return -1;
+    cg_artifact_digest d;
+    if (cg_render_bundle_artifacts_fd(trace, nsight, fd, &d, run_id, report, viewer, err) != 0) {
+        close(fd);
+        return -1;
+    }
+    if (sync_close(fd, "evidence.json", err) != 0 || staged_add_known(s, "evidence.json", &d, err) != 0) return -1;
     return 0;
 }
 
@@ -195,18 +224,6 @@ static int copy_nsight(const char *staging, const char *nsight_dir, staged *s, c
     return rc;
 }
 
-/* provenance.run_id of the evidence packet. */
-static char *evidence_run_id(const cg_buf *ev, cg_error *err) {
-    cg_arena a;
-    cg_arena_init(&a, 0);
-    cg_jv *v = cg_json_parse(&a, ev->data, ev->len, NULL, err);
-    const char *rid = v ? cg_jv_as_str(cg_jv_get(cg_jv_get(v, "provenance"), "run_id")) : NULL;
-    char *out = rid ? strdup(rid) : NULL;
-    if (v && !rid) cg_err_set(err, CG_EPARSE, "evidence packet has no provenance run_id");
-    cg_arena_free(&a);
-    return out;
-}
-
 static int rename_noreplace(const char *from, const char *to) {
     if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0) return 0;
     if (errno != EINVAL && errno != ENOSYS) return -1;
@@ -251,7 +268,7 @@ int cg_publish_bundle(const char *destination_in, const char *trace_path, const 
 
     int rc = -1;
     staged s = {0};
-    cg_buf ev = CG_BUF_INIT, report = CG_BUF_INIT, viewer = CG_BUF_INIT, man = CG_BUF_INIT;
+    cg_buf report = CG_BUF_INIT, viewer = CG_BUF_INIT, man = CG_BUF_INIT;
     char *run_id = NULL, *staged_trace = cg_path_join(staging, "trace.jsonl"), *staged_nsight = NULL;
     if (!staged_trace) {
         cg_err_set(err, CG_ENOMEM, "out of memory");
@@ -276,10 +293,7 @@ int cg_publish_bundle(const char *destination_in, const char *trace_path, const 
     step_done(CG_PUBLISH_STEP_NSIGHT_COPIED, staging);
     /* 5.3: derived files from the staged copies */
     /* write_bundle propagates build_evidence's error as it is */
-    if (cg_render_bundle_artifacts(staged_trace, staged_nsight, &ev, &report, &viewer, err) != 0) goto out;
-    if (!(run_id = evidence_run_id(&ev, err))) goto out;
-    if (write_synced(staging, "evidence.json", &ev, err) != 0 || staged_add(&s, staging, "evidence.json", err) != 0)
-        goto out;
+    if (write_artifacts(staging, staged_trace, staged_nsight, &s, &run_id, &report, &viewer, err) != 0) goto out;
     step_done(CG_PUBLISH_STEP_EVIDENCE_WRITTEN, staging);
     if (write_synced(staging, "report.md", &report, err) != 0 || staged_add(&s, staging, "report.md", err) != 0)
         goto out;
@@ -333,7 +347,6 @@ done:
     free(run_id);
     free(staged_trace);
     free(staged_nsight);
-    cg_buf_free(&ev);
     cg_buf_free(&report);
     cg_buf_free(&viewer);
     cg_buf_free(&man);

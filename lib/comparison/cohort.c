@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "base/strmap.h"
+
 static const char *dup_opt(cg_arena *a, const char *s) {
     return s ? cg_arena_strdup(a, s) : NULL;
 }
@@ -34,24 +36,22 @@ static void collect_tensor_stats(cg_arena *a, const cg_trace *t, cg_cohort_row *
     out->tensor_stats = NULL;
     out->n_tensor_stats = 0;
     if (n == 0) return;
-    /* label index per event (quadratic in distinct labels is fine for per-run
-     * stats, but use a first-occurrence scan with early exit on pointer equality). */
+    /* label -> group (first-seen order) through a hash map: linear in the events */
     size_t *group = cg_arena_alloc(a, n * sizeof *group);
     size_t *count = cg_arena_zalloc(a, n * sizeof *count);
     const char **labels = cg_arena_alloc(a, n * sizeof *labels);
     size_t ng = 0;
+    cg_strmap by_label;
+    cg_strmap_init(&by_label);
     for (size_t i = 0; i < n; i++) {
         const char *l = t->tensor_stats[i].label;
-        size_t g = ng;
-        for (size_t k = 0; k < ng; k++)
-            if (labels[k] == l || strcmp(labels[k], l) == 0) {
-                g = k;
-                break;
-            }
-        if (g == ng) labels[ng++] = l;
+        size_t *seen = NULL;
+        if (cg_strmap_put(&by_label, l, ng, &seen)) labels[ng++] = l;
+        size_t g = seen ? *seen : ng - 1;
         group[i] = g;
         count[g]++;
     }
+    cg_strmap_free(&by_label);
     cg_cohort_tensor_stat *ts = cg_arena_zalloc(a, ng * sizeof *ts);
     for (size_t g = 0; g < ng; g++) {
         ts[g].label = cg_arena_strdup(a, labels[g]);

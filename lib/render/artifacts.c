@@ -11,6 +11,7 @@
 
 #include "analysis/evidence.h"
 #include "base/fs.h"
+#include "base/sha256.h"
 #include "render/payload.h"
 #include "render/report.h"
 #include "render/viewer_html.h"
@@ -30,8 +31,12 @@ static int buf_sink(void *ctx, const char *data, size_t len) {
     return 0;
 }
 
-int cg_render_bundle_artifacts(const char *trace_path, const char *nsight_dir, cg_buf *evidence_json,
-                               cg_buf *report_md, cg_buf *viewer_html, cg_error *err) {
+/* Builds the packet once, as lazy arrays over the derived structures: the
+ * evidence JSON is streamed to sink (when given), report.md and viewer.html
+ * are rendered from the same value without materializing it (the viewer
+ * payload walks the large lists item by item). */
+static int build_artifacts(const char *trace_path, const char *nsight_dir, cg_json_sink sink, void *sink_ctx,
+                           char **run_id, cg_buf *report_md, cg_buf *viewer_html, cg_error *err) {
     cg_trace *t = cg_trace_read_file(trace_path, NULL, err);
     if (!t) return cg_err_context(err, "parse trace %s", trace_path); /* build_evidence's context */
     cg_arena a;
@@ -40,16 +45,71 @@ int cg_render_bundle_artifacts(const char *trace_path, const char *nsight_dir, c
     cg_evidence *e = cg_evidence_build_as(&a, t, nsight_dir, BUNDLE_NSIGHT, err);
     if (!e) goto done;
     cg_jv *packet = cg_evidence_to_json_lazy(&a, e);
-    if (evidence_json) cg_json_write_sink(packet, true, true, buf_sink, evidence_json);
-    if (report_md || viewer_html) cg_jv_materialize(&a, packet);
+    if (run_id) {
+        const char *rid = cg_jv_as_str(cg_jv_get(cg_jv_get(packet, "provenance"), "run_id"));
+        if (!rid) {
+            cg_err_set(err, CG_EPARSE, "evidence packet has no provenance run_id");
+            goto done;
+        }
+        if (!(*run_id = strdup(rid))) {
+            cg_err_set(err, CG_ENOMEM, "out of memory");
+            goto done;
+        }
+    }
+    if (sink && cg_json_write_sink(packet, true, true, sink, sink_ctx) != 0) {
+        cg_err_set(err, CG_EIO, "write evidence packet");
+        goto done;
+    }
     if (report_md && cg_report_render(packet, report_md, err) != 0) goto done;
     if (viewer_html && cg_viewer_render_html(cg_viewer_payload(&a, packet), viewer_html, err) != 0) goto done;
     rc = 0;
 done:
+    if (rc != 0 && run_id && *run_id) {
+        free(*run_id);
+        *run_id = NULL;
+    }
     cg_evidence_free(e);
     cg_arena_free(&a);
     cg_trace_free(t);
     return rc;
+}
+
+int cg_render_bundle_artifacts(const char *trace_path, const char *nsight_dir, cg_buf *evidence_json,
+                               cg_buf *report_md, cg_buf *viewer_html, cg_error *err) {
+    return build_artifacts(trace_path, nsight_dir, evidence_json ? buf_sink : NULL, evidence_json, NULL, report_md,
+                           viewer_html, err);
+}
+
+/* Writes to the fd and hashes what it wrote. */
+typedef struct hash_sink {
+    cg_fd_sink_ctx fd;
+    cg_sha256 h;
+    uint64_t bytes;
+} hash_sink;
+
+static int hash_write(void *ctx, const char *data, size_t len) {
+    hash_sink *s = ctx;
+    if (cg_fd_sink(&s->fd, data, len) != 0) return -1;
+    cg_sha256_update(&s->h, data, len);
+    s->bytes += len;
+    return 0;
+}
+
+int cg_render_bundle_artifacts_fd(const char *trace_path, const char *nsight_dir, int evidence_fd,
+                                  cg_artifact_digest *evidence, char **run_id, cg_buf *report_md,
+                                  cg_buf *viewer_html, cg_error *err) {
+    hash_sink hs = {{evidence_fd, 0}, {{0}}, 0};
+    cg_sha256_init(&hs.h);
+    *run_id = NULL;
+    if (build_artifacts(trace_path, nsight_dir, hash_write, &hs, run_id, report_md, viewer_html, err) != 0) {
+        if (hs.fd.err_no) cg_err_set(err, CG_EIO, "write evidence.json: %s", strerror(hs.fd.err_no));
+        return -1;
+    }
+    unsigned char d[32];
+    cg_sha256_final(&hs.h, d);
+    cg_hex(d, sizeof d, evidence->sha256);
+    evidence->bytes = hs.bytes;
+    return 0;
 }
 
 /* Compares the streamed bytes with the file, chunk by chunk. */

@@ -3,11 +3,15 @@
  * report.md and viewer.html. Used by bundle publication and by semantic
  * verification (which rebuilds evidence and compares JSON values).
  *
+ * Memory: the packet is never held as a DOM; its large lists are produced item
+ * by item from the derived structures while written (see evidence.h).
  * Ownership: the caller owns the cg_buf outputs (cg_buf_free). Errors: trace
  * parse errors and evidence construction errors (e.g. "duplicate graph node ID")
  * are returned with their messages; nothing is written anywhere. */
 #ifndef CG_RENDER_ARTIFACTS_H
 #define CG_RENDER_ARTIFACTS_H
+
+#include <stdint.h>
 
 #include "base/buf.h"
 #include "base/error.h"
@@ -24,6 +28,19 @@ cg_jv *cg_evidence_build_json(cg_arena *a, const char *trace_path, const char *n
 /* Builds all three derived files. Any output pointer may be NULL to skip it. */
 int cg_render_bundle_artifacts(const char *trace_path, const char *nsight_dir, cg_buf *evidence_json,
                                cg_buf *report_md, cg_buf *viewer_html, cg_error *err);
+
+/* The same for publication, in memory bounded by the trace model: evidence.json
+ * is streamed to evidence_fd (not closed, not synced) and hashed while written
+ * (*evidence gets its SHA-256 and size); *run_id gets a malloc'd copy of the
+ * packet's provenance run_id (NULL on failure). report_md and viewer_html may
+ * be NULL. Errors as above, and CG_EIO when a write to evidence_fd fails. */
+typedef struct cg_artifact_digest {
+    char sha256[65]; /* lowercase hex */
+    uint64_t bytes;
+} cg_artifact_digest;
+int cg_render_bundle_artifacts_fd(const char *trace_path, const char *nsight_dir, int evidence_fd,
+                                  cg_artifact_digest *evidence, char **run_id, cg_buf *report_md,
+                                  cg_buf *viewer_html, cg_error *err);
 
 /* Semantic verification: does the JSON at evidence_json_path equal, as a JSON
  * value (cg_jv_equal), the evidence packet rebuilt from trace_path and

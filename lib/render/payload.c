@@ -34,14 +34,44 @@ static void note_cut(cg_arena *a, cg_jv *trunc, const char *path, size_t total, 
     cg_jv_obj_put(a, trunc, cg_arena_strdup(a, path), o);
 }
 
-/* The first `max` items of arr (arr itself when it is short enough). */
+static bool is_list(const cg_jv *v) { return v && (v->type == CG_JARR || v->type == CG_JLAZY); }
+
+/* Collects items of a list (array or lazy array, walked once, never
+ * materialized whole): either its first `limit` items, or those at the
+ * ascending indices idx[0..n_idx). Lazy items are cloned into the arena. */
+typedef struct pick_ctx {
+    cg_arena *a;
+    cg_jv *out;
+    bool lazy;
+    const size_t *idx;
+    size_t n_idx, next, limit;
+} pick_ctx;
+
+static int pick_item(void *ctx, size_t i, const cg_jv *item) {
+    pick_ctx *p = ctx;
+    if (p->idx) {
+        if (p->next >= p->n_idx) return 1;
+        if (p->idx[p->next] != i) return 0;
+        p->next++;
+    } else if (i >= p->limit) {
+        return 1;
+    }
+    cg_jv_arr_push(p->a, p->out, p->lazy ? cg_jv_clone(p->a, item) : (cg_jv *)item);
+    return 0;
+}
+
+static cg_jv *pick(cg_arena *a, const cg_jv *list, const size_t *idx, size_t n_idx, size_t limit) {
+    pick_ctx p = {a, cg_jv_arr(a), list->type == CG_JLAZY, idx, n_idx, 0, limit};
+    cg_jv_each(list, pick_item, &p);
+    return p.out;
+}
+
+/* The first `max` items of arr (arr itself when it is a short ordinary array). */
 static cg_jv *first_n(cg_arena *a, cg_jv *arr, size_t max, cg_jv *trunc, const char *path) {
-    size_t n = cg_jv_len(arr);
+    size_t n = cg_jv_items(arr);
     note_cut(a, trunc, path, n, n < max ? n : max, "first");
-    if (n <= max) return arr;
-    cg_jv *o = cg_jv_arr(a);
-    for (size_t i = 0; i < max; i++) cg_jv_arr_push(a, o, cg_jv_at(arr, i));
-    return o;
+    if (arr->type == CG_JARR && n <= max) return arr;
+    return pick(a, arr, NULL, 0, max);
 }
 
 /* The numeric level of a timeline point: live_bytes (logical) or used_bytes
@@ -52,25 +82,60 @@ static uint64_t level_of(const cg_jv *p) {
     return v;
 }
 
+/* The indices a downsampled timeline keeps: per bucket its first point and its
+ * first highest one, found in one walk. */
+typedef struct bucket_ctx {
+    size_t n, buckets, b, lo, hi, top;
+    uint64_t top_level;
+    size_t *idx, n_idx;
+} bucket_ctx;
+
+static void bucket_open(bucket_ctx *c, size_t b) {
+    c->b = b;
+    c->lo = c->n * b / c->buckets;
+    c->hi = c->n * (b + 1) / c->buckets;
+    if (b + 1 == c->buckets) c->hi--; /* the last point is kept on its own */
+}
+
+static void bucket_close(bucket_ctx *c) {
+    c->idx[c->n_idx++] = c->lo;
+    if (c->top != c->lo) c->idx[c->n_idx++] = c->top;
+}
+
+static int bucket_item(void *ctx, size_t i, const cg_jv *item) {
+    bucket_ctx *c = ctx;
+    while (c->b < c->buckets && i >= c->hi) {
+        bucket_close(c);
+        bucket_open(c, c->b + 1);
+    }
+    if (c->b >= c->buckets) return 1;
+    uint64_t level = level_of(item);
+    if (i == c->lo || level > c->top_level) {
+        c->top = i;
+        c->top_level = level;
+    }
+    return 0;
+}
+
 /* At most VIEW_MAX_TIMELINE points in order: each of VIEW_MAX_TIMELINE/2 buckets
  * gives its first point and its highest (the global peak is always kept), and
  * the last point is kept. */
 static cg_jv *downsample(cg_arena *a, cg_jv *arr, cg_jv *trunc, const char *path) {
-    size_t n = cg_jv_len(arr), buckets = VIEW_MAX_TIMELINE / 2;
+    size_t n = cg_jv_items(arr);
     if (n <= VIEW_MAX_TIMELINE) {
         note_cut(a, trunc, path, n, n, "downsampled");
-        return arr;
+        return arr->type == CG_JARR ? arr : pick(a, arr, NULL, 0, n);
     }
-    cg_jv *o = cg_jv_arr(a);
-    for (size_t b = 0; b < buckets; b++) {
-        size_t lo = n * b / buckets, hi = n * (b + 1) / buckets, top = lo;
-        if (b + 1 == buckets) hi--; /* the last point is pushed on its own */
-        for (size_t i = lo + 1; i < hi; i++)
-            if (level_of(cg_jv_at(arr, i)) > level_of(cg_jv_at(arr, top))) top = i;
-        cg_jv_arr_push(a, o, cg_jv_at(arr, lo));
-        if (top != lo) cg_jv_arr_push(a, o, cg_jv_at(arr, top));
+    bucket_ctx c = {.n = n, .buckets = VIEW_MAX_TIMELINE / 2};
+    c.idx = cg_arena_alloc(a, (VIEW_MAX_TIMELINE + 1) * sizeof *c.idx);
+    bucket_open(&c, 0);
+    cg_jv_each(arr, bucket_item, &c);
+    while (c.b < c.buckets) {
+        bucket_close(&c);
+        bucket_open(&c, c.b + 1);
     }
-    cg_jv_arr_push(a, o, cg_jv_at(arr, n - 1));
+    c.idx[c.n_idx++] = n - 1;
+    cg_jv *o = pick(a, arr, c.idx, c.n_idx, 0);
     note_cut(a, trunc, path, n, cg_jv_len(o), "downsampled");
     return o;
 }
@@ -84,7 +149,7 @@ static cg_jv *cap_lists(cg_arena *a, cg_jv *obj, const char *path, int depth, cg
         const char *k = obj->u.obj.m[i].key;
         cg_jv *v = obj->u.obj.m[i].val;
         char *sub = cg_arena_printf(a, "%s.%s", path, k);
-        if (v && v->type == CG_JARR)
+        if (is_list(v))
             v = !strcmp(k, "timeline") ? downsample(a, v, trunc, sub) : first_n(a, v, VIEW_MAX_ROWS, trunc, sub);
         else if (v && v->type == CG_JOBJ && depth > 0)
             v = cap_lists(a, v, sub, depth - 1, trunc);
@@ -93,7 +158,7 @@ static cg_jv *cap_lists(cg_arena *a, cg_jv *obj, const char *path, int depth, cg
     return o;
 }
 
-static cg_jv *or_empty_arr(cg_arena *a, cg_jv *v) { return v && v->type == CG_JARR ? v : cg_jv_arr(a); }
+static cg_jv *or_empty_arr(cg_arena *a, cg_jv *v) { return is_list(v) ? v : cg_jv_arr(a); }
 
 static uint64_t u64_of(const cg_jv *v) {
     uint64_t x = 0;
@@ -164,73 +229,175 @@ static int cmp_cost(const void *x, const void *y) {
     return strcmp(p->id, q->id);
 }
 
-static const char *node_id(const cg_jv *n) {
-    const char *id = cg_jv_as_str(cg_jv_get(n, "id"));
-    return id ? id : "";
+static const char *str_or_empty(const cg_jv *v) {
+    const char *s = cg_jv_as_str(v);
+    return s ? s : "";
+}
+
+/* Byte-packed string copies (no per-string alignment) for the per-node ids. */
+typedef struct str_pool {
+    cg_arena *a;
+    char *p;
+    size_t left;
+} str_pool;
+
+static const char *pool_dup(str_pool *sp, const char *s) {
+    size_t n = strlen(s) + 1;
+    if (n > sp->left) {
+        size_t c = n > 65536 ? n : 65536;
+        sp->p = cg_arena_alloc(sp->a, c);
+        sp->left = c;
+    }
+    char *r = sp->p;
+    memcpy(r, s, n);
+    sp->p += n;
+    sp->left -= n;
+    return r;
+}
+
+#define NO_PARENT ((size_t)-1)
+#define PARENT_LATER ((size_t)-2) /* named before its node was seen: resolved after the walk */
+
+/* What node selection needs of every graph node, read in one walk over the
+ * spans list (ids copied, so the list may be lazy). Node ids are unique
+ * (graph/5; the builder refuses duplicates) and parents are spans, so only
+ * the nodes that can be parents (all but tensor nodes) are kept in the id
+ * map. A parent already seen is kept as its index; the few named before their
+ * node (span ids sort as strings) are copied and resolved after the walk. */
+typedef struct later_ref {
+    size_t node;
+    const char *parent;
+} later_ref;
+
+typedef struct node_scan {
+    str_pool pool;
+    cost_ref *refs;
+    size_t *parent; /* node index, NO_PARENT or PARENT_LATER */
+    later_ref *later;
+    size_t n_later, cap_later;
+    cg_strmap by_id;
+} node_scan;
+
+static int scan_node(void *ctx, size_t i, const cg_jv *n) {
+    node_scan *s = ctx;
+    const char *parent = cg_jv_as_str(cg_jv_get(n, "parent_id"));
+    const char *id = pool_dup(&s->pool, str_or_empty(cg_jv_get(n, "id")));
+    s->refs[i] = (cost_ref){u64_of(cg_jv_get(n, "host_total_time_ns")), id, i};
+    const char *kind = cg_jv_as_str(cg_jv_get(n, "kind"));
+    if (!kind || strcmp(kind, "tensor")) cg_strmap_put(&s->by_id, id, i, NULL);
+    size_t *pi = parent ? cg_strmap_get(&s->by_id, parent) : NULL;
+    s->parent[i] = !parent ? NO_PARENT : pi ? *pi : PARENT_LATER;
+    if (s->parent[i] != PARENT_LATER) return 0;
+    if (s->n_later == s->cap_later) {
+        s->cap_later = s->cap_later ? 2 * s->cap_later : 64;
+        s->later = realloc(s->later, s->cap_later * sizeof *s->later);
+        if (!s->later) abort();
+    }
+    s->later[s->n_later++] = (later_ref){i, pool_dup(&s->pool, parent)};
+    return 0;
+}
+
+static void resolve_later(node_scan *s) {
+    for (size_t k = 0; k < s->n_later; k++) {
+        size_t *pi = cg_strmap_get(&s->by_id, s->later[k].parent);
+        s->parent[s->later[k].node] = pi ? *pi : NO_PARENT;
+    }
 }
 
 /* Marks the `max` heaviest nodes and the ancestors they need (each node is marked
- * once, so the ancestor walk is linear overall). Returns the refs, heaviest first. */
-static cost_ref *select_nodes(const cg_jv *spans, const cg_strmap *by_id, size_t max, bool *keep) {
-    size_t n = cg_jv_len(spans);
-    cost_ref *refs = malloc((n ? n : 1) * sizeof *refs);
-    if (!refs) abort();
-    for (size_t i = 0; i < n; i++)
-        refs[i] = (cost_ref){u64_of(cg_jv_get(cg_jv_at(spans, i), "host_total_time_ns")), node_id(cg_jv_at(spans, i)), i};
-    qsort(refs, n, sizeof *refs, cmp_cost);
+ * once, so the ancestor walk is linear overall). Sorts refs heaviest first. */
+static void select_nodes(node_scan *s, size_t n, size_t max, bool *keep) {
+    qsort(s->refs, n, sizeof *s->refs, cmp_cost);
     for (size_t r = 0; r < n && r < max; r++) {
-        for (size_t i = refs[r].index; !keep[i];) {
+        for (size_t i = s->refs[r].index; !keep[i];) {
             keep[i] = true;
-            const char *parent = cg_jv_as_str(cg_jv_get(cg_jv_at(spans, i), "parent_id"));
-            size_t *pi = parent ? cg_strmap_get(by_id, parent) : NULL;
-            if (!pi) break;
-            i = *pi;
+            if (s->parent[i] == NO_PARENT) break;
+            i = s->parent[i];
         }
     }
-    return refs;
+}
+
+/* Second walk over the spans: the trace nodes of the kept ones (graph order). */
+typedef struct node_emit {
+    cg_arena *a;
+    bool lazy;
+    const bool *keep;
+    cg_jv **node_of, *nodes, *tree;
+    size_t kept;
+} node_emit;
+
+static int emit_node(void *ctx, size_t i, const cg_jv *n) {
+    node_emit *e = ctx;
+    if (!e->keep[i]) return 0;
+    e->node_of[i] = trace_node(e->a, e->lazy ? cg_jv_clone(e->a, n) : n);
+    cg_jv_arr_push(e->a, e->nodes, e->node_of[i]);
+    e->kept++;
+    const char *kind = cg_jv_as_str(cg_jv_get(e->node_of[i], "kind"));
+    if (kind && strcmp(kind, "op") && strcmp(kind, "tensor")) cg_jv_arr_push(e->a, e->tree, e->node_of[i]);
+    return 0;
+}
+
+/* A walk over the edges: those between kept nodes, up to VIEW_MAX_EDGES. */
+typedef struct edge_emit {
+    cg_arena *a;
+    bool lazy;
+    const bool *keep;
+    const cg_strmap *by_id;
+    cg_jv *out;
+} edge_emit;
+
+static int emit_edge(void *ctx, size_t i, const cg_jv *edge) {
+    edge_emit *e = ctx;
+    if (cg_jv_len(e->out) >= VIEW_MAX_EDGES) return 1;
+    const char *from, *to;
+    edge_ends(edge, &from, &to);
+    size_t *f = cg_strmap_get(e->by_id, from), *t = cg_strmap_get(e->by_id, to);
+    if (f && t && e->keep[*f] && e->keep[*t])
+        cg_jv_arr_push(e->a, e->out, trace_edge(e->a, e->lazy ? cg_jv_clone(e->a, edge) : edge));
+    return 0;
 }
 
 /* The graph views: trace nodes (graph order) and the span tree over the selected
- * nodes, edges between them, span costs heaviest first; each cut noted in trunc. */
+ * nodes, edges between them, span costs heaviest first; each cut noted in trunc.
+ * spans and edges may be lazy arrays: each is walked (not materialized). */
 static void graph_views(cg_arena *a, cg_jv *spans, cg_jv *edges, cg_jv *trunc, cg_jv **nodes, cg_jv **tedges,
                         cg_jv **tree, cg_jv **items) {
-    size_t n = cg_jv_len(spans), kept = 0;
-    cg_strmap by_id;
-    cg_strmap_init(&by_id);
-    for (size_t i = 0; i < n; i++) cg_strmap_put(&by_id, node_id(cg_jv_at(spans, i)), i, NULL);
+    size_t n = cg_jv_items(spans);
+    node_scan s = {{a, NULL, 0}, malloc((n ? n : 1) * sizeof *s.refs), malloc((n ? n : 1) * sizeof *s.parent),
+                   NULL, 0, 0, {0}};
     bool *keep = calloc(n ? n : 1, sizeof *keep);
     cg_jv **node_of = calloc(n ? n : 1, sizeof *node_of);
-    if (!keep || !node_of) abort();
-    cost_ref *refs = select_nodes(spans, &by_id, VIEW_MAX_NODES, keep);
-    *nodes = cg_jv_arr(a);
-    *tree = cg_jv_arr(a);
+    if (!s.refs || !s.parent || !keep || !node_of) abort();
+    cg_strmap_init(&s.by_id);
+    cg_jv_each(spans, scan_node, &s);
+    resolve_later(&s);
+    select_nodes(&s, n, VIEW_MAX_NODES, keep);
+    cg_strmap_free(&s.by_id); /* parents are indices now */
+    node_emit ne = {a, spans && spans->type == CG_JLAZY, keep, node_of, cg_jv_arr(a), cg_jv_arr(a), 0};
+    cg_jv_each(spans, emit_node, &ne);
+    *nodes = ne.nodes;
+    *tree = ne.tree;
     *items = cg_jv_arr(a);
-    *tedges = cg_jv_arr(a);
-    for (size_t i = 0; i < n; i++) {
-        if (!keep[i]) continue;
-        node_of[i] = trace_node(a, cg_jv_at(spans, i));
-        cg_jv_arr_push(a, *nodes, node_of[i]);
-        kept++;
-        const char *kind = cg_jv_as_str(cg_jv_get(node_of[i], "kind"));
-        if (kind && strcmp(kind, "op") && strcmp(kind, "tensor")) cg_jv_arr_push(a, *tree, node_of[i]);
-    }
     for (size_t r = 0; r < n; r++)
-        if (keep[refs[r].index]) cg_jv_arr_push(a, *items, node_of[refs[r].index]);
-    size_t n_edges = cg_jv_len(edges);
-    for (size_t i = 0; i < n_edges && cg_jv_len(*tedges) < VIEW_MAX_EDGES; i++) {
-        const char *from, *to;
-        edge_ends(cg_jv_at(edges, i), &from, &to);
-        size_t *f = cg_strmap_get(&by_id, from), *t = cg_strmap_get(&by_id, to);
-        if (f && t && keep[*f] && keep[*t]) cg_jv_arr_push(a, *tedges, trace_edge(a, cg_jv_at(edges, i)));
-    }
+        if (keep[s.refs[r].index]) cg_jv_arr_push(a, *items, node_of[s.refs[r].index]);
+    /* edges: endpoints looked up among the kept nodes only */
+    cg_strmap kept_ids;
+    cg_strmap_init(&kept_ids);
+    for (size_t r = 0; r < n; r++)
+        if (keep[s.refs[r].index]) cg_strmap_put(&kept_ids, s.refs[r].id, s.refs[r].index, NULL);
+    edge_emit ee = {a, edges && edges->type == CG_JLAZY, keep, &kept_ids, cg_jv_arr(a)};
+    cg_jv_each(edges, emit_edge, &ee);
+    *tedges = ee.out;
     const char *order = "heaviest by host total time, with their ancestors";
-    note_cut(a, trunc, "views.trace.nodes", n, kept, order);
-    note_cut(a, trunc, "views.span_costs.items", n, kept, order);
-    note_cut(a, trunc, "views.trace.edges", n_edges, cg_jv_len(*tedges), "between displayed nodes");
-    free(refs);
+    note_cut(a, trunc, "views.trace.nodes", n, ne.kept, order);
+    note_cut(a, trunc, "views.span_costs.items", n, ne.kept, order);
+    note_cut(a, trunc, "views.trace.edges", cg_jv_items(edges), cg_jv_len(*tedges), "between displayed nodes");
+    free(s.refs);
+    free(s.parent);
+    free(s.later);
     free(node_of);
     free(keep);
-    cg_strmap_free(&by_id);
+    cg_strmap_free(&kept_ids);
 }
 
 static cg_jv *logical_peak(cg_arena *a, const cg_jv *packet) {

@@ -446,7 +446,7 @@ static void check_edges(hctx *c) {
     const cg_trace *t = c->t;
     strvec ends = {0};
     hmap endmap;
-    hmap_init(&endmap, 16, strvec_key, &ends);
+    hmap_init(&endmap, t->n_edges, strvec_key, &ends); /* sized up front: a rehash reads every key again */
     for (size_t i = 0; i < t->n_edges; i++) {
         const cg_edge *e = &t->edges[i];
         if (!e->is_data) continue;
@@ -478,15 +478,17 @@ static void check_edges(hctx *c) {
 
 /* ---- 6. memory pairing walk ------------------------------------------------ */
 
+/* The keys are kept beside the state (not looked up through the memory
+ * record) so that a probe touches one entry, not the record too. */
 typedef struct storage_state {
-    uint32_t first_event; /* memory index that names the key (device, storage_id) */
-    uint32_t live_id;     /* 0 = not live */
-    uint64_t bytes;       /* bytes of the opening allocation while live */
+    const char *device, *storage_id; /* the key */
+    uint32_t live_id;                /* 0 = not live */
+    uint64_t bytes;                  /* bytes of the opening allocation while live */
 } storage_state;
 
 typedef struct alias_ent {
-    uint32_t event;   /* memory index carrying the tensor_id */
-    uint32_t live_id; /* lifetime the alias belongs to */
+    const char *tensor_id; /* of the memory event that made the alias */
+    uint32_t live_id;      /* lifetime the alias belongs to */
 } alias_ent;
 
 typedef struct memwalk {
@@ -499,13 +501,12 @@ typedef struct memwalk {
 
 static hkey storage_key(const void *ctx, uint32_t id) {
     const memwalk *w = ctx;
-    const cg_memory *m = &w->t->memory[w->st[id].first_event];
-    return (hkey){m->device, m->storage_id, 0};
+    return (hkey){w->st[id].device, w->st[id].storage_id, 0};
 }
 
 static hkey alias_key(const void *ctx, uint32_t id) {
     const memwalk *w = ctx;
-    return (hkey){w->t->memory[w->al[id].event].tensor_id, NULL, w->al[id].live_id};
+    return (hkey){w->al[id].tensor_id, NULL, w->al[id].live_id};
 }
 
 typedef struct mem_order {
@@ -524,7 +525,7 @@ static void alias_add(memwalk *w, hmap *aliases, uint32_t event, uint32_t live_i
         w->cap_al = w->cap_al ? w->cap_al * 2 : 64;
         w->al = xrealloc(w->al, w->cap_al * sizeof *w->al);
     }
-    w->al[w->n_al] = (alias_ent){event, live_id};
+    w->al[w->n_al] = (alias_ent){w->t->memory[event].tensor_id, live_id};
     hmap_get_or_put(aliases, alias_key(w, (uint32_t)w->n_al), (uint32_t)w->n_al);
     w->n_al++;
 }
@@ -555,7 +556,7 @@ static storage_state *storage_of(memwalk *w, hmap *storages, uint32_t ei) {
         w->cap_st = w->cap_st ? w->cap_st * 2 : 64;
         w->st = xrealloc(w->st, w->cap_st * sizeof *w->st);
     }
-    w->st[w->n_st] = (storage_state){ei, 0, 0}; /* tentative new key */
+    w->st[w->n_st] = (storage_state){m->device, m->storage_id, 0, 0}; /* tentative new key */
     uint32_t si = hmap_get_or_put(storages, (hkey){m->device, m->storage_id, 0}, (uint32_t)w->n_st);
     if (si == HNONE) si = (uint32_t)w->n_st++;
     return &w->st[si];
@@ -568,8 +569,9 @@ static void check_memory_pairing(hctx *c) {
     uint32_t *order = memory_order(t);
     memwalk w = {.t = t};
     hmap storages, aliases;
-    hmap_init(&storages, 64, storage_key, &w);
-    hmap_init(&aliases, 64, alias_key, &w);
+    /* sized for one storage per alloc/free pair up front: a rehash reads every key again */
+    hmap_init(&storages, t->n_memory / 2 + 1, storage_key, &w);
+    hmap_init(&aliases, t->n_memory / 2 + 1, alias_key, &w);
     uint32_t next_live = 1;
     uint64_t live = 0;
     for (size_t k = 0; k < t->n_memory; k++) {

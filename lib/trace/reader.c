@@ -21,6 +21,7 @@
 
 #include "base/strmap.h"
 #include "trace/trace.h"
+#include "trace/scan.h"
 #include "trace/wire.h"
 
 void cg_trace_limits_default(cg_trace_limits *l) {
@@ -28,13 +29,15 @@ void cg_trace_limits_default(cg_trace_limits *l) {
     l->max_records = 100000000;
     cg_json_limits_default(&l->json);
     l->json.max_items = 1000000;
+    l->general_only = false;
 }
 
-/* growable array helper */
+/* growable array helper: grows by half (large blocks move by mremap, not by
+ * copying), trimmed to fit when the document is complete (trim_arrays) */
 #define VEC_PUSH(arr, n, cap)                                                        \
     do {                                                                             \
         if ((n) == (cap)) {                                                          \
-            size_t ncap_ = (cap) ? (cap) * 2 : 64;                                   \
+            size_t ncap_ = (cap) ? (cap) + (cap) / 2 : 64;                           \
             void *np_ = realloc((arr), ncap_ * sizeof *(arr));                       \
             if (!np_) abort();                                                       \
             (arr) = np_;                                                             \
@@ -64,6 +67,11 @@ typedef struct rd {
     size_t index;    /* 0-based index among non-empty records */
     cg_arena la;     /* per-line JSON arena */
     itab intern;
+    islot *recent;      /* RECENT slots, direct-mapped front of the intern table: a string
+                         * referenced again a few records later is found without
+                         * touching the (large, cache-cold) table */
+    char *pool;         /* packed string storage (1-byte aligned) carved from the trace arena */
+    size_t pool_left;
     cg_strmap span_ix; /* span id -> index into t->spans (before sorting) */
     size_t cap_spans, cap_ops, cap_tensors, cap_stats, cap_memory, cap_dm, cap_di, cap_grad, cap_edges;
     bool have_meta, have_terminal;
@@ -74,6 +82,8 @@ typedef struct rd {
     const char *text; /* the trimmed line, for serde_json positions */
     size_t text_len;
     const cg_trace_limits *lim;
+    bool fast;        /* take flat records through scan.c (off: the general path only) */
+    scan_obj scan;    /* the fast path's members of the current line */
 } rd;
 
 /* ---- errors ---- */
@@ -168,29 +178,53 @@ static void itab_free(itab *m) {
     m->cap = m->n = 0;
 }
 
+#define POOL_CHUNK (64u << 10)
+#define RECENT 8192u
+
+/* A NUL-terminated copy of s in the trace arena, packed without alignment padding. */
+static const char *pool_copy(rd *r, const char *s, size_t len) {
+    if (len >= POOL_CHUNK / 16) return cg_arena_strndup(&r->t->arena, s, len);
+    if (r->pool_left < len + 1) {
+        r->pool = cg_arena_alloc(&r->t->arena, POOL_CHUNK);
+        r->pool_left = POOL_CHUNK;
+    }
+    char *c = r->pool;
+    memcpy(c, s, len);
+    c[len] = '\0';
+    r->pool += len + 1;
+    r->pool_left -= len + 1;
+    return c;
+}
+
 static const char *intern(rd *r, const char *s, size_t len) {
-    if (len > 96) return cg_arena_strndup(&r->t->arena, s, len);
+    if (len > 96) return pool_copy(r, s, len);
+    uint64_t h64 = str_hash64(s, len);
+    uint32_t h = (uint32_t)(h64 >> 32);
+    islot *front = &r->recent[h64 & (RECENT - 1)];
+    if (front->s && front->h == h && front->len == len && memcmp(front->s, s, len) == 0) return front->s;
     itab *m = &r->intern;
     if (2 * (m->n + 1) > m->cap) itab_grow(m);
-    uint32_t h = (uint32_t)(str_hash64(s, len) >> 32);
     size_t mask = m->cap - 1;
     for (size_t i = h & mask;; i = (i + 1) & mask) {
         islot *sl = &m->slots[i];
         if (!sl->s) {
-            char *c = cg_arena_strndup(&r->t->arena, s, len);
-            sl->s = c;
+            sl->s = pool_copy(r, s, len);
             sl->len = (uint32_t)len;
             sl->h = h;
             m->n++;
-            return c;
+            *front = *sl;
+            return sl->s;
         }
-        if (sl->h == h && sl->len == len && memcmp(sl->s, s, len) == 0) return sl->s;
+        if (sl->h == h && sl->len == len && memcmp(sl->s, s, len) == 0) {
+            *front = *sl;
+            return sl->s;
+        }
     }
 }
 
 /* Nearly unique identifiers (a record's own id): copied, not interned — they
  * would only grow the table; references to them elsewhere are still interned. */
-static const char *copy_str(rd *r, const char *s, size_t len) { return cg_arena_strndup(&r->t->arena, s, len); }
+static const char *copy_str(rd *r, const char *s, size_t len) { return pool_copy(r, s, len); }
 
 static const char *sink_intern(void *ctx, const char *s, size_t len) { return intern(ctx, s, len); }
 static const char *sink_copy(void *ctx, const char *s, size_t len) { return copy_str(ctx, s, len); }
@@ -325,90 +359,108 @@ static int parse_meta(rd *r, const cg_jv *o) {
     return 0;
 }
 
-static int parse_span_start(rd *r, const cg_jv *o) {
+/* The decoded record of any kind but meta. */
+typedef union any_rec {
+    cg_span span;
+    wire_span_end_rec end;
+    cg_op op;
+    cg_tensor tensor;
+    cg_tensor_stats stats;
+    cg_memory memory;
+    cg_device_memory device_memory;
+    cg_device_interval interval;
+    cg_gradient gradient;
+    cg_edge edge;
+    cg_terminal terminal;
+} any_rec;
+
+static void apply_span_start(rd *r, const cg_span *in) {
     cg_trace *t = r->t;
-    cg_span s;
-    memset(&s, 0, sizeof s);
-    if (decode(r, &wire_span_start, o, &s)) return -1;
+    cg_span s = *in;
     s.line = r->line;
     if (!cg_strmap_put(&r->span_ix, s.id, t->n_spans, NULL)) {
         rule_defer(r, "duplicate span_start id `%s` at index %zu", s.id, r->index);
-        return 0;
+        return;
     }
     VEC_PUSH(t->spans, t->n_spans, r->cap_spans);
     t->spans[t->n_spans - 1] = s;
-    return 0;
 }
 
-static int parse_span_end(rd *r, const cg_jv *o) {
-    wire_span_end_rec e = {0};
-    if (decode(r, &wire_span_end, o, &e)) return -1;
-    size_t *ix = cg_strmap_get(&r->span_ix, e.id);
+static void apply_span_end(rd *r, const wire_span_end_rec *e) {
+    size_t *ix = cg_strmap_get(&r->span_ix, e->id);
     if (!ix) {
-        rule_defer(r, "span_end for unknown span `%s` at index %zu", e.id, r->index);
-        return 0;
+        rule_defer(r, "span_end for unknown span `%s` at index %zu", e->id, r->index);
+        return;
     }
     cg_span *s = &r->t->spans[*ix];
     if (s->closed) {
-        rule_defer(r, "duplicate span_end for `%s` at index %zu", e.id, r->index);
-        return 0;
+        rule_defer(r, "duplicate span_end for `%s` at index %zu", e->id, r->index);
+        return;
     }
     s->closed = true;
-    s->duration_ns = e.duration_ns;
-    return 0;
+    s->duration_ns = e->duration_ns;
 }
 
-static int parse_op(rd *r, const cg_jv *o) {
+/* resolve_dense_tensor_bytes: an absent footprint is derived from shape and dtype */
+static void apply_op(rd *r, const cg_op *in) {
     cg_trace *t = r->t;
-    cg_op op;
-    memset(&op, 0, sizeof op);
-    if (decode(r, &wire_op, o, &op)) return -1;
-    /* resolve_dense_tensor_bytes: an absent footprint is derived from shape and dtype */
-    if (!op.has_output_dense_bytes && cg_dense_bytes(&op.shape, op.dtype, &op.output_dense_bytes))
-        op.has_output_dense_bytes = op.output_dense_bytes_derived = true;
     VEC_PUSH(t->ops, t->n_ops, r->cap_ops);
-    t->ops[t->n_ops - 1] = op;
-    return 0;
+    cg_op *op = &t->ops[t->n_ops - 1];
+    *op = *in;
+    if (!op->has_output_dense_bytes && cg_dense_bytes(&op->shape, op->dtype, &op->output_dense_bytes))
+        op->has_output_dense_bytes = op->output_dense_bytes_derived = true;
 }
 
-static int parse_tensor(rd *r, const cg_jv *o) {
+static void apply_tensor(rd *r, const cg_tensor *in) {
     cg_trace *t = r->t;
-    cg_tensor tn;
-    memset(&tn, 0, sizeof tn);
-    if (decode(r, &wire_tensor, o, &tn)) return -1;
-    if (!tn.has_dense_bytes && cg_dense_bytes(&tn.shape, tn.dtype, &tn.dense_bytes))
-        tn.has_dense_bytes = tn.dense_bytes_derived = true;
     VEC_PUSH(t->tensors, t->n_tensors, r->cap_tensors);
-    t->tensors[t->n_tensors - 1] = tn;
-    return 0;
+    cg_tensor *tn = &t->tensors[t->n_tensors - 1];
+    *tn = *in;
+    if (!tn->has_dense_bytes && cg_dense_bytes(&tn->shape, tn->dtype, &tn->dense_bytes))
+        tn->has_dense_bytes = tn->dense_bytes_derived = true;
 }
 
-static int parse_tensor_stats(rd *r, const cg_jv *o) {
+static void apply_tensor_stats(rd *r, const cg_tensor_stats *s) {
     cg_trace *t = r->t;
-    cg_tensor_stats s;
-    memset(&s, 0, sizeof s);
-    if (decode(r, &wire_tensor_stats, o, &s)) return -1;
-    if (!cg_rule_tensor_stats_valid(&s)) rule_defer(r, "invalid tensor_stats event at index %zu", r->index);
+    if (!cg_rule_tensor_stats_valid(s)) rule_defer(r, "invalid tensor_stats event at index %zu", r->index);
     VEC_PUSH(t->tensor_stats, t->n_tensor_stats, r->cap_stats);
-    t->tensor_stats[t->n_tensor_stats - 1] = s;
-    return 0;
+    t->tensor_stats[t->n_tensor_stats - 1] = *s;
 }
 
-/* The records without a rule of their own: decode and append. */
-#define PLAIN_RECORD(fn, type, rec, arr, count, cap)          \
-    static int fn(rd *r, const cg_jv *o) {                    \
-        type v;                                               \
-        memset(&v, 0, sizeof v);                              \
-        if (decode(r, &rec, o, &v)) return -1;                \
-        VEC_PUSH(r->t->arr, r->t->count, r->cap);             \
-        r->t->arr[r->t->count - 1] = v;                       \
-        return 0;                                             \
+/* Appends v to a record array of the trace. */
+#define APPEND(r, arr, count, cap, v)                 \
+    do {                                             \
+        VEC_PUSH((r)->t->arr, (r)->t->count, (r)->cap); \
+        (r)->t->arr[(r)->t->count - 1] = (v);         \
+    } while (0)
+
+/* A decoded record of kind ki (not meta) joins the document. */
+static void apply_record(rd *r, int ki, const any_rec *u) {
+    switch (ki) {
+    case K_SPAN_START: apply_span_start(r, &u->span); break;
+    case K_SPAN_END: apply_span_end(r, &u->end); break;
+    case K_OP: apply_op(r, &u->op); break;
+    case K_TENSOR: apply_tensor(r, &u->tensor); break;
+    case K_TENSOR_STATS: apply_tensor_stats(r, &u->stats); break;
+    case K_MEMORY: APPEND(r, memory, n_memory, cap_memory, u->memory); break;
+    case K_DEVICE_MEMORY: APPEND(r, device_memory, n_device_memory, cap_dm, u->device_memory); break;
+    case K_DEVICE_INTERVAL: APPEND(r, device_intervals, n_device_intervals, cap_di, u->interval); break;
+    case K_GRADIENT: APPEND(r, gradients, n_gradients, cap_grad, u->gradient); break;
+    case K_EDGE: APPEND(r, edges, n_edges, cap_edges, u->edge); break;
+    case K_TERMINAL:
+        r->t->terminal = u->terminal;
+        r->have_terminal = true;
+        break;
     }
-PLAIN_RECORD(parse_memory, cg_memory, wire_memory, memory, n_memory, cap_memory)
-PLAIN_RECORD(parse_device_memory, cg_device_memory, wire_device_memory, device_memory, n_device_memory, cap_dm)
-PLAIN_RECORD(parse_device_interval, cg_device_interval, wire_device_interval, device_intervals, n_device_intervals,
-             cap_di)
-PLAIN_RECORD(parse_gradient, cg_gradient, wire_gradient, gradients, n_gradients, cap_grad)
+}
+
+/* The wire table of each kind (serde's visit_seq takes the same); not meta,
+ * and edges pick theirs by edge_kind. */
+static const wire_record *const records[K_COUNT] = {
+    [K_SPAN_START] = &wire_span_start, [K_SPAN_END] = &wire_span_end, [K_OP] = &wire_op,
+    [K_TENSOR] = &wire_tensor, [K_TENSOR_STATS] = &wire_tensor_stats, [K_MEMORY] = &wire_memory,
+    [K_DEVICE_MEMORY] = &wire_device_memory, [K_DEVICE_INTERVAL] = &wire_device_interval,
+    [K_GRADIENT] = &wire_gradient, [K_EDGE] = &wire_call_edge, [K_TERMINAL] = &wire_terminal};
 
 /* EdgeEvent, internally tagged by edge_kind inside the buffered record (no
  * position): the tag of a map, or the first element of a sequence. */
@@ -447,34 +499,21 @@ static int edge_kind(rd *r, const cg_jv *o, bool *is_data, cg_jv *rest) {
     return 0;
 }
 
-static int parse_edge(rd *r, const cg_jv *o) {
-    cg_trace *t = r->t;
-    cg_edge e;
-    memset(&e, 0, sizeof e);
-    cg_jv rest;
-    if (edge_kind(r, o, &e.is_data, &rest)) return -1;
-    if (decode(r, e.is_data ? &wire_data_edge : &wire_call_edge, o->type == CG_JARR ? &rest : o, &e)) return -1;
-    VEC_PUSH(t->edges, t->n_edges, r->cap_edges);
-    t->edges[t->n_edges - 1] = e;
+/* The general path of a record (not meta): decode the parsed line through its table. */
+static int parse_record(rd *r, int ki, const cg_jv *o) {
+    any_rec u;
+    memset(&u, 0, sizeof u);
+    if (ki == K_EDGE) {
+        cg_jv rest;
+        if (edge_kind(r, o, &u.edge.is_data, &rest)) return -1;
+        if (decode(r, u.edge.is_data ? &wire_data_edge : &wire_call_edge, o->type == CG_JARR ? &rest : o, &u.edge))
+            return -1;
+    } else if (decode(r, records[ki], o, &u)) {
+        return -1;
+    }
+    apply_record(r, ki, &u);
     return 0;
 }
-
-static int parse_terminal(rd *r, const cg_jv *o) {
-    cg_terminal tm;
-    memset(&tm, 0, sizeof tm);
-    if (decode(r, &wire_terminal, o, &tm)) return -1;
-    r->t->terminal = tm;
-    r->have_terminal = true;
-    return 0;
-}
-
-/* ---- one line ---- */
-
-typedef int (*record_fn)(rd *r, const cg_jv *o);
-static const record_fn parsers[K_COUNT] = {parse_meta,          parse_span_start,  parse_span_end,
-                                           parse_op,            parse_tensor,      parse_tensor_stats,
-                                           parse_memory,        parse_device_memory, parse_device_interval,
-                                           parse_gradient,      parse_edge,        parse_terminal};
 
 /* The record-order rules of from_events, checked before the record's own. */
 static void check_record_order(rd *r, int ki) {
@@ -503,13 +542,6 @@ static int json_fail(rd *r, const cg_error *jerr, const char *p, size_t n) {
     return syntax_fail(r, jerr->msg);
 }
 
-/* The records a sequence line may hold (serde's visit_seq); not meta. */
-static const wire_record *const positional[K_COUNT] = {
-    [K_SPAN_START] = &wire_span_start, [K_SPAN_END] = &wire_span_end, [K_OP] = &wire_op,
-    [K_TENSOR] = &wire_tensor, [K_TENSOR_STATS] = &wire_tensor_stats, [K_MEMORY] = &wire_memory,
-    [K_DEVICE_MEMORY] = &wire_device_memory, [K_DEVICE_INTERVAL] = &wire_device_interval,
-    [K_GRADIENT] = &wire_gradient, [K_EDGE] = &wire_call_edge, [K_TERMINAL] = &wire_terminal};
-
 /* A line that is not an object: TaggedContentVisitor sees a scalar (invalid
  * type at the end of the line) or a sequence whose first element is the tag
  * and whose rest is the record by position. Returns the kind, with *rest the
@@ -530,7 +562,7 @@ static int sequence_record(rd *r, const cg_jv *o, cg_jv *rest) {
     if (tag->type != CG_JSTR) return bad_tag_value(r, tag, m);
     for (int k = 0; k < K_COUNT; k++) {
         if (strcmp(tag->u.str.s, kinds[k]) != 0) continue;
-        if (!positional[k]) /* Meta has a flattened field: no visit_seq */
+        if (!records[k]) /* Meta has a flattened field: no visit_seq */
             return serde_fail(r, "invalid type: sequence, expected struct variant TraceEvent::Meta");
         *rest = *o;
         rest->u.arr.items++;
@@ -541,12 +573,55 @@ static int sequence_record(rd *r, const cg_jv *o, cg_jv *rest) {
     return serde_fail_at(r, end, r->msg.data);
 }
 
-static int handle_line(rd *r, const char *p, size_t n) {
-    size_t b, e;
-    cg_str_trim_span(p, n, &b, &e);
-    if (b == e) return 0;
-    r->text = p + b;
-    r->text_len = e - b;
+/* The rules every record passes before its own: the record limit, then the
+ * record order of from_events. 0, or -1 after the limit error. */
+static int admit_record(rd *r, int ki) {
+    if (r->index >= r->lim->max_records) {
+        cg_err_set(r->err, CG_ELIMIT, "trace %s has more than the limit of %zu records (line %zu)", r->path,
+                   r->lim->max_records, r->line);
+        if (r->err) r->err->line = (int)r->line;
+        return -1;
+    }
+    check_record_order(r, ki);
+    return 0;
+}
+
+static int kind_index(const char *s, size_t len) {
+    for (int k = 0; k < K_COUNT; k++)
+        if (strlen(kinds[k]) == len && !memcmp(kinds[k], s, len)) return k;
+    return -1;
+}
+
+/* The fast path (scan.c) of a flat, well-formed record that decodes as-is:
+ * true when it took the line (*rc its status), false when the general path
+ * must parse it (meta, sequences, escapes, nested values, any error). */
+static bool fast_line(rd *r, int *rc) {
+    scan_obj *o = &r->scan;
+    if (scan_object(r->text, r->text_len, &r->lim->json, o)) return false;
+    const scan_member *k = scan_member_only(o, "kind", 4);
+    if (!k || k->v.type != SV_STR) return false;
+    int ki = kind_index(k->v.p, k->v.len);
+    if (ki < 0 || !records[ki]) return false;
+    const wire_record *rec = records[ki];
+    bool is_data = false;
+    if (ki == K_EDGE) {
+        const scan_member *ek = scan_member_only(o, "edge_kind", 9);
+        if (!ek || ek->v.type != SV_STR || ek->v.len != 4) return false;
+        is_data = !memcmp(ek->v.p, "data", 4);
+        if (!is_data && memcmp(ek->v.p, "call", 4)) return false;
+        rec = is_data ? &wire_data_edge : &wire_call_edge;
+    }
+    any_rec u;
+    memset(&u, 0, sizeof u);
+    if (scan_decode(rec, o, &u, &r->sink)) return false;
+    if (ki == K_EDGE) u.edge.is_data = is_data;
+    if ((*rc = admit_record(r, ki)) == 0) apply_record(r, ki, &u);
+    r->index++;
+    return true;
+}
+
+/* The general path: the line as a JSON value, then serde's tag and record rules. */
+static int general_line(rd *r, const char *p, size_t n) {
     cg_error jerr;
     cg_err_clear(&jerr);
     cg_arena_reset(&r->la);
@@ -560,16 +635,23 @@ static int handle_line(rd *r, const char *p, size_t n) {
     } else if (read_kind(r, o, &ki)) {
         return -1;
     }
-    if (r->index >= r->lim->max_records) {
-        cg_err_set(r->err, CG_ELIMIT, "trace %s has more than the limit of %zu records (line %zu)", r->path,
-                   r->lim->max_records, r->line);
-        if (r->err) r->err->line = (int)r->line;
-        return -1;
-    }
-    check_record_order(r, ki);
-    int rc = parsers[ki](r, o);
+    if (admit_record(r, ki)) return -1;
+    int rc = ki == K_META ? parse_meta(r, o) : parse_record(r, ki, o);
     r->index++;
     return rc;
+}
+
+static int handle_line(rd *r, const char *p, size_t n) {
+    size_t b = 0, e = n;
+    if (n < 2 || p[0] != '{' || p[n - 1] != '}') { /* a record line needs no trimming */
+        cg_str_trim_span(p, n, &b, &e);
+        if (b == e) return 0;
+    }
+    r->text = p + b;
+    r->text_len = e - b;
+    int rc;
+    if (r->fast && fast_line(r, &rc)) return rc;
+    return general_line(r, p, n);
 }
 
 static int cmp_span(const void *x, const void *y) { return strcmp(((const cg_span *)x)->id, ((const cg_span *)y)->id); }
@@ -581,6 +663,27 @@ static const char *dbg(rd *r, const char *s) {
     cg_buf_reset(&r->msg);
     cg_rust_debug_str(&r->msg, s);
     return r->msg.data;
+}
+
+#define TRIM(arr, n)                                                    \
+    do {                                                                \
+        if ((n) && (arr)) {                                             \
+            void *p_ = realloc((arr), (n) * sizeof *(arr));             \
+            if (p_) (arr) = p_;                                         \
+        }                                                               \
+    } while (0)
+
+/* Gives the arrays' spare capacity back. */
+static void trim_arrays(cg_trace *t) {
+    TRIM(t->spans, t->n_spans);
+    TRIM(t->ops, t->n_ops);
+    TRIM(t->tensors, t->n_tensors);
+    TRIM(t->tensor_stats, t->n_tensor_stats);
+    TRIM(t->memory, t->n_memory);
+    TRIM(t->device_memory, t->n_device_memory);
+    TRIM(t->device_intervals, t->n_device_intervals);
+    TRIM(t->gradients, t->n_gradients);
+    TRIM(t->edges, t->n_edges);
 }
 
 static int finish_doc(rd *r) {
@@ -611,6 +714,7 @@ static int finish_doc(rd *r) {
         return rule_fail(r, "terminal timestamp %llu precedes host evidence ending at %llu",
                          ull(t->terminal.timestamp_ns), ull(latest));
     if (t->n_spans > 1) qsort(t->spans, t->n_spans, sizeof *t->spans, cmp_span);
+    trim_arrays(t);
     return 0;
 }
 
@@ -631,10 +735,14 @@ static void rd_init(rd *r, cg_trace *t, const char *path, cg_error *err, cg_trac
     cg_arena_init(&r->la, 64 * 1024);
     cg_strmap_init(&r->span_ix);
     r->lim = lim;
+    r->fast = !lim->general_only;
+    r->recent = calloc(RECENT, sizeof *r->recent);
+    if (!r->recent) abort();
     r->sink = (wire_sink){&t->arena, sink_intern, sink_copy, r};
 }
 
 static void rd_done(rd *r) {
+    free(r->recent);
     cg_arena_free(&r->la);
     itab_free(&r->intern);
     cg_strmap_free(&r->span_ix);

@@ -248,11 +248,13 @@ typedef struct cg_trace {
 } cg_trace;
 
 /* Reader limits. Defaults: line 64 MiB, depth 64, string 16 MiB, 100,000,000 records,
- * 1,000,000 items per JSON array/object. */
+ * 1,000,000 items per JSON array/object. general_only (default false) turns
+ * off the fast path for flat records (same results; for tests that compare). */
 typedef struct cg_trace_limits {
     size_t max_line_bytes;
     size_t max_records;
     cg_json_limits json;
+    bool general_only;
 } cg_trace_limits;
 void cg_trace_limits_default(cg_trace_limits *l);
 

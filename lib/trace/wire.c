@@ -9,11 +9,15 @@
 
 /* ---------------------------------------------------------------- tables */
 
-#define FLD(nm, ty, st, mem) {nm, ty, offsetof(st, mem), 0, 0, NULL, 0}
-#define FLDE(nm, ty, st, mem, en, d) {nm, ty, offsetof(st, mem), 0, 0, &en, d}
-#define FLDA(nm, ty, st, mem, aux) {nm, ty, offsetof(st, mem), offsetof(st, aux), 0, NULL, 0}
-#define FLDS(nm, ty, st, mem, rec) {nm, ty, offsetof(st, mem), 0, 0, &rec, 0}
-#define FLDSQ(nm, st, mem, cnt, rec) {nm, W_SEQ, offsetof(st, mem), offsetof(st, cnt), 0, &rec, 0}
+#define NL(nm) (sizeof(nm) - 1)
+#define FLD(nm, ty, st, mem) {nm, ty, offsetof(st, mem), 0, 0, NULL, 0, NL(nm)}
+#define FLDE(nm, ty, st, mem, en, d) {nm, ty, offsetof(st, mem), 0, 0, &en, d, NL(nm)}
+#define FLDA(nm, ty, st, mem, aux) {nm, ty, offsetof(st, mem), offsetof(st, aux), 0, NULL, 0, NL(nm)}
+#define FLDS(nm, ty, st, mem, rec) {nm, ty, offsetof(st, mem), 0, 0, &rec, 0, NL(nm)}
+#define FLDSQ(nm, st, mem, cnt, rec) {nm, W_SEQ, offsetof(st, mem), offsetof(st, cnt), 0, &rec, 0, NL(nm)}
+/* A W_OU64_DERIVED field: value, presence flag, derived flag. */
+#define FLDD(nm, st, mem, has, derived) \
+    {nm, W_OU64_DERIVED, offsetof(st, mem), offsetof(st, has), offsetof(st, derived), NULL, 0, NL(nm)}
 #define RECORD(var, expecting, st, tab) \
     const wire_record var = {expecting, tab, sizeof tab / sizeof tab[0], sizeof(st)}
 
@@ -116,8 +120,7 @@ static const wire_field op_fields[] = {
     FLD("device", W_STR, cg_op, device),
     FLD("duration_ns", W_U64, cg_op, duration_ns),
     FLD("timestamp_ns", W_U64_DEF, cg_op, timestamp_ns),
-    {"output_dense_bytes", W_OU64_DERIVED, offsetof(cg_op, output_dense_bytes), offsetof(cg_op, has_output_dense_bytes),
-     offsetof(cg_op, output_dense_bytes_derived), NULL, 0},
+    FLDD("output_dense_bytes", cg_op, output_dense_bytes, has_output_dense_bytes, output_dense_bytes_derived),
     FLD("input_dense_bytes", W_U64, cg_op, input_dense_bytes),
 };
 RECORD(wire_op, "struct OpEvent", cg_op, op_fields);
@@ -130,8 +133,7 @@ static const wire_field tensor_fields[] = {
     FLD("dtype", W_STR, cg_tensor, dtype),
     FLD("device", W_STR, cg_tensor, device),
     FLD("requires_grad", W_BOOL_DEF, cg_tensor, requires_grad),
-    {"dense_bytes", W_OU64_DERIVED, offsetof(cg_tensor, dense_bytes), offsetof(cg_tensor, has_dense_bytes),
-     offsetof(cg_tensor, dense_bytes_derived), NULL, 0},
+    FLDD("dense_bytes", cg_tensor, dense_bytes, has_dense_bytes, dense_bytes_derived),
     FLDE("category", W_ENUM_DEF, cg_tensor, category, wire_enum_category, CG_CAT_OTHER),
 };
 RECORD(wire_tensor, "struct TensorEvent", cg_tensor, tensor_fields);
@@ -448,13 +450,13 @@ static int dec_field(dctx *d, const wire_field *f, const cg_jv *v, void *out) {
 
 static int field_index(const wire_record *rec, const char *key, size_t len) {
     for (size_t i = 0; i < rec->n_fields; i++)
-        if (strlen(rec->fields[i].name) == len && !memcmp(rec->fields[i].name, key, len)) return (int)i;
+        if (rec->fields[i].name_len == len && !memcmp(rec->fields[i].name, key, len)) return (int)i;
     return -1;
 }
 
 /* serde derive: known fields in input order (a repeat is `duplicate field`,
  * unknown keys are skipped), then missing required fields in declaration order. */
-static bool required(wire_type t) {
+bool wire_required(wire_type t) {
     switch (t) {
     case W_STR: case W_ID: case W_U64: case W_USIZE: case W_F64: case W_ENUM: case W_ENUM_BOOL:
     case W_SHAPE: case W_TAGS: case W_STRUCT: case W_SEQ: return true;
@@ -477,7 +479,7 @@ static int decode_positional(dctx *d, const wire_record *rec, const cg_jv *arr, 
         const wire_field *f = &rec->fields[i];
         if (i < n) {
             if (dec_field(d, f, arr->u.arr.items[i], out)) return -1;
-        } else if (required(f->type)) { /* every Option of these records is #[serde(default)] */
+        } else if (wire_required(f->type)) { /* every Option of these records is #[serde(default)] */
             return invalid_length(d, i, rec->expecting, rec->n_fields, "");
         } else if (f->type == W_ENUM_DEF) {
             *AT(int, out, f->off) = f->def;
@@ -505,7 +507,7 @@ static int decode_struct(dctx *d, const wire_record *rec, const cg_jv *obj, void
     for (size_t i = 0; i < rec->n_fields; i++) {
         const wire_field *f = &rec->fields[i];
         if (seen & (1u << i)) continue;
-        if (required(f->type)) {
+        if (wire_required(f->type)) {
             cg_buf_reset(d->msg);
             cg_buf_printf(d->msg, "missing field `%s`", f->name);
             return -1;

@@ -51,6 +51,7 @@ typedef struct wire_field {
     size_t off, aux, aux2;
     const void *sub; /* wire_enum * for enum types, wire_record * for struct types */
     int def;
+    size_t name_len; /* strlen(name) */
 } wire_field;
 
 typedef struct wire_record {
@@ -86,6 +87,9 @@ typedef struct wire_sink {
 /* Decodes obj into out (zeroed by the caller) per rec. On failure returns -1
  * with serde's message (no position) in msg. */
 int wire_decode(const wire_record *rec, const cg_jv *obj, void *out, const wire_sink *sink, cg_buf *msg);
+
+/* true for the types serde requires (no default, not an Option). */
+bool wire_required(wire_type t);
 
 /* Appends rec's fields of in to obj in declaration order, applying the omission
  * rules; include_derived also writes reader-derived values (record renderings). */

@@ -5,6 +5,9 @@
  *   - cg_trace_read_mem and cg_trace_read_file (the streaming path, fed the same
  *     bytes through a memfd) agree: both accept, or both reject with the same
  *     code, message and line; rejections are CG_EPARSE / CG_ELIMIT;
+ *   - the reader's fast path (lib/trace/scan.c) and its general path
+ *     (cg_trace_limits.general_only) agree the same way, and an accepted trace
+ *     writes the same bytes and span lines both ways;
  *   - an accepted trace gives a summary and a health report that serialize, a
  *     cohort row that round-trips through its JSON, an (ineligible) unverified
  *     self-comparison, and
@@ -148,6 +151,33 @@ static void check_rewrite(const cg_trace *t, const char *path) {
     cg_buf_free(&w2);
 }
 
+/* The general path alone must decide exactly as the default (fast) path did. */
+static void check_general_path(const uint8_t *data, size_t size, const char *path, const cg_trace *t,
+                               const cg_error *em) {
+    cg_trace_limits lim;
+    cg_trace_limits_default(&lim);
+    lim.general_only = true;
+    cg_error eg;
+    cg_err_clear(&eg);
+    cg_trace *g = cg_trace_read_mem((const char *)data, size, path, &lim, &eg);
+    CG_FUZZ_REQUIRE(!t == !g, "fast and general paths disagree: fast=%s general=%s", t ? "ok" : em->msg,
+                    g ? "ok" : eg.msg);
+    if (!t) {
+        CG_FUZZ_REQUIRE(em->code == eg.code && em->line == eg.line && strcmp(em->msg, eg.msg) == 0,
+                        "fast and general paths reject differently:\n  fast:    %s\n  general: %s", em->msg, eg.msg);
+        return;
+    }
+    cg_buf w1 = CG_BUF_INIT, w2 = CG_BUF_INIT;
+    cg_trace_write(&w1, t);
+    cg_trace_write(&w2, g);
+    CG_FUZZ_REQUIRE(w1.len == w2.len && memcmp(w1.data, w2.data, w1.len) == 0, "fast and general paths read differently");
+    for (size_t i = 0; i < t->n_spans; i++)
+        CG_FUZZ_REQUIRE(t->spans[i].line == g->spans[i].line, "fast and general paths disagree on a span's line");
+    cg_buf_free(&w1);
+    cg_buf_free(&w2);
+    cg_trace_free(g);
+}
+
 int cg_fuzz_trace(const uint8_t *data, size_t size) {
     char path[64];
     cg_error ef, em;
@@ -158,6 +188,7 @@ int cg_fuzz_trace(const uint8_t *data, size_t size) {
     CG_FUZZ_REQUIRE(!t == !tf, "memory and file readers disagree: mem=%s file=%s", t ? "ok" : em.msg,
                     tf ? "ok" : ef.msg);
     cg_trace_free(tf);
+    check_general_path(data, size, path, t, &em);
     if (!t) {
         cg_fuzz_check_error(&em, "cg_trace_read_mem", read_codes);
         CG_FUZZ_REQUIRE(em.code == ef.code && em.line == ef.line && strcmp(em.msg, ef.msg) == 0,

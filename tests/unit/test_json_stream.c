@@ -2,7 +2,8 @@
  * base/json lazy arrays (pretty/compact, nesting, empty, chunked sinks, early
  * stop, equality, clone, materialize), the evidence/4 packet of every fixture
  * trace and of a generated 20,000-record trace (lazy packet streamed through a
- * sink vs. the materialized DOM written into one buffer), and
+ * sink vs. the materialized DOM written into one buffer; the viewer payload and
+ * report.md rendered from each, byte for byte), and
  * cg_evidence_semantic_match (byte-equal, value-equal but reformatted, changed,
  * not JSON). */
 #include <setjmp.h>
@@ -19,6 +20,8 @@
 #include "analysis/evidence.h"
 #include "base/fs.h"
 #include "render/artifacts.h"
+#include "render/payload.h"
+#include "render/report.h"
 
 /* the benchmark's synthetic trace generator, as a function */
 int cg_bench_gen_trace_main(int argc, char **argv);
@@ -222,6 +225,24 @@ static const char *fixtures(void) {
     return d ? d : "fixtures";
 }
 
+/* The viewer payload and report.md walk the lazy packet without materializing
+ * it; they must be exactly what the DOM gives (payload compared as bytes). */
+static bool derived_views_equal(cg_arena *la, const cg_jv *lazy, cg_arena *da, const cg_jv *dom) {
+    cg_buf x = CG_BUF_INIT, y = CG_BUF_INIT, rx = CG_BUF_INIT, ry = CG_BUF_INIT;
+    cg_error err;
+    cg_err_clear(&err);
+    cg_json_write(&x, cg_viewer_payload(la, lazy), false);
+    cg_json_write(&y, cg_viewer_payload(da, dom), false);
+    bool same = x.len == y.len && !memcmp(x.data, y.data, x.len);
+    same = same && cg_report_render(lazy, &rx, &err) == 0 && cg_report_render(dom, &ry, &err) == 0 &&
+           rx.len == ry.len && !memcmp(rx.data, ry.data, rx.len);
+    cg_buf_free(&x);
+    cg_buf_free(&y);
+    cg_buf_free(&rx);
+    cg_buf_free(&ry);
+    return same;
+}
+
 /* Streams the lazy packet and writes the materialized DOM of a second build;
  * returns 1 when both were built and are byte-identical, 0 when evidence
  * construction failed identically on both paths, -1 on any difference. */
@@ -259,6 +280,11 @@ static int stream_equals_dom(const char *trace_path, const char *nsight, char *w
     }
     if (!cg_jv_equal(lazy, reference)) {
         snprintf(why, whysz, "%.300s: lazy packet not value-equal to the DOM", trace_path);
+        goto out;
+    }
+    if (!derived_views_equal(&a, lazy, &b, reference)) {
+        snprintf(why, whysz, "%.300s: viewer payload or report.md from the lazy packet differs from the DOM's",
+                 trace_path);
         goto out;
     }
     rc = 1;
