@@ -1,9 +1,13 @@
 /* reader.c — streaming trace/10 (and trace/9) JSONL reader: parse_trace and
  * TraceDocument::from_events of the crate (src/trace/document.rs at 78b848e2).
  *
- * Each non-blank line (Rust's str::trim) is parsed into a per-line JSON arena
- * and decoded through the record's table (wire.c) with serde's messages; the
- * line arena is then reset, so memory stays proportional to the document.
+ * A flat record line is decoded in one pass straight into its struct (scan.c,
+ * through the record's wire table). Any other non-blank line (Rust's
+ * str::trim) — meta, sequences, escapes, nested values, anything malformed —
+ * takes the general path: parsed into a per-line JSON arena and decoded
+ * through the same table (wire.c) with serde's messages; the line arena is
+ * then reset, so memory stays proportional to the document. Both paths give
+ * the same values and the same errors (tests/unit/test_trace_scan.c).
  * A line that does not deserialize fails at once ("parse trace JSONL line N
  * from PATH" over serde's message). The rules of from_events are applied in
  * stream order as records arrive, but their first failure is held and
