@@ -93,34 +93,23 @@ int srv_cmd_fsck(int argc, char **argv) {
         uint64_t want = strtoull(PQgetvalue(r, i, 1), NULL, 10);
         known[i] = cg_arena_strdup(&a, hex);
         nblobs++;
-        uint64_t size = 0;
+        uint64_t total = 0;
         bool miss = false;
         cg_error e2 = {0};
-        int fd = srv_blob_open(&bs, c, hex, &size, &miss, &e2);
-        if (fd < 0) {
+        char got[65];
+        const char *form = "legacy";
+        /* any at-rest form: decompressed and hashed (blobfmt.c) */
+        if (srv_blob_hash(&bs, c, hex, got, &total, &form, &miss, &e2) < 0) {
             cg_jv_arr_push(&a, missing, cg_jv_str(&a, hex));
             continue;
         }
-        cg_sha256 h;
-        cg_sha256_init(&h);
-        char buf[65536];
-        ssize_t n;
-        uint64_t total = 0;
-        while ((n = read(fd, buf, sizeof buf)) > 0) {
-            cg_sha256_update(&h, buf, (size_t)n);
-            total += (uint64_t)n;
-        }
-        close(fd);
-        unsigned char dg[32];
-        char got[65];
-        cg_sha256_final(&h, dg);
-        cg_hex(dg, 32, got);
-        if (n < 0 || strcmp(got, hex) != 0 || total != want || strcmp(PQgetvalue(r, i, 1), PQgetvalue(r, i, 2)) != 0) {
+        if (strcmp(got, hex) != 0 || total != want || strcmp(PQgetvalue(r, i, 1), PQgetvalue(r, i, 2)) != 0) {
             cg_jv *o = cg_jv_obj(&a);
             cg_jv_obj_put(&a, o, "sha256", cg_jv_str(&a, hex));
             cg_jv_obj_put(&a, o, "expected_bytes", cg_jv_u64(&a, want));
             cg_jv_obj_put(&a, o, "observed_bytes", cg_jv_u64(&a, total));
             cg_jv_obj_put(&a, o, "observed_sha256", cg_jv_str(&a, got));
+            cg_jv_obj_put(&a, o, "stored_form", cg_jv_str(&a, form));
             cg_jv_arr_push(&a, damaged, o);
         }
     }

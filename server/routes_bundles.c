@@ -139,20 +139,8 @@ static cg_trace *load_trace(srv_req *r, const char *id, srv_derive_fail *f) {
     return t;
 }
 
-static int copy_fd(int in, const char *dst, cg_error *err) {
-    int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (out < 0) return cg_err_set(err, CG_EIO, "create %s: %s", dst, strerror(errno));
-    char buf[65536];
-    ssize_t n;
-    int rc = 0;
-    while (rc == 0 && (n = read(in, buf, sizeof buf)) > 0)
-        if (write(out, buf, (size_t)n) != n) rc = cg_err_set(err, CG_EIO, "write %s: %s", dst, strerror(errno));
-    if (close(out) != 0 && rc == 0) rc = cg_err_set(err, CG_EIO, "close %s: %s", dst, strerror(errno));
-    return rc;
-}
-
 /* Places the stored files of id whose path starts with prefix under dir:
- * hard links to the blobs (fs store: no bytes copied), copies otherwise.
+ * hard links to legacy fs blobs, decompressed copies otherwise (srv_blob_place).
  * *n receives the count. */
 static int place_files(srv_req *r, const char *id, const char *prefix, const char *dir, size_t *n, cg_error *err) {
     *n = 0;
@@ -166,21 +154,10 @@ static int place_files(srv_req *r, const char *id, const char *prefix, const cha
     int rc = x && cg_mkdir_p(dir, err) == 0 ? 0 : -1;
     for (int i = 0; rc == 0 && i < PQntuples(x); i++) {
         char *dst = cg_path_join(dir, PQgetvalue(x, i, 0));
-        char parent[PATH_MAX], src[PATH_MAX];
+        char parent[PATH_MAX];
         cg_path_parent(dst, parent, sizeof parent);
         rc = cg_mkdir_p(parent, err);
-        bool linked = false;
-        if (rc == 0 && r->s->blobs.kind == SRV_BLOB_FS) {
-            srv_blob_path(&r->s->blobs, PQgetvalue(x, i, 1), src, sizeof src);
-            linked = link(src, dst) == 0;
-        }
-        if (rc == 0 && !linked) {
-            uint64_t size;
-            bool missing;
-            int fd = srv_blob_open(&r->s->blobs, c, PQgetvalue(x, i, 1), &size, &missing, err);
-            rc = fd < 0 ? -1 : copy_fd(fd, dst, err);
-            if (fd >= 0) close(fd);
-        }
+        if (rc == 0) rc = srv_blob_place(&r->s->blobs, c, PQgetvalue(x, i, 1), dst, err);
         free(dst);
         if (rc == 0) (*n)++;
     }

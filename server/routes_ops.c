@@ -41,6 +41,7 @@ enum MHD_Result srv_h_metrics(srv_req *r) {
     unsigned size, in_use, open;
     srv_pool_stats(r->s->pool, &size, &in_use, &open);
     int64_t bytes = -1, count = -1;
+    srv_blob_totals bt = {-1, -1, 0, 0, 0};
     cg_error err = {0};
     PGconn *c = srv_pool_get(r->s->pool, &err);
     if (c) {
@@ -53,10 +54,11 @@ enum MHD_Result srv_h_metrics(srv_req *r) {
             count = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
         }
         PQclear(res);
+        srv_blob_totals_get(&r->s->blobs, c, &bt);
         srv_pool_put(r->s->pool, c);
     }
     cg_buf b = CG_BUF_INIT;
-    srv_metrics_render(&b, size, in_use, open, bytes, count);
+    srv_metrics_render(&b, size, in_use, open, bytes, count, &bt);
     enum MHD_Result res = srv_reply_bytes(r, 200, "text/plain; version=0.0.4; charset=utf-8", b.data, b.len, NULL);
     cg_buf_free(&b);
     return res;

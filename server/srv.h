@@ -164,17 +164,68 @@ void srv_blob_path(const srv_blobstore *b, const char *hex, char *out, size_t ou
 int srv_blob_open(srv_blobstore *b, PGconn *conn, const char *hex, uint64_t *size, bool *missing, cg_error *err);
 /* Reads a whole blob into memory (bounded by max). */
 char *srv_blob_read(srv_blobstore *b, PGconn *conn, const char *hex, size_t max, size_t *len, cg_error *err);
+/* Decompresses and hashes a stored blob (fsck): got = hex SHA-256 of its plain
+ * bytes, *plain their count, *form its at-rest form. -1 only when it cannot be
+ * opened (*missing when it does not exist); damage shows as a wrong digest. */
+int srv_blob_hash(srv_blobstore *b, PGconn *conn, const char *hex, char got[65], uint64_t *plain,
+                  const char **form, bool *missing, cg_error *err);
+/* Writes the plain bytes of a blob to a new file dst (0600): a hard link for a
+ * legacy fs blob, a streamed decompression otherwise. */
+int srv_blob_place(srv_blobstore *b, PGconn *conn, const char *hex, const char *dst, cg_error *err);
+/* Totals of the store for /metrics: stored (on disk: headers, frames, index)
+ * and plain bytes and blob files by form. fs: a walk of sha256/, cached for
+ * 30 s; pg: from pg_blobs (stored = plain). -1 when unknown. */
+typedef struct srv_blob_totals {
+    int64_t stored, plain, zstd, raw, legacy;
+} srv_blob_totals;
+void srv_blob_totals_get(srv_blobstore *b, PGconn *conn, srv_blob_totals *t);
 /* Reachability check for readyz: fs root writable / pg table readable. */
 int srv_blob_ready(srv_blobstore *b, PGconn *conn, cg_error *err);
 /* Free bytes on the data filesystem (UINT64_MAX when unknown). */
 uint64_t srv_free_bytes(const char *path);
+
+/* ------------------------------------------------------------ blobfmt.c */
+
+/* The at-rest form of a blob file (blobfmt.c has the layout): legacy (plain
+ * bytes, written before the format), raw (header + plain bytes) or zstd
+ * (header + independent zstd frames of SRV_BLOB_FRAME plain bytes + index). */
+#define SRV_BLOB_FRAME (256u << 10)
+#define SRV_BLOB_HDR 64u
+typedef enum srv_blob_form { SRV_BLOBF_LEGACY = 0, SRV_BLOBF_RAW = 1, SRV_BLOBF_ZSTD = 2 } srv_blob_form;
+typedef struct srv_blob_view {
+    int fd; /* not owned */
+    srv_blob_form form;
+    uint64_t plain_size, stored_size;
+    uint32_t frame_size, n_frames;
+    uint64_t index_off;
+} srv_blob_view;
+/* Reads the header of the blob file fd; a file without a valid header is legacy. */
+int srv_blob_view_open(int fd, srv_blob_view *v, cg_error *err);
+/* Writes the blob form of exactly size plain bytes read from in to out (at its
+ * offset 0): zstd when compress and the first frame shrinks by 1/16 or more, raw
+ * otherwise. *stored receives the file's length. Memory: two frames. */
+int srv_blob_encode(int in, int out, uint64_t size, bool compress, uint64_t *stored, bool *enospc, cg_error *err);
+/* Makes fd, holding SRV_BLOB_HDR bytes of any content then plain bytes plain
+ * bytes long, a raw blob file (writes the header at offset 0). */
+int srv_blob_raw_seal(int fd, uint64_t plain, cg_error *err);
+/* A reader of plain bytes (one frame buffered; frame size + its zstd bound of
+ * memory). srv_blob_pread returns up to n bytes at plain offset off (fewer at a
+ * frame's end), 0 at the end, -1 when the blob is damaged or unreadable. */
+typedef struct srv_blob_cursor srv_blob_cursor;
+srv_blob_cursor *srv_blob_cursor_new(const srv_blob_view *v);
+ssize_t srv_blob_pread(srv_blob_cursor *c, void *buf, size_t n, uint64_t off, cg_error *err);
+void srv_blob_cursor_free(srv_blob_cursor *c);
+/* The body of plain bytes [off, off+len) of the file fd in any form (sendfile
+ * for legacy and raw, frame-wise decompression for zstd). Takes fd on success;
+ * NULL (fd still the caller's) on failure. */
+struct MHD_Response *srv_blob_response(int fd, uint64_t off, uint64_t len);
 
 /* ------------------------------------------------------------ metrics.c */
 
 void srv_metrics_request(int route, int status);
 void srv_metrics_ingest(const char *outcome, uint64_t bytes, double seconds);
 void srv_metrics_render(cg_buf *out, unsigned pool_size, unsigned pool_in_use, unsigned pool_open,
-                        int64_t blob_bytes, int64_t blob_count);
+                        int64_t blob_bytes, int64_t blob_count, const srv_blob_totals *blob_totals);
 
 /* ------------------------------------------------------------ server state */
 
@@ -265,7 +316,8 @@ void srv_http_stop(srv_server *s, unsigned grace_s);
 enum MHD_Result srv_reply_json(srv_req *r, unsigned status, const cg_jv *v);
 enum MHD_Result srv_reply_bytes(srv_req *r, unsigned status, const char *ctype, const void *data, size_t len,
                                 const char *const *headers);
-/* Takes ownership of fd. Handles ETag/If-None-Match and a single Range. */
+/* Takes ownership of fd. Handles ETag/If-None-Match and a single Range; size is
+ * the plain size and fd may be a stored blob in any form (srv_blob_response). */
 enum MHD_Result srv_reply_fd(srv_req *r, int fd, uint64_t size, const char *ctype, const char *etag_hex,
                              bool immutable);
 /* Error envelope; status follows the code's category (errors.c). detail may be NULL. */
