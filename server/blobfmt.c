@@ -1,23 +1,30 @@
 /* blobfmt.c — the at-rest form of an fs blob (and of a pg blob's read copy).
  *
- * A stored blob file is either
- *   legacy: the plain bytes, nothing else (blobs written before this format;
- *           read as they are, never rewritten);
- *   raw:    a 64-byte header, then the plain bytes (an incompressible blob);
- *   zstd:   a 64-byte header, independent zstd frames of SRV_BLOB_FRAME plain
- *           bytes each (the last one shorter), then the frame index: one
- *           little-endian u64 per frame, the file offset of the frame, bit 63
- *           set when that frame is stored plain because zstd did not shrink it.
+ * A stored blob file is one of
+ *   plain: the plain bytes, nothing else. Blobs of older servers (the migration
+ *          path: read as they are, never rewritten) and incompressible blobs
+ *          (the first frame shrinks by less than 1/16), so those keep sendfile
+ *          and hard links;
+ *   raw:   a 64-byte header, then the plain bytes: only for plain content that
+ *          would itself read as a valid header (below), so no uploaded content
+ *          can pass for another form;
+ *   zstd:  a 64-byte header, independent zstd frames of SRV_BLOB_FRAME plain
+ *          bytes each (the last one shorter; level 3, content checksum), then
+ *          the frame index: one little-endian u64 per frame, the file offset of
+ *          the frame, bit 63 set when that frame is kept plain because zstd did
+ *          not shrink it.
  * Header (little-endian): magic "\x89CGBLOB\n", u32 version 1, u32 form
  * (1 raw, 2 zstd), u64 plain size, u32 frame size, u32 frame count, u64 index
  * offset, 16 zero bytes, then the first 8 bytes of the SHA-256 of bytes 0–55.
- * A file is taken as raw or zstd only when the magic, the header digest and
- * every size agree with the file's length; anything else is legacy, so a damaged
- * header reads as a legacy blob of the wrong size or digest (fsck reports it).
+ * A file is raw or zstd only when the magic, the header digest and every size
+ * agree with the file's length; anything else is plain, so a damaged header
+ * reads as a plain blob of the wrong size or digest (fsck reports it).
  *
  * The content address is always the SHA-256 of the plain bytes. A read of
  * plain bytes [off, off+len) decompresses only the frames it touches: O(len +
- * one frame) time, one frame of memory. */
+ * one frame) time, one frame of memory. Frames are 256 KiB rather than 1 MiB
+ * so that each concurrent download holds about 0.6 MiB (frame, its zstd bound,
+ * a decompression context). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,14 +139,14 @@ int srv_blob_view_open(int fd, srv_blob_view *v, cg_error *err) {
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return cg_err_set(err, CG_EIO, "blob is not a regular file");
     v->stored_size = (uint64_t)st.st_size;
-    v->form = SRV_BLOBF_LEGACY;
+    v->form = SRV_BLOBF_PLAIN;
     v->plain_size = v->stored_size;
     unsigned char h[HDR];
     if (v->stored_size < HDR) return 0;
     int r = pread_full(fd, h, HDR, 0);
     if (r < 0) return cg_err_set(err, CG_EIO, "read blob header: %s", strerror(errno));
     if (r == 0 && !header_valid(h, v->stored_size, v)) {
-        v->form = SRV_BLOBF_LEGACY;
+        v->form = SRV_BLOBF_PLAIN;
         v->plain_size = v->stored_size;
     }
     return 0;
@@ -171,16 +178,21 @@ static size_t pack_frame(enc *e, size_t len) {
     return ZSTD_isError(c) || c >= len ? 0 : c;
 }
 
-static int encode_raw(enc *e, uint64_t size, size_t first) {
+/* The plain bytes, behind a raw header only when they would read as one. */
+static int encode_plain(enc *e, uint64_t size, size_t first, uint64_t *stored) {
     unsigned char h[HDR];
+    srv_blob_view probe;
+    bool wrap = first >= HDR && header_valid(e->plain, size, &probe);
     header(h, SRV_BLOBF_RAW, size, 0, 0, HDR + size);
-    if (write_full(e->out, h, HDR, e->enospc, e->err) < 0 || write_full(e->out, e->plain, first, e->enospc, e->err) < 0)
+    if ((wrap && write_full(e->out, h, HDR, e->enospc, e->err) < 0) ||
+        write_full(e->out, e->plain, first, e->enospc, e->err) < 0)
         return -1;
     for (uint64_t left = size - first; left > 0;) {
         size_t len;
         if (next_frame(e, left, &len) < 0 || write_full(e->out, e->plain, len, e->enospc, e->err) < 0) return -1;
         left -= len;
     }
+    *stored = wrap ? HDR + size : size;
     return 0;
 }
 
@@ -225,8 +237,7 @@ int srv_blob_encode(int in, int out, uint64_t size, bool compress, uint64_t *sto
     /* the first frame decides: a blob whose first frame saves under 1/16 is kept plain */
     if (rc == 0 && compress && first > 0) packed = pack_frame(&e, first);
     bool zstd = packed > 0 && packed <= first - first / 16;
-    if (rc == 0) rc = zstd ? encode_zstd(&e, size, first, packed, stored) : encode_raw(&e, size, first);
-    if (rc == 0 && !zstd) *stored = HDR + size;
+    if (rc == 0) rc = zstd ? encode_zstd(&e, size, first, packed, stored) : encode_plain(&e, size, first, stored);
     if (rc == 0) { /* a longer source than recorded is refused as well */
         char extra;
         size_t got;
@@ -359,7 +370,7 @@ static void body_free(void *cls) {
 
 struct MHD_Response *srv_blob_response(int fd, uint64_t off, uint64_t len) {
     srv_blob_view v;
-    if (srv_blob_view_open(fd, &v, NULL) < 0 || v.form == SRV_BLOBF_LEGACY)
+    if (srv_blob_view_open(fd, &v, NULL) < 0 || v.form == SRV_BLOBF_PLAIN)
         return MHD_create_response_from_fd_at_offset64(len, fd, (int64_t)off);
     if (v.form == SRV_BLOBF_RAW) return MHD_create_response_from_fd_at_offset64(len, fd, (int64_t)(HDR + off));
     body *b = malloc(sizeof *b);

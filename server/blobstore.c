@@ -1,8 +1,8 @@
 /* blobstore.c — content-addressed blob stores keyed by SHA-256.
  *
  * fs (default): <data>/blobs/sha256/ab/<hex>, zstd-compressed at rest in the
- *   seekable form of blobfmt.c (raw when incompressible; files of older servers
- *   are read as they are). A put writes a temp file in <data>/blobs/tmp, fsyncs
+ *   seekable form of blobfmt.c (plain when incompressible; files of older
+ *   servers are plain and read as they are). A put writes a temp file in <data>/blobs/tmp, fsyncs
  *   it, renames it into place and fsyncs the directory; an existing blob of the
  *   right plain size is kept (dedup) and its mtime refreshed, so the janitor's
  *   grace period protects it while the upload commits.
@@ -30,6 +30,7 @@
 static pthread_mutex_t totals_mu = PTHREAD_MUTEX_INITIALIZER;
 static srv_blob_totals totals_cache;
 static time_t totals_at;
+static atomic_bool totals_stale; /* set by puts, which never wait for a walk */
 
 /* Blobs are 0600 in 0700 directories: only the server's user reads them (an
  * older store's 0755 directories are tightened here; without search permission
@@ -108,9 +109,7 @@ static int put_fs(srv_blobstore *b, const char *src, const char *hex, uint64_t s
         unlink(tmp);
         return -1;
     }
-    pthread_mutex_lock(&totals_mu);
-    totals_at = 0;
-    pthread_mutex_unlock(&totals_mu);
+    atomic_store(&totals_stale, true);
     if (cg_fsync_path(dir, err) < 0) return -1;
     if (new_dir) {
         char parent[PATH_MAX + 16];
@@ -326,7 +325,7 @@ int srv_blob_hash(srv_blobstore *b, PGconn *conn, const char *hex, char got[65],
     srv_blob_view v;
     *form = srv_blob_view_open(fd, &v, NULL) == 0 && v.form == SRV_BLOBF_ZSTD ? "zstd"
             : v.form == SRV_BLOBF_RAW                                        ? "raw"
-                                                                             : "legacy";
+                                                                             : "plain";
     cg_sha256 h;
     cg_sha256_init(&h);
     int64_t n = for_each_chunk(fd, to_sha, &h, err);
@@ -364,7 +363,7 @@ int srv_blob_place(srv_blobstore *b, PGconn *conn, const char *hex, const char *
     if (fd < 0) return -1;
     srv_blob_view v;
     int rc = srv_blob_view_open(fd, &v, err);
-    if (rc == 0 && b->kind == SRV_BLOB_FS && v.form == SRV_BLOBF_LEGACY) {
+    if (rc == 0 && b->kind == SRV_BLOB_FS && v.form == SRV_BLOBF_PLAIN) {
         char src[PATH_MAX + 128];
         srv_blob_path(b, hex, src, sizeof src);
         if (link(src, dst) == 0) {
@@ -391,9 +390,9 @@ static void add_file(int dirfd, const char *name, srv_blob_totals *t) {
     if (srv_blob_view_open(fd, &v, NULL) == 0) {
         t->stored += (int64_t)v.stored_size;
         t->plain += (int64_t)v.plain_size;
-        if (v.form == SRV_BLOBF_ZSTD) t->zstd++;
-        else if (v.form == SRV_BLOBF_RAW) t->raw++;
-        else t->legacy++;
+        if (v.form == SRV_BLOBF_ZSTD) t->n_zstd++;
+        else if (v.form == SRV_BLOBF_RAW) t->n_raw++;
+        else t->n_plain++;
     }
     close(fd);
 }
@@ -431,14 +430,14 @@ void srv_blob_totals_get(srv_blobstore *b, PGconn *conn, srv_blob_totals *t) {
                            : NULL;
         if (r) {
             t->stored = t->plain = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
-            t->raw = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+            t->n_plain = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
         }
         PQclear(r);
         return;
     }
     pthread_mutex_lock(&totals_mu);
     time_t now = time(NULL);
-    if (totals_at == 0 || now - totals_at >= 30 || now < totals_at) {
+    if (atomic_exchange(&totals_stale, false) || totals_at == 0 || now - totals_at >= 30 || now < totals_at) {
         srv_blob_totals fresh = {0};
         walk_fs(b, &fresh);
         totals_cache = fresh;

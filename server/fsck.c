@@ -97,7 +97,7 @@ int srv_cmd_fsck(int argc, char **argv) {
         bool miss = false;
         cg_error e2 = {0};
         char got[65];
-        const char *form = "legacy";
+        const char *form = "plain";
         /* any at-rest form: decompressed and hashed (blobfmt.c) */
         if (srv_blob_hash(&bs, c, hex, got, &total, &form, &miss, &e2) < 0) {
             cg_jv_arr_push(&a, missing, cg_jv_str(&a, hex));

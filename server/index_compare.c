@@ -238,16 +238,12 @@ int srv_facts_backfill(srv_server *s, PGconn *c, const char *id, cg_error *err) 
     snprintf(sha, sizeof sha, "%s", PQgetvalue(x, 0, 1));
     PQclear(x);
     if (!run_id) abort();
-    size_t len = 0;
-    char *data = srv_blob_read(&s->blobs, c, sha, (size_t)16 << 30, &len, err);
-    if (!data) {
-        free(run_id);
-        return -1;
-    }
+    uint64_t size;
+    bool missing, store_error;
+    int fd = srv_blob_open(&s->blobs, c, sha, &size, &missing, err);
     cg_trace_limits tl;
     cg_trace_limits_default(&tl);
-    cg_trace *t = cg_trace_read_mem(data, len, "trace.jsonl", &tl, err);
-    free(data);
+    cg_trace *t = fd < 0 ? NULL : srv_blob_trace_fd(&s->blobs, fd, sha, (uint64_t)16 << 30, &tl, &store_error, err);
     if (!t) {
         free(run_id);
         return -1;

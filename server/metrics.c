@@ -83,9 +83,9 @@ static void blob_totals(cg_buf *o, const srv_blob_totals *t) {
                   "# TYPE cg_blob_store_compression_ratio gauge\ncg_blob_store_compression_ratio %.6f\n"
                   "# HELP cg_blob_store_files Stored blob files by at-rest form.\n"
                   "# TYPE cg_blob_store_files gauge\ncg_blob_store_files{form=\"zstd\"} %lld\n"
-                  "cg_blob_store_files{form=\"raw\"} %lld\ncg_blob_store_files{form=\"legacy\"} %lld\n",
-                  (long long)t->stored, (long long)t->plain, ratio, (long long)t->zstd, (long long)t->raw,
-                  (long long)t->legacy);
+                  "cg_blob_store_files{form=\"raw\"} %lld\ncg_blob_store_files{form=\"plain\"} %lld\n",
+                  (long long)t->stored, (long long)t->plain, ratio, (long long)t->n_zstd, (long long)t->n_raw,
+                  (long long)t->n_plain);
 }
 
 void srv_metrics_render(cg_buf *o, unsigned pool_size, unsigned pool_in_use, unsigned pool_open,

@@ -99,8 +99,8 @@ static void fail_set(srv_derive_fail *f, const char *code, const char *limit, co
     if (snprintf(f->msg, sizeof f->msg, "%s", msg) < 0) f->msg[0] = 0; /* long messages are cut */
 }
 
-/* The stored trace.jsonl of id, read from the blob store and parsed; the
- * pooled connection is held only while the blob is read. */
+/* The stored trace.jsonl of id, parsed as it streams from the blob store; the
+ * pooled connection is held only while the blob is opened. */
 static cg_trace *load_trace(srv_req *r, const char *id, srv_derive_fail *f) {
     cg_error err = {0};
     PGconn *c = srv_pool_get(r->s->pool, &err);
@@ -126,21 +126,17 @@ static cg_trace *load_trace(srv_req *r, const char *id, srv_derive_fail *f) {
         fail_set(f, "payload_too_large", "derived_trace_bytes", "the trace is too large for a derived view");
         return NULL;
     }
-    size_t len = 0;
-    char *data = srv_blob_read(&r->s->blobs, c, hex, (size_t)SRV_DERIVED_MAX_TRACE_BYTES, &len, &err);
+    bool missing, store_error = true;
+    int fd = srv_blob_open(&r->s->blobs, c, hex, &bytes, &missing, &err);
     srv_pool_put(r->s->pool, c);
-    if (!data) {
-        fail_set(f, "internal", NULL, "the stored trace is missing or damaged; run candle-graph-server fsck");
-        return NULL;
-    }
-    cg_trace *t = cg_trace_read_mem(data, len, "trace.jsonl", NULL, &err);
-    free(data);
-    if (!t) fail_set(f, "trace_invalid", NULL, err.msg);
+    cg_trace *t = fd < 0 ? NULL : srv_blob_trace_fd(&r->s->blobs, fd, hex, SRV_DERIVED_MAX_TRACE_BYTES, NULL, &store_error, &err);
+    if (!t) fail_set(f, store_error ? "internal" : "trace_invalid", NULL,
+                     store_error ? "the stored trace is missing or damaged; run candle-graph-server fsck" : err.msg);
     return t;
 }
 
 /* Places the stored files of id whose path starts with prefix under dir:
- * hard links to legacy fs blobs, decompressed copies otherwise (srv_blob_place).
+ * hard links to plain fs blobs, decompressed copies otherwise (srv_blob_place).
  * *n receives the count. */
 static int place_files(srv_req *r, const char *id, const char *prefix, const char *dir, size_t *n, cg_error *err) {
     *n = 0;

@@ -162,6 +162,15 @@ void srv_blob_path(const srv_blobstore *b, const char *hex, char *out, size_t ou
 /* Opens a blob for reading into a fresh unlinked temp fd (pg) or the file (fs).
  * Returns fd (blocking, caller/MHD closes) or -1 (missing: *missing = true). */
 int srv_blob_open(srv_blobstore *b, PGconn *conn, const char *hex, uint64_t *size, bool *missing, cg_error *err);
+/* Parses the trace.jsonl blob hex opened as fd (srv_blob_open; taken and
+ * closed) with the library's streaming reader, never holding its bytes whole,
+ * and without a database connection (blob_trace.c). Plain size > max is
+ * CG_ELIMIT. NULL on failure: *store_error when the blob is damaged, unreadable
+ * or too large, otherwise err holds the reader's message. */
+struct cg_trace;
+struct cg_trace_limits;
+struct cg_trace *srv_blob_trace_fd(srv_blobstore *b, int fd, const char *hex, uint64_t max,
+                                   const struct cg_trace_limits *lim, bool *store_error, cg_error *err);
 /* Reads a whole blob into memory (bounded by max). */
 char *srv_blob_read(srv_blobstore *b, PGconn *conn, const char *hex, size_t max, size_t *len, cg_error *err);
 /* Decompresses and hashes a stored blob (fsck): got = hex SHA-256 of its plain
@@ -170,13 +179,13 @@ char *srv_blob_read(srv_blobstore *b, PGconn *conn, const char *hex, size_t max,
 int srv_blob_hash(srv_blobstore *b, PGconn *conn, const char *hex, char got[65], uint64_t *plain,
                   const char **form, bool *missing, cg_error *err);
 /* Writes the plain bytes of a blob to a new file dst (0600): a hard link for a
- * legacy fs blob, a streamed decompression otherwise. */
+ * plain fs blob, a streamed decompression otherwise. */
 int srv_blob_place(srv_blobstore *b, PGconn *conn, const char *hex, const char *dst, cg_error *err);
 /* Totals of the store for /metrics: stored (on disk: headers, frames, index)
- * and plain bytes and blob files by form. fs: a walk of sha256/, cached for
+ * and plain bytes and blob files by form (pg: all plain). fs: a walk of sha256/, cached for
  * 30 s; pg: from pg_blobs (stored = plain). -1 when unknown. */
 typedef struct srv_blob_totals {
-    int64_t stored, plain, zstd, raw, legacy;
+    int64_t stored, plain, n_zstd, n_raw, n_plain;
 } srv_blob_totals;
 void srv_blob_totals_get(srv_blobstore *b, PGconn *conn, srv_blob_totals *t);
 /* Reachability check for readyz: fs root writable / pg table readable. */
@@ -186,12 +195,13 @@ uint64_t srv_free_bytes(const char *path);
 
 /* ------------------------------------------------------------ blobfmt.c */
 
-/* The at-rest form of a blob file (blobfmt.c has the layout): legacy (plain
- * bytes, written before the format), raw (header + plain bytes) or zstd
- * (header + independent zstd frames of SRV_BLOB_FRAME plain bytes + index). */
+/* The at-rest form of a blob file (blobfmt.c has the layout): plain (the bytes
+ * alone: incompressible blobs, and every blob of older servers), raw (header +
+ * plain bytes: plain content that would read as a header) or zstd (header +
+ * independent zstd frames of SRV_BLOB_FRAME plain bytes + frame index). */
 #define SRV_BLOB_FRAME (256u << 10)
 #define SRV_BLOB_HDR 64u
-typedef enum srv_blob_form { SRV_BLOBF_LEGACY = 0, SRV_BLOBF_RAW = 1, SRV_BLOBF_ZSTD = 2 } srv_blob_form;
+typedef enum srv_blob_form { SRV_BLOBF_PLAIN = 0, SRV_BLOBF_RAW = 1, SRV_BLOBF_ZSTD = 2 } srv_blob_form;
 typedef struct srv_blob_view {
     int fd; /* not owned */
     srv_blob_form form;
@@ -199,11 +209,11 @@ typedef struct srv_blob_view {
     uint32_t frame_size, n_frames;
     uint64_t index_off;
 } srv_blob_view;
-/* Reads the header of the blob file fd; a file without a valid header is legacy. */
+/* Reads the header of the blob file fd; a file without a valid header is plain. */
 int srv_blob_view_open(int fd, srv_blob_view *v, cg_error *err);
 /* Writes the blob form of exactly size plain bytes read from in to out (at its
- * offset 0): zstd when compress and the first frame shrinks by 1/16 or more, raw
- * otherwise. *stored receives the file's length. Memory: two frames. */
+ * offset 0): zstd when compress and the first frame shrinks by 1/16 or more,
+ * else the plain bytes alone, or raw when those would read as a blob header. *stored receives the file's length. Memory: two frames. */
 int srv_blob_encode(int in, int out, uint64_t size, bool compress, uint64_t *stored, bool *enospc, cg_error *err);
 /* Makes fd, holding SRV_BLOB_HDR bytes of any content then plain bytes plain
  * bytes long, a raw blob file (writes the header at offset 0). */
@@ -216,7 +226,7 @@ srv_blob_cursor *srv_blob_cursor_new(const srv_blob_view *v);
 ssize_t srv_blob_pread(srv_blob_cursor *c, void *buf, size_t n, uint64_t off, cg_error *err);
 void srv_blob_cursor_free(srv_blob_cursor *c);
 /* The body of plain bytes [off, off+len) of the file fd in any form (sendfile
- * for legacy and raw, frame-wise decompression for zstd). Takes fd on success;
+ * for plain and raw, frame-wise decompression for zstd). Takes fd on success;
  * NULL (fd still the caller's) on failure. */
 struct MHD_Response *srv_blob_response(int fd, uint64_t off, uint64_t len);
 

@@ -678,18 +678,15 @@ static srv_tl_index *load_index(srv_server *s, PGconn *c, const char *id, srv_tl
     char hex[65];
     snprintf(hex, sizeof hex, "%s", PQgetvalue(x, 0, 0));
     PQclear(x);
-    size_t len = 0;
-    char *data = srv_blob_read(&s->blobs, c, hex, (size_t)s->cfg.max_decoded_bytes, &len, err);
+    uint64_t size;
+    bool missing, store_error = true;
+    int fd = srv_blob_open(&s->blobs, c, hex, &size, &missing, err);
     srv_pool_put(s->pool, c);
-    if (!data) {
-        *st = SRV_TL_STORE;
-        return NULL;
-    }
     double read_ms = ms_since(&t0);
-    cg_trace *t = cg_trace_read_mem(data, len, "trace.jsonl", NULL, err);
-    free(data);
+    /* streamed from the blob (decompressed frame by frame): parse time includes reading */
+    cg_trace *t = fd < 0 ? NULL : srv_blob_trace_fd(&s->blobs, fd, hex, s->cfg.max_decoded_bytes, NULL, &store_error, err);
     if (!t) {
-        *st = SRV_TL_INVALID;
+        *st = store_error ? SRV_TL_STORE : SRV_TL_INVALID;
         return NULL;
     }
     double parse_ms = ms_since(&t0) - read_ms;
