@@ -1,4 +1,7 @@
 #include "base/fs.h"
+
+#include "base/alloc.h"
+#include "base/arena.h"
 #include "base/fault.h"
 
 #include <dirent.h>
@@ -243,13 +246,21 @@ const char *cg_path_base(const char *path) {
     return s ? s + 1 : path;
 }
 
-char *cg_path_join(const char *a, const char *b) {
+/* a "/" b into p (room for strlen(a) + strlen(b) + 2 bytes). */
+static char *join_into(char *p, const char *a, const char *b) {
     size_t la = strlen(a), lb = strlen(b);
-    char *p = malloc(la + lb + 2);
-    if (!p) return NULL;
     memcpy(p, a, la);
     size_t n = la;
     if (n && p[n - 1] != '/') p[n++] = '/';
     memcpy(p + n, b, lb + 1);
     return p;
+}
+
+char *cg_path_join(const char *a, const char *b) {
+    char *p = cg_try_alloc(strlen(a) + strlen(b) + 2, 1);
+    return p ? join_into(p, a, b) : NULL;
+}
+
+char *cg_path_join_arena(cg_arena *arena, const char *a, const char *b) {
+    return join_into(cg_arena_alloc(arena, strlen(a) + strlen(b) + 2), a, b);
 }

@@ -27,7 +27,11 @@ int cg_copy_file(const char *src, const char *dst, cg_error *err);
 void cg_path_parent(const char *path, char *out, size_t outsz);
 /* Final component of path (pointer into path). */
 const char *cg_path_base(const char *path);
-/* Joins a and b with one '/'; returns a malloc'd string. */
+/* Joins a and b with one '/'; returns a malloc'd string, NULL when out of
+ * memory. */
 char *cg_path_join(const char *a, const char *b);
+/* The same join allocated from arena (never NULL: base/alloc.h's cg_x* policy). */
+struct cg_arena;
+char *cg_path_join_arena(struct cg_arena *arena, const char *a, const char *b);
 
 #endif
