@@ -7,8 +7,9 @@
  * Out-of-memory policy (the only one):
  *   - Fallible functions — those that take a cg_error — allocate with the
  *     cg_try_* family below, report failure as CG_ENOMEM "out of memory" and
- *     never abort. The server maps CG_ENOMEM to 503 `out_of_memory` (retryable)
- *     and keeps serving; a CLI command prints the message and exits 1.
+ *     never abort. The server answers such a request with a retryable 503
+ *     from its error table (server/errors.c) and keeps serving; a CLI command
+ *     prints the message and exits 1.
  *   - Containers whose API cannot fail (cg_arena, cg_buf, cg_strmap, working
  *     arrays of the analyses) use the cg_x* family: on failure it calls
  *     cg_oom(), which asks the process's OOM handler (cg_set_oom_handler) and
