@@ -15,6 +15,7 @@
 #include "base/fs.h"
 
 #include "base/alloc.h"
+#include "base/hmap.h"
 #include "srv_timeline.h"
 #include "srv_web.h"
 #include "trace/trace.h"
@@ -71,49 +72,45 @@ typedef struct tl_builder {
     /* pointer-keyed intern of names (trace strings are mostly interned): names maps a
      * trace string to its index in copies (arena copies owned by the index) */
     struct ptrmap *names;
-    const char **order;
+    size_t cap_copies;
     const char **copies;
 } tl_builder;
 
-/* Pointer-keyed open-addressing map; keys are appended to *order in insertion order
- * and the value of a key is its insertion index. */
-typedef struct ptrmap { const char **k; uint32_t *v; size_t cap, n; } ptrmap;
-static uint32_t ptrmap_get(ptrmap *m, const char *p, const char ***order) {
-    if (m->n * 2 >= m->cap) {
-        size_t ncap = m->cap ? m->cap * 2 : 1024;
-        const char **nk = cg_xzalloc(ncap, sizeof *nk);
-        uint32_t *nv = cg_xzalloc(ncap, sizeof *nv);
-        for (size_t i = 0; i < m->cap; i++) {
-            if (!m->k[i]) continue;
-            size_t h = ((uintptr_t)m->k[i] >> 3) * 11400714819323198485ull & (ncap - 1);
-            while (nk[h]) h = (h + 1) & (ncap - 1);
-            nk[h] = m->k[i];
-            nv[h] = m->v[i];
-        }
-        free(m->k);
-        free(m->v);
-        m->k = nk;
-        m->v = nv;
-        m->cap = ncap;
-    }
-    size_t h = ((uintptr_t)p >> 3) * 11400714819323198485ull & (m->cap - 1);
-    while (m->k[h]) {
-        if (m->k[h] == p) return m->v[h];
-        h = (h + 1) & (m->cap - 1);
-    }
-    m->k[h] = p;
-    m->v[h] = (uint32_t)m->n;
-    *order = cg_xrealloc(*order, (m->n + 1), sizeof **order);
-    (*order)[m->n] = p;
+/* Pointer-keyed map (base/hmap.h): keys are kept in insertion order, and the
+ * value of a key is its insertion index. */
+typedef struct ptrmap {
+    const char **order;
+    size_t n, cap;
+    cg_hmap index;
+} ptrmap;
+
+static bool ptr_eq(const void *ctx, uint32_t id, const void *key) {
+    return ((const ptrmap *)ctx)->order[id] == key;
+}
+
+static uint32_t ptrmap_get(ptrmap *m, const char *p) {
+    if (!m->index.slot) cg_hmap_init(&m->index, 512);
+    uint64_t h = cg_hmap_mix((uintptr_t)p, 0);
+    size_t at = 0;
+    uint32_t id = cg_hmap_find(&m->index, h, ptr_eq, m, p, &at);
+    if (id != CG_HMAP_NONE) return id;
+    m->order = cg_xgrow(m->order, &m->cap, m->n + 1, sizeof *m->order);
+    m->order[m->n] = p;
+    cg_hmap_put_at(&m->index, at, h, (uint32_t)m->n);
     return (uint32_t)m->n++;
+}
+
+static void ptrmap_free(ptrmap *m) {
+    free(m->order);
+    cg_hmap_free(&m->index);
 }
 
 static const char *intern(tl_builder *b, const char *s) {
     if (!s) return NULL;
     size_t before = b->names->n;
-    uint32_t i = ptrmap_get(b->names, s, &b->order);
+    uint32_t i = ptrmap_get(b->names, s);
     if (b->names->n != before) {
-        b->copies = cg_xrealloc(b->copies, b->names->n, sizeof *b->copies);
+        b->copies = cg_xgrow(b->copies, &b->cap_copies, b->names->n, sizeof *b->copies);
         b->copies[i] = cg_arena_strdup(&b->x->arena, s);
     }
     return b->copies[i];
@@ -298,9 +295,7 @@ static srv_tl_index *index_build(const char *id, const cg_trace *t) {
     }
     free(devs);
     free(clk);
-    free(names.k);
-    free(names.v);
-    free(b.order);
+    ptrmap_free(&names);
     free(b.copies);
 
     for (size_t k = 0; k < x->n_tracks; k++) {
@@ -350,17 +345,16 @@ static void put_str(cg_buf *b, const char *s) {
 /* pointer → name number (names are interned, so equal pointers = equal names) */
 static int index_save(const srv_tl_index *x, const char *path, cg_error *err) {
     ptrmap m = {0};
-    const char **order = NULL;
     uint32_t **ix = cg_xzalloc(x->n_tracks, sizeof *ix);
     for (size_t k = 0; k < x->n_tracks; k++) {
         const srv_tl_track *t = &x->tracks[k];
         ix[k] = cg_xrealloc(NULL, (t->n ? t->n : 1), sizeof **ix);
-        for (size_t i = 0; i < t->n; i++) ix[k][i] = t->name[i] ? ptrmap_get(&m, t->name[i], &order) : NO_NAME;
+        for (size_t i = 0; i < t->n; i++) ix[k][i] = t->name[i] ? ptrmap_get(&m, t->name[i]) : NO_NAME;
     }
     cg_buf b = CG_BUF_INIT;
     cg_buf_append(&b, IDX_MAGIC, 8);
     put_u32(&b, (uint32_t)m.n);
-    for (size_t i = 0; i < m.n; i++) put_str(&b, order[i]);
+    for (size_t i = 0; i < m.n; i++) put_str(&b, m.order[i]);
     put_u32(&b, (uint32_t)x->n_clocks);
     for (size_t c = 0; c < x->n_clocks; c++) {
         const srv_tl_clock *ck = &x->clocks[c];
@@ -388,9 +382,7 @@ static int index_save(const srv_tl_index *x, const char *path, cg_error *err) {
         free(ix[k]);
     }
     free(ix);
-    free(m.k);
-    free(m.v);
-    free(order);
+    ptrmap_free(&m);
     int rc = cg_write_file_atomic(path, b.data, b.len, err);
     cg_buf_free(&b);
     return rc;

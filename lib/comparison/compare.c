@@ -2,6 +2,7 @@
  * the tensor-stats comparison (the upstream compare_documents). */
 #include "comparison/compare.h"
 
+#include "base/hmap.h"
 #include "base/num.h"
 
 #include "base/alloc.h"
@@ -255,64 +256,42 @@ typedef struct label_agg {
 } label_agg;
 
 typedef struct label_map {
-    label_agg *items;
+    label_agg *items; /* in first-seen order */
     size_t n, cap;
-    size_t *slots; /* open addressing; index+1, 0 = empty */
-    size_t nslots;
+    cg_hmap index;    /* label -> position in items (base/hmap.h) */
 } label_map;
 
-static uint64_t hash_str(const char *s) {
-    uint64_t h = 1469598103934665603ULL;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
+static uint64_t label_hash(const char *label) {
+    return cg_hmap_mix(cg_hmap_hash_bytes(0, label, strlen(label)), 0);
 }
 
-static void map_grow(label_map *m) {
-    size_t ns = m->nslots ? m->nslots * 2 : 64;
-    size_t *slots = cg_xzalloc(ns, sizeof *slots);
-    for (size_t i = 0; i < m->n; i++) {
-        size_t s = hash_str(m->items[i].label) & (ns - 1);
-        while (slots[s]) s = (s + 1) & (ns - 1);
-        slots[s] = i + 1;
-    }
-    free(m->slots);
-    m->slots = slots;
-    m->nslots = ns;
+static bool label_eq(const void *ctx, uint32_t id, const void *key) {
+    return strcmp(((const label_map *)ctx)->items[id].label, key) == 0;
 }
 
 static label_agg *map_get(label_map *m, const char *label) {
-    if ((m->n + 1) * 2 > m->nslots) map_grow(m);
-    size_t s = hash_str(label) & (m->nslots - 1);
-    while (m->slots[s]) {
-        label_agg *e = &m->items[m->slots[s] - 1];
-        if (!strcmp(e->label, label)) return e;
-        s = (s + 1) & (m->nslots - 1);
-    }
-    if (m->n == m->cap) {
-        m->cap = m->cap ? m->cap * 2 : 16;
-        m->items = cg_xrealloc(m->items, m->cap, sizeof *m->items);
-    }
+    if (!m->index.slot) cg_hmap_init(&m->index, 16);
+    size_t at = 0;
+    uint64_t h = label_hash(label);
+    uint32_t id = cg_hmap_find(&m->index, h, label_eq, m, label, &at);
+    if (id != CG_HMAP_NONE) return &m->items[id];
+    m->items = cg_xgrow(m->items, &m->cap, m->n + 1, sizeof *m->items);
     label_agg *e = &m->items[m->n];
     memset(e, 0, sizeof *e);
     e->label = label;
-    m->slots[s] = ++m->n;
+    cg_hmap_put_at(&m->index, at, h, (uint32_t)m->n++);
     return e;
 }
 
 static label_agg *map_find(const label_map *m, const char *label) {
-    if (!m->nslots) return NULL;
-    size_t s = hash_str(label) & (m->nslots - 1);
-    while (m->slots[s]) {
-        label_agg *e = &m->items[m->slots[s] - 1];
-        if (!strcmp(e->label, label)) return e;
-        s = (s + 1) & (m->nslots - 1);
-    }
-    return NULL;
+    if (!m->index.slot) return NULL;
+    uint32_t id = cg_hmap_find(&m->index, label_hash(label), label_eq, m, label, NULL);
+    return id == CG_HMAP_NONE ? NULL : &m->items[id];
 }
 
 static void map_free(label_map *m) {
     free(m->items);
-    free(m->slots);
+    cg_hmap_free(&m->index);
 }
 
 static void aggregate(const cohort *c, label_map *m) {
