@@ -22,6 +22,7 @@
 #include "base/arena.h"
 #include "base/buf.h"
 #include "base/error.h"
+#include "base/fs.h"
 #include "base/json.h"
 #include "base/sha256.h"
 #include "fault.h" /* CG_FAULT wrappers for I/O and libpq calls */
@@ -405,6 +406,10 @@ int srv_janitor_start(srv_server *s);
 void srv_janitor_stop(void);
 /* One sweep: stale temp/staging entries and unreferenced fs blobs older than grace. */
 void srv_janitor_sweep(srv_server *s, PGconn *c);
+/* Walks the fs blob store's sha256/<2 hex digits>/<blob> tree with base/fs.h's
+ * cg_walk (fd-relative, no symlink followed): visit sees the entries of the
+ * two-hex-digit directories only (depth 1). Returns cg_walk's result. */
+int srv_blob_tree_walk(const srv_blobstore *b, cg_walk_fn visit, void *ctx, cg_error *err);
 
 /* ------------------------------------------------------------ commands */
 
