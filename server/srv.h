@@ -127,6 +127,14 @@ PGconn *srv_db_connect(const char *conninfo, unsigned stmt_timeout_ms, cg_error 
  * with err set ("database: <message>") and *sqlstate copied (6 bytes) if given. */
 PGresult *srv_q(PGconn *c, const char *sql, int n, const char *const *params, const int *bin_lens,
                 char sqlstate[6], cg_error *err);
+/* One column of a result row as JSON (pg_row.c): text or null, an unsigned
+ * integer or null, a float (0 for NULL), a boolean ('t'), parsed JSON (null
+ * when NULL or unparsable). */
+cg_jv *srv_col_str(cg_arena *a, PGresult *x, int row, int col);
+cg_jv *srv_col_u64(cg_arena *a, PGresult *x, int row, int col);
+cg_jv *srv_col_f64(cg_arena *a, PGresult *x, int row, int col);
+cg_jv *srv_col_bool(cg_arena *a, PGresult *x, int row, int col);
+cg_jv *srv_col_json(cg_arena *a, PGresult *x, int row, int col);
 /* Runs a statement without result rows (BEGIN/COMMIT…). */
 int srv_exec(PGconn *c, const char *sql, cg_error *err);
 /* true when the SQLSTATE class means "database unreachable/overloaded" (→ 503). */
