@@ -59,27 +59,6 @@ static int resolve(srv_req *r, PGconn *c, char id[65], enum MHD_Result *res) {
     return 1;
 }
 
-static cg_jv *parse_json_col(cg_arena *a, PGresult *x, int row, int col) {
-    if (PQgetisnull(x, row, col)) return cg_jv_null(a);
-    cg_json_limits lim;
-    cg_json_limits_default(&lim);
-    cg_error err = {0};
-    cg_jv *v = cg_json_parse(a, PQgetvalue(x, row, col), (size_t)PQgetlength(x, row, col), &lim, &err);
-    return v ? v : cg_jv_null(a);
-}
-
-static cg_jv *str_or_null(cg_arena *a, PGresult *x, int row, int col) {
-    return PQgetisnull(x, row, col) ? cg_jv_null(a) : cg_jv_str(a, PQgetvalue(x, row, col));
-}
-
-static cg_jv *u64_or_null(cg_arena *a, PGresult *x, int row, int col) {
-    return PQgetisnull(x, row, col) ? cg_jv_null(a) : cg_jv_u64(a, strtoull(PQgetvalue(x, row, col), NULL, 10));
-}
-
-static cg_jv *bool_col(cg_arena *a, PGresult *x, int row, int col) {
-    return cg_jv_bool(a, PQgetvalue(x, row, col)[0] == 't');
-}
-
 #define WITH_BUNDLE(r, c, id)                                  \
     cg_error err = {0};                                        \
     PGconn *c = srv_pool_get((r)->s->pool, &err);              \
@@ -286,35 +265,35 @@ static int derive_archive(srv_req *r, const char *id, const char *out, srv_deriv
 
 static cg_jv *summary_item(cg_arena *a, PGresult *x, int i) {
     cg_jv *o = cg_jv_obj(a);
-    cg_jv_obj_put(a, o, "id", str_or_null(a, x, i, 1));
-    cg_jv_obj_put(a, o, "run_id", str_or_null(a, x, i, 2));
-    cg_jv_obj_put(a, o, "entrypoint", str_or_null(a, x, i, 3));
-    cg_jv_obj_put(a, o, "phase", str_or_null(a, x, i, 4));
-    cg_jv_obj_put(a, o, "device", str_or_null(a, x, i, 5));
-    cg_jv_obj_put(a, o, "capture_step", u64_or_null(a, x, i, 6));
-    cg_jv_obj_put(a, o, "implementation_id", str_or_null(a, x, i, 7));
-    cg_jv_obj_put(a, o, "workload_id", str_or_null(a, x, i, 8));
-    cg_jv_obj_put(a, o, "outcome", str_or_null(a, x, i, 9));
+    cg_jv_obj_put(a, o, "id", srv_col_str(a, x, i, 1));
+    cg_jv_obj_put(a, o, "run_id", srv_col_str(a, x, i, 2));
+    cg_jv_obj_put(a, o, "entrypoint", srv_col_str(a, x, i, 3));
+    cg_jv_obj_put(a, o, "phase", srv_col_str(a, x, i, 4));
+    cg_jv_obj_put(a, o, "device", srv_col_str(a, x, i, 5));
+    cg_jv_obj_put(a, o, "capture_step", srv_col_u64(a, x, i, 6));
+    cg_jv_obj_put(a, o, "implementation_id", srv_col_str(a, x, i, 7));
+    cg_jv_obj_put(a, o, "workload_id", srv_col_str(a, x, i, 8));
+    cg_jv_obj_put(a, o, "outcome", srv_col_str(a, x, i, 9));
     cg_jv *h = cg_jv_obj(a);
-    cg_jv_obj_put(a, h, "structurally_valid", bool_col(a, x, i, 10));
-    cg_jv_obj_put(a, h, "capture_complete", bool_col(a, x, i, 11));
+    cg_jv_obj_put(a, h, "structurally_valid", srv_col_bool(a, x, i, 10));
+    cg_jv_obj_put(a, h, "capture_complete", srv_col_bool(a, x, i, 11));
     cg_jv_obj_put(a, o, "health", h);
     cg_jv *m = cg_jv_obj(a);
-    cg_jv_obj_put(a, m, "wall_ns", u64_or_null(a, x, i, 12));
-    cg_jv_obj_put(a, m, "measured_span_count", u64_or_null(a, x, i, 13));
+    cg_jv_obj_put(a, m, "wall_ns", srv_col_u64(a, x, i, 12));
+    cg_jv_obj_put(a, m, "measured_span_count", srv_col_u64(a, x, i, 13));
     cg_jv_obj_put(a, o, "measured", m);
-    cg_jv_obj_put(a, o, "signer", str_or_null(a, x, i, 14));
-    cg_jv_obj_put(a, o, "host", str_or_null(a, x, i, 15));
+    cg_jv_obj_put(a, o, "signer", srv_col_str(a, x, i, 14));
+    cg_jv_obj_put(a, o, "host", srv_col_str(a, x, i, 15));
     if (PQgetisnull(x, i, 16)) {
         cg_jv_obj_put(a, o, "campaign", cg_jv_null(a));
     } else {
         cg_jv *cp = cg_jv_obj(a);
-        cg_jv_obj_put(a, cp, "campaign_id", str_or_null(a, x, i, 16));
-        cg_jv_obj_put(a, cp, "planned", str_or_null(a, x, i, 17));
+        cg_jv_obj_put(a, cp, "campaign_id", srv_col_str(a, x, i, 16));
+        cg_jv_obj_put(a, cp, "planned", srv_col_str(a, x, i, 17));
         cg_jv_obj_put(a, o, "campaign", cp);
     }
-    cg_jv_obj_put(a, o, "uploaded_at", str_or_null(a, x, i, 18));
-    cg_jv_obj_put(a, o, "semantic", str_or_null(a, x, i, 19));
+    cg_jv_obj_put(a, o, "uploaded_at", srv_col_str(a, x, i, 18));
+    cg_jv_obj_put(a, o, "semantic", srv_col_str(a, x, i, 19));
     return o;
 }
 
@@ -407,55 +386,55 @@ enum MHD_Result srv_h_bundle_get(srv_req *r) {
         return srv_fail_unavailable(r, &err);
     }
     cg_jv *o = cg_jv_obj(a);
-    cg_jv_obj_put(a, o, "id", str_or_null(a, x, 0, 0));
-    cg_jv_obj_put(a, o, "run_id", str_or_null(a, x, 0, 1));
-    cg_jv_obj_put(a, o, "manifest", parse_json_col(a, x, 0, 2));
+    cg_jv_obj_put(a, o, "id", srv_col_str(a, x, 0, 0));
+    cg_jv_obj_put(a, o, "run_id", srv_col_str(a, x, 0, 1));
+    cg_jv_obj_put(a, o, "manifest", srv_col_json(a, x, 0, 2));
     cg_jv *files = cg_jv_arr(a);
     for (int i = 0; i < PQntuples(f); i++) {
         cg_jv *fo = cg_jv_obj(a);
-        cg_jv_obj_put(a, fo, "path", str_or_null(a, f, i, 0));
-        cg_jv_obj_put(a, fo, "bytes", u64_or_null(a, f, i, 1));
-        cg_jv_obj_put(a, fo, "sha256", str_or_null(a, f, i, 2));
+        cg_jv_obj_put(a, fo, "path", srv_col_str(a, f, i, 0));
+        cg_jv_obj_put(a, fo, "bytes", srv_col_u64(a, f, i, 1));
+        cg_jv_obj_put(a, fo, "sha256", srv_col_str(a, f, i, 2));
         cg_jv_arr_push(a, files, fo);
     }
     cg_jv_obj_put(a, o, "files", files);
-    cg_jv_obj_put(a, o, "file_count", u64_or_null(a, x, 0, 19));
-    cg_jv_obj_put(a, o, "total_bytes", u64_or_null(a, x, 0, 20));
-    cg_jv_obj_put(a, o, "provenance", parse_json_col(a, x, 0, 3));
-    cg_jv_obj_put(a, o, "identity", parse_json_col(a, x, 0, 4));
+    cg_jv_obj_put(a, o, "file_count", srv_col_u64(a, x, 0, 19));
+    cg_jv_obj_put(a, o, "total_bytes", srv_col_u64(a, x, 0, 20));
+    cg_jv_obj_put(a, o, "provenance", srv_col_json(a, x, 0, 3));
+    cg_jv_obj_put(a, o, "identity", srv_col_json(a, x, 0, 4));
     cg_jv *tags = cg_jv_obj(a);
     for (int i = 0; i < PQntuples(t); i++)
         cg_jv_obj_put(a, tags, cg_arena_strdup(a, PQgetvalue(t, i, 0)), cg_jv_str(a, PQgetvalue(t, i, 1)));
     cg_jv_obj_put(a, o, "tags", tags);
-    cg_jv_obj_put(a, o, "health", parse_json_col(a, x, 0, 5));
-    cg_jv_obj_put(a, o, "outcome", str_or_null(a, x, 0, 6));
+    cg_jv_obj_put(a, o, "health", srv_col_json(a, x, 0, 5));
+    cg_jv_obj_put(a, o, "outcome", srv_col_str(a, x, 0, 6));
     cg_jv *m = cg_jv_obj(a);
-    cg_jv_obj_put(a, m, "measurement_scope", str_or_null(a, x, 0, 21));
-    cg_jv_obj_put(a, m, "wall_ns", u64_or_null(a, x, 0, 7));
-    cg_jv_obj_put(a, m, "measured_span_count", u64_or_null(a, x, 0, 8));
+    cg_jv_obj_put(a, m, "measurement_scope", srv_col_str(a, x, 0, 21));
+    cg_jv_obj_put(a, m, "wall_ns", srv_col_u64(a, x, 0, 7));
+    cg_jv_obj_put(a, m, "measured_span_count", srv_col_u64(a, x, 0, 8));
     cg_jv_obj_put(a, o, "measured", m);
     cg_jv *sem = cg_jv_obj(a);
-    cg_jv_obj_put(a, sem, "status", str_or_null(a, x, 0, 16));
-    cg_jv_obj_put(a, sem, "evidence_schema", str_or_null(a, x, 0, 17));
+    cg_jv_obj_put(a, sem, "status", srv_col_str(a, x, 0, 16));
+    cg_jv_obj_put(a, sem, "evidence_schema", srv_col_str(a, x, 0, 17));
     cg_jv_obj_put(a, o, "semantic", sem);
     if (PQgetisnull(x, 0, 10)) {
         cg_jv_obj_put(a, o, "signature", cg_jv_null(a));
     } else {
         cg_jv *sg = cg_jv_obj(a);
         cg_jv_obj_put(a, sg, "algorithm", cg_jv_str(a, "ed25519"));
-        cg_jv_obj_put(a, sg, "key_id", str_or_null(a, x, 0, 10));
-        cg_jv_obj_put(a, sg, "signer_revoked", bool_col(a, x, 0, 11));
+        cg_jv_obj_put(a, sg, "key_id", srv_col_str(a, x, 0, 10));
+        cg_jv_obj_put(a, sg, "signer_revoked", srv_col_bool(a, x, 0, 11));
         cg_jv_obj_put(a, o, "signature", sg);
     }
-    cg_jv_obj_put(a, o, "uploader", str_or_null(a, x, 0, 12));
-    cg_jv_obj_put(a, o, "uploaded_at", str_or_null(a, x, 0, 13));
-    cg_jv_obj_put(a, o, "host", str_or_null(a, x, 0, 18));
+    cg_jv_obj_put(a, o, "uploader", srv_col_str(a, x, 0, 12));
+    cg_jv_obj_put(a, o, "uploaded_at", srv_col_str(a, x, 0, 13));
+    cg_jv_obj_put(a, o, "host", srv_col_str(a, x, 0, 18));
     if (PQgetisnull(x, 0, 14)) {
         cg_jv_obj_put(a, o, "campaign", cg_jv_null(a));
     } else {
         cg_jv *cp = cg_jv_obj(a);
-        cg_jv_obj_put(a, cp, "campaign_id", str_or_null(a, x, 0, 14));
-        cg_jv_obj_put(a, cp, "planned", str_or_null(a, x, 0, 15));
+        cg_jv_obj_put(a, cp, "campaign_id", srv_col_str(a, x, 0, 14));
+        cg_jv_obj_put(a, cp, "planned", srv_col_str(a, x, 0, 15));
         cg_jv_obj_put(a, o, "campaign", cp);
     }
     PQclear(x);
@@ -538,7 +517,7 @@ enum MHD_Result srv_h_bundle_signature(srv_req *r) {
         PQclear(x);
         return srv_fail(r, "not_found", NULL, "bundle %s was uploaded without a signature", id);
     }
-    cg_jv *v = parse_json_col(&r->arena, x, 0, 0);
+    cg_jv *v = srv_col_json(&r->arena, x, 0, 0);
     PQclear(x);
     return srv_reply_json(r, 200, v);
 }

@@ -22,6 +22,7 @@
 #include "base/arena.h"
 #include "base/buf.h"
 #include "base/error.h"
+#include "base/fs.h"
 #include "base/json.h"
 #include "base/sha256.h"
 #include "fault.h" /* CG_FAULT wrappers for I/O and libpq calls */
@@ -126,6 +127,14 @@ PGconn *srv_db_connect(const char *conninfo, unsigned stmt_timeout_ms, cg_error 
  * with err set ("database: <message>") and *sqlstate copied (6 bytes) if given. */
 PGresult *srv_q(PGconn *c, const char *sql, int n, const char *const *params, const int *bin_lens,
                 char sqlstate[6], cg_error *err);
+/* One column of a result row as JSON (pg_row.c): text or null, an unsigned
+ * integer or null, a float (0 for NULL), a boolean ('t'), parsed JSON (null
+ * when NULL or unparsable). */
+cg_jv *srv_col_str(cg_arena *a, PGresult *x, int row, int col);
+cg_jv *srv_col_u64(cg_arena *a, PGresult *x, int row, int col);
+cg_jv *srv_col_f64(cg_arena *a, PGresult *x, int row, int col);
+cg_jv *srv_col_bool(cg_arena *a, PGresult *x, int row, int col);
+cg_jv *srv_col_json(cg_arena *a, PGresult *x, int row, int col);
 /* Runs a statement without result rows (BEGIN/COMMIT…). */
 int srv_exec(PGconn *c, const char *sql, cg_error *err);
 /* true when the SQLSTATE class means "database unreachable/overloaded" (→ 503). */
@@ -467,6 +476,10 @@ int srv_janitor_start(srv_server *s);
 void srv_janitor_stop(void);
 /* One sweep: stale temp/staging entries and unreferenced fs blobs older than grace. */
 void srv_janitor_sweep(srv_server *s, PGconn *c);
+/* Walks the fs blob store's sha256/<2 hex digits>/<blob> tree with base/fs.h's
+ * cg_walk (fd-relative, no symlink followed): visit sees the entries of the
+ * two-hex-digit directories only (depth 1). Returns cg_walk's result. */
+int srv_blob_tree_walk(const srv_blobstore *b, cg_walk_fn visit, void *ctx, cg_error *err);
 
 /* ------------------------------------------------------------ commands */
 

@@ -14,6 +14,8 @@
 
 #include "srv.h"
 
+#include "base/num.h"
+
 typedef struct srv_tl_track {
     char *id, *label, *device; /* device: NULL for host tracks */
     const char *kind;          /* "span" | "op" | "device" (static) */
@@ -48,8 +50,6 @@ typedef struct srv_tl_index {
     uint64_t last_use;  /* guarded by cache_mu */
 } srv_tl_index;
 
-
-static inline uint64_t srv_sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
 typedef enum { SRV_TL_OK = 0, SRV_TL_UNAVAILABLE, SRV_TL_NO_TRACE, SRV_TL_STORE, SRV_TL_INVALID } srv_tl_status;
 
