@@ -10,7 +10,6 @@
  *   transaction, so a failed upload leaves no orphan; for several server
  *   instances that share no filesystem.
  * Blobs are named only by digest: archive paths never reach the filesystem. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -383,9 +382,11 @@ int srv_blob_place(srv_blobstore *b, PGconn *conn, const char *hex, const char *
 
 /* ------------------------------------------------------------ totals */
 
-static void add_file(int dirfd, const char *name, srv_blob_totals *t) {
-    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) return;
+static cg_walk_action add_file(void *ctx, const cg_walk_entry *e) {
+    srv_blob_totals *t = ctx;
+    if (!S_ISREG(e->st.st_mode) || strlen(e->name) != 64) return CG_WALK_SKIP;
+    int fd = openat(e->dirfd, e->name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return CG_WALK_SKIP;
     srv_blob_view v;
     if (srv_blob_view_open(fd, &v, NULL) == 0) {
         t->stored += (int64_t)v.stored_size;
@@ -395,31 +396,12 @@ static void add_file(int dirfd, const char *name, srv_blob_totals *t) {
         else t->n_plain++;
     }
     close(fd);
+    return CG_WALK_SKIP;
 }
 
 static void walk_fs(srv_blobstore *b, srv_blob_totals *t) {
-    char root[PATH_MAX + 16];
-    snprintf(root, sizeof root, "%s/sha256", b->root);
-    DIR *top = opendir(root);
-    if (!top) {
-        t->stored = t->plain = -1;
-        return;
-    }
-    struct dirent *d;
-    while ((d = readdir(top))) {
-        if (strlen(d->d_name) != 2) continue;
-        int sub = openat(dirfd(top), d->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        DIR *dir = sub >= 0 ? fdopendir(sub) : NULL;
-        if (!dir) {
-            if (sub >= 0) close(sub);
-            continue;
-        }
-        struct dirent *f;
-        while ((f = readdir(dir)))
-            if (strlen(f->d_name) == 64) add_file(dirfd(dir), f->d_name, t);
-        closedir(dir);
-    }
-    closedir(top);
+    cg_error err = {0};
+    if (srv_blob_tree_walk(b, add_file, t, &err) < 0) t->stored = t->plain = -1;
 }
 
 void srv_blob_totals_get(srv_blobstore *b, PGconn *conn, srv_blob_totals *t) {
