@@ -35,7 +35,7 @@ SRV="$BUILD/server/candle-graph-server"
     echo '```'
     "$SRV" --help
     echo '```'
-    for cmd in serve admin fsck migrate routes; do
+    for cmd in $("$SRV" --help | awk 'NR > 1 && NF {print $1}'); do
       echo
       echo "### candle-graph-server $cmd"
       echo

@@ -7,7 +7,7 @@
 #include <sodium.h>
 
 #include "base/fs.h"
-#include "srv.h"
+#include "srv_store.h"
 
 PGconn *srv_offline_open(srv_config *cfg, srv_pgembed *pg, char *conninfo, size_t cisz, cg_error *err) {
     memset(pg, 0, sizeof *pg);
@@ -71,9 +71,9 @@ static int parse(srv_config *cfg, int argc, char **argv, const char **pos, int *
     return 0;
 }
 
-static int list(PGconn *c, const char *sql, const char *const *keys, int nkeys) {
+static int list(PGconn *c, bool keys_list, const char *const *keys, int nkeys) {
     cg_error err = {0};
-    PGresult *r = srv_q(c, sql, 0, NULL, NULL, NULL, &err);
+    PGresult *r = keys_list ? srv_store_keys_list(SRV_DB_CONN(c), &err) : srv_store_tokens_list(SRV_DB_CONN(c), &err);
     if (!r) return fail(err.msg);
     cg_arena a;
     cg_arena_init(&a, 0);
@@ -99,13 +99,10 @@ static int list(PGconn *c, const char *sql, const char *const *keys, int nkeys) 
     return rc;
 }
 
-static int revoke_row(PGconn *c, const char *sql, const char *id, const char *idkey) {
+static int revoke_row(PGconn *c, const char *id, const char *idkey) {
     cg_error err = {0};
-    const char *p[1] = {id};
-    PGresult *r = srv_q(c, sql, 1, p, NULL, NULL, &err);
-    if (!r) return fail(err.msg);
-    int n = PQntuples(r);
-    PQclear(r);
+    int n = srv_store_revoke(SRV_DB_CONN(c), strcmp(idkey, "key_id") == 0, id, &err);
+    if (n < 0) return fail(err.msg);
     if (n == 0) {
         fprintf(stderr, "candle-graph-server admin: no such %s: %s\n", idkey, id);
         return 1;
@@ -126,7 +123,7 @@ static int create_token(PGconn *c, const char *name, unsigned scopes) {
     cg_arena_init(&a, 0);
     const char *id, *token;
     int rc = 1;
-    if (srv_token_create(c, name, scopes, &a, &id, &token, &err) == 0) {
+    if (srv_token_create(SRV_DB_CONN(c), name, scopes, &a, &id, &token, &err) == 0) {
         cg_jv *o = cg_jv_obj(&a);
         cg_jv_obj_put(&a, o, "id", cg_jv_str(&a, id));
         cg_jv_obj_put(&a, o, "token", cg_jv_str(&a, token));
@@ -153,12 +150,8 @@ static int add_key(PGconn *c, const char *name, const char *pub) {
     free(text);
     if (prc < 0) return fail(err.msg);
     srv_key_id(pk, kid);
-    const char *p[3] = {kid, name, (const char *)pk};
-    int lens[3] = {0, 0, 32};
-    PGresult *r = srv_q(c, "INSERT INTO signer_keys (key_id, name, public_key) VALUES ($1, $2, $3) ON CONFLICT (key_id) DO NOTHING",
-                        3, p, lens, NULL, &err);
-    if (!r) return fail(err.msg);
-    PQclear(r);
+    bool fresh;
+    if (srv_store_key_insert(SRV_DB_CONN(c), kid, name, pk, &fresh, &err) < 0) return fail(err.msg);
     cg_arena a;
     cg_arena_init(&a, 0);
     cg_jv *o = cg_jv_obj(&a);
@@ -215,30 +208,12 @@ int srv_cmd_admin(int argc, char **argv) {
     switch (op) {
     case BOOT: rc = create_token(c, "bootstrap-admin", SRV_SCOPE_ADMIN | SRV_SCOPE_UPLOAD | SRV_SCOPE_READ); break;
     case TCREATE: rc = create_token(c, name, sc); break;
-    case TLIST:
-        rc = list(c,
-                  "SELECT id, name, array_to_string(scopes, ','), to_char(created_at AT TIME ZONE 'UTC', "
-                  "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), to_char(revoked_at AT TIME ZONE 'UTC', "
-                  "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') FROM api_tokens ORDER BY created_at, id",
-                  tkeys, 5);
-        break;
-    case TREVOKE:
-        rc = revoke_row(c, "UPDATE api_tokens SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING id",
-                    pos[2], "id");
-        break;
+    case TLIST: rc = list(c, false, tkeys, 5); break;
+    case TREVOKE: rc = revoke_row(c, pos[2], "id"); break;
     case KADD: rc = add_key(c, name, pubkey); break;
-    case KLIST:
-        rc = list(c,
-                  "SELECT key_id, name, encode(public_key, 'base64'), to_char(created_at AT TIME ZONE 'UTC', "
-                  "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), to_char(revoked_at AT TIME ZONE 'UTC', "
-                  "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') FROM signer_keys ORDER BY created_at, key_id",
-                  kkeys, 5);
-        break;
+    case KLIST: rc = list(c, true, kkeys, 5); break;
     case KREVOKE:
-    default:
-        rc = revoke_row(c, "UPDATE signer_keys SET revoked_at = coalesce(revoked_at, now()) WHERE key_id = $1 RETURNING key_id",
-                    pos[2], "key_id");
-        break;
+    default: rc = revoke_row(c, pos[2], "key_id"); break;
     }
     srv_offline_close(c, &pg);
     srv_config_free(&cfg);

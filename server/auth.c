@@ -5,7 +5,7 @@
 #include <sodium.h>
 
 #include "bundle/signature.h"
-#include "srv.h"
+#include "srv_store.h"
 
 static const char *const scope_names[] = {"read", "upload", "admin"};
 static const unsigned scope_bits[] = {SRV_SCOPE_READ, SRV_SCOPE_UPLOAD, SRV_SCOPE_ADMIN};
@@ -58,7 +58,7 @@ static void scopes_pg(unsigned scopes, char *out, size_t outsz) {
              (scopes & SRV_SCOPE_UPLOAD) && (scopes & SRV_SCOPE_READ) ? "," : "", scopes & SRV_SCOPE_READ ? "read" : "");
 }
 
-int srv_token_create(PGconn *c, const char *name, unsigned scopes, cg_arena *a, const char **id,
+int srv_token_create(srv_db db, const char *name, unsigned scopes, cg_arena *a, const char **id,
                      const char **token, cg_error *err) {
     unsigned char secret[32], idb[8], hash[32];
     char hex[65], idhex[17], sc[64];
@@ -70,29 +70,20 @@ int srv_token_create(PGconn *c, const char *name, unsigned scopes, cg_arena *a, 
     char *tid = cg_arena_printf(a, "tok_%s", idhex);
     cg_sha256_buf(tok, strlen(tok), hash);
     scopes_pg(scopes, sc, sizeof sc);
-    const char *p[4] = {tid, name, (const char *)hash, sc};
-    int lens[4] = {0, 0, 32, 0};
-    PGresult *r = srv_q(c, "INSERT INTO api_tokens (id, name, token_hash, scopes) VALUES ($1, $2, $3, $4::text[])", 4,
-                        p, lens, NULL, err);
+    int rc = srv_store_token_insert(db, tid, name, hash, sc, err);
     sodium_memzero(secret, sizeof secret);
     sodium_memzero(hex, sizeof hex);
-    if (!r) return -1;
-    PQclear(r);
+    if (rc < 0) return -1;
     *id = tid;
     *token = tok;
     return 0;
 }
 
-int srv_token_check(PGconn *c, const char *token, cg_arena *a, const char **id, unsigned *scopes, cg_error *err) {
+int srv_token_check(srv_db db, const char *token, cg_arena *a, const char **id, unsigned *scopes, cg_error *err) {
     if (strncmp(token, "cgt_", 4) != 0 || strlen(token) != 68 || !cg_is_sha256_hex(token + 4)) return 0;
     unsigned char hash[32];
     cg_sha256_buf(token, strlen(token), hash);
-    const char *p[1] = {(const char *)hash};
-    int lens[1] = {32};
-    PGresult *r = srv_q(c,
-                        "SELECT id, array_to_string(scopes, ',') FROM api_tokens WHERE token_hash = $1 AND "
-                        "revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())",
-                        1, p, lens, NULL, err);
+    PGresult *r = srv_store_token_lookup(db, hash, err);
     if (!r) return -1;
     int ok = PQntuples(r) == 1;
     if (ok) {

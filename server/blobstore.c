@@ -73,7 +73,16 @@ static uint64_t stored_plain_size(const char *path) {
     return n;
 }
 
-static int put_fs(srv_blobstore *b, const char *src, const char *hex, uint64_t size, bool *enospc, cg_error *err) {
+/* The source: a descriptor the caller opened (src_fd ≥ 0, read from its start)
+ * or the file at src. */
+static int open_src(const char *src, int src_fd) {
+    if (src_fd < 0) return open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = lseek(src_fd, 0, SEEK_SET) == 0 ? fcntl(src_fd, F_DUPFD_CLOEXEC, 0) : -1;
+    return fd;
+}
+
+static int put_fs(srv_blobstore *b, const char *src, int src_fd, const char *hex, uint64_t size, bool *enospc,
+                  cg_error *err) {
     char dst[PATH_MAX + 128], dir[PATH_MAX + 64], tmp[PATH_MAX + 128];
     srv_blob_path(b, hex, dst, sizeof dst);
     if (stored_plain_size(dst) == size) {
@@ -89,7 +98,7 @@ static int put_fs(srv_blobstore *b, const char *src, const char *hex, uint64_t s
         if (errno == ENOSPC || errno == EDQUOT) *enospc = true;
         return cg_err_set(err, CG_EIO, "create blob temp file: %s", strerror(errno));
     }
-    int in = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int in = open_src(src, src_fd);
     uint64_t stored = 0;
     int rc = in < 0 ? cg_err_set(err, CG_EIO, "open %s: %s", src, strerror(errno))
                     : srv_blob_encode(in, out, size, true, &stored, enospc, err);
@@ -118,7 +127,7 @@ static int put_fs(srv_blobstore *b, const char *src, const char *hex, uint64_t s
     return 0;
 }
 
-static int put_pg(PGconn *c, const char *src, const char *hex, uint64_t size, cg_error *err) {
+static int put_pg(PGconn *c, const char *src, int src_fd, const char *hex, uint64_t size, cg_error *err) {
     char sz[32];
     snprintf(sz, sizeof sz, "%" PRIu64, size);
     const char *p[2] = {hex, sz};
@@ -128,7 +137,7 @@ static int put_pg(PGconn *c, const char *src, const char *hex, uint64_t size, cg
     bool fresh = PQntuples(r) == 1;
     PQclear(r);
     if (!fresh) return 0;
-    int in = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int in = open_src(src, src_fd);
     if (in < 0) return cg_err_set(err, CG_EIO, "open %s: %s", src, strerror(errno));
     char *buf = malloc(CHUNK);
     int rc = buf ? 0 : cg_err_set(err, CG_ENOMEM, "out of memory");
@@ -167,8 +176,14 @@ static int put_pg(PGconn *c, const char *src, const char *hex, uint64_t size, cg
 
 int srv_blob_put(srv_blobstore *b, PGconn *conn, const char *src, const char *hex, uint64_t size, bool *enospc,
                  cg_error *err) {
+    return srv_blob_put_fd(b, conn, -1, src, hex, size, enospc, err);
+}
+
+int srv_blob_put_fd(srv_blobstore *b, PGconn *conn, int src_fd, const char *src, const char *hex, uint64_t size,
+                    bool *enospc, cg_error *err) {
     *enospc = false;
-    int rc = b->kind == SRV_BLOB_FS ? put_fs(b, src, hex, size, enospc, err) : put_pg(conn, src, hex, size, err);
+    int rc = b->kind == SRV_BLOB_FS ? put_fs(b, src, src_fd, hex, size, enospc, err)
+                                    : put_pg(conn, src, src_fd, hex, size, err);
     if (rc != 0 && err && err->code == CG_ENOSPC) *enospc = true; /* rename or directory sync found the disk full */
     return rc;
 }
@@ -355,13 +370,10 @@ static int to_fd(void *ctx, const char *p, size_t n) {
     return 0;
 }
 
-int srv_blob_place(srv_blobstore *b, PGconn *conn, const char *hex, const char *dst, cg_error *err) {
-    uint64_t size;
-    bool missing;
-    int fd = srv_blob_open(b, conn, hex, &size, &missing, err);
-    if (fd < 0) return -1;
+int srv_blob_place(srv_blobstore *b, int fd, const char *hex, const char *dst, cg_error *err) {
     srv_blob_view v;
     int rc = srv_blob_view_open(fd, &v, err);
+    uint64_t size = v.plain_size;
     if (rc == 0 && b->kind == SRV_BLOB_FS && v.form == SRV_BLOBF_PLAIN) {
         char src[PATH_MAX + 128];
         srv_blob_path(b, hex, src, sizeof src);

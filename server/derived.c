@@ -131,7 +131,7 @@ static enum MHD_Result answer_fail(srv_req *r, const srv_derive_fail *f) {
         d = cg_jv_obj(&r->arena);
         cg_jv_obj_put(&r->arena, d, "limit", cg_jv_str(&r->arena, f->limit));
     }
-    return srv_fail(r, f->code, d, "%s", f->msg);
+    return srv_fail(r, f->reason, d, "%s", f->msg);
 }
 
 /* Builds into a temp file beside path and renames it into place. */
@@ -146,12 +146,12 @@ static int build(srv_req *r, const char *id, const char *dir, const char *name, 
     }
     struct stat st;
     if (stat(tmp, &st) != 0) {
-        *f = (srv_derive_fail){"internal", NULL, "the derived view was not written"};
+        *f = (srv_derive_fail){CG_R_INTERNAL, NULL, "the derived view was not written"};
         return -1;
     }
     if ((uint64_t)st.st_size > SRV_DERIVED_MAX_BYTES) {
         unlink(tmp);
-        f->code = "payload_too_large";
+        f->reason = CG_R_PAYLOAD_TOO_LARGE;
         f->limit = "derived_view_bytes";
         snprintf(f->msg, sizeof f->msg, "the %s view would be %lld bytes (limit %llu)", strchr(name, '.') + 1,
                  (long long)st.st_size, (unsigned long long)SRV_DERIVED_MAX_BYTES);
@@ -159,7 +159,7 @@ static int build(srv_req *r, const char *id, const char *dir, const char *name, 
     }
     if (rename(tmp, path) != 0) {
         unlink(tmp);
-        *f = (srv_derive_fail){"internal", NULL, "cannot store the derived view"};
+        *f = (srv_derive_fail){CG_R_INTERNAL, NULL, "cannot store the derived view"};
         return -1;
     }
     evict(dir, name);
@@ -179,14 +179,14 @@ enum MHD_Result srv_derived_serve(srv_req *r, const char *id, const char *view, 
     int fd = -1;
     uint64_t size = 0;
     int slot = take_slot(name, path, &fd, &size);
-    if (slot == -1) return srv_fail(r, "too_many_requests", NULL, "derived views are being built; retry later");
+    if (slot == -1) return srv_fail(r, CG_R_TOO_MANY_REQUESTS, NULL, "derived views are being built; retry later");
     if (slot >= 0) {
-        srv_derive_fail f = {"internal", NULL, ""};
+        srv_derive_fail f = {CG_R_INTERNAL, NULL, ""};
         int rc = build(r, id, dir, name, path, fn, &f);
         if (rc == 0) fd = open_cached(path, &size);
         release_slot(slot);
         if (rc < 0) return answer_fail(r, &f);
-        if (fd < 0) return srv_fail(r, "internal", NULL, "the derived view of %s vanished", id);
+        if (fd < 0) return srv_fail(r, CG_R_INTERNAL, NULL, "the derived view of %s vanished", id);
     }
     return srv_reply_fd(r, fd, size, ctype, name, true);
 }

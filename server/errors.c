@@ -1,93 +1,88 @@
-/* errors.c — the one table of error reasons (API.md "Errors"): each code with
- * its category, HTTP status and whether a client may retry it. The server maps
- * reason → status here and nowhere else (srv_fail looks the code up); input
- * errors are never 5xx: 5xx is only for our own store or its dependencies. */
+/* errors.c — the HTTP status of every reason (API.md "Errors"). The reasons
+ * themselves — code, category, retryability — are the one table in
+ * lib/base/reason.def; this file is the one place that maps a reason to a
+ * status (srv_fail answers with it). Input errors are never 5xx: 5xx is only
+ * for our own store, its dependencies, or a feature we do not implement. */
 #include <stdio.h>
 #include <string.h>
 
 #include "srv.h"
 
-/* X(code, category, status, retryable) */
-#define SRV_REASONS(X)                                      \
-    X(bad_request, SRV_CAT_INPUT, 400, false)               \
-    X(invalid_parameter, SRV_CAT_INPUT, 400, false)         \
-    X(malformed_json, SRV_CAT_INPUT, 400, false)            \
-    X(malformed_archive, SRV_CAT_INPUT, 400, false)         \
-    X(malformed_manifest, SRV_CAT_INPUT, 400, false)        \
-    X(malformed_signature, SRV_CAT_INPUT, 400, false)       \
-    X(duplicate_key, SRV_CAT_INPUT, 400, false)             \
-    X(ambiguous_series, SRV_CAT_INPUT, 400, false)          \
-    X(unauthorized, SRV_CAT_AUTH, 401, false)               \
-    X(forbidden, SRV_CAT_AUTH, 403, false)                  \
-    X(signer_unknown, SRV_CAT_AUTH, 403, false)             \
-    X(signer_revoked, SRV_CAT_AUTH, 403, false)             \
-    X(not_found, SRV_CAT_INPUT, 404, false)                 \
-    X(method_not_allowed, SRV_CAT_INPUT, 405, false)        \
-    X(run_id_conflict, SRV_CAT_CONFLICT, 409, false)        \
-    X(campaign_conflict, SRV_CAT_CONFLICT, 409, false)      \
-    X(payload_too_large, SRV_CAT_LIMIT, 413, false)         \
-    X(uri_too_long, SRV_CAT_LIMIT, 414, false)              \
-    X(unsupported_media_type, SRV_CAT_INPUT, 415, false)    \
-    X(unsupported_bundle_schema, SRV_CAT_VERIFY, 422, false) \
-    X(unsafe_path, SRV_CAT_VERIFY, 422, false)              \
-    X(duplicate_path, SRV_CAT_VERIFY, 422, false)           \
-    X(invalid_digest, SRV_CAT_VERIFY, 422, false)           \
-    X(special_file, SRV_CAT_VERIFY, 422, false)             \
-    X(undeclared_file, SRV_CAT_VERIFY, 422, false)          \
-    X(missing_file, SRV_CAT_VERIFY, 422, false)             \
-    X(size_mismatch, SRV_CAT_VERIFY, 422, false)            \
-    X(digest_mismatch, SRV_CAT_VERIFY, 422, false)          \
-    X(run_id_mismatch, SRV_CAT_VERIFY, 422, false)          \
-    X(invalid_run_id, SRV_CAT_VERIFY, 422, false)           \
-    X(trace_invalid, SRV_CAT_VERIFY, 422, false)            \
-    X(semantic_mismatch, SRV_CAT_VERIFY, 422, false)        \
-    X(signature_missing, SRV_CAT_VERIFY, 422, false)        \
-    X(signature_invalid, SRV_CAT_VERIFY, 422, false)        \
-    X(ineligible, SRV_CAT_VERIFY, 422, false)               \
-    X(too_many_requests, SRV_CAT_OVERLOAD, 429, true)       \
-    X(too_many_parameters, SRV_CAT_LIMIT, 431, false)       \
-    X(internal, SRV_CAT_STORE, 500, false)                  \
-    X(not_implemented, SRV_CAT_INPUT, 501, false)           \
-    X(unavailable, SRV_CAT_STORE, 503, true)                \
-    X(insufficient_storage, SRV_CAT_STORE, 507, true)
+/* X(reason, status): every reason of base/reason.def exactly once (a missing
+ * row fails the _Static_assert below, a repeated one -Woverride-init). */
+#define SRV_STATUS(X)                                                                                                  \
+    X(BAD_REQUEST, 400)                                                                                                \
+    X(INVALID_PARAMETER, 400)                                                                                          \
+    X(MALFORMED_JSON, 400)                                                                                             \
+    X(MALFORMED_ARCHIVE, 400)                                                                                          \
+    X(MALFORMED_MANIFEST, 400)                                                                                         \
+    X(MALFORMED_SIGNATURE, 400)                                                                                        \
+    X(DUPLICATE_KEY, 400)                                                                                              \
+    X(AMBIGUOUS_SERIES, 400)                                                                                           \
+    X(UNAUTHORIZED, 401)                                                                                               \
+    X(FORBIDDEN, 403)                                                                                                  \
+    X(SIGNER_UNKNOWN, 403)                                                                                             \
+    X(SIGNER_REVOKED, 403)                                                                                             \
+    X(NOT_FOUND, 404)                                                                                                  \
+    X(METHOD_NOT_ALLOWED, 405)                                                                                         \
+    X(RUN_ID_CONFLICT, 409)                                                                                            \
+    X(CAMPAIGN_CONFLICT, 409)                                                                                          \
+    X(PAYLOAD_TOO_LARGE, 413)                                                                                          \
+    X(URI_TOO_LONG, 414)                                                                                               \
+    X(UNSUPPORTED_MEDIA_TYPE, 415)                                                                                     \
+    X(UNSUPPORTED_BUNDLE_SCHEMA, 422)                                                                                  \
+    X(UNSAFE_PATH, 422)                                                                                                \
+    X(DUPLICATE_PATH, 422)                                                                                             \
+    X(INVALID_DIGEST, 422)                                                                                             \
+    X(SPECIAL_FILE, 422)                                                                                               \
+    X(UNDECLARED_FILE, 422)                                                                                            \
+    X(MISSING_FILE, 422)                                                                                               \
+    X(SIZE_MISMATCH, 422)                                                                                              \
+    X(DIGEST_MISMATCH, 422)                                                                                            \
+    X(RUN_ID_MISMATCH, 422)                                                                                            \
+    X(INVALID_RUN_ID, 422)                                                                                             \
+    X(TRACE_INVALID, 422)                                                                                              \
+    X(SEMANTIC_MISMATCH, 422)                                                                                          \
+    X(SIGNATURE_MISSING, 422)                                                                                          \
+    X(SIGNATURE_INVALID, 422)                                                                                          \
+    X(INELIGIBLE, 422)                                                                                                 \
+    X(TOO_MANY_REQUESTS, 429)                                                                                          \
+    X(TOO_MANY_PARAMETERS, 431)                                                                                        \
+    X(INTERNAL, 500)                                                                                                   \
+    X(NOT_IMPLEMENTED, 501)                                                                                            \
+    X(UNAVAILABLE, 503)                                                                                                \
+    X(INSUFFICIENT_STORAGE, 507)
 
-#define ROW(code, cat, status, retry) {#code, cat, status, retry},
-static const srv_reason_info table[] = {SRV_REASONS(ROW)};
+#define ROW(id, status) [CG_R_##id] = status,
+static const unsigned short status_of[CG_R__COUNT] = {[CG_R_NONE] = 500, SRV_STATUS(ROW)};
 #undef ROW
+#define ONE(id, status) +1
+_Static_assert(0 SRV_STATUS(ONE) == CG_R__COUNT - 1, "server/errors.c: every reason needs exactly one status");
+#undef ONE
 
-#define NAME(code, cat, status, retry) #code,
-const char *const srv_error_codes[] = {SRV_REASONS(NAME) NULL};
-#undef NAME
+unsigned srv_reason_status(cg_reason r) { return (unsigned)r < CG_R__COUNT ? status_of[r] : 500; }
 
-const srv_reason_info *srv_reason(const char *code) {
-    for (size_t i = 0; code && i < sizeof table / sizeof table[0]; i++)
-        if (strcmp(table[i].code, code) == 0) return &table[i];
-    return NULL;
-}
-
-unsigned srv_error_status(const char *code) {
-    const srv_reason_info *r = srv_reason(code);
-    return r ? r->status : 500;
-}
-
-bool srv_error_retryable(const char *code) {
-    const srv_reason_info *r = srv_reason(code);
-    return r && r->retryable;
-}
-
-const char *srv_sql22_param(PGconn *c, int n, const char *const *values, const char *const *casts,
-                            const char *const *names) {
-    for (int i = 0; i < n; i++) {
-        if (!names[i] || !casts[i] || !casts[i][0]) continue;
-        char sql[64];
-        snprintf(sql, sizeof sql, "SELECT $1%s", casts[i]);
-        const char *p[1] = {values[i]};
-        PGresult *x = PQexecParams(c, sql, 1, NULL, p, NULL, NULL, 0);
-        bool bad = PQresultStatus(x) != PGRES_TUPLES_OK;
-        const char *st = bad ? PQresultErrorField(x, PG_DIAG_SQLSTATE) : NULL;
-        bad = bad && st && strncmp(st, "22", 2) == 0;
-        PQclear(x);
-        if (bad) return names[i];
+void srv_reasons_markdown(cg_buf *out) {
+    cg_buf_puts(out, "| Code | Status | Category | Retry | Meaning |\n| --- | --- | --- | --- | --- |\n");
+    for (unsigned i = CG_R_NONE + 1; i < CG_R__COUNT; i++) {
+        cg_reason r = (cg_reason)i;
+        cg_buf_printf(out, "| `%s` | %u | %s | %s | %s |\n", cg_reason_code(r), srv_reason_status(r),
+                      cg_reason_category_name(cg_reason_cat(r)), cg_reason_retryable(r) ? "yes" : "no",
+                      cg_reason_meaning(r));
     }
-    return NULL;
+}
+
+int srv_cmd_errors(int argc, char **argv) {
+    (void)argc;
+    (void)argv;
+    cg_buf b = CG_BUF_INIT;
+    srv_reasons_markdown(&b);
+    fwrite(b.data, 1, b.len, stdout);
+    cg_buf_free(&b);
+    return 0;
+}
+
+cg_reason srv_reason_of(const cg_error *err) {
+    if (err && err->reason > CG_R_NONE && err->reason < CG_R__COUNT) return err->reason;
+    return err && err->code == CG_ENOSPC ? CG_R_INSUFFICIENT_STORAGE : CG_R_UNAVAILABLE;
 }

@@ -18,7 +18,7 @@
 
 #include <sodium.h>
 
-#include "srv.h"
+#include "srv_store.h"
 #include "srv_web.h"
 
 #define JSON_CT "application/json; charset=utf-8"
@@ -41,11 +41,12 @@ const char *srv_header(srv_req *r, const char *name) {
 
 static enum MHD_Result queue(srv_req *r, unsigned status, struct MHD_Response *resp) {
     if (!resp) return MHD_NO;
+    srv_pool_note_reply();
     MHD_add_response_header(resp, "X-Request-Id", r->id);
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
     if (status == 401) MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
     if (status == 405 && r->allow[0]) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
-    if (status >= 400 && r->err_code && srv_error_retryable(r->err_code))
+    if (status >= 400 && cg_reason_retryable(r->err_reason))
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
     if (atomic_load(&r->s->stopping) || r->close_conn)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
@@ -94,28 +95,38 @@ enum MHD_Result srv_reply_json(srv_req *r, unsigned status, const cg_jv *v) {
     return queue(r, status, resp);
 }
 
-enum MHD_Result srv_fail(srv_req *r, const char *code, cg_jv *detail, const char *fmt, ...) {
+enum MHD_Result srv_fail(srv_req *r, cg_reason reason, cg_jv *detail, const char *fmt, ...) {
     char msg[2048];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    if (reason <= CG_R_NONE || reason >= CG_R__COUNT) {
+        srv_log("error", "error answered without a reason", "request_id", r->id, "message", msg, NULL);
+        reason = CG_R_INTERNAL;
+    }
     cg_arena *a = &r->arena;
     cg_jv *e = cg_jv_obj(a);
-    cg_jv_obj_put(a, e, "code", cg_jv_str(a, code));
+    cg_jv_obj_put(a, e, "code", cg_jv_str_nocopy(a, cg_reason_code(reason)));
     cg_jv_obj_put(a, e, "message", cg_jv_str(a, srv_utf8_clean(a, msg, strlen(msg), NULL)));
     if (detail) cg_jv_obj_put(a, e, "detail", detail);
     cg_jv *root = cg_jv_obj(a);
     cg_jv_obj_put(a, root, "error", e);
-    r->err_code = code;
-    if (!srv_reason(code))
-        srv_log("error", "error code missing from the reasons table", "code", code, "request_id", r->id, NULL);
-    return srv_reply_json(r, srv_error_status(code), root);
+    r->err_reason = reason;
+    return srv_reply_json(r, srv_reason_status(reason), root);
 }
 
 enum MHD_Result srv_fail_unavailable(srv_req *r, const cg_error *err) {
     srv_log("error", "dependency unavailable", "request_id", r->id, "error", err ? err->msg : "", NULL);
-    return srv_fail(r, "unavailable", NULL, "the database or blob store is not reachable; retry later");
+    return srv_fail(r, CG_R_UNAVAILABLE, NULL, "the database or blob store is not reachable; retry later");
+}
+
+enum MHD_Result srv_fail_error(srv_req *r, const cg_error *err, cg_jv *detail) {
+    cg_reason reason = srv_reason_of(err);
+    if (srv_reason_status(reason) < 500) return srv_fail(r, reason, detail, "%s", err->msg);
+    if (reason != CG_R_INSUFFICIENT_STORAGE) return srv_fail_unavailable(r, err);
+    srv_log("error", "storage full", "request_id", r->id, "error", err ? err->msg : "", NULL);
+    return srv_fail(r, reason, NULL, "no space left on the server's storage");
 }
 
 /* Parses a single "bytes=a-b" range; false when absent/unsupported/unsatisfiable
@@ -173,7 +184,7 @@ enum MHD_Result srv_fail_dup_key(srv_req *r, const char *key) {
     cg_arena *a = &r->arena;
     cg_jv *d = cg_jv_obj(a);
     cg_jv_obj_put(a, d, "key", cg_jv_str(a, key));
-    return srv_fail(r, "duplicate_key", d, "the request body has the key %s more than once in one object", key);
+    return srv_fail(r, CG_R_DUPLICATE_KEY, d, "the request body has the key %s more than once in one object", key);
 }
 
 cg_jv *srv_detail_param(srv_req *r, const char *name) {
@@ -328,8 +339,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
         if (why) extra = why;
         if (r->body_timed_out) extra = "terminated: request deadline exceeded";
     }
-    srv_log_request(r->id, r->method, r->path, r->queued ? r->status : 0, r->err_code, elapsed_ms(&r->t0),
-                    r->body_len, extra);
+    srv_log_request(r->id, r->method, r->path, r->queued ? r->status : 0,
+                    r->err_reason ? cg_reason_code(r->err_reason) : NULL, elapsed_ms(&r->t0), r->body_len, extra);
     srv_metrics_request(r->route, r->queued ? r->status : 0);
     *con_cls = NULL;
     req_free(r);
@@ -354,28 +365,24 @@ static bool authenticate(srv_req *r, const srv_route *rt, enum MHD_Result *res) 
     if (rt->scope == SRV_SCOPE_NONE || (rt->scope == SRV_SCOPE_READ && r->s->cfg.public_read)) return false;
     const char *tok = bearer_token(srv_header(r, MHD_HTTP_HEADER_AUTHORIZATION));
     if (!tok) {
-        *res = srv_fail(r, "unauthorized", NULL, "missing bearer token");
+        *res = srv_fail(r, CG_R_UNAUTHORIZED, NULL, "missing bearer token");
         return true;
     }
     cg_error err = {0};
-    PGconn *c = srv_pool_get(r->s->pool, &err);
-    if (!c) {
-        *res = srv_fail_unavailable(r, &err);
-        return true;
-    }
-    int ok = srv_token_check(c, tok, &r->arena, &r->token_id, &r->scopes, &err);
-    srv_pool_put(r->s->pool, c);
+    int ok = srv_token_check(SRV_DB_POOL(r->s->pool), tok, &r->arena, &r->token_id, &r->scopes, &err);
     if (ok < 0) {
         *res = srv_fail_unavailable(r, &err);
         return true;
     }
     if (ok == 0) {
-        *res = srv_fail(r, "unauthorized", NULL, "unknown, expired or revoked token");
+        *res = srv_fail(r, CG_R_UNAUTHORIZED, NULL, "unknown, expired or revoked token");
         return true;
     }
     if (!has_scope(r, rt->scope)) {
-        *res = srv_fail(r, "forbidden", NULL, "the token lacks the %s scope",
-                        rt->scope == SRV_SCOPE_ADMIN ? "admin" : rt->scope == SRV_SCOPE_UPLOAD ? "upload" : "read");
+        *res = srv_fail(r, CG_R_FORBIDDEN, NULL, "the token lacks the %s scope",
+                        rt->scope == SRV_SCOPE_ADMIN    ? "admin"
+                        : rt->scope == SRV_SCOPE_UPLOAD ? "upload"
+                                                        : "read");
         return true;
     }
     return false;
@@ -421,7 +428,7 @@ static bool check_framing(srv_req *r, const char *version, enum MHD_Result *res)
     else if (f.n_coding > 1) why = "more than one Transfer-Encoding header";
     if (why) {
         r->close_conn = true;
-        *res = srv_fail(r, "bad_request", NULL, "conflicting message framing: %s", why);
+        *res = srv_fail(r, CG_R_BAD_REQUEST, NULL, "conflicting message framing: %s", why);
         return true;
     }
     if (f.n_coding && !f.chunked_only) {
@@ -429,7 +436,7 @@ static bool check_framing(srv_req *r, const char *version, enum MHD_Result *res)
         cg_arena *a = &r->arena;
         cg_jv *d = cg_jv_obj(a);
         cg_jv_obj_put(a, d, "header", cg_jv_str(a, "Transfer-Encoding"));
-        *res = srv_fail(r, "not_implemented", d, "unsupported transfer coding %s (only chunked is accepted)",
+        *res = srv_fail(r, CG_R_NOT_IMPLEMENTED, d, "unsupported transfer coding %s (only chunked is accepted)",
                         f.coding ? f.coding : "");
         return true;
     }
@@ -463,7 +470,7 @@ static bool check_target(srv_req *r, enum MHD_Result *res) {
         cg_jv *d = cg_jv_obj(a);
         cg_jv_obj_put(a, d, "limit", cg_jv_str(a, "query_parameters"));
         cg_jv_obj_put(a, d, "expected", cg_jv_u64(a, cfg->max_query_params));
-        *res = srv_fail(r, "too_many_parameters", d, "the query has more than %u parameters", cfg->max_query_params);
+        *res = srv_fail(r, CG_R_TOO_MANY_PARAMETERS, d, "the query has more than %u parameters", cfg->max_query_params);
         return true;
     }
     if (r->uri_len > cfg->max_uri_bytes) {
@@ -472,11 +479,11 @@ static bool check_target(srv_req *r, enum MHD_Result *res) {
         cg_jv_obj_put(a, d, "limit", cg_jv_str(a, "uri_bytes"));
         cg_jv_obj_put(a, d, "expected", cg_jv_u64(a, cfg->max_uri_bytes));
         cg_jv_obj_put(a, d, "observed", cg_jv_u64(a, r->uri_len));
-        *res = srv_fail(r, "uri_too_long", d, "the request target is longer than %u bytes", cfg->max_uri_bytes);
+        *res = srv_fail(r, CG_R_URI_TOO_LONG, d, "the request target is longer than %u bytes", cfg->max_uri_bytes);
         return true;
     }
     if (cg_utf8_valid_prefix(r->path, strlen(r->path)) != strlen(r->path)) {
-        *res = srv_fail(r, "invalid_parameter", NULL, "the request path is not valid UTF-8");
+        *res = srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "the request path is not valid UTF-8");
         return true;
     }
     argcheck ac = {NULL};
@@ -484,7 +491,7 @@ static bool check_target(srv_req *r, enum MHD_Result *res) {
     if (ac.bad) {
         cg_jv *d = cg_jv_obj(a);
         cg_jv_obj_put(a, d, "parameter", cg_jv_str(a, srv_utf8_clean(a, ac.bad, strlen(ac.bad), NULL)));
-        *res = srv_fail(r, "invalid_parameter", d, "query parameter %s is not valid UTF-8", ac.bad);
+        *res = srv_fail(r, CG_R_INVALID_PARAMETER, d, "query parameter %s is not valid UTF-8", ac.bad);
         return true;
     }
     return false;
@@ -497,7 +504,7 @@ static bool check_stream_upload(srv_req *r, enum MHD_Result *res) {
                  strncmp(ct, "application/octet-stream", 24) == 0;
     bool ce_ok = !ce || strcmp(ce, "zstd") == 0 || strcmp(ce, "identity") == 0;
     if (!ct_ok || !ce_ok) {
-        *res = srv_fail(r, "unsupported_media_type", NULL,
+        *res = srv_fail(r, CG_R_UNSUPPORTED_MEDIA_TYPE, NULL,
                         "upload a tar (application/x-tar) or a zstd-compressed tar (application/zstd or "
                         "Content-Encoding: zstd)");
         return true;
@@ -510,7 +517,7 @@ static bool check_stream_upload(srv_req *r, enum MHD_Result *res) {
             cg_jv_obj_put(a, d, "limit", cg_jv_str(a, "min_free_bytes"));
             cg_jv_obj_put(a, d, "expected", cg_jv_u64(a, r->s->cfg.min_free_bytes));
             cg_jv_obj_put(a, d, "observed", cg_jv_u64(a, fb));
-            *res = srv_fail(r, "insufficient_storage", d, "the data directory is below its free-space watermark");
+            *res = srv_fail(r, CG_R_INSUFFICIENT_STORAGE, d, "the data directory is below its free-space watermark");
             return true;
         }
     }
@@ -524,8 +531,8 @@ static bool check_stream_upload(srv_req *r, enum MHD_Result *res) {
     if (r->body_fd < 0) {
         r->body_path[0] = 0;
         bool full = errno == ENOSPC || errno == EDQUOT;
-        *res = full ? srv_fail(r, "insufficient_storage", NULL, "no space left for the upload")
-                    : srv_fail(r, "unavailable", NULL, "cannot create the upload file: %s", strerror(errno));
+        *res = full ? srv_fail(r, CG_R_INSUFFICIENT_STORAGE, NULL, "no space left for the upload")
+                    : srv_fail(r, CG_R_UNAVAILABLE, NULL, "cannot create the upload file: %s", strerror(errno));
         return true;
     }
     return false;
@@ -545,7 +552,7 @@ static bool precheck(srv_req *r, enum MHD_Result *res) {
         unsigned long long v = strtoull(cl, &end, 10);
         if (errno || end == cl || *end || cl[0] < '0' || cl[0] > '9') {
             r->close_conn = true;
-            *res = srv_fail(r, "bad_request", NULL, "invalid Content-Length");
+            *res = srv_fail(r, CG_R_BAD_REQUEST, NULL, "invalid Content-Length");
             return true;
         }
         declared = v;
@@ -558,14 +565,14 @@ static bool precheck(srv_req *r, enum MHD_Result *res) {
         cg_jv_obj_put(a, d, "limit", cg_jv_str(a, "body_bytes"));
         cg_jv_obj_put(a, d, "expected", cg_jv_u64(a, cap));
         cg_jv_obj_put(a, d, "observed", cg_jv_u64(a, declared));
-        *res = srv_fail(r, "payload_too_large", d, "request body of %llu bytes exceeds the limit of %llu bytes",
+        *res = srv_fail(r, CG_R_PAYLOAD_TOO_LARGE, d, "request body of %llu bytes exceeds the limit of %llu bytes",
                         (unsigned long long)declared, (unsigned long long)cap);
         return true;
     }
     if (rt->body == SRV_BODY_JSON) {
         const char *ct = srv_header(r, MHD_HTTP_HEADER_CONTENT_TYPE);
         if (ct && strncmp(ct, "application/json", 16) != 0) {
-            *res = srv_fail(r, "unsupported_media_type", NULL, "expected application/json, got %s", ct);
+            *res = srv_fail(r, CG_R_UNSUPPORTED_MEDIA_TYPE, NULL, "expected application/json, got %s", ct);
             return true;
         }
         return false;
@@ -619,8 +626,8 @@ static enum MHD_Result on_head(srv_req *r, const char *method, const char *url, 
     const char *m = strcmp(method, "HEAD") == 0 ? "GET" : method;
     int idx = srv_route_match(&r->arena, m, url, r->params, r->allow, sizeof r->allow);
     if (idx == -1 && srv_static_try(r, method, url, &res)) return res; /* the web app (web/) */
-    if (idx == -1) return srv_fail(r, "not_found", NULL, "no route for %s", url);
-    if (idx == -2) return srv_fail(r, "method_not_allowed", NULL, "%s is not allowed here", method);
+    if (idx == -1) return srv_fail(r, CG_R_NOT_FOUND, NULL, "no route for %s", url);
+    if (idx == -2) return srv_fail(r, CG_R_METHOD_NOT_ALLOWED, NULL, "%s is not allowed here", method);
     r->route = idx;
     if (precheck(r, &res)) return res;
     if (r->body_kind != SRV_BODY_NONE) srv_guard_body_begin(r);
@@ -632,21 +639,20 @@ static enum MHD_Result on_head(srv_req *r, const char *method, const char *url, 
 static enum MHD_Result on_body_done(srv_req *r) {
     srv_server *s = r->s;
     srv_guard_busy(r);
-    if (r->err_code && strcmp(r->err_code, "insufficient_storage") == 0)
-        return srv_fail(r, "insufficient_storage", NULL, "no space left for the upload");
-    if (r->err_code && strcmp(r->err_code, "unavailable") == 0)
-        return srv_fail(r, "unavailable", NULL, "cannot write the upload file");
+    if (r->err_reason == CG_R_INSUFFICIENT_STORAGE)
+        return srv_fail(r, CG_R_INSUFFICIENT_STORAGE, NULL, "no space left for the upload");
+    if (r->err_reason == CG_R_UNAVAILABLE) return srv_fail(r, CG_R_UNAVAILABLE, NULL, "cannot write the upload file");
     if (r->body_too_large) {
         cg_arena *a = &r->arena;
         uint64_t cap = r->body_kind == SRV_BODY_JSON ? s->cfg.max_json_body : s->cfg.max_body_bytes;
         cg_jv *d = cg_jv_obj(a);
         cg_jv_obj_put(a, d, "limit", cg_jv_str(a, "body_bytes"));
         cg_jv_obj_put(a, d, "expected", cg_jv_u64(a, cap));
-        return srv_fail(r, "payload_too_large", d, "request body exceeds the limit of %llu bytes",
+        return srv_fail(r, CG_R_PAYLOAD_TOO_LARGE, d, "request body exceeds the limit of %llu bytes",
                         (unsigned long long)cap);
     }
     if (r->body_kind == SRV_BODY_STREAM && !take_slot(r))
-        return srv_fail(r, "too_many_requests", NULL, "too many uploads in progress; retry later");
+        return srv_fail(r, CG_R_TOO_MANY_REQUESTS, NULL, "too many uploads in progress; retry later");
     enum MHD_Result res = srv_routes[r->route].handler(r);
     if (!r->queued && res == MHD_YES) {
         srv_log("error", "handler queued no response", "request_id", r->id, NULL);
@@ -672,8 +678,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (r->queued) return MHD_YES; /* answered in call 1; MHD discards the rest */
         int rc = absorb(r, data, n);
         if (rc == -1) return MHD_NO; /* over the request deadline: drop the connection */
-        if (rc == -2) r->err_code = "insufficient_storage";
-        if (rc == -3) r->err_code = "unavailable";
+        if (rc == -2) r->err_reason = CG_R_INSUFFICIENT_STORAGE;
+        if (rc == -3) r->err_reason = CG_R_UNAVAILABLE;
         return MHD_YES;
     }
     if (r->queued) return MHD_YES;

@@ -1,8 +1,9 @@
-/* index.c — the derived index of one bundle, inserted inside the ingest
- * transaction: the bundle row (trace meta/provenance, identity, capture
- * semantics, health flags, measured sample, placement), its files, tags and
- * per-label tensor-stat sums. Comparison/campaign/series routes read these rows,
- * never blobs. All values are parameters. */
+/* index.c — the derived index of one bundle, computed before the ingest
+ * transaction (no connection held): the bundle row (trace meta/provenance,
+ * identity, capture semantics, health flags, measured sample, placement), its
+ * files, tags and per-label tensor-stat sums, as the parameters the store's
+ * statements bind (store_ingest.c inserts them). Comparison/campaign/series
+ * routes read these rows, never blobs. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,14 +38,6 @@ static void rs_put(rowset *r, const char *key, const char *val) {
     cg_jv_obj_put(r->a, r->cur, key, val ? cg_jv_str(r->a, val) : cg_jv_null(r->a));
 }
 
-static int rs_insert(PGconn *c, const char *sql, const char *id, rowset *r, char sqlstate[6], cg_error *err) {
-    const char *p[2] = {id, jtext(r->a, r->rows)};
-    PGresult *x = srv_q(c, sql, 2, p, NULL, sqlstate, err);
-    if (!x) return -1;
-    PQclear(x);
-    return 0;
-}
-
 static const char *tag(const cg_run_meta *m, const char *key) {
     for (size_t i = 0; i < m->n_tags; i++)
         if (strcmp(m->tags[i].key, key) == 0) return m->tags[i].value;
@@ -73,11 +66,10 @@ static int cmp_stats(const void *x, const void *y) {
     return strcmp(a->label, b->label);
 }
 
-static int insert_tensor_stats(PGconn *c, const char *id, const cg_trace *t, cg_arena *a, char sqlstate[6],
-                               cg_error *err) {
-    if (t->n_tensor_stats == 0) return 0;
-    const cg_tensor_stats **v = malloc(t->n_tensor_stats * sizeof *v);
-    if (!v) return cg_err_set(err, CG_ENOMEM, "out of memory");
+/* Per-label sums, labels in byte order: [{"l","n","r","x","m","e","f"}] or NULL. */
+static const char *tensor_stats_rows(const cg_trace *t, cg_arena *a) {
+    if (t->n_tensor_stats == 0) return NULL;
+    const cg_tensor_stats **v = cg_arena_alloc(a, t->n_tensor_stats * sizeof *v);
     for (size_t i = 0; i < t->n_tensor_stats; i++) v[i] = &t->tensor_stats[i];
     qsort(v, t->n_tensor_stats, sizeof *v, cmp_stats);
     rowset rs = {a, cg_jv_arr(a), NULL};
@@ -102,14 +94,7 @@ static int insert_tensor_stats(PGconn *c, const char *id, const cg_trace *t, cg_
         rs_put(&rs, "f", u64s(a, nonfinite));
         i = j;
     }
-    int rc = rs_insert(c,
-                       "INSERT INTO bundle_tensor_stats (bundle_id, label, samples, sum_rms, sum_abs_max, sum_mean, "
-                       "sum_elements, sum_non_finite) SELECT $1, r.l, r.n::bigint, r.r::float8, r.x::float8, "
-                       "r.m::float8, r.e::numeric, r.f::numeric FROM json_to_recordset($2::json) AS "
-                       "r(l text, n text, r text, x text, m text, e text, f text)",
-                       id, &rs, sqlstate, err);
-    free(v);
-    return rc;
+    return jtext(a, rs.rows);
 }
 
 static bool too_long(const char *s) { return s && strlen(s) > SRV_INDEX_MAX_KEY_BYTES; }
@@ -129,13 +114,13 @@ const char *srv_index_oversized(const cg_trace *t, const char *run_id, const srv
     return NULL;
 }
 
-int srv_index_insert(PGconn *c, const srv_index_row *row, cg_arena *a, char sqlstate[6], cg_error *err) {
+void srv_index_prepare(const srv_index_row *row, cg_arena *a, srv_index_params *out) {
     const cg_trace *t = row->trace;
     const cg_run_meta *m = &t->run;
     bool has_ns;
     uint64_t ns, count;
     srv_measured_sample(t, &has_ns, &ns, &count);
-    const char *p[34] = {
+    const char *p[SRV_INDEX_BUNDLE_PARAMS] = {
         row->id,
         row->run_id,
         row->manifest,
@@ -171,26 +156,10 @@ int srv_index_insert(PGconn *c, const srv_index_row *row, cg_arena *a, char sqls
         row->campaign_id,
         row->planned_name,
     };
-    int lens[34] = {0};
-    lens[2] = (int)row->manifest_len;
-    PGresult *r = srv_q(
-        c,
-        "INSERT INTO bundles (id, run_id, manifest, file_count, total_bytes, uploader_token_id, signature, "
-        "signer_key_id, semantic_status, evidence_schema, trace_schema, correlation_id, entrypoint, phase, "
-        "captured_at, capture_step, warmup_steps, device, measured_region_device_synchronized, timing_mode, "
-        "candle_version, provenance, measurement_scope, capture_contract, identity, implementation_id, workload_id, "
-        "model_id, config_id, data_id, seed_policy, physical_batch, accumulation_steps, \"precision\", device_state, "
-        "pair_id, structurally_valid, capture_complete, outcome, health, measured_ns, measured_span_count, host, "
-        "campaign_id, planned_name) VALUES ($1, $2, $3, $4::int, $5::bigint, $6, $7::json, $8, $9, $10, $11, $12, "
-        "$13, $14, $15, $16::numeric, $17::numeric, $18, $19::boolean, $20, $21, $22::json, $23, $24::json, "
-        "$25::text::json, $25::text::jsonb->>'implementation_id', $25::text::jsonb->>'workload_id', $25::text::jsonb->>'model_id', "
-        "$25::text::jsonb->>'config_id', $25::text::jsonb->>'data_id', $25::text::jsonb->>'seed_policy', "
-        "($25::text::jsonb->>'physical_batch')::numeric, ($25::text::jsonb->>'accumulation_steps')::numeric, "
-        "$25::text::jsonb->>'precision', $25::text::jsonb->>'device_state', $25::text::jsonb->>'pair_id', $26::boolean, $27::boolean, "
-        "$28, $29::json, $30::numeric, $31::int, $32, $33, $34)",
-        34, p, lens, sqlstate, err);
-    if (!r) return -1;
-    PQclear(r);
+    memset(out, 0, sizeof *out);
+    memcpy(out->bundle, p, sizeof p);
+    out->bundle_lens[2] = (int)row->manifest_len; /* bundle.json bytes go in binary (bytea) */
+    out->id = row->id;
     rowset files = {a, cg_jv_arr(a), NULL};
     for (size_t i = 0; i < row->n_files; i++) {
         rs_row(&files);
@@ -198,12 +167,7 @@ int srv_index_insert(PGconn *c, const srv_index_row *row, cg_arena *a, char sqls
         rs_put(&files, "s", row->files[i].sha256);
         rs_put(&files, "b", u64s(a, row->files[i].bytes));
     }
-    if (row->n_files &&
-        rs_insert(c,
-                  "INSERT INTO bundle_files (bundle_id, path, sha256, bytes) SELECT $1, r.p, r.s, r.b::bigint "
-                  "FROM json_to_recordset($2::json) AS r(p text, s text, b text)",
-                  row->id, &files, sqlstate, err) < 0)
-        return -1;
+    out->files = row->n_files ? jtext(a, files.rows) : NULL;
     /* rows go in tag order, so of two equal keys the first wins, as before */
     rowset tags = {a, cg_jv_arr(a), NULL};
     for (size_t i = 0; i < m->n_tags; i++) {
@@ -211,11 +175,6 @@ int srv_index_insert(PGconn *c, const srv_index_row *row, cg_arena *a, char sqls
         rs_put(&tags, "k", m->tags[i].key);
         rs_put(&tags, "v", m->tags[i].value);
     }
-    if (m->n_tags &&
-        rs_insert(c,
-                  "INSERT INTO bundle_tags (bundle_id, key, value) SELECT $1, r.k, r.v "
-                  "FROM json_to_recordset($2::json) AS r(k text, v text) ON CONFLICT DO NOTHING",
-                  row->id, &tags, sqlstate, err) < 0)
-        return -1;
-    return insert_tensor_stats(c, row->id, t, a, sqlstate, err);
+    out->tags = m->n_tags ? jtext(a, tags.rows) : NULL;
+    out->tensor_stats = tensor_stats_rows(t, a);
 }

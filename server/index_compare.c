@@ -201,63 +201,65 @@ const char *srv_path_text(cg_arena *a, const srv_path_totals *pt, size_t k) {
 
 /* ------------------------------------------------------------ insert */
 
-int srv_facts_insert(PGconn *c, const char *id, const char *run_id, const cg_trace *t, const cg_health *h,
-                     char sqlstate[6], cg_error *err) {
-    cg_arena a;
-    cg_arena_init(&a, 0);
+void srv_facts_compute(cg_arena *a, const char *id, const char *run_id, const cg_trace *t, const cg_health *h,
+                       srv_facts_text *out) {
     cg_cohort_receipt rc = {run_id, id};
     cg_cohort_row row;
-    cg_cohort_row_from_trace(&a, t, h, &rc, &row);
+    cg_cohort_row_from_trace(a, t, h, &rc, &row);
     cg_buf crow = CG_BUF_INIT, spt = CG_BUF_INIT, nodes = CG_BUF_INIT, tots = CG_BUF_INIT;
     cg_cohort_row_write(&crow, &row);
     cg_series_point sp;
-    cg_series_point_from_trace(&a, t, id, run_id, id, &sp);
-    cg_json_write(&spt, cg_series_point_to_json(&a, &sp), false);
+    cg_series_point_from_trace(a, t, id, run_id, id, &sp);
+    cg_json_write(&spt, cg_series_point_to_json(a, &sp), false);
     srv_path_totals pt;
-    srv_path_totals_build(&a, t, &pt);
+    srv_path_totals_build(a, t, &pt);
     srv_path_totals_json(&pt, &nodes, &tots);
-    srv_facts_text ft = {id, crow.data, spt.data, t->terminal.reason, nodes.data, tots.data};
-    bool inserted;
-    int ret = srv_store_facts_put(c, &ft, &inserted, sqlstate, err) < 0 ? -1 : 0;
+    out->id = cg_arena_strdup(a, id);
+    out->cohort_row = cg_arena_strndup(a, crow.data, crow.len);
+    out->series_point = cg_arena_strndup(a, spt.data, spt.len);
+    out->terminal_reason = t->terminal.reason ? cg_arena_strdup(a, t->terminal.reason) : NULL;
+    out->nodes = cg_arena_strndup(a, nodes.data, nodes.len);
+    out->totals = cg_arena_strndup(a, tots.data, tots.len);
     cg_buf_free(&crow);
     cg_buf_free(&spt);
     cg_buf_free(&nodes);
     cg_buf_free(&tots);
-    cg_arena_free(&a);
-    return ret;
 }
 
-int srv_facts_backfill(srv_server *s, PGconn *c, const char *id, cg_error *err) {
-    PGresult *x = srv_store_trace_of(c, id, err);
+/* Reads the stored trace of id (connections only for the statement and, pg
+ * store, the blob), then computes its facts with no connection held. */
+static int backfill_compute(srv_server *s, cg_arena *a, const char *id, srv_facts_text *ft, cg_error *err) {
+    PGresult *x = srv_store_trace_of(s->pool, id, err);
     if (!x) return -1;
     if (PQntuples(x) != 1) {
         PQclear(x);
         return cg_err_set(err, CG_EIO, "bundle %s has no stored trace.jsonl", id);
     }
-    char *run_id = strdup(PQgetvalue(x, 0, 0)), sha[65];
+    const char *run_id = cg_arena_strdup(a, PQgetvalue(x, 0, 0));
+    char sha[65];
     snprintf(sha, sizeof sha, "%s", PQgetvalue(x, 0, 1));
     PQclear(x);
-    if (!run_id) abort();
     uint64_t size;
     bool missing, store_error;
-    int fd = srv_blob_open(&s->blobs, c, sha, &size, &missing, err);
+    int fd = srv_store_blob_open(s, sha, &size, &missing, err);
     cg_trace_limits tl;
     cg_trace_limits_default(&tl);
     cg_trace *t = fd < 0 ? NULL : srv_blob_trace_fd(&s->blobs, fd, sha, (uint64_t)16 << 30, &tl, &store_error, err);
-    if (!t) {
-        free(run_id);
-        return -1;
-    }
+    if (!t) return -1;
     cg_health *h = cg_health_analyze(t);
-    int rc = -1;
-    if (srv_exec(c, "BEGIN", err) == 0) {
-        if (srv_facts_insert(c, id, run_id, t, h, NULL, err) == 0 && srv_exec(c, "COMMIT", err) == 0) rc = 0;
-        else srv_exec(c, "ROLLBACK", &(cg_error){0});
-    }
-    if (rc == 0) srv_log("info", "comparison facts backfilled", "id", id, NULL);
+    srv_facts_compute(a, id, run_id, t, h, ft);
     cg_health_free(h);
     cg_trace_free(t);
-    free(run_id);
+    return 0;
+}
+
+int srv_facts_backfill(srv_server *s, const char *id, cg_error *err) {
+    cg_arena a;
+    cg_arena_init(&a, 0);
+    srv_facts_text ft;
+    int rc = backfill_compute(s, &a, id, &ft, err) < 0 ? -1 : srv_store_facts_put_tx(s->pool, &ft, err);
+    if (rc == 0) srv_log("info", "comparison facts backfilled", "id", id, NULL);
+    cg_arena_free(&a);
     return rc;
 }
 

@@ -22,16 +22,17 @@
 #include "base/fs.h"
 #include "bundle/archive.h"
 #include "bundle/manifest.h"
+#include "bundle/opened.h"
 #include "bundle/semantic.h"
 #include "bundle/signature.h"
 #include "bundle/verify.h"
 #include "srv_compare.h"
 #include "srv_history.h"
 #include "srv_index.h"
+#include "srv_store.h"
 #include "srv_web.h"
 
 #define INGEST_SCHEMA "candle-graph/ingest/1"
-#define EVIDENCE4 "candle-graph/evidence/4"
 
 typedef struct ingest {
     srv_req *r;
@@ -40,7 +41,9 @@ typedef struct ingest {
     const char *campaign, *planned;
     cg_trace *trace;
     cg_health *health;
-    char *manifest;
+    cg_bundle_handle bundle; /* the staged bundle, opened once (bundle/opened.h) */
+    bool opened;
+    const char *manifest;    /* the bytes of bundle.json (owned by the handle) */
     size_t manifest_len;
     double t0;
     char id[65];            /* bundle id once the manifest is read (for logs) */
@@ -53,45 +56,14 @@ static double now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static const char *check_code(cg_bundle_check c) {
-    switch (c) {
-    case CG_BCHK_MANIFEST_UNREADABLE: return "malformed_manifest";
-    case CG_BCHK_MANIFEST_PARSE: return "malformed_manifest";
-    case CG_BCHK_SCHEMA: return "unsupported_bundle_schema";
-    case CG_BCHK_UNSAFE_PATH: return "unsafe_path";
-    case CG_BCHK_DUPLICATE_PATH: return "duplicate_path";
-    case CG_BCHK_INVALID_DIGEST: return "invalid_digest";
-    case CG_BCHK_SPECIAL_FILE: return "special_file";
-    case CG_BCHK_UNDECLARED_FILE: return "undeclared_file";
-    case CG_BCHK_MISSING_FILE: return "missing_file";
-    case CG_BCHK_NOT_REGULAR: return "special_file";
-    case CG_BCHK_SIZE_MISMATCH: return "size_mismatch";
-    case CG_BCHK_DIGEST_MISMATCH: return "digest_mismatch";
-    case CG_BCHK_OVERFLOW: return "payload_too_large";
-    case CG_BCHK_NOT_DIRECTORY: return "malformed_archive";
-    case CG_BCHK_IO:
-    case CG_BCHK_NONE:
-    default: return NULL; /* local failure → 503 */
-    }
-}
-
 /* Records a failed attempt against a planned campaign capture (campaign-status
  * shows verification_failed with the message); best effort. */
-static void record_failed_attempt(ingest *g, const char *code, const char *message) {
-    if (!g->campaign || srv_error_status(code) >= 500) return;
-    cg_error err = {0};
-    PGconn *c = srv_pool_get(g->r->s->pool, &err);
-    if (!c) return;
-    const char *run_id = g->trace ? g->trace->run.run_id : NULL;
-    const char *host = g->trace ? srv_trace_host(g->trace) : NULL;
-    const char *device = g->trace ? g->trace->run.device : NULL;
-    const char *p[7] = {g->campaign, g->planned, run_id, code, message, host, device};
-    PGresult *res = srv_q(c,
-                          "INSERT INTO upload_attempts (campaign_id, planned_name, state, run_id, code, message, host, "
-                          "device) VALUES ($1, $2, 'verification_failed', $3, $4, $5, $6, $7)",
-                          7, p, NULL, NULL, &err);
-    PQclear(res);
-    srv_pool_put(g->r->s->pool, c);
+static void record_failed_attempt(ingest *g, cg_reason reason, const char *message) {
+    if (!g->campaign || srv_reason_status(reason) >= 500) return;
+    const char *code = cg_reason_code(reason);
+    srv_attempt at = {g->campaign, g->planned, g->trace ? g->trace->run.run_id : NULL,
+                      g->trace ? srv_trace_host(g->trace) : NULL, g->trace ? g->trace->run.device : NULL};
+    srv_store_attempt_failed(g->r->s->pool, &at, code, message);
 }
 
 /* Upstream messages name paths as given to the verifier; show them relative to
@@ -113,13 +85,21 @@ static const char *relative_msg(ingest *g, const char *msg) {
     return out;
 }
 
-static enum MHD_Result reject(ingest *g, const char *code, cg_jv *detail, const char *msg) {
+static enum MHD_Result reject(ingest *g, cg_reason reason, cg_jv *detail, const char *msg) {
     msg = relative_msg(g, msg);
+    const char *code = cg_reason_code(reason);
     srv_metrics_ingest(code, g->r->body_len, now_s() - g->t0);
-    record_failed_attempt(g, code, msg);
+    record_failed_attempt(g, reason, msg);
     srv_log("info", "upload rejected", "request_id", g->r->id, "code", code, "reason", msg, "bundle_id",
             g->id[0] ? g->id : NULL, "key_id", g->key_id, NULL);
-    return srv_fail(g->r, code, detail, "%s", msg);
+    return srv_fail(g->r, reason, detail, "%s", msg);
+}
+
+/* A failed library step: refused with the reason it was detected with, or a
+ * local failure (no reason) answered 503. */
+static enum MHD_Result reject_err(ingest *g, const cg_error *err, cg_jv *detail) {
+    if (err->reason == CG_R_NONE) return srv_fail_error(g->r, err, NULL); /* 503, or 507 when full */
+    return reject(g, err->reason, detail, err->msg);
 }
 
 static cg_jv *detail_kv(cg_arena *a, const char *k1, cg_jv *v1, const char *k2, cg_jv *v2) {
@@ -151,22 +131,15 @@ static enum MHD_Result check_campaign(ingest *g, bool *answered) {
     *answered = true;
     if (!g->campaign || !g->planned || !*g->campaign || !*g->planned) {
         g->campaign = g->planned = NULL;
-        return srv_fail(r, "invalid_parameter", NULL, "campaign and planned must be given together");
+        return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "campaign and planned must be given together");
     }
     cg_error err = {0};
-    PGconn *c = srv_pool_get(r->s->pool, &err);
-    if (!c) return srv_fail_unavailable(r, &err);
-    const char *p[2] = {g->campaign, g->planned};
-    PGresult *res = srv_q(c, "SELECT 1 FROM campaign_captures WHERE campaign_id = $1 AND name = $2", 2, p, NULL, NULL,
-                          &err);
-    srv_pool_put(r->s->pool, c);
-    if (!res) return srv_fail_unavailable(r, &err);
-    int n = PQntuples(res);
-    PQclear(res);
+    int n = srv_store_capture_exists(r->s->pool, g->campaign, g->planned, &err);
+    if (n < 0) return srv_fail_unavailable(r, &err);
     if (n == 0) {
         const char *cid = g->campaign, *pl = g->planned;
         g->campaign = g->planned = NULL;
-        return srv_fail(r, "not_found", NULL, "campaign %s has no planned capture %s", cid, pl);
+        return srv_fail(r, CG_R_NOT_FOUND, NULL, "campaign %s has no planned capture %s", cid, pl);
     }
     *answered = false;
     return MHD_YES;
@@ -180,7 +153,7 @@ static bool check_signature(ingest *g, const char **sig_json, const char **key_i
     const char *hdr = srv_header(r, "Candle-Graph-Signature");
     if (!hdr || !*hdr) {
         if (!r->s->cfg.require_signature) return true;
-        *res = reject(g, "signature_missing", NULL,
+        *res = reject(g, CG_R_SIGNATURE_MISSING, NULL,
                       "this server requires a candle-graph/signature/1 signature (Candle-Graph-Signature header)");
         return false;
     }
@@ -188,7 +161,7 @@ static bool check_signature(ingest *g, const char **sig_json, const char **key_i
     char *raw = cg_arena_alloc(a, hl + 1);
     if (hl > 64 * 1024 ||
         sodium_base642bin((unsigned char *)raw, hl, hdr, hl, " \t", &n, NULL, sodium_base64_VARIANT_ORIGINAL) != 0) {
-        *res = reject(g, "malformed_signature", NULL, "Candle-Graph-Signature is not valid base64");
+        *res = reject(g, CG_R_MALFORMED_SIGNATURE, NULL, "Candle-Graph-Signature is not valid base64");
         return false;
     }
     raw[n] = 0;
@@ -199,45 +172,30 @@ static bool check_signature(ingest *g, const char **sig_json, const char **key_i
     cg_jv *doc = cg_json_parse(a, raw, n, &lim, &err);
     const char *kid = doc ? cg_jv_as_str(cg_jv_get(doc, "key_id")) : NULL;
     if (!doc || doc->type != CG_JOBJ || !kid) {
-        *res = reject(g, "malformed_signature", NULL,
+        *res = reject(g, CG_R_MALFORMED_SIGNATURE, NULL,
                       doc ? "signature has no key_id" : "signature is not a candle-graph/signature/1 JSON document");
         return false;
     }
-    PGconn *c = srv_pool_get(r->s->pool, &err);
-    if (!c) {
+    unsigned char pk[32];
+    bool pk_ok = false, revoked = false;
+    int found = srv_store_signer_key(r->s->pool, kid, pk, &pk_ok, &revoked, &err);
+    if (found < 0) {
         *res = srv_fail_unavailable(r, &err);
         return false;
     }
-    const char *p[1] = {kid};
-    PGresult *q = srv_fault_exec_params(c, "SELECT public_key, revoked_at IS NOT NULL FROM signer_keys WHERE key_id = $1", 1,
-                               NULL, p, NULL, NULL, 1);
-    if (PQresultStatus(q) != PGRES_TUPLES_OK) {
-        cg_err_set(&err, CG_EIO, "database: %s", PQresultErrorMessage(q));
-        PQclear(q);
-        srv_pool_put(r->s->pool, c);
-        *res = srv_fail_unavailable(r, &err);
-        return false;
-    }
-    srv_pool_put(r->s->pool, c);
     g->key_id = kid;
     cg_jv *d = detail_kv(a, "key_id", cg_jv_str(a, kid), NULL, NULL);
-    if (PQntuples(q) == 0) {
-        PQclear(q);
-        *res = reject(g, "signer_unknown", d, "the signing key is not registered on this server");
+    if (found == 0) {
+        *res = reject(g, CG_R_SIGNER_UNKNOWN, d, "the signing key is not registered on this server");
         return false;
     }
-    unsigned char pk[32];
-    bool revoked = PQgetlength(q, 0, 1) == 1 && PQgetvalue(q, 0, 1)[0] == 1;
-    bool pk_ok = PQgetlength(q, 0, 0) == 32;
-    if (pk_ok) memcpy(pk, PQgetvalue(q, 0, 0), 32);
-    PQclear(q);
     if (revoked) {
-        *res = reject(g, "signer_revoked", d, "the signing key has been revoked");
+        *res = reject(g, CG_R_SIGNER_REVOKED, d, "the signing key has been revoked");
         return false;
     }
     cg_signature_info info;
     if (!pk_ok || cg_sig_verify_manifest(g->manifest, g->manifest_len, raw, n, pk, &info, &err) < 0) {
-        *res = reject(g, err.code == CG_EPARSE ? "malformed_signature" : "signature_invalid", d, err.msg);
+        *res = reject(g, pk_ok && err.reason ? err.reason : CG_R_SIGNATURE_INVALID, d, err.msg);
         return false;
     }
     cg_buf b = CG_BUF_INIT;
@@ -327,23 +285,53 @@ static bool check_ingest_rules(ingest *g, const char *run_id, enum MHD_Result *r
     size_t k = 0;
     while (run_id[k] == ' ' || run_id[k] == '\t' || run_id[k] == '\n' || run_id[k] == '\r') k++;
     if (!run_id[k]) {
-        *res = reject(g, "invalid_run_id", detail_kv(a, "path", cg_jv_str(a, "bundle.json"), NULL, NULL),
+        *res = reject(g, CG_R_INVALID_RUN_ID, detail_kv(a, "path", cg_jv_str(a, "bundle.json"), NULL, NULL),
                       "the bundle's run_id is empty");
         return false;
     }
-    char tpath[PATH_MAX + 16];
-    snprintf(tpath, sizeof tpath, "%s/trace.jsonl", g->root);
-    int fd = open(tpath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = cg_bundle_handle_open(&g->bundle, "trace.jsonl", O_RDONLY);
     if (fd < 0) return true; /* a bundle without a trace fails semantic verification next */
     int64_t off = find_nul_escape(fd);
     uint64_t line = off >= 0 ? line_of(fd, off) : 0;
     close(fd);
     if (off < 0) return true;
-    *res = reject(g, "trace_invalid",
-                  detail_kv(a, "path", cg_jv_str(a, "trace.jsonl"), "line", cg_jv_u64(a, line)),
-                  cg_arena_printf(a, "trace.jsonl line %llu: a string contains NUL (\\u0000), which traces must not "
-                                     "carry", (unsigned long long)line));
+    *res = reject(g, CG_R_TRACE_INVALID, detail_kv(a, "path", cg_jv_str(a, "trace.jsonl"), "line", cg_jv_u64(a, line)),
+                  cg_arena_printf(a,
+                                  "trace.jsonl line %llu: a string contains NUL (\\u0000), which traces must not "
+                                  "carry",
+                                  (unsigned long long)line));
     return false;
+}
+
+/* The pg blob store puts the staged files inside the publishing transaction. */
+typedef struct pg_blobs_ctx {
+    ingest *g;
+    const srv_file_row *files;
+    size_t n;
+} pg_blobs_ctx;
+
+/* Puts staged file `path` into the blob store through a descriptor opened
+ * beneath the bundle's directory (no path resolved through the filesystem). */
+static int put_blob(ingest *g, PGconn *c, const srv_file_row *f, bool *enospc, cg_error *err) {
+    *enospc = false;
+    int fd = cg_bundle_handle_open(&g->bundle, f->path, O_RDONLY | O_NONBLOCK);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != f->bytes)) {
+        close(fd);
+        return cg_err_set(err, CG_EIO, "staged %s changed after verification", f->path);
+    }
+    if (fd < 0) return cg_err_set(err, CG_EIO, "open staged %s: %s", f->path, strerror(errno));
+    int rc = srv_blob_put_fd(&g->r->s->blobs, c, fd, f->path, f->sha256, f->bytes, enospc, err);
+    close(fd);
+    return rc;
+}
+
+static int put_pg_blobs(void *ctx, PGconn *c, cg_error *err) {
+    pg_blobs_ctx *p = ctx;
+    bool enospc;
+    for (size_t i = 0; i < p->n; i++)
+        if (put_blob(p->g, c, &p->files[i], &enospc, err) < 0) return -1;
+    return 0;
 }
 
 static enum MHD_Result run(ingest *g) {
@@ -359,15 +347,15 @@ static enum MHD_Result run(ingest *g) {
     if (snprintf(g->stage, sizeof g->stage, "%s/staging/%s", s->cfg.data_dir, r->id) >= (int)sizeof g->stage ||
         snprintf(g->root, sizeof g->root, "%s/bundle", g->stage) >= (int)sizeof g->root) {
         g->stage[0] = 0;
-        return srv_fail(r, "unavailable", NULL, "data dir path too long");
+        return srv_fail(r, CG_R_UNAVAILABLE, NULL, "data dir path too long");
     }
     if (mkdir(g->stage, 0700) != 0) {
         bool full = errno == ENOSPC;
         g->stage[0] = 0;
-        return full ? srv_fail(r, "insufficient_storage", NULL, "no space left for staging")
-                    : srv_fail(r, "unavailable", NULL, "cannot create the staging directory");
+        return full ? srv_fail(r, CG_R_INSUFFICIENT_STORAGE, NULL, "no space left for staging")
+                    : srv_fail(r, CG_R_UNAVAILABLE, NULL, "cannot create the staging directory");
     }
-    if (lseek(r->body_fd, 0, SEEK_SET) != 0) return srv_fail(r, "unavailable", NULL, "cannot rewind the upload");
+    if (lseek(r->body_fd, 0, SEEK_SET) != 0) return srv_fail(r, CG_R_UNAVAILABLE, NULL, "cannot rewind the upload");
     cg_archive_limits lim;
     cg_archive_limits_default(&lim);
     lim.max_entries = s->cfg.max_files + 1;
@@ -376,79 +364,49 @@ static enum MHD_Result run(ingest *g) {
     lim.max_stream_bytes = s->cfg.max_decoded_bytes + 1536 * lim.max_entries + (1u << 20);
     lim.scratch = true; /* staging is private and always removed; the blobs are the durable copies */
     lim.max_ratio = s->cfg.max_decode_ratio;
-    cg_archive_error kind = CG_ARCHIVE_OK;
-    if (cg_archive_unpack_fd(r->body_fd, g->root, &lim, &kind, &err) < 0) {
-        switch (kind) {
-        case CG_ARCHIVE_UNSAFE_PATH: return reject(g, "unsafe_path", NULL, err.msg);
-        case CG_ARCHIVE_SPECIAL_FILE: return reject(g, "special_file", NULL, err.msg);
-        case CG_ARCHIVE_TOO_LARGE:
-            return reject(g, "payload_too_large", detail_kv(a, "limit", cg_jv_str(a, "archive"), NULL, NULL), err.msg);
-        case CG_ARCHIVE_MALFORMED: return reject(g, "malformed_archive", NULL, err.msg);
-        case CG_ARCHIVE_RATIO:
-            return reject(g, "payload_too_large",
-                          detail_kv(a, "limit", cg_jv_str(a, "decompression_ratio"), "expected",
-                                    cg_jv_u64(a, s->cfg.max_decode_ratio)),
-                          err.msg);
-        default:
+    if (cg_archive_unpack_fd(r->body_fd, g->root, &lim, &err) < 0) {
+        if (err.reason == CG_R_NONE) {
             if (err.code == CG_ENOSPC || srv_free_bytes(s->cfg.data_dir) < (1u << 20))
-                return srv_fail(r, "insufficient_storage", NULL, "no space left to unpack the upload");
+                return srv_fail(r, CG_R_INSUFFICIENT_STORAGE, NULL, "no space left to unpack the upload");
             return srv_fail_unavailable(r, &err);
         }
+        cg_jv *d = err.limit ? detail_kv(a, "limit", cg_jv_str(a, err.limit), NULL, NULL) : NULL;
+        if (err.limit && strcmp(err.limit, "decompression_ratio") == 0)
+            cg_jv_obj_put(a, d, "expected", cg_jv_u64(a, s->cfg.max_decode_ratio));
+        return reject(g, err.reason, d, err.msg);
     }
-    /* 4. bundle/1 verification, exactly as upstream */
+    /* 4. bundle/1 verification, exactly as upstream, on the bundle opened once:
+     * every later stage reads through this handle (bundle.json bytes and their
+     * parse, the trace parsed by the semantic step, files opened beneath its
+     * directory descriptor) */
     cg_bundle_receipt rcpt;
-    cg_bundle_check chk = CG_BCHK_NONE;
-    if (cg_bundle_verify(g->root, &rcpt, &chk, &err) < 0) {
-        const char *code = check_code(chk);
-        if (!code) return srv_fail_unavailable(r, &err);
-        return reject(g, code, NULL, err.msg);
-    }
-    char mpath[PATH_MAX + 16];
-    snprintf(mpath, sizeof mpath, "%s/bundle.json", g->root);
-    g->manifest = cg_read_file(mpath, CG_BUNDLE_MANIFEST_MAX, &g->manifest_len, &err);
-    if (!g->manifest) return srv_fail_unavailable(r, &err);
+    g->opened = true;
+    if (cg_bundle_open_dir(g->root, &g->bundle, &err) < 0 || cg_bundle_verify_handle(&g->bundle, &rcpt, &err) < 0)
+        return reject_err(g, &err, NULL);
+    g->manifest = g->bundle.manifest;
+    g->manifest_len = g->bundle.manifest_len;
     char id[65];
-    cg_sha256_hex(g->manifest, g->manifest_len, id);
+    memcpy(id, g->bundle.manifest_sha256, sizeof id);
     memcpy(g->id, id, sizeof id);
-    if (strcmp(id, rcpt.manifest_sha256) != 0) return reject(g, "digest_mismatch", NULL, "bundle manifest changed during verification");
     if (!check_ingest_rules(g, rcpt.run_id, &res)) return res;
-    cg_bundle_manifest man;
-    if (cg_bundle_manifest_parse(a, g->manifest, g->manifest_len, &man, &err) < 0)
-        return reject(g, "malformed_manifest", NULL, err.msg);
+    const cg_bundle_manifest man = g->bundle.man;
 
     /* run-ID binding and semantic verification, as `candle-graph verify --semantic` */
     cg_semantic_result sres = CG_SEMANTIC_NOT_REDERIVABLE;
-    cg_semantic_failure sfail = CG_SEMF_NONE;
-    if (cg_bundle_verify_semantic_trace(g->root, &rcpt, true, &sres, &sfail, &g->trace, &err) < 0) {
-        switch (sfail) {
-        case CG_SEMF_TRACE_INVALID:
-            return reject(g, "trace_invalid",
-                          detail_kv(a, "path", cg_jv_str(a, "trace.jsonl"), err.line ? "line" : NULL,
-                                    cg_jv_u64(a, (uint64_t)err.line)),
-                          err.msg);
-        case CG_SEMF_RUN_ID_MISMATCH: return reject(g, "run_id_mismatch", NULL, err.msg);
-        case CG_SEMF_EVIDENCE_MISMATCH:
-            return reject(g, "semantic_mismatch", detail_kv(a, "path", cg_jv_str(a, "evidence.json"), NULL, NULL),
-                          err.msg);
-        case CG_SEMF_CHANGED: return reject(g, "digest_mismatch", NULL, err.msg);
-        default: return srv_fail_unavailable(r, &err);
-        }
+    char *schema = NULL;
+    if (cg_bundle_verify_semantic_handle(&g->bundle, &rcpt, true, &sres, &g->trace, &schema, &err) < 0) {
+        cg_jv *d = NULL;
+        if (err.reason == CG_R_TRACE_INVALID)
+            d = detail_kv(a, "path", cg_jv_str(a, "trace.jsonl"), err.line ? "line" : NULL,
+                          cg_jv_u64(a, (uint64_t)err.line));
+        else if (err.reason == CG_R_SEMANTIC_MISMATCH)
+            d = detail_kv(a, "path", cg_jv_str(a, "evidence.json"), NULL, NULL);
+        return reject_err(g, &err, d);
     }
-    const char *semantic = cg_semantic_result_name(sres), *evidence_schema = NULL;
-    char epath[PATH_MAX + 16];
-    snprintf(epath, sizeof epath, "%s/evidence.json", g->root);
-    if (sres == CG_SEMANTIC_REDERIVED_MATCH) {
-        evidence_schema = EVIDENCE4;
-    } else {
-        size_t elen;
-        char *etext = cg_read_file(epath, 512u << 20, &elen, &err);
-        cg_json_limits jl;
-        cg_json_limits_default(&jl);
-        cg_jv *stored = etext ? cg_json_parse(a, etext, elen, &jl, &err) : NULL;
-        free(etext);
-        const char *es = stored ? cg_jv_as_str(cg_jv_get(stored, "schema")) : NULL;
-        evidence_schema = es ? cg_arena_strdup(a, es) : NULL;
-    }
+    /* the evidence schema is the one the semantic step found */
+    const char *semantic = cg_semantic_result_name(sres);
+    const char *evidence_schema = schema ? cg_arena_strdup(a, schema) : NULL;
+    free(schema);
     /* the derived index uses the trace semantic verification parsed (default
      * limits) and its post-read check confirmed */
     /* 5. signature */
@@ -475,111 +433,49 @@ static enum MHD_Result run(ingest *g) {
     if (big) {
         cg_jv *d = detail_kv(a, "limit", cg_jv_str(a, "indexed_field_bytes"), "field", cg_jv_str(a, big));
         cg_jv_obj_put(a, d, "max", cg_jv_u64(a, SRV_INDEX_MAX_KEY_BYTES));
-        return reject(g, "payload_too_large", d, cg_arena_printf(a, "%s is longer than %d bytes", big, SRV_INDEX_MAX_KEY_BYTES));
+        return reject(g, CG_R_PAYLOAD_TOO_LARGE, d,
+                      cg_arena_printf(a, "%s is longer than %d bytes", big, SRV_INDEX_MAX_KEY_BYTES));
     }
     /* 6. store blobs (fs: before the transaction; pg: inside it) */
     bool pg_blobs = s->blobs.kind == SRV_BLOB_PG;
     if (!pg_blobs) {
         for (size_t i = 0; i <= man.n_files; i++) {
-            char src[PATH_MAX * 2];
-            snprintf(src, sizeof src, "%s/%s", g->root, files[i].path);
             bool enospc = false;
-            if (srv_blob_put(&s->blobs, NULL, src, files[i].sha256, files[i].bytes, &enospc, &err) < 0)
-                return enospc ? srv_fail(r, "insufficient_storage", NULL, "no space left in the blob store")
+            if (put_blob(g, NULL, &files[i], &enospc, &err) < 0)
+                return enospc ? srv_fail(r, CG_R_INSUFFICIENT_STORAGE, NULL, "no space left in the blob store")
                               : srv_fail_unavailable(r, &err);
         }
     }
-    PGconn *c = srv_pool_get(s->pool, &err);
-    if (!c) return srv_fail_unavailable(r, &err);
-    char sqlstate[6] = "";
-    bool existed = false, conflict = false;
-    long long history_series = -1;
-    char other[65] = "";
-    const char *lk = cg_arena_printf(a, "%" PRId64, lock_key(id));
-    const char *p1[1] = {id};
-    const char *plk[1] = {lk};
-    PGresult *q = NULL;
-    if (srv_exec(c, "BEGIN", &err) < 0) goto dberr;
-    q = srv_q(c, "SELECT pg_advisory_xact_lock($1::bigint)", 1, plk, NULL, sqlstate, &err);
-    if (!q) goto dberr;
-    PQclear(q);
-    q = srv_q(c, "SELECT 1 FROM bundles WHERE id = $1", 1, p1, NULL, sqlstate, &err);
-    if (!q) goto dberr;
-    existed = PQntuples(q) > 0;
-    PQclear(q);
-    if (!existed) {
-        const char *pr[1] = {rcpt.run_id};
-        q = srv_q(c, "SELECT id FROM bundles WHERE run_id = $1", 1, pr, NULL, sqlstate, &err);
-        if (!q) goto dberr;
-        if (PQntuples(q) > 0) {
-            conflict = true;
-            snprintf(other, sizeof other, "%s", PQgetvalue(q, 0, 0));
-        }
-        PQclear(q);
+    srv_index_row row = {
+        .id = id, .run_id = rcpt.run_id, .manifest = g->manifest, .manifest_len = g->manifest_len,
+        .files = files, .n_files = man.n_files + 1, .total_bytes = total, .uploader = r->token_id,
+        .signature_json = sig_json, .signer_key_id = key_id, .semantic_status = semantic,
+        .evidence_schema = evidence_schema, .trace = g->trace, .health = g->health,
+        .campaign_id = g->campaign, .planned_name = g->planned,
+    };
+    srv_index_params ix;
+    srv_index_prepare(&row, a, &ix);
+    srv_facts_text facts;
+    srv_facts_compute(a, id, rcpt.run_id, g->trace, g->health, &facts);
+    pg_blobs_ctx pbc = {g, files, man.n_files + 1};
+    srv_ingest_tx tx = {
+        .id = id, .lock_key = lock_key(id),
+        .attempt = {g->campaign, g->planned, rcpt.run_id, srv_trace_host(g->trace), g->trace->run.device},
+        .index = &ix, .facts = &facts, .trace = g->trace,
+        .put_blobs = pg_blobs ? put_pg_blobs : NULL, .blob_ctx = &pbc,
+    };
+    srv_ingest_outcome oc;
+    if (srv_store_ingest_commit(s->pool, &tx, &oc, &err) < 0) {
+        srv_metrics_ingest("unavailable", r->body_len, now_s() - g->t0);
+        return srv_fail_unavailable(r, &err);
     }
-    if (!existed && !conflict) {
-        if (pg_blobs) {
-            for (size_t i = 0; i <= man.n_files; i++) {
-                char src[PATH_MAX * 2];
-                snprintf(src, sizeof src, "%s/%s", g->root, files[i].path);
-                bool enospc = false;
-                if (srv_blob_put(&s->blobs, c, src, files[i].sha256, files[i].bytes, &enospc, &err) < 0) goto dberr;
-            }
-        }
-        srv_index_row row = {
-            .id = id, .run_id = rcpt.run_id, .manifest = g->manifest, .manifest_len = g->manifest_len,
-            .files = files, .n_files = man.n_files + 1, .total_bytes = total, .uploader = r->token_id,
-            .signature_json = sig_json, .signer_key_id = key_id, .semantic_status = semantic,
-            .evidence_schema = evidence_schema, .trace = g->trace, .health = g->health,
-            .campaign_id = g->campaign, .planned_name = g->planned,
-        };
-        if (srv_index_insert(c, &row, a, sqlstate, &err) < 0) {
-            if (strcmp(sqlstate, "23505") == 0) conflict = true; /* run_id raced with another bundle */
-            else goto dberr;
-        }
-        if (!conflict && srv_facts_insert(c, id, rcpt.run_id, g->trace, g->health, sqlstate, &err) < 0) goto dberr;
-        if (!conflict && srv_history_index(c, id, g->trace, &history_series, sqlstate, &err) < 0) goto dberr;
-        if (!conflict && g->campaign) {
-            const char *pa[7] = {g->campaign, g->planned, id, rcpt.run_id, srv_trace_host(g->trace),
-                                 g->trace->run.device, NULL};
-            q = srv_q(c,
-                      "INSERT INTO upload_attempts (campaign_id, planned_name, state, bundle_id, run_id, host, device) "
-                      "VALUES ($1, $2, 'published', $3, $4, $5, $6)",
-                      6, pa, NULL, sqlstate, &err);
-            if (!q) goto dberr;
-            PQclear(q);
-        }
+    bool existed = oc.existed;
+    long long history_series = oc.history_series;
+    if (oc.conflict) {
+        cg_jv *d = detail_kv(a, "run_id", cg_jv_str(a, rcpt.run_id), oc.other[0] ? "existing_id" : NULL,
+                             oc.other[0] ? cg_jv_str(a, oc.other) : NULL);
+        return reject(g, CG_R_RUN_ID_CONFLICT, d, "a different bundle already holds this run_id");
     }
-    if (existed && g->campaign) {
-        /* an identical re-upload for a planned capture attaches the stored bundle when it
-         * belongs to no campaign yet (a bundle is linked to at most one planned capture) */
-        const char *pa[3] = {id, g->campaign, g->planned};
-        q = srv_q(c,
-                  "UPDATE bundles SET campaign_id = $2, planned_name = $3 WHERE id = $1 AND campaign_id IS NULL",
-                  3, pa, NULL, sqlstate, &err);
-        if (!q) goto dberr;
-        bool attached = strcmp(PQcmdTuples(q), "1") == 0;
-        PQclear(q);
-        if (attached) {
-            const char *pb[6] = {g->campaign, g->planned, id, rcpt.run_id, srv_trace_host(g->trace),
-                                 g->trace->run.device};
-            q = srv_q(c,
-                      "INSERT INTO upload_attempts (campaign_id, planned_name, state, bundle_id, run_id, host, device) "
-                      "VALUES ($1, $2, 'published', $3, $4, $5, $6)",
-                      6, pb, NULL, sqlstate, &err);
-            if (!q) goto dberr;
-            PQclear(q);
-        }
-    }
-    if (conflict) {
-        srv_exec(c, "ROLLBACK", &err);
-        srv_pool_put(s->pool, c);
-        cg_jv *d = detail_kv(a, "run_id", cg_jv_str(a, rcpt.run_id), other[0] ? "existing_id" : NULL,
-                             other[0] ? cg_jv_str(a, other) : NULL);
-        return reject(g, "run_id_conflict", d, "a different bundle already holds this run_id");
-    }
-    if (srv_exec(c, "COMMIT", &err) < 0) goto dberr;
-    srv_pool_put(s->pool, c);
     srv_history_detect(s, history_series); /* issue 15: change points of the bundle's series */
 
     /* 7. answer */
@@ -620,10 +516,6 @@ static enum MHD_Result run(ingest *g) {
     res = srv_reply_bytes(r, existed ? 200 : 201, "application/json; charset=utf-8", b.data, b.len, hdrs);
     cg_buf_free(&b);
     return res;
-dberr:
-    srv_pool_put(s->pool, c);
-    srv_metrics_ingest("unavailable", r->body_len, now_s() - g->t0);
-    return srv_fail_unavailable(r, &err);
 }
 
 enum MHD_Result srv_h_bundles_post(srv_req *r) {
@@ -635,6 +527,6 @@ enum MHD_Result srv_h_bundles_post(srv_req *r) {
     if (g.stage[0]) cg_rm_rf(g.stage);
     cg_trace_free(g.trace);
     if (g.health) cg_health_free(g.health);
-    free(g.manifest);
+    if (g.opened) cg_bundle_handle_close(&g.bundle);
     return res;
 }

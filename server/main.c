@@ -32,13 +32,18 @@ static const char routes_usage[] =
     "usage: candle-graph-server routes\n"
     "  Prints the router's METHOD PATH table.\n";
 
+static const char errors_usage[] =
+    "usage: candle-graph-server errors\n"
+    "  Prints the table of error codes (status, category, retry, meaning) as Markdown.\n";
+
 static const char usage_text[] =
     "usage: candle-graph-server <command> [flags]   (candle-graph-server <command> --help for its flags)\n"
     "  serve    run the HTTP API\n"
     "  admin    tokens and signer keys (bootstrap, token, key)\n"
     "  fsck     check the blob store against the index\n"
     "  migrate  apply database migrations\n"
-    "  routes   print the router's METHOD PATH table\n";
+    "  routes   print the router's METHOD PATH table\n"
+    "  errors   print the table of error codes\n";
 
 struct command {
     const char *name;
@@ -46,9 +51,9 @@ struct command {
     const char *usage;
 };
 static const struct command commands[] = {
-    {"serve", srv_cmd_serve, serve_usage},       {"admin", srv_cmd_admin, admin_usage},
-    {"fsck", srv_cmd_fsck, fsck_usage},          {"migrate", srv_cmd_migrate, migrate_usage},
-    {"routes", srv_cmd_routes, routes_usage},
+    {"serve", srv_cmd_serve, serve_usage},    {"admin", srv_cmd_admin, admin_usage},
+    {"fsck", srv_cmd_fsck, fsck_usage},       {"migrate", srv_cmd_migrate, migrate_usage},
+    {"routes", srv_cmd_routes, routes_usage}, {"errors", srv_cmd_errors, errors_usage},
 };
 
 static bool wants_help(int argc, char **argv) {

@@ -19,6 +19,21 @@ struct srv_pool {
     unsigned in_use;
 };
 
+/* Connections the current thread has checked out, and the answers queued while
+ * a request's thread still held one (the store layer's rule: none). */
+static _Thread_local int held_here;
+static atomic_ulong held_at_reply;
+
+int srv_pool_held_here(void) { return held_here; }
+
+void srv_pool_held_adjust(int delta) { held_here += delta; }
+
+void srv_pool_note_reply(void) {
+    if (held_here > 0) atomic_fetch_add(&held_at_reply, 1);
+}
+
+unsigned long srv_pool_held_at_reply(void) { return atomic_load(&held_at_reply); }
+
 static void quiet_notice(void *arg, const char *msg) {
     (void)arg;
     (void)msg; /* server notices (e.g. "relation already exists, skipping") are not errors */
@@ -134,11 +149,13 @@ PGconn *srv_pool_get(srv_pool *p, cg_error *err) {
     pthread_mutex_lock(&p->mu);
     p->out[slot] = c;
     pthread_mutex_unlock(&p->mu);
+    srv_pool_held_adjust(1);
     return c;
 }
 
 void srv_pool_put(srv_pool *p, PGconn *c) {
     if (!c) return;
+    srv_pool_held_adjust(-1);
     int slot = -1;
     pthread_mutex_lock(&p->mu);
     for (unsigned i = 0; i < p->size; i++)

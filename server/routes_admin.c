@@ -2,7 +2,7 @@
  * (register/list/revoke). Tokens are shown once at creation. */
 #include <string.h>
 
-#include "srv.h"
+#include "srv_store.h"
 
 /* Parses the JSON request body into an object; answers 400 itself on failure. */
 static cg_jv *body_object(srv_req *r, enum MHD_Result *res) {
@@ -13,12 +13,12 @@ static cg_jv *body_object(srv_req *r, enum MHD_Result *res) {
     lim.max_items = 1000;
     cg_jv *v = r->body.len ? cg_json_parse(&r->arena, r->body.data, r->body.len, &lim, &err) : NULL;
     if (!v) {
-        *res = srv_fail(r, "malformed_json", NULL, "request body is not valid JSON%s%s", err.msg[0] ? ": " : "",
+        *res = srv_fail(r, CG_R_MALFORMED_JSON, NULL, "request body is not valid JSON%s%s", err.msg[0] ? ": " : "",
                         err.msg);
         return NULL;
     }
     if (v->type != CG_JOBJ) {
-        *res = srv_fail(r, "bad_request", NULL, "request body must be a JSON object");
+        *res = srv_fail(r, CG_R_BAD_REQUEST, NULL, "request body must be a JSON object");
         return NULL;
     }
     const char *dup = srv_json_dup_key(v);
@@ -34,16 +34,13 @@ static const char *str_field(srv_req *r, cg_jv *o, const char *key, enum MHD_Res
     if (!s || !*s || strlen(s) > 256) {
         cg_jv *d = cg_jv_obj(&r->arena);
         cg_jv_obj_put(&r->arena, d, "field", cg_jv_str(&r->arena, key));
-        *res = srv_fail(r, "bad_request", d, "field %s must be a non-empty string", key);
+        *res = srv_fail(r, CG_R_BAD_REQUEST, d, "field %s must be a non-empty string", key);
         return NULL;
     }
     return s;
 }
 
-#define WITH_DB(r, c)                                   \
-    cg_error err = {0};                                 \
-    PGconn *c = srv_pool_get((r)->s->pool, &err);       \
-    if (!c) return srv_fail_unavailable((r), &err)
+#define DB(r) SRV_DB_POOL((r)->s->pool)
 
 enum MHD_Result srv_h_tokens_create(srv_req *r) {
     enum MHD_Result res;
@@ -53,11 +50,10 @@ enum MHD_Result srv_h_tokens_create(srv_req *r) {
     if (!name) return res;
     bool bad;
     unsigned scopes = srv_scopes_parse_list(cg_jv_get(o, "scopes"), &bad);
-    if (bad) return srv_fail(r, "bad_request", NULL, "scopes must be a non-empty array of upload, read, admin");
-    WITH_DB(r, c);
+    if (bad) return srv_fail(r, CG_R_BAD_REQUEST, NULL, "scopes must be a non-empty array of upload, read, admin");
+    cg_error err = {0};
     const char *id, *token;
-    int rc = srv_token_create(c, name, scopes, &r->arena, &id, &token, &err);
-    srv_pool_put(r->s->pool, c);
+    int rc = srv_token_create(DB(r), name, scopes, &r->arena, &id, &token, &err);
     if (rc < 0) return srv_fail_unavailable(r, &err);
     cg_arena *a = &r->arena;
     cg_jv *out = cg_jv_obj(a);
@@ -68,13 +64,8 @@ enum MHD_Result srv_h_tokens_create(srv_req *r) {
 }
 
 enum MHD_Result srv_h_tokens_list(srv_req *r) {
-    WITH_DB(r, c);
-    PGresult *q = srv_q(c,
-                        "SELECT id, name, array_to_string(scopes, ','), to_char(created_at AT TIME ZONE 'UTC', "
-                        "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), to_char(revoked_at AT TIME ZONE 'UTC', "
-                        "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') FROM api_tokens ORDER BY created_at, id",
-                        0, NULL, NULL, NULL, &err);
-    srv_pool_put(r->s->pool, c);
+    cg_error err = {0};
+    PGresult *q = srv_store_tokens_list(DB(r), &err);
     if (!q) return srv_fail_unavailable(r, &err);
     cg_arena *a = &r->arena;
     cg_jv *items = cg_jv_arr(a);
@@ -94,15 +85,11 @@ enum MHD_Result srv_h_tokens_list(srv_req *r) {
     return srv_reply_json(r, 200, out);
 }
 
-static enum MHD_Result revoke_row(srv_req *r, const char *sql, const char *what) {
-    WITH_DB(r, c);
-    const char *p[1] = {r->params[0]};
-    PGresult *q = srv_q(c, sql, 1, p, NULL, NULL, &err);
-    srv_pool_put(r->s->pool, c);
-    if (!q) return srv_fail_unavailable(r, &err);
-    int n = PQntuples(q);
-    PQclear(q);
-    if (n == 0) return srv_fail(r, "not_found", NULL, "no such %s: %s", what, r->params[0]);
+static enum MHD_Result revoke_row(srv_req *r, const char *what) {
+    cg_error err = {0};
+    int n = srv_store_revoke(DB(r), strcmp(what, "key") == 0, r->params[0], &err);
+    if (n < 0) return srv_fail_unavailable(r, &err);
+    if (n == 0) return srv_fail(r, CG_R_NOT_FOUND, NULL, "no such %s: %s", what, r->params[0]);
     cg_arena *a = &r->arena;
     cg_jv *out = cg_jv_obj(a);
     cg_jv_obj_put(a, out, strcmp(what, "key") == 0 ? "key_id" : "id", cg_jv_str(a, r->params[0]));
@@ -111,8 +98,7 @@ static enum MHD_Result revoke_row(srv_req *r, const char *sql, const char *what)
 }
 
 enum MHD_Result srv_h_tokens_delete(srv_req *r) {
-    return revoke_row(r, "UPDATE api_tokens SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING id",
-                  "token");
+    return revoke_row(r, "token");
 }
 
 enum MHD_Result srv_h_keys_create(srv_req *r) {
@@ -122,23 +108,15 @@ enum MHD_Result srv_h_keys_create(srv_req *r) {
     const char *name = str_field(r, o, "name", &res);
     if (!name) return res;
     const char *pub = cg_jv_as_str(cg_jv_get(o, "public_key"));
-    if (!pub) return srv_fail(r, "bad_request", NULL, "field public_key must be a string");
+    if (!pub) return srv_fail(r, CG_R_BAD_REQUEST, NULL, "field public_key must be a string");
     unsigned char pk[32];
     char kid[33];
     cg_error perr = {0};
-    if (srv_pubkey_parse(pub, pk, &perr) < 0) return srv_fail(r, "invalid_parameter", NULL, "%s", perr.msg);
+    if (srv_pubkey_parse(pub, pk, &perr) < 0) return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "%s", perr.msg);
     srv_key_id(pk, kid);
-    WITH_DB(r, c);
-    const char *p[3] = {kid, name, (const char *)pk};
-    int lens[3] = {0, 0, 32};
-    PGresult *q = srv_q(c,
-                        "INSERT INTO signer_keys (key_id, name, public_key) VALUES ($1, $2, $3) ON CONFLICT (key_id) "
-                        "DO NOTHING RETURNING key_id",
-                        3, p, lens, NULL, &err);
-    srv_pool_put(r->s->pool, c);
-    if (!q) return srv_fail_unavailable(r, &err);
-    bool fresh = PQntuples(q) == 1;
-    PQclear(q);
+    cg_error err = {0};
+    bool fresh;
+    if (srv_store_key_insert(DB(r), kid, name, pk, &fresh, &err) < 0) return srv_fail_unavailable(r, &err);
     cg_arena *a = &r->arena;
     cg_jv *out = cg_jv_obj(a);
     cg_jv_obj_put(a, out, "key_id", cg_jv_str(a, kid));
@@ -146,13 +124,8 @@ enum MHD_Result srv_h_keys_create(srv_req *r) {
 }
 
 enum MHD_Result srv_h_keys_list(srv_req *r) {
-    WITH_DB(r, c);
-    PGresult *q = srv_q(c,
-                        "SELECT key_id, name, encode(public_key, 'base64'), to_char(created_at AT TIME ZONE 'UTC', "
-                        "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), to_char(revoked_at AT TIME ZONE 'UTC', "
-                        "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') FROM signer_keys ORDER BY created_at, key_id",
-                        0, NULL, NULL, NULL, &err);
-    srv_pool_put(r->s->pool, c);
+    cg_error err = {0};
+    PGresult *q = srv_store_keys_list(DB(r), &err);
     if (!q) return srv_fail_unavailable(r, &err);
     cg_arena *a = &r->arena;
     cg_jv *items = cg_jv_arr(a);
@@ -172,6 +145,5 @@ enum MHD_Result srv_h_keys_list(srv_req *r) {
 }
 
 enum MHD_Result srv_h_keys_delete(srv_req *r) {
-    return revoke_row(r, "UPDATE signer_keys SET revoked_at = coalesce(revoked_at, now()) WHERE key_id = $1 RETURNING key_id",
-                  "key");
+    return revoke_row(r, "key");
 }

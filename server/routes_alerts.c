@@ -64,12 +64,13 @@ enum MHD_Result srv_h_alerts_list(srv_req *r) {
                *metric = srv_query(r, "metric"), *cursor = srv_query(r, "cursor"), *lim = srv_query(r, "limit");
     if (state && !known_state(state)) {
         cg_buf_free(&where);
-        return srv_fail(r, "invalid_parameter", NULL, "state must be open, acknowledged, false_positive or resolved");
+        return srv_fail(r, CG_R_INVALID_PARAMETER, NULL,
+                        "state must be open, acknowledged, false_positive or resolved");
     }
     uint64_t nlim = 0;
     if ((cursor && !srv_parse_u64(cursor, INT64_MAX, NULL)) || (lim && (!srv_parse_u64(lim, 500, &nlim) || nlim < 1))) {
         cg_buf_free(&where);
-        return srv_fail(r, "invalid_parameter", NULL, "limit must be 1 to 500 and cursor one this server issued");
+        return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "limit must be 1 to 500 and cursor one this server issued");
     }
     long long limit = lim ? strtoll(lim, NULL, 10) : 50;
     if (state) params[np++] = state, cg_buf_printf(&where, " AND a.state = $%d", np);
@@ -99,20 +100,21 @@ enum MHD_Result srv_h_alerts_list(srv_req *r) {
 
 enum MHD_Result srv_h_alert_patch(srv_req *r) {
     cg_arena *a = &r->arena;
-    if (!srv_parse_u64(r->params[0], INT64_MAX, NULL)) return srv_fail(r, "not_found", NULL, "no alert %s", r->params[0]);
+    if (!srv_parse_u64(r->params[0], INT64_MAX, NULL))
+        return srv_fail(r, CG_R_NOT_FOUND, NULL, "no alert %s", r->params[0]);
     cg_json_limits lim;
     cg_json_limits_default(&lim);
     lim.max_depth = 4;
     cg_error err = {0};
     cg_jv *v = r->body.len ? cg_json_parse(a, r->body.data, r->body.len, &lim, &err) : NULL;
-    if (!v) return srv_fail(r, "malformed_json", NULL, "the body is not a JSON document");
+    if (!v) return srv_fail(r, CG_R_MALFORMED_JSON, NULL, "the body is not a JSON document");
     const char *state = cg_jv_as_str(cg_jv_get(v, "state"));
     const cg_jv *note = cg_jv_get(v, "note");
     if (v->type != CG_JOBJ || !state || !known_state(state) || (note && note->type != CG_JSTR && note->type != CG_JNULL))
-        return srv_fail(r, "bad_request", NULL,
+        return srv_fail(r, CG_R_BAD_REQUEST, NULL,
                         "the body must be {\"state\": open|acknowledged|false_positive|resolved, \"note\"?: string}");
     if (note && note->type == CG_JSTR && strlen(cg_jv_as_str(note)) > 4096)
-        return srv_fail(r, "bad_request", NULL, "note is longer than 4096 bytes");
+        return srv_fail(r, CG_R_BAD_REQUEST, NULL, "note is longer than 4096 bytes");
     PGconn *c = srv_pool_get(r->s->pool, &err);
     if (!c) return srv_fail_unavailable(r, &err);
     const char *p[4] = {r->params[0], state, note ? cg_jv_as_str(note) : NULL, r->token_id};
@@ -138,7 +140,7 @@ enum MHD_Result srv_h_alert_patch(srv_req *r) {
         }
     }
     srv_pool_put(r->s->pool, c);
-    if (missing) return srv_fail(r, "not_found", NULL, "no alert %s", r->params[0]);
+    if (missing) return srv_fail(r, CG_R_NOT_FOUND, NULL, "no alert %s", r->params[0]);
     if (!aj) return srv_fail_unavailable(r, &err);
     return srv_reply_json(r, 200, aj);
 }

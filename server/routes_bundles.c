@@ -20,60 +20,43 @@
 #include "render/payload.h"
 #include "render/viewer_html.h"
 #include "srv_derived.h"
+#include "srv_store.h"
 #include "trace/health.h"
 #include "trace/trace.h"
 
 #define JSON_CT "application/json; charset=utf-8"
-#define TS(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
 
 /* ------------------------------------------------------------ helpers */
 
 /* Resolves r->params[0] to a full id. Returns 1 (id filled), or 0 after answering. */
-static int resolve(srv_req *r, PGconn *c, char id[65], enum MHD_Result *res) {
+static int resolve(srv_req *r, char id[65], enum MHD_Result *res) {
     const char *p = r->params[0];
     size_t n = strlen(p);
     bool hex = n >= 12 && n <= 64;
     for (size_t i = 0; hex && i < n; i++) hex = (p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f');
     if (!hex) {
-        *res = srv_fail(r, "invalid_parameter", NULL, "a bundle id is 12 to 64 lowercase hex characters");
+        *res = srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "a bundle id is 12 to 64 lowercase hex characters");
         return 0;
     }
     cg_error err = {0};
-    const char *q[1] = {cg_arena_printf(&r->arena, "%s%%", p)};
-    PGresult *x = srv_q(c, "SELECT id FROM bundles WHERE id LIKE $1 ORDER BY id LIMIT 2", 1, q, NULL, NULL, &err);
-    if (!x) {
-        *res = srv_fail_unavailable(r, &err);
-        return 0;
-    }
-    int rows = PQntuples(x);
-    if (rows == 1) snprintf(id, 65, "%s", PQgetvalue(x, 0, 0));
-    PQclear(x);
-    if (rows == 0) {
-        *res = srv_fail(r, "not_found", NULL, "no bundle with id %s", p);
-        return 0;
-    }
-    if (rows > 1) {
-        *res = srv_fail(r, "invalid_parameter", NULL, "bundle id prefix %s is ambiguous", p);
-        return 0;
-    }
-    return 1;
+    int rows = srv_store_bundle_resolve(r->s->pool, p, id, &err);
+    if (rows < 0) *res = srv_fail_unavailable(r, &err);
+    else if (rows == 0) *res = srv_fail(r, CG_R_NOT_FOUND, NULL, "no bundle with id %s", p);
+    else if (rows > 1) *res = srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "bundle id prefix %s is ambiguous", p);
+    return rows == 1;
 }
 
-#define WITH_BUNDLE(r, c, id)                                  \
+/* Resolves the id of the route (answering 400/404/503 when it does not). */
+#define WITH_BUNDLE(r, id)                                     \
     cg_error err = {0};                                        \
-    PGconn *c = srv_pool_get((r)->s->pool, &err);              \
-    if (!c) return srv_fail_unavailable((r), &err);            \
     char id[65];                                               \
     enum MHD_Result res_;                                      \
-    if (!resolve((r), c, id, &res_)) {                         \
-        srv_pool_put((r)->s->pool, c);                         \
-        return res_;                                           \
-    }
+    if (!resolve((r), id, &res_)) return res_;
 
 /* ------------------------------------------------------------ derived views (srv_derived.h) */
 
-static void fail_set(srv_derive_fail *f, const char *code, const char *limit, const char *msg) {
-    f->code = code;
+static void fail_set(srv_derive_fail *f, cg_reason reason, const char *limit, const char *msg) {
+    f->reason = reason;
     f->limit = limit;
     if (snprintf(f->msg, sizeof f->msg, "%s", msg) < 0) f->msg[0] = 0; /* long messages are cut */
 }
@@ -82,34 +65,22 @@ static void fail_set(srv_derive_fail *f, const char *code, const char *limit, co
  * pooled connection is held only while the blob is opened. */
 static cg_trace *load_trace(srv_req *r, const char *id, srv_derive_fail *f) {
     cg_error err = {0};
-    PGconn *c = srv_pool_get(r->s->pool, &err);
-    if (!c) {
-        fail_set(f, "unavailable", NULL, err.msg);
-        return NULL;
-    }
-    const char *p[1] = {id};
-    PGresult *x = srv_q(c, "SELECT sha256, bytes FROM bundle_files WHERE bundle_id = $1 AND path = 'trace.jsonl'", 1, p,
-                        NULL, NULL, &err);
-    if (!x || PQntuples(x) != 1) {
-        srv_pool_put(r->s->pool, c);
-        fail_set(f, x ? "internal" : "unavailable", NULL, x ? "the bundle has no stored trace.jsonl" : err.msg);
-        PQclear(x);
-        return NULL;
-    }
     char hex[65];
-    snprintf(hex, sizeof hex, "%s", PQgetvalue(x, 0, 0));
-    uint64_t bytes = strtoull(PQgetvalue(x, 0, 1), NULL, 10);
-    PQclear(x);
+    uint64_t bytes = 0;
+    int found = srv_store_file_ref(r->s->pool, id, "trace.jsonl", hex, &bytes, &err);
+    if (found != 1) {
+        fail_set(f, found == 0 ? CG_R_INTERNAL : CG_R_UNAVAILABLE, NULL,
+                 found == 0 ? "the bundle has no stored trace.jsonl" : err.msg);
+        return NULL;
+    }
     if (bytes > SRV_DERIVED_MAX_TRACE_BYTES) {
-        srv_pool_put(r->s->pool, c);
-        fail_set(f, "payload_too_large", "derived_trace_bytes", "the trace is too large for a derived view");
+        fail_set(f, CG_R_PAYLOAD_TOO_LARGE, "derived_trace_bytes", "the trace is too large for a derived view");
         return NULL;
     }
     bool missing, store_error = true;
-    int fd = srv_blob_open(&r->s->blobs, c, hex, &bytes, &missing, &err);
-    srv_pool_put(r->s->pool, c);
+    int fd = srv_store_blob_open(r->s, hex, &bytes, &missing, &err);
     cg_trace *t = fd < 0 ? NULL : srv_blob_trace_fd(&r->s->blobs, fd, hex, SRV_DERIVED_MAX_TRACE_BYTES, NULL, &store_error, &err);
-    if (!t) fail_set(f, store_error ? "internal" : "trace_invalid", NULL,
+    if (!t) fail_set(f, store_error ? CG_R_INTERNAL : CG_R_TRACE_INVALID, NULL,
                      store_error ? "the stored trace is missing or damaged; run candle-graph-server fsck" : err.msg);
     return t;
 }
@@ -119,25 +90,23 @@ static cg_trace *load_trace(srv_req *r, const char *id, srv_derive_fail *f) {
  * *n receives the count. */
 static int place_files(srv_req *r, const char *id, const char *prefix, const char *dir, size_t *n, cg_error *err) {
     *n = 0;
-    PGconn *c = srv_pool_get(r->s->pool, err);
-    if (!c) return -1;
-    const char *p[2] = {id, prefix};
-    PGresult *x = srv_q(c,
-                        "SELECT path, sha256 FROM bundle_files WHERE bundle_id = $1 AND left(path, length($2)) = $2 "
-                        "ORDER BY path",
-                        2, p, NULL, NULL, err);
+    PGresult *x = srv_store_files_under(r->s->pool, id, prefix, err);
     int rc = x && cg_mkdir_p(dir, err) == 0 ? 0 : -1;
     for (int i = 0; rc == 0 && i < PQntuples(x); i++) {
         char *dst = cg_path_join(dir, PQgetvalue(x, i, 0));
         char parent[PATH_MAX];
         cg_path_parent(dst, parent, sizeof parent);
         rc = cg_mkdir_p(parent, err);
-        if (rc == 0) rc = srv_blob_place(&r->s->blobs, c, PQgetvalue(x, i, 1), dst, err);
+        if (rc == 0) {
+            uint64_t size;
+            bool missing;
+            int fd = srv_store_blob_open(r->s, PQgetvalue(x, i, 1), &size, &missing, err);
+            rc = fd < 0 ? -1 : srv_blob_place(&r->s->blobs, fd, PQgetvalue(x, i, 1), dst, err);
+        }
         free(dst);
         if (rc == 0) (*n)++;
     }
     PQclear(x);
-    srv_pool_put(r->s->pool, c);
     return rc;
 }
 
@@ -150,7 +119,7 @@ static int write_json_file(const char *path, const cg_jv *v, srv_derive_fail *f)
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     int rc = fd < 0 ? -1 : cg_json_write_fd(fd, v, true, true, &err);
     if (fd >= 0 && close(fd) != 0) rc = -1;
-    if (rc < 0) fail_set(f, "insufficient_storage", NULL, "cannot write the derived view");
+    if (rc < 0) fail_set(f, CG_R_INSUFFICIENT_STORAGE, NULL, "cannot write the derived view");
     return rc;
 }
 
@@ -160,13 +129,13 @@ static int derive_graph(srv_req *r, const char *id, const char *out, srv_derive_
     cg_health *h = cg_health_analyze(t);
     int rc = -1;
     if (!h->structurally_valid || t->terminal.outcome == CG_OUTCOME_FAILED) {
-        fail_set(f, "trace_invalid", NULL, "no execution graph is derived for a failed or structurally invalid capture");
+        fail_set(f, CG_R_TRACE_INVALID, NULL, "no execution graph is derived for a failed or structurally invalid capture");
     } else {
         cg_arena a;
         cg_arena_init(&a, 1 << 20);
         cg_error err = {0};
         cg_graph *g = cg_graph_build(t, h, &a, &err);
-        if (!g) fail_set(f, "trace_invalid", NULL, err.msg);
+        if (!g) fail_set(f, CG_R_TRACE_INVALID, NULL, err.msg);
         else rc = write_json_file(out, cg_graph_to_json_lazy(&a, g), f);
         cg_arena_free(&a);
     }
@@ -186,14 +155,14 @@ static int derive_packet(srv_req *r, const char *id, const char *out, bool html,
     cg_error err = {0};
     int rc = -1;
     if (!nsdir[0] || place_files(r, id, "nsight/", nsdir, &n_ns, &err) < 0) {
-        fail_set(f, "unavailable", NULL, err.msg[0] ? err.msg : "cannot read the stored nsight files");
+        fail_set(f, CG_R_UNAVAILABLE, NULL, err.msg[0] ? err.msg : "cannot read the stored nsight files");
         goto out;
     }
     cg_arena a;
     cg_arena_init(&a, 1 << 20);
     cg_evidence *e = cg_evidence_build(&a, t, n_ns ? ns : NULL, &err);
     if (!e) {
-        fail_set(f, "trace_invalid", NULL, err.msg);
+        fail_set(f, CG_R_TRACE_INVALID, NULL, err.msg);
     } else if (!html) {
         rc = write_json_file(out, cg_evidence_to_json_lazy(&a, e), f);
     } else {
@@ -201,9 +170,9 @@ static int derive_packet(srv_req *r, const char *id, const char *out, bool html,
         cg_jv_materialize(&a, packet);
         cg_buf b = CG_BUF_INIT;
         if (cg_viewer_render_html(cg_viewer_payload(&a, packet), &b, &err) != 0) {
-            fail_set(f, "trace_invalid", NULL, err.msg);
+            fail_set(f, CG_R_TRACE_INVALID, NULL, err.msg);
         } else if (cg_write_file_atomic(out, b.data, b.len, &err) != 0) {
-            fail_set(f, "insufficient_storage", NULL, "cannot write the derived view");
+            fail_set(f, CG_R_INSUFFICIENT_STORAGE, NULL, "cannot write the derived view");
         } else {
             rc = 0;
         }
@@ -233,7 +202,7 @@ static int derive_chrome(srv_req *r, const char *id, const char *out, srv_derive
     cg_fd_sink_ctx sink = {open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600), 0};
     int rc = sink.fd < 0 ? -1 : cg_chrome_trace_write(t, cg_fd_sink, &sink, &err);
     if (sink.fd >= 0 && close(sink.fd) != 0) rc = -1;
-    if (rc < 0) fail_set(f, "insufficient_storage", NULL, "cannot write the derived view");
+    if (rc < 0) fail_set(f, CG_R_INSUFFICIENT_STORAGE, NULL, "cannot write the derived view");
     cg_trace_free(t);
     return rc;
 }
@@ -250,18 +219,13 @@ static int derive_archive(srv_req *r, const char *id, const char *out, srv_deriv
     if (dir[0]) cg_rm_rf(dir);
     if (rc < 0) {
         srv_log("error", "archive build failed", "request_id", r->id, "error", err.msg, NULL);
-        f->code = "internal";
+        f->reason = CG_R_INTERNAL;
         if (snprintf(f->msg, sizeof f->msg, "cannot build the archive of bundle %s: %s", id, err.msg) < 0) f->msg[0] = 0;
     }
     return rc;
 }
 
 /* ------------------------------------------------------------ list */
-
-#define SUMMARY_COLS                                                                                                 \
-    "b.seq, b.id, b.run_id, b.entrypoint, b.phase, b.device, b.capture_step, b.implementation_id, b.workload_id, "   \
-    "b.outcome, b.structurally_valid, b.capture_complete, b.measured_ns, b.measured_span_count, b.signer_key_id, "  \
-    "b.host, b.campaign_id, b.planned_name, " TS("b.uploaded_at") ", b.semantic_status"
 
 static cg_jv *summary_item(cg_arena *a, PGresult *x, int i) {
     cg_jv *o = cg_jv_obj(a);
@@ -299,52 +263,36 @@ static cg_jv *summary_item(cg_arena *a, PGresult *x, int i) {
 
 enum MHD_Result srv_h_bundles_list(srv_req *r) {
     cg_arena *a = &r->arena;
-    const char *params[16], *pnames[16] = {0}, *pcasts[16] = {0};
-    int np = 0;
-    cg_buf where = CG_BUF_INIT;
-    cg_buf_puts(&where, "TRUE");
-    unsigned long limit = 50;
+    unsigned limit = 50;
     const char *ls = srv_query(r, "limit");
     if (ls) {
         uint64_t v = 0;
-        if (!srv_parse_u64(ls, 500, &v) || v < 1) {
-            cg_buf_free(&where);
-            return srv_fail(r, "invalid_parameter", NULL, "limit must be an integer from 1 to 500");
-        }
-        limit = (unsigned long)v;
-    }
-    enum MHD_Result refused;
-    if (!srv_bundle_filters_add(r, &where, params, pnames, pcasts, &np, &refused)) {
-        cg_buf_free(&where);
-        return refused;
+        if (!srv_parse_u64(ls, 500, &v) || v < 1)
+            return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "limit must be an integer from 1 to 500");
+        limit = (unsigned)v;
     }
     const char *cursor = srv_query(r, "cursor");
-    if (cursor) {
-        if (!srv_parse_u64(cursor, INT64_MAX, NULL)) { /* seq is a bigint */
-            cg_buf_free(&where);
-            return srv_fail(r, "invalid_parameter", NULL, "cursor is not one this server issued");
-        }
-        params[np++] = cursor;
-        cg_buf_printf(&where, " AND b.seq < $%d::bigint", np);
+    if (cursor && !srv_parse_u64(cursor, INT64_MAX, NULL)) /* seq is a bigint */
+        return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "cursor is not one this server issued");
+    srv_where w;
+    srv_where_init(&w, NULL);
+    enum MHD_Result refused;
+    if (!srv_bundle_filters_add(r, &w, &refused)) {
+        srv_where_free(&w);
+        return refused;
     }
-    params[np++] = cg_arena_printf(a, "%lu", limit + 1);
-    char *sql = cg_arena_printf(a, "SELECT " SUMMARY_COLS " FROM bundles b WHERE %s ORDER BY b.seq DESC LIMIT $%d::int",
-                                where.data, np);
-    cg_buf_free(&where);
     cg_error err = {0};
-    PGconn *c = srv_pool_get(r->s->pool, &err);
-    if (!c) return srv_fail_unavailable(r, &err);
     char sqlstate[6];
-    PGresult *x = srv_q(c, sql, np, params, NULL, sqlstate, &err);
-    const char *bad = !x && !strncmp(sqlstate, "22", 2) ? srv_sql22_param(c, np, params, pcasts, pnames) : NULL;
-    srv_pool_put(r->s->pool, c);
+    const char *bad;
+    PGresult *x = srv_store_bundle_list(r->s->pool, &w, cursor, limit + 1, &bad, sqlstate, &err);
+    srv_where_free(&w);
     if (!x) {
         if (bad) {
             cg_jv *d = cg_jv_obj(a);
             cg_jv_obj_put(a, d, "parameter", cg_jv_str(a, bad));
-            return srv_fail(r, "invalid_parameter", d, "invalid value for parameter %s", bad);
+            return srv_fail(r, CG_R_INVALID_PARAMETER, d, "invalid value for parameter %s", bad);
         }
-        if (!strncmp(sqlstate, "22", 2)) return srv_fail(r, "invalid_parameter", NULL, "invalid query parameter value");
+        if (!strncmp(sqlstate, "22", 2)) return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "invalid query parameter value");
         return srv_fail_unavailable(r, &err);
     }
     cg_jv *items = cg_jv_arr(a);
@@ -353,7 +301,8 @@ enum MHD_Result srv_h_bundles_list(srv_req *r) {
     for (int i = 0; i < shown; i++) cg_jv_arr_push(a, items, summary_item(a, x, i));
     cg_jv *out = cg_jv_obj(a);
     cg_jv_obj_put(a, out, "items", items);
-    cg_jv_obj_put(a, out, "next_cursor", rows > (int)limit ? cg_jv_str(a, PQgetvalue(x, shown - 1, 0)) : cg_jv_null(a));
+    cg_jv_obj_put(a, out, "next_cursor",
+                  rows > (int)limit ? cg_jv_str(a, PQgetvalue(x, shown - 1, SRV_SUMMARY_SEQ)) : cg_jv_null(a));
     PQclear(x);
     return srv_reply_json(r, 200, out);
 }
@@ -361,30 +310,11 @@ enum MHD_Result srv_h_bundles_list(srv_req *r) {
 /* ------------------------------------------------------------ one bundle */
 
 enum MHD_Result srv_h_bundle_get(srv_req *r) {
-    WITH_BUNDLE(r, c, id);
+    WITH_BUNDLE(r, id);
     cg_arena *a = &r->arena;
-    const char *p[1] = {id};
-    PGresult *x = srv_q(c,
-                        "SELECT b.id, b.run_id, convert_from(b.manifest, 'UTF8'), b.provenance, b.identity, b.health, "
-                        "b.outcome, b.measured_ns, b.measured_span_count, b.signature, b.signer_key_id, "
-                        "k.revoked_at IS NOT NULL, b.uploader_token_id, " TS("b.uploaded_at") ", b.campaign_id, "
-                        "b.planned_name, b.semantic_status, b.evidence_schema, b.host, b.file_count, b.total_bytes, "
-                        "b.measurement_scope FROM bundles b LEFT JOIN signer_keys k ON k.key_id = b.signer_key_id "
-                        "WHERE b.id = $1",
-                        1, p, NULL, NULL, &err);
-    PGresult *f = x ? srv_q(c, "SELECT path, bytes, sha256 FROM bundle_files WHERE bundle_id = $1 ORDER BY path", 1, p,
-                            NULL, NULL, &err)
-                    : NULL;
-    PGresult *t = f ? srv_q(c, "SELECT key, value FROM bundle_tags WHERE bundle_id = $1 ORDER BY key", 1, p, NULL, NULL,
-                            &err)
-                    : NULL;
-    srv_pool_put(r->s->pool, c);
-    if (!x || !f || !t || PQntuples(x) != 1) {
-        PQclear(x);
-        PQclear(f);
-        PQclear(t);
-        return srv_fail_unavailable(r, &err);
-    }
+    srv_bundle_rows rows;
+    if (srv_store_bundle_detail(r->s->pool, id, &rows, &err) < 0) return srv_fail_unavailable(r, &err);
+    PGresult *x = rows.row, *f = rows.files, *t = rows.tags;
     cg_jv *o = cg_jv_obj(a);
     cg_jv_obj_put(a, o, "id", srv_col_str(a, x, 0, 0));
     cg_jv_obj_put(a, o, "run_id", srv_col_str(a, x, 0, 1));
@@ -437,20 +367,16 @@ enum MHD_Result srv_h_bundle_get(srv_req *r) {
         cg_jv_obj_put(a, cp, "planned", srv_col_str(a, x, 0, 15));
         cg_jv_obj_put(a, o, "campaign", cp);
     }
-    PQclear(x);
-    PQclear(f);
-    PQclear(t);
+    srv_store_bundle_rows_clear(&rows);
     return srv_reply_json(r, 200, o);
 }
 
 enum MHD_Result srv_h_bundle_manifest(srv_req *r) {
-    WITH_BUNDLE(r, c, id);
-    const char *p[1] = {id};
-    PGresult *x = PQexecParams(c, "SELECT manifest FROM bundles WHERE id = $1", 1, NULL, p, NULL, NULL, 1);
-    srv_pool_put(r->s->pool, c);
-    if (PQresultStatus(x) != PGRES_TUPLES_OK || PQntuples(x) != 1) {
+    WITH_BUNDLE(r, id);
+    PGresult *x = srv_store_bundle_manifest(r->s->pool, id, &err);
+    if (!x || PQntuples(x) != 1) {
         PQclear(x);
-        return srv_fail(r, "unavailable", NULL, "the database is not reachable");
+        return srv_fail(r, CG_R_UNAVAILABLE, NULL, "the database is not reachable");
     }
     char etag[70];
     snprintf(etag, sizeof etag, "\"%s\"", id);
@@ -472,121 +398,82 @@ static const char *ctype_for(const char *path) {
 }
 
 enum MHD_Result srv_h_bundle_file(srv_req *r) {
-    WITH_BUNDLE(r, c, id);
-    const char *p[2] = {id, r->params[1]};
-    PGresult *x = srv_q(c, "SELECT sha256, bytes FROM bundle_files WHERE bundle_id = $1 AND path = $2", 2, p, NULL, NULL,
-                        &err);
-    if (!x) {
-        srv_pool_put(r->s->pool, c);
-        return srv_fail_unavailable(r, &err);
-    }
-    if (PQntuples(x) == 0) {
-        PQclear(x);
-        srv_pool_put(r->s->pool, c);
-        return srv_fail(r, "not_found", NULL, "bundle %s has no file %s", id, r->params[1]);
-    }
+    WITH_BUNDLE(r, id);
     char hex[65];
-    snprintf(hex, sizeof hex, "%s", PQgetvalue(x, 0, 0));
-    uint64_t want = strtoull(PQgetvalue(x, 0, 1), NULL, 10);
-    PQclear(x);
+    uint64_t want = 0;
+    int found = srv_store_file_ref(r->s->pool, id, r->params[1], hex, &want, &err);
+    if (found < 0) return srv_fail_unavailable(r, &err);
+    if (found == 0) return srv_fail(r, CG_R_NOT_FOUND, NULL, "bundle %s has no file %s", id, r->params[1]);
     uint64_t size = 0;
     bool missing = false;
-    int fd = srv_blob_open(&r->s->blobs, c, hex, &size, &missing, &err);
-    srv_pool_put(r->s->pool, c);
+    int fd = srv_store_blob_open(r->s, hex, &size, &missing, &err);
     if (fd < 0 || size != want) {
         if (fd >= 0) close(fd);
         srv_log("error", "stored blob missing or damaged", "request_id", r->id, "sha256", hex, NULL);
-        return srv_fail(r, "internal", NULL, "stored blob %s is missing or damaged; run candle-graph-server fsck", hex);
+        return srv_fail(r, CG_R_INTERNAL, NULL, "stored blob %s is missing or damaged; run candle-graph-server fsck", hex);
     }
     return srv_reply_fd(r, fd, size, ctype_for(r->params[1]), hex, true);
 }
 
 enum MHD_Result srv_h_bundle_archive(srv_req *r) {
-    WITH_BUNDLE(r, c, id);
-    srv_pool_put(r->s->pool, c);
+    WITH_BUNDLE(r, id);
+    (void)err;
     return srv_derived_serve(r, id, "archive", "application/zstd", derive_archive);
 }
 
 enum MHD_Result srv_h_bundle_signature(srv_req *r) {
-    WITH_BUNDLE(r, c, id);
-    const char *p[1] = {id};
-    PGresult *x = srv_q(c, "SELECT signature FROM bundles WHERE id = $1", 1, p, NULL, NULL, &err);
-    srv_pool_put(r->s->pool, c);
+    WITH_BUNDLE(r, id);
+    PGresult *x = srv_store_bundle_signature(r->s->pool, id, &err);
     if (!x) return srv_fail_unavailable(r, &err);
     if (PQntuples(x) != 1 || PQgetisnull(x, 0, 0)) {
         PQclear(x);
-        return srv_fail(r, "not_found", NULL, "bundle %s was uploaded without a signature", id);
+        return srv_fail(r, CG_R_NOT_FOUND, NULL, "bundle %s was uploaded without a signature", id);
     }
     cg_jv *v = srv_col_json(&r->arena, x, 0, 0);
     PQclear(x);
     return srv_reply_json(r, 200, v);
 }
 
+/* A stored file served as it is (its blob), or 500 when the blob is gone. */
+static enum MHD_Result serve_blob(srv_req *r, const char *hex, const char *ctype) {
+    cg_error err = {0};
+    uint64_t size;
+    bool missing;
+    int fd = srv_store_blob_open(r->s, hex, &size, &missing, &err);
+    if (fd < 0) return srv_fail(r, CG_R_INTERNAL, NULL, "stored blob %s is missing; run candle-graph-server fsck", hex);
+    return srv_reply_fd(r, fd, size, ctype, hex, true);
+}
+
 enum MHD_Result srv_h_bundle_evidence(srv_req *r) {
-    WITH_BUNDLE(r, c, id);
-    const char *p[1] = {id};
-    PGresult *x = srv_q(c,
-                        "SELECT f.sha256, f.bytes, b.semantic_status FROM bundles b LEFT JOIN bundle_files f ON "
-                        "f.bundle_id = b.id AND f.path = 'evidence.json' WHERE b.id = $1",
-                        1, p, NULL, NULL, &err);
-    if (!x) {
-        srv_pool_put(r->s->pool, c);
-        return srv_fail_unavailable(r, &err);
-    }
-    bool stored = PQntuples(x) == 1 && !PQgetisnull(x, 0, 0) && !strcmp(PQgetvalue(x, 0, 2), "rederived_match");
-    if (stored) {
-        char hex[65];
-        snprintf(hex, sizeof hex, "%s", PQgetvalue(x, 0, 0));
-        PQclear(x);
-        uint64_t size;
-        bool missing;
-        int fd = srv_blob_open(&r->s->blobs, c, hex, &size, &missing, &err);
-        srv_pool_put(r->s->pool, c);
-        if (fd < 0) return srv_fail(r, "internal", NULL, "stored blob %s is missing; run candle-graph-server fsck", hex);
-        return srv_reply_fd(r, fd, size, JSON_CT, hex, true);
-    }
-    PQclear(x);
-    srv_pool_put(r->s->pool, c);
+    WITH_BUNDLE(r, id);
+    char hex[65];
+    int stored = srv_store_evidence_ref(r->s->pool, id, hex, &err);
+    if (stored < 0) return srv_fail_unavailable(r, &err);
+    if (stored) return serve_blob(r, hex, JSON_CT);
     /* not rederivable (other evidence schema): rebuild evidence/4 from the trace */
     return srv_derived_serve(r, id, "evidence", JSON_CT, derive_evidence);
 }
 
 enum MHD_Result srv_h_bundle_graph(srv_req *r) {
-    WITH_BUNDLE(r, c, id);
-    srv_pool_put(r->s->pool, c);
+    WITH_BUNDLE(r, id);
+    (void)err;
     return srv_derived_serve(r, id, "graph", JSON_CT, derive_graph);
 }
 
 enum MHD_Result srv_h_bundle_export(srv_req *r) {
     const char *format = srv_query(r, "format");
     if (!format || strcmp(format, "chrome"))
-        return srv_fail(r, "invalid_parameter", NULL, "format must be chrome (Chrome Trace Event Format JSON)");
-    WITH_BUNDLE(r, c, id);
-    srv_pool_put(r->s->pool, c);
+        return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "format must be chrome (Chrome Trace Event Format JSON)");
+    WITH_BUNDLE(r, id);
+    (void)err;
     return srv_derived_serve(r, id, "chrome", JSON_CT, derive_chrome);
 }
 
 enum MHD_Result srv_h_bundle_viewer(srv_req *r) {
-    WITH_BUNDLE(r, c, id);
-    const char *p[1] = {id};
-    PGresult *x = srv_q(c, "SELECT sha256 FROM bundle_files WHERE bundle_id = $1 AND path = 'viewer.html'", 1, p, NULL,
-                        NULL, &err);
-    if (!x) {
-        srv_pool_put(r->s->pool, c);
-        return srv_fail_unavailable(r, &err);
-    }
-    if (PQntuples(x) == 1) {
-        char hex[65];
-        snprintf(hex, sizeof hex, "%s", PQgetvalue(x, 0, 0));
-        PQclear(x);
-        uint64_t size;
-        bool missing;
-        int fd = srv_blob_open(&r->s->blobs, c, hex, &size, &missing, &err);
-        srv_pool_put(r->s->pool, c);
-        if (fd < 0) return srv_fail(r, "internal", NULL, "stored blob %s is missing; run candle-graph-server fsck", hex);
-        return srv_reply_fd(r, fd, size, "text/html; charset=utf-8", hex, true);
-    }
-    PQclear(x);
-    srv_pool_put(r->s->pool, c);
+    WITH_BUNDLE(r, id);
+    char hex[65];
+    int found = srv_store_file_ref(r->s->pool, id, "viewer.html", hex, NULL, &err);
+    if (found < 0) return srv_fail_unavailable(r, &err);
+    if (found) return serve_blob(r, hex, "text/html; charset=utf-8");
     return srv_derived_serve(r, id, "viewer", "text/html; charset=utf-8", derive_viewer);
 }

@@ -18,8 +18,6 @@
 #include "campaign/series.h"
 #include "srv_compare.h"
 
-#define TS(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
-
 typedef struct camp {
     cg_campaign_manifest m;
     const char *manifest_sha256, *created_at;
@@ -27,81 +25,52 @@ typedef struct camp {
     const char **host, **device, **bundle_id; /* manifest order; NULL → null */
 } camp;
 
-int srv_campaign_published_ids(srv_req *r, PGconn *c, const char *cid, const char ***ids, size_t *n,
-                               enum MHD_Result *res);
+int srv_campaign_published_ids(srv_req *r, const char *cid, const char ***ids, size_t *n, enum MHD_Result *res);
 
 static const char *col(cg_arena *a, PGresult *x, int i, int j) {
     return PQgetisnull(x, i, j) ? NULL : cg_arena_strdup(a, PQgetvalue(x, i, j));
 }
 
-/* The index rows of one campaign, fetched through a pooled connection that is
- * returned before they are reconciled (build_campaign). */
-typedef struct camp_rows {
-    const char *text, *sha, *created; /* stored manifest (arena) */
-    PGresult *caps;                   /* one row per planned capture, by position */
-} camp_rows;
+/* Backfills the facts of attached bundles that have none (no connection
+ * held). 1 when any was, 0 when none needed it, -1 (err). */
+static int backfill_rows(srv_req *r, srv_campaign_rows *rows, size_t n, cg_error *err) {
+    int any = 0;
+    for (size_t k = 0; k < n; k++)
+        for (int i = 0; i < PQntuples(rows[k].captures); i++) {
+            if (PQgetvalue(rows[k].captures, i, SRV_CAP_NEEDS_FACTS)[0] != 't') continue;
+            if (srv_facts_backfill(r->s, PQgetvalue(rows[k].captures, i, SRV_CAP_BUNDLE), err) < 0) return -1;
+            any = 1;
+        }
+    return any;
+}
 
-/* 1 = fetched (rows->caps to be consumed by build_campaign), 0 = answered (404/503). */
-static int fetch_campaign(srv_req *r, PGconn *c, const char *cid, camp_rows *rows, enum MHD_Result *res) {
-    cg_arena *a = &r->arena;
-    memset(rows, 0, sizeof *rows);
-    cg_error err = {0};
-    const char *p[1] = {cid};
-    PGresult *x = srv_q(c, "SELECT manifest::text, manifest_sha256, " TS("created_at") " FROM campaigns WHERE campaign_id = $1",
-                        1, p, NULL, NULL, &err);
-    if (!x) {
-        *res = srv_fail_unavailable(r, &err);
-        return 0;
-    }
-    if (PQntuples(x) == 0) {
-        PQclear(x);
-        *res = srv_fail(r, "not_found", NULL, "no campaign %s", cid);
-        return 0;
-    }
-    rows->text = col(a, x, 0, 0);
-    rows->sha = col(a, x, 0, 1);
-    rows->created = col(a, x, 0, 2);
-    PQclear(x);
-    for (int attempt = 0; attempt < 2; attempt++) {
-        x = srv_q(c,
-                  "SELECT cc.name, b.id, b.run_id, b.entrypoint, b.capture_step, b.outcome, f.terminal_reason, b.host, "
-                  "b.device, fa.message, fa.host, fa.device, (b.id IS NOT NULL AND f.bundle_id IS NULL), cc.position "
-                  "FROM campaign_captures cc "
-                  "LEFT JOIN LATERAL (SELECT y.id, y.run_id, y.entrypoint, y.capture_step, y.outcome, y.host, y.device "
-                  "  FROM bundles y WHERE y.campaign_id = cc.campaign_id AND y.planned_name = cc.name "
-                  "  ORDER BY y.seq DESC LIMIT 1) b ON true "
-                  "LEFT JOIN bundle_facts f ON f.bundle_id = b.id "
-                  "LEFT JOIN LATERAL (SELECT ua.message, ua.host, ua.device FROM upload_attempts ua "
-                  "  WHERE ua.campaign_id = cc.campaign_id AND ua.planned_name = cc.name "
-                  "  AND ua.state = 'verification_failed' ORDER BY ua.id DESC LIMIT 1) fa ON true "
-                  "WHERE cc.campaign_id = $1 ORDER BY cc.position",
-                  1, p, NULL, NULL, &err);
-        if (!x) {
+/* The stored rows of n campaigns, fetched through one pooled connection that
+ * is returned before they are reconciled (build_campaign); bundles stored
+ * before their facts existed are backfilled first. 1 = fetched (each
+ * rows[k] to be consumed by build_campaign), 0 = answered (404/503). */
+static int fetch_campaigns(srv_req *r, const char *const *ids, size_t n, srv_campaign_rows *rows,
+                           enum MHD_Result *res) {
+    for (int attempt = 0;; attempt++) {
+        cg_error err = {0};
+        int rc = srv_store_campaign_rows(r->s->pool, ids, n, rows, &err);
+        if (rc == 0) *res = srv_fail(r, CG_R_NOT_FOUND, NULL, "no campaign %s", n == 1 ? ids[0] : "of this page");
+        if (rc < 0) *res = srv_fail_unavailable(r, &err);
+        if (rc != 1) return 0;
+        int filled = attempt == 0 ? backfill_rows(r, rows, n, &err) : 0;
+        if (filled == 0) return 1;
+        for (size_t k = 0; k < n; k++) srv_store_campaign_rows_clear(&rows[k]);
+        if (filled < 0) {
             *res = srv_fail_unavailable(r, &err);
             return 0;
         }
-        bool backfilled = false;
-        for (int i = 0; i < PQntuples(x) && attempt == 0; i++)
-            if (PQgetvalue(x, i, 12)[0] == 't') {
-                if (srv_facts_backfill(r->s, c, PQgetvalue(x, i, 1), &err) < 0) {
-                    PQclear(x);
-                    *res = srv_fail_unavailable(r, &err);
-                    return 0;
-                }
-                backfilled = true;
-            }
-        if (!backfilled) break;
-        PQclear(x);
     }
-    rows->caps = x;
-    return 1;
 }
 
 /* The manifest index of capture row i: its stored position when that names
  * the same planned capture (always, for rows this server wrote), else a search. */
 static size_t capture_index(const cg_campaign_manifest *m, PGresult *x, int i) {
-    const char *name = PQgetvalue(x, i, 0);
-    size_t k = (size_t)strtoull(PQgetvalue(x, i, 13), NULL, 10);
+    const char *name = PQgetvalue(x, i, SRV_CAP_NAME);
+    size_t k = (size_t)strtoull(PQgetvalue(x, i, SRV_CAP_POSITION), NULL, 10);
     if (k < m->n_planned && !strcmp(m->planned[k].bundle, name)) return k;
     for (k = 0; k < m->n_planned && strcmp(m->planned[k].bundle, name) != 0; k++) {}
     return k;
@@ -109,18 +78,21 @@ static size_t capture_index(const cg_campaign_manifest *m, PGresult *x, int i) {
 
 /* Reconciles every planned capture from the fetched rows (consumes rows->caps).
  * 1 = built, 0 = answered (500). No connection is held. */
-static int build_campaign(srv_req *r, const char *cid, camp_rows *rows, camp *out, enum MHD_Result *res) {
+static int build_campaign(srv_req *r, const char *cid, srv_campaign_rows *rows, camp *out, enum MHD_Result *res) {
     cg_arena *a = &r->arena;
     memset(out, 0, sizeof *out);
-    PGresult *x = rows->caps;
-    rows->caps = NULL;
+    PGresult *x = rows->captures;
+    const char *text = col(a, rows->campaign, 0, 0);
+    out->manifest_sha256 = col(a, rows->campaign, 0, 1);
+    out->created_at = col(a, rows->campaign, 0, 2);
     cg_error err = {0};
-    out->manifest_sha256 = rows->sha;
-    out->created_at = rows->created;
-    if (cg_campaign_manifest_parse(a, rows->text, strlen(rows->text), &out->m, &err) < 0) {
+    int parsed = cg_campaign_manifest_parse(a, text, strlen(text), &out->m, &err);
+    PQclear(rows->campaign);
+    rows->campaign = rows->captures = NULL;
+    if (parsed < 0) {
         PQclear(x);
         srv_log("error", "stored campaign manifest unreadable", "campaign_id", cid, "error", err.msg, NULL);
-        *res = srv_fail(r, "internal", NULL, "the stored manifest of campaign %s is unreadable", cid);
+        *res = srv_fail(r, CG_R_INTERNAL, NULL, "the stored manifest of campaign %s is unreadable", cid);
         return 0;
     }
     size_t n = out->m.n_planned;
@@ -132,16 +104,16 @@ static int build_campaign(srv_req *r, const char *cid, camp_rows *rows, camp *ou
         size_t k = capture_index(&out->m, x, i);
         if (k == n) continue;
         cg_capture_state *st = &out->states[k];
-        if (!PQgetisnull(x, i, 1)) {
-            int oc = cg_outcome_parse(PQgetvalue(x, i, 5));
-            cg_capture_state_from_facts(a, &out->m, &out->m.planned[k], PQgetvalue(x, i, 3),
-                                        strtoull(PQgetvalue(x, i, 4), NULL, 10),
+        if (!PQgetisnull(x, i, SRV_CAP_BUNDLE)) {
+            int oc = cg_outcome_parse(PQgetvalue(x, i, SRV_CAP_OUTCOME));
+            cg_capture_state_from_facts(a, &out->m, &out->m.planned[k], PQgetvalue(x, i, SRV_CAP_ENTRYPOINT),
+                                        strtoull(PQgetvalue(x, i, SRV_CAP_STEP), NULL, 10),
                                         oc < 0 ? CG_OUTCOME_FAILED : (cg_outcome)oc, col(a, x, i, 6),
-                                        PQgetvalue(x, i, 2), PQgetvalue(x, i, 1), st);
+                                        PQgetvalue(x, i, SRV_CAP_RUN_ID), PQgetvalue(x, i, SRV_CAP_BUNDLE), st);
             out->bundle_id[k] = col(a, x, i, 1);
             out->host[k] = col(a, x, i, 7);
             out->device[k] = col(a, x, i, 8);
-        } else if (!PQgetisnull(x, i, 9)) {
+        } else if (!PQgetisnull(x, i, SRV_CAP_FAILED_MESSAGE)) {
             st->kind = CG_CAPTURE_VERIFICATION_FAILED;
             st->message = col(a, x, i, 9);
             out->host[k] = col(a, x, i, 10);
@@ -154,24 +126,11 @@ static int build_campaign(srv_req *r, const char *cid, camp_rows *rows, camp *ou
     return 1;
 }
 
-/* Fetches through c (kept) and reconciles. 1 = loaded, 0 = answered. */
-static int load_campaign(srv_req *r, PGconn *c, const char *cid, camp *out, enum MHD_Result *res) {
-    camp_rows rows;
-    return fetch_campaign(r, c, cid, &rows, res) && build_campaign(r, cid, &rows, out, res);
-}
-
-/* Takes a pooled connection for the statements only, then reconciles. */
-static int load_campaign_pooled(srv_req *r, const char *cid, camp *out, enum MHD_Result *res) {
-    cg_error err = {0};
-    PGconn *c = srv_pool_get(r->s->pool, &err);
-    if (!c) {
-        *res = srv_fail_unavailable(r, &err);
-        return 0;
-    }
-    camp_rows rows;
-    int ok = fetch_campaign(r, c, cid, &rows, res);
-    srv_pool_put(r->s->pool, c);
-    return ok && build_campaign(r, cid, &rows, out, res);
+/* Fetches (connection returned first) and reconciles. 1 = loaded, 0 = answered. */
+static int load_campaign(srv_req *r, const char *cid, camp *out, enum MHD_Result *res) {
+    srv_campaign_rows rows;
+    const char *ids[1] = {cid};
+    return fetch_campaigns(r, ids, 1, &rows, res) && build_campaign(r, cid, &rows, out, res);
 }
 
 static cg_jv *str_or_null(cg_arena *a, const char *s) { return s ? cg_jv_str(a, s) : cg_jv_null(a); }
@@ -214,10 +173,9 @@ static cg_jv *campaign_json(cg_arena *a, const camp *cp) {
     return o;
 }
 
-int srv_campaign_published_ids(srv_req *r, PGconn *c, const char *cid, const char ***ids, size_t *n,
-                               enum MHD_Result *res) {
+int srv_campaign_published_ids(srv_req *r, const char *cid, const char ***ids, size_t *n, enum MHD_Result *res) {
     camp cp;
-    if (!load_campaign(r, c, cid, &cp, res)) return 0;
+    if (!load_campaign(r, cid, &cp, res)) return 0;
     size_t *order = cg_campaign_step_order(&cp.m);
     *ids = cg_arena_zalloc(&r->arena, (cp.m.n_planned + 1) * sizeof **ids);
     *n = 0;
@@ -239,24 +197,24 @@ enum MHD_Result srv_h_campaign_put(srv_req *r) {
     if (!strcmp(cid, ".") || !strcmp(cid, "..")) {
         cg_jv *d = cg_jv_obj(a);
         cg_jv_obj_put(a, d, "parameter", cg_jv_str(a, "campaign_id"));
-        return srv_fail(r, "invalid_parameter", d, "a campaign id cannot be \".\" or \"..\"");
+        return srv_fail(r, CG_R_INVALID_PARAMETER, d, "a campaign id cannot be \".\" or \"..\"");
     }
     cg_jv *doc = r->body.len ? cg_json_parse(a, r->body.data, r->body.len, &lim, &err) : NULL;
     if (!doc)
-        return srv_fail(r, "malformed_json", NULL, "the body is not a JSON document%s%s", err.msg[0] ? ": " : "", err.msg);
+        return srv_fail(r, CG_R_MALFORMED_JSON, NULL, "the body is not a JSON document%s%s", err.msg[0] ? ": " : "",
+                        err.msg);
     const char *dup = srv_json_dup_key(doc);
     if (dup) return srv_fail_dup_key(r, dup);
     cg_campaign_manifest m;
-    if (cg_campaign_manifest_parse(a, r->body.data, r->body.len, &m, &err) < 0)
-        return srv_fail(r, "bad_request", NULL, "%s", err.msg);
+    if (cg_campaign_manifest_parse(a, r->body.data, r->body.len, &m, &err) < 0) return srv_fail_error(r, &err, NULL);
     if (strcmp(m.campaign_id, cid) != 0)
-        return srv_fail(r, "invalid_parameter", NULL, "the manifest's campaign_id %s differs from the URL's %s",
+        return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "the manifest's campaign_id %s differs from the URL's %s",
                         m.campaign_id, cid);
     if (m.n_planned > SRV_MAX_PLANNED_CAPTURES) {
         cg_jv *d = cg_jv_obj(a);
         cg_jv_obj_put(a, d, "limit", cg_jv_str(a, "planned_captures"));
         cg_jv_obj_put(a, d, "max", cg_jv_u64(a, SRV_MAX_PLANNED_CAPTURES));
-        return srv_fail(r, "payload_too_large", d, "a campaign plans at most %d captures (this one plans %zu)",
+        return srv_fail(r, CG_R_PAYLOAD_TOO_LARGE, d, "a campaign plans at most %d captures (this one plans %zu)",
                         SRV_MAX_PLANNED_CAPTURES, m.n_planned);
     }
     cg_buf canon = CG_BUF_INIT;
@@ -266,62 +224,30 @@ enum MHD_Result srv_h_campaign_put(srv_req *r) {
     const char *text = cg_arena_strndup(a, canon.data, canon.len);
     cg_buf_free(&canon);
 
-    PGconn *c = srv_pool_get(r->s->pool, &err);
-    if (!c) return srv_fail_unavailable(r, &err);
-    unsigned status = 0;
-    const char *p[3] = {cid, text, sha};
-    PGresult *x = NULL;
-    if (srv_exec(c, "BEGIN", &err) < 0) goto dberr;
-    x = srv_q(c,
-              "INSERT INTO campaigns (campaign_id, manifest, manifest_sha256) VALUES ($1, $2::jsonb, $3) "
-              "ON CONFLICT (campaign_id) DO NOTHING",
-              3, p, NULL, NULL, &err);
-    if (!x) goto dberr;
-    bool inserted = strcmp(PQcmdTuples(x), "1") == 0;
-    PQclear(x);
-    if (inserted) {
-        /* every planned capture in one statement (position = manifest order) */
-        cg_buf rows = CG_BUF_INIT;
-        cg_buf_putc(&rows, '[');
-        for (size_t i = 0; i < m.n_planned; i++) {
-            cg_buf_printf(&rows, "%s{\"n\":", i ? "," : "");
-            cg_json_write_str(&rows, m.planned[i].bundle, strlen(m.planned[i].bundle));
-            cg_buf_printf(&rows, ",\"s\":%" PRIu64 ",\"p\":%zu}", m.planned[i].capture_step, i);
-        }
-        cg_buf_putc(&rows, ']');
-        const char *q[2] = {cid, cg_arena_strndup(a, rows.data, rows.len)};
-        cg_buf_free(&rows);
-        x = srv_q(c,
-                  "INSERT INTO campaign_captures (campaign_id, name, position, planned) SELECT $1, r.n, r.p, "
-                  "jsonb_build_object('capture_step', r.s, 'bundle', r.n) FROM json_to_recordset($2::json) AS "
-                  "r(n text, s numeric, p int)",
-                  2, q, NULL, NULL, &err);
-        if (!x) goto dberr;
-        PQclear(x);
-        status = 201;
-    } else {
-        x = srv_q(c, "SELECT manifest_sha256 FROM campaigns WHERE campaign_id = $1", 1, p, NULL, NULL, &err);
-        if (!x) goto dberr;
-        status = PQntuples(x) == 1 && strcmp(PQgetvalue(x, 0, 0), sha) == 0 ? 200 : 409;
-        PQclear(x);
+    /* every planned capture in one statement (position = manifest order) */
+    cg_buf rows = CG_BUF_INIT;
+    cg_buf_putc(&rows, '[');
+    for (size_t i = 0; i < m.n_planned; i++) {
+        cg_buf_printf(&rows, "%s{\"n\":", i ? "," : "");
+        cg_json_write_str(&rows, m.planned[i].bundle, strlen(m.planned[i].bundle));
+        cg_buf_printf(&rows, ",\"s\":%" PRIu64 ",\"p\":%zu}", m.planned[i].capture_step, i);
     }
-    if (srv_exec(c, "COMMIT", &err) < 0) goto dberr;
+    cg_buf_putc(&rows, ']');
+    unsigned status = 0;
+    int rc = srv_store_campaign_put(r->s->pool, cid, text, sha, rows.data, &status, &err);
+    cg_buf_free(&rows);
+    if (rc < 0) return srv_fail_unavailable(r, &err);
     if (status == 409) {
-        srv_pool_put(r->s->pool, c);
         cg_jv *d = cg_jv_obj(a);
         cg_jv_obj_put(a, d, "campaign_id", cg_jv_str(a, cid));
-        return srv_fail(r, "campaign_conflict", d, "campaign %s already exists with a different manifest", cid);
+        return srv_fail(r, CG_R_CAMPAIGN_CONFLICT, d, "campaign %s already exists with a different manifest", cid);
     }
-    srv_pool_put(r->s->pool, c);
     camp cp;
     enum MHD_Result res;
-    if (!load_campaign_pooled(r, cid, &cp, &res)) return res;
+    if (!load_campaign(r, cid, &cp, &res)) return res;
     srv_log("info", status == 201 ? "campaign created" : "campaign already exists", "request_id", r->id, "campaign_id",
             cid, NULL);
     return srv_reply_json(r, status, campaign_json(a, &cp));
-dberr:
-    srv_pool_put(r->s->pool, c);
-    return srv_fail_unavailable(r, &err);
 }
 
 /* ------------------------------------------------------------ reads */
@@ -337,36 +263,25 @@ enum MHD_Result srv_h_campaigns_list(srv_req *r) {
         char *end = NULL;
         limit = strtoul(ls, &end, 10);
         if (!*ls || *end || ls[0] == '-' || limit < 1 || limit > 500)
-            return srv_fail(r, "invalid_parameter", NULL, "limit must be an integer from 1 to 500");
+            return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "limit must be an integer from 1 to 500");
     }
     const char *cursor = srv_query(r, "cursor");
     cg_error err = {0};
-    PGconn *c = srv_pool_get(r->s->pool, &err);
-    if (!c) return srv_fail_unavailable(r, &err);
-    const char *p[2] = {cursor ? cursor : "", cg_arena_printf(a, "%lu", limit + 1)};
-    PGresult *x = srv_q(c,
-                        "SELECT campaign_id FROM campaigns WHERE campaign_id COLLATE \"C\" > $1 COLLATE \"C\" "
-                        "ORDER BY campaign_id COLLATE \"C\" LIMIT $2::int",
-                        2, p, NULL, NULL, &err);
-    if (!x) {
-        srv_pool_put(r->s->pool, c);
-        return srv_fail_unavailable(r, &err);
-    }
+    PGresult *x = srv_store_campaign_ids(r->s->pool, cursor, (unsigned)limit + 1, &err);
+    if (!x) return srv_fail_unavailable(r, &err);
     int rows = PQntuples(x), shown = rows > (int)limit ? (int)limit : rows;
     const char **ids = cg_arena_zalloc(a, ((size_t)shown + 1) * sizeof *ids);
-    camp_rows *raw = cg_arena_zalloc(a, ((size_t)shown + 1) * sizeof *raw);
+    srv_campaign_rows *raw = cg_arena_zalloc(a, ((size_t)shown + 1) * sizeof *raw);
     for (int i = 0; i < shown; i++) ids[i] = cg_arena_strdup(a, PQgetvalue(x, i, 0));
     PQclear(x);
     enum MHD_Result res = MHD_YES;
-    int fetched = 0;
-    while (fetched < shown && fetch_campaign(r, c, ids[fetched], &raw[fetched], &res)) fetched++;
-    srv_pool_put(r->s->pool, c);
+    int fetched = shown == 0 || fetch_campaigns(r, ids, (size_t)shown, raw, &res) ? shown : 0;
     bool ok = fetched == shown;
     cg_jv *items = cg_jv_arr(a);
     for (int i = 0; i < fetched; i++) {
         camp cp;
         if (!ok) {
-            PQclear(raw[i].caps);
+            srv_store_campaign_rows_clear(&raw[i]);
         } else if (!build_campaign(r, ids[i], &raw[i], &cp, &res)) {
             ok = false;
         } else {
@@ -385,7 +300,7 @@ enum MHD_Result srv_h_campaigns_list(srv_req *r) {
 static enum MHD_Result with_campaign(srv_req *r, enum MHD_Result (*fn)(srv_req *, camp *)) {
     camp cp;
     enum MHD_Result res;
-    if (load_campaign_pooled(r, r->params[0], &cp, &res)) res = fn(r, &cp);
+    if (load_campaign(r, r->params[0], &cp, &res)) res = fn(r, &cp);
     return res;
 }
 
@@ -402,12 +317,7 @@ static enum MHD_Result series_of(srv_req *r, const char *const *ids, const char 
     cg_arena *a = &r->arena;
     enum MHD_Result res;
     const char **texts = cg_arena_zalloc(a, (n + 1) * sizeof *texts);
-    cg_error e0 = {0};
-    PGconn *c = srv_pool_get(r->s->pool, &e0);
-    if (!c) return srv_fail_unavailable(r, &e0);
-    int loaded = srv_facts_load(r, c, "series_point", ids, n, texts, &res);
-    srv_pool_put(r->s->pool, c); /* returned before the series is computed */
-    if (!loaded) return res;
+    if (!srv_facts_load(r, "series_point", ids, n, texts, &res)) return res; /* no connection held from here */
     cg_series_point *pts = cg_arena_zalloc(a, (n + 1) * sizeof *pts);
     cg_json_limits lim;
     cg_json_limits_default(&lim);
@@ -416,13 +326,13 @@ static enum MHD_Result series_of(srv_req *r, const char *const *ids, const char 
         cg_jv *v = cg_json_parse(a, texts[i], strlen(texts[i]), &lim, &err);
         if (!v || cg_series_point_from_json(a, v, &pts[i], &err) < 0) {
             srv_log("error", "stored series point unreadable", "id", ids[i], "error", err.msg, NULL);
-            return srv_fail(r, "internal", NULL, "stored series facts of %s are unreadable", ids[i]);
+            return srv_fail(r, CG_R_INTERNAL, NULL, "stored series facts of %s are unreadable", ids[i]);
         }
         pts[i].bundle = names[i];
     }
     cg_error err = {0};
     cg_jv *out = cg_build_series_from_points(a, pts, n, srv_query(r, "label_prefix"), &err);
-    if (!out) return srv_fail(r, "invalid_parameter", NULL, "%s", err.msg);
+    if (!out) return srv_fail_error(r, &err, NULL);
     return srv_reply_json(r, 200, out);
 }
 
@@ -443,7 +353,7 @@ static enum MHD_Result get_series(srv_req *r, camp *cp) {
         }
         free(order);
         cg_jv_obj_put(a, d, "not_published", np);
-        return srv_fail(r, "campaign_conflict", d, "%s", err.msg);
+        return srv_fail_error(r, &err, d);
     }
     size_t n = cp->m.n_planned;
     size_t *order = cg_campaign_step_order(&cp->m);
@@ -461,12 +371,8 @@ enum MHD_Result srv_h_campaign_status(srv_req *r) { return with_campaign(r, get_
 enum MHD_Result srv_h_campaign_series(srv_req *r) { return with_campaign(r, get_series); }
 
 enum MHD_Result srv_h_series(srv_req *r) {
-    cg_error err = {0};
-    PGconn *c = srv_pool_get(r->s->pool, &err);
-    if (!c) return srv_fail_unavailable(r, &err);
     srv_cohort co;
     enum MHD_Result res;
-    int ok = srv_cohort_resolve(r, c, "bundles", srv_query(r, "bundles"), NULL, &co, &res);
-    srv_pool_put(r->s->pool, c);
+    int ok = srv_cohort_resolve(r, "bundles", srv_query(r, "bundles"), NULL, &co, &res);
     return ok ? series_of(r, co.ids, co.given, co.n) : res;
 }

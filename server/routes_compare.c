@@ -18,7 +18,7 @@
 
 #define MAX_COHORT 1000
 
-int srv_campaign_published_ids(srv_req *r, PGconn *c, const char *cid, const char ***ids, size_t *n,
+int srv_campaign_published_ids(srv_req *r, const char *cid, const char ***ids, size_t *n,
                                enum MHD_Result *res); /* routes_campaigns.c */
 
 /* ------------------------------------------------------------ cohorts */
@@ -31,37 +31,33 @@ static bool is_hex_prefix(const char *s) {
     return true;
 }
 
-/* A selector cohort: base condition + list filters, in `order`. */
-static int select_ids(srv_req *r, PGconn *c, const char *name, const char *base, const char *arg, const char *order,
-                      srv_cohort *out, enum MHD_Result *res) {
-    const char *params[24], *pnames[24] = {0}, *pcasts[24] = {0};
-    int np = 0;
-    params[np++] = arg;
-    cg_buf where = CG_BUF_INIT;
-    cg_buf_puts(&where, base);
-    if (!srv_bundle_filters_add(r, &where, params, pnames, pcasts, &np, res)) {
-        cg_buf_free(&where);
+/* A selector cohort: the selector's condition on arg + list filters. */
+static int select_ids(srv_req *r, const char *name, srv_selector sel, const char *arg, srv_cohort *out,
+                      enum MHD_Result *res) {
+    srv_where w;
+    srv_where_init(&w, arg);
+    if (!srv_bundle_filters_add(r, &w, res)) {
+        srv_where_free(&w);
         return 0;
     }
-    char *sql = cg_arena_printf(&r->arena, "SELECT b.id FROM bundles b WHERE %s ORDER BY %s LIMIT %d", where.data, order,
-                                MAX_COHORT + 1);
-    cg_buf_free(&where);
     cg_error err = {0};
     char sqlstate[6] = "";
-    PGresult *x = srv_q(c, sql, np, params, NULL, sqlstate, &err);
+    const char *bad;
+    PGresult *x = srv_store_cohort_ids(r->s->pool, sel, &w, MAX_COHORT + 1, &bad, sqlstate, &err);
+    srv_where_free(&w);
     if (!x) {
-        const char *bad = !strncmp(sqlstate, "22", 2) ? srv_sql22_param(c, np, params, pcasts, pnames) : NULL;
         cg_jv *d = bad ? cg_jv_obj(&r->arena) : NULL;
         if (d) cg_jv_obj_put(&r->arena, d, "parameter", cg_jv_str(&r->arena, bad));
-        *res = bad ? srv_fail(r, "invalid_parameter", d, "invalid value for parameter %s", bad)
-               : !strncmp(sqlstate, "22", 2) ? srv_fail(r, "invalid_parameter", NULL, "invalid query parameter value")
-                                             : srv_fail_unavailable(r, &err);
+        *res = bad ? srv_fail(r, CG_R_INVALID_PARAMETER, d, "invalid value for parameter %s", bad)
+               : !strncmp(sqlstate, "22", 2)
+                   ? srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "invalid query parameter value")
+                   : srv_fail_unavailable(r, &err);
         return 0;
     }
     int rows = PQntuples(x);
     if (rows > MAX_COHORT) {
         PQclear(x);
-        *res = srv_fail(r, "invalid_parameter", NULL, "cohort %s selects more than %d bundles", name, MAX_COHORT);
+        *res = srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "cohort %s selects more than %d bundles", name, MAX_COHORT);
         return 0;
     }
     out->n = (size_t)rows;
@@ -73,18 +69,18 @@ static int select_ids(srv_req *r, PGconn *c, const char *name, const char *base,
 }
 
 /* Explicit tokens → full ids in one query (0 rows: unknown, 2: ambiguous). */
-static int resolve_tokens(srv_req *r, PGconn *c, const char *name, const char **tok, size_t n, srv_cohort *out,
+static int resolve_tokens(srv_req *r, const char *name, const char **tok, size_t n, srv_cohort *out,
                           enum MHD_Result *res) {
     for (size_t i = 0; i < n; i++)
         if (!is_hex_prefix(tok[i])) {
-            *res = srv_fail(r, "invalid_parameter", NULL,
+            *res = srv_fail(r, CG_R_INVALID_PARAMETER, NULL,
                             "cohort %s: %s is not a bundle id (12 to 64 lowercase hex characters) or a selector", name,
                             tok[i]);
             return 0;
         }
     const char *p[1] = {srv_id_array(&r->arena, tok, n)};
     cg_error err = {0};
-    PGresult *x = srv_store_resolve_prefixes(c, p[0], &err);
+    PGresult *x = srv_store_resolve_prefixes(r->s->pool, p[0], &err);
     if (!x) {
         *res = srv_fail_unavailable(r, &err);
         return 0;
@@ -98,12 +94,12 @@ static int resolve_tokens(srv_req *r, PGconn *c, const char *name, const char **
         if (k >= n) continue;
         if (PQgetisnull(x, i, 1)) {
             PQclear(x);
-            *res = srv_fail(r, "not_found", NULL, "no bundle with id %s", tok[k]);
+            *res = srv_fail(r, CG_R_NOT_FOUND, NULL, "no bundle with id %s", tok[k]);
             return 0;
         }
         if (out->ids[k]) {
             PQclear(x);
-            *res = srv_fail(r, "invalid_parameter", NULL, "bundle id prefix %s is ambiguous", tok[k]);
+            *res = srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "bundle id prefix %s is ambiguous", tok[k]);
             return 0;
         }
         out->ids[k] = cg_arena_strdup(&r->arena, PQgetvalue(x, i, 1));
@@ -111,13 +107,13 @@ static int resolve_tokens(srv_req *r, PGconn *c, const char *name, const char **
     PQclear(x);
     for (size_t k = 0; k < n; k++)
         if (!out->ids[k]) {
-            *res = srv_fail(r, "not_found", NULL, "no bundle with id %s", tok[k]);
+            *res = srv_fail(r, CG_R_NOT_FOUND, NULL, "no bundle with id %s", tok[k]);
             return 0;
         }
     return 1;
 }
 
-int srv_cohort_resolve(srv_req *r, PGconn *c, const char *name, const char *text, const cg_jv *json, srv_cohort *out,
+int srv_cohort_resolve(srv_req *r, const char *name, const char *text, const cg_jv *json, srv_cohort *out,
                        enum MHD_Result *res) {
     cg_arena *a = &r->arena;
     memset(out, 0, sizeof *out);
@@ -132,15 +128,16 @@ int srv_cohort_resolve(srv_req *r, PGconn *c, const char *name, const char *text
             tok = cg_arena_zalloc(a, (n + 1) * sizeof *tok);
             for (size_t i = 0; i < n; i++)
                 if (!(tok[i] = cg_jv_as_str(cg_jv_at(json, i)))) {
-                    *res = srv_fail(r, "bad_request", NULL, "%s must be an array of bundle ids or a selector string", name);
+                    *res = srv_fail(r, CG_R_BAD_REQUEST, NULL, "%s must be an array of bundle ids or a selector string",
+                                    name);
                     return 0;
                 }
         } else {
-            *res = srv_fail(r, "bad_request", NULL, "%s must be an array of bundle ids or a selector string", name);
+            *res = srv_fail(r, CG_R_BAD_REQUEST, NULL, "%s must be an array of bundle ids or a selector string", name);
             return 0;
         }
     } else if (!text || !*text) {
-        *res = srv_fail(r, "invalid_parameter", NULL, "cohort %s is required (ids or a selector)", name);
+        *res = srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "cohort %s is required (ids or a selector)", name);
         return 0;
     } else if (strchr(text, ':')) {
         selector = text;
@@ -161,50 +158,44 @@ int srv_cohort_resolve(srv_req *r, PGconn *c, const char *name, const char *text
     int ok;
     if (selector) {
         if (!strncmp(selector, "implementation:", 15) && selector[15]) {
-            ok = select_ids(r, c, name, "b.implementation_id = $1", selector + 15, "b.seq", out, res);
+            ok = select_ids(r, name, SRV_SEL_IMPLEMENTATION, selector + 15, out, res);
         } else if (!strncmp(selector, "campaign:", 9) && selector[9]) {
             const char **ids;
             size_t m;
-            if (!srv_campaign_published_ids(r, c, selector + 9, &ids, &m, res)) return 0;
-            ok = select_ids(r, c, name, "b.id = ANY($1::text[])", srv_id_array(a, ids, m),
-                            "array_position($1::text[], b.id)", out, res);
+            if (!srv_campaign_published_ids(r, selector + 9, &ids, &m, res)) return 0;
+            ok = select_ids(r, name, SRV_SEL_ID_ARRAY, srv_id_array(a, ids, m), out, res);
         } else if (!strncmp(selector, "commit:", 7) && selector[7]) { /* issue 15 */
-            ok = select_ids(r, c, name,
-                            "b.id IN (SELECT bundle_id FROM bundle_revisions WHERE starts_with(commit_sha, $1))",
-                            selector + 7, "b.id", out, res);
+            ok = select_ids(r, name, SRV_SEL_COMMIT, selector + 7, out, res);
         } else if (!strncmp(selector, "branch:", 7) && selector[7]) { /* its newest commit's cohort */
-            ok = select_ids(r, c, name,
-                            "b.id IN (SELECT bundle_id FROM bundle_revisions WHERE branch = $1 AND commit_sha = "
-                            "(SELECT commit_sha FROM bundle_revisions WHERE branch = $1 "
-                            "ORDER BY commit_time DESC, commit_sha DESC LIMIT 1))",
-                            selector + 7, "b.id", out, res);
+            ok = select_ids(r, name, SRV_SEL_BRANCH, selector + 7, out, res);
         } else {
-            *res = srv_fail(r, "invalid_parameter", NULL,
+            *res = srv_fail(r, CG_R_INVALID_PARAMETER, NULL,
                             "unknown cohort selector %s (use campaign:<id>, implementation:<id>, commit:<sha> or "
-                            "branch:<name>)", selector);
+                            "branch:<name>)",
+                            selector);
             return 0;
         }
     } else {
         if (n == 0 || n > MAX_COHORT) {
-            *res = srv_fail(r, "invalid_parameter", NULL, "cohort %s needs 1 to %d bundle ids", name, MAX_COHORT);
+            *res = srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "cohort %s needs 1 to %d bundle ids", name, MAX_COHORT);
             return 0;
         }
-        ok = resolve_tokens(r, c, name, tok, n, out, res);
+        ok = resolve_tokens(r, name, tok, n, out, res);
     }
     if (ok && out->n == 0) {
-        *res = srv_fail(r, "not_found", NULL, "cohort %s selects no bundle", name);
+        *res = srv_fail(r, CG_R_NOT_FOUND, NULL, "cohort %s selects no bundle", name);
         return 0;
     }
     return ok;
 }
 
-int srv_facts_load(srv_req *r, PGconn *c, const char *column, const char *const *ids, size_t n, const char **texts,
+int srv_facts_load(srv_req *r, const char *column, const char *const *ids, size_t n, const char **texts,
                    enum MHD_Result *res) {
     const char *p[1] = {srv_id_array(&r->arena, ids, n)};
     bool series = strcmp(column, "series_point") == 0;
     for (int attempt = 0; attempt < 2; attempt++) {
         cg_error err = {0};
-        PGresult *x = srv_store_facts_column(c, p[0], series, &err);
+        PGresult *x = srv_store_facts_column(r->s->pool, p[0], series, &err);
         if (!x) {
             *res = srv_fail_unavailable(r, &err);
             return 0;
@@ -213,7 +204,7 @@ int srv_facts_load(srv_req *r, PGconn *c, const char *column, const char *const 
         for (int i = 0; i < PQntuples(x) && (size_t)i < n; i++) {
             if (PQgetisnull(x, i, 1)) {
                 missing = true;
-                if (attempt == 0 && srv_facts_backfill(r->s, c, ids[i], &err) < 0) {
+                if (attempt == 0 && srv_facts_backfill(r->s, ids[i], &err) < 0) {
                     PQclear(x);
                     *res = srv_fail_unavailable(r, &err);
                     return 0;
@@ -233,10 +224,10 @@ int srv_facts_load(srv_req *r, PGconn *c, const char *column, const char *const 
 
 /* ------------------------------------------------------------ /compare */
 
-/* The stored cohort-row texts of a cohort (through c). */
-static const char **load_row_texts(srv_req *r, PGconn *c, const srv_cohort *co, enum MHD_Result *res) {
+/* The stored cohort-row texts of a cohort. */
+static const char **load_row_texts(srv_req *r, const srv_cohort *co, enum MHD_Result *res) {
     const char **texts = cg_arena_zalloc(&r->arena, (co->n + 1) * sizeof *texts);
-    return srv_facts_load(r, c, "cohort_row", co->ids, co->n, texts, res) ? texts : NULL;
+    return srv_facts_load(r, "cohort_row", co->ids, co->n, texts, res) ? texts : NULL;
 }
 
 /* Parses them (no connection held). */
@@ -246,7 +237,7 @@ static int parse_rows(srv_req *r, const srv_cohort *co, const char **texts, cg_c
         cg_error err = {0};
         if (cg_cohort_row_parse(&r->arena, texts[i], strlen(texts[i]), &(*rows)[i], &err) < 0) {
             srv_log("error", "stored cohort row unreadable", "id", co->ids[i], "error", err.msg, NULL);
-            *res = srv_fail(r, "internal", NULL, "stored comparison facts of %s are unreadable", co->ids[i]);
+            *res = srv_fail(r, CG_R_INTERNAL, NULL, "stored comparison facts of %s are unreadable", co->ids[i]);
             return 0;
         }
     }
@@ -258,17 +249,13 @@ static enum MHD_Result compare(srv_req *r, const char *atext, const char *btext,
     const char *re = srv_query(r, "require_eligible");
     bool require = re && (!strcmp(re, "1") || !strcmp(re, "true"));
     if (re && !require && strcmp(re, "0") && strcmp(re, "false"))
-        return srv_fail(r, "invalid_parameter", NULL, "require_eligible must be 0 or 1");
+        return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "require_eligible must be 0 or 1");
     cg_error err = {0};
-    PGconn *c = srv_pool_get(r->s->pool, &err);
-    if (!c) return srv_fail_unavailable(r, &err);
     enum MHD_Result res;
     srv_cohort ca, cb;
     cg_cohort_row *ra, *rb;
-    if (!srv_cohort_resolve(r, c, "a", atext, ajson, &ca, &res) || !srv_cohort_resolve(r, c, "b", btext, bjson, &cb, &res)) {
-        srv_pool_put(r->s->pool, c);
+    if (!srv_cohort_resolve(r, "a", atext, ajson, &ca, &res) || !srv_cohort_resolve(r, "b", btext, bjson, &cb, &res))
         return res;
-    }
     char key[65];
     srv_compare_cache_key(&ca, &cb, key);
     size_t len = 0;
@@ -276,7 +263,6 @@ static enum MHD_Result compare(srv_req *r, const char *atext, const char *btext,
     char *hit = srv_compare_cache_get(key, &len, &ineligible);
     cg_jv *out = NULL;
     if (hit) {
-        srv_pool_put(r->s->pool, c);
         if (!(require && ineligible)) {
             const char *hdrs[] = {"Cache-Control", "no-store", NULL};
             res = srv_reply_bytes(r, 200, "application/json; charset=utf-8", hit, len, hdrs);
@@ -287,10 +273,9 @@ static enum MHD_Result compare(srv_req *r, const char *atext, const char *btext,
         cg_json_limits_default(&lim);
         out = cg_json_parse(a, hit, len, &lim, &err);
         free(hit);
-        if (!out) return srv_fail(r, "internal", NULL, "cached comparison unreadable");
+        if (!out) return srv_fail(r, CG_R_INTERNAL, NULL, "cached comparison unreadable");
     } else {
-        const char **ta = load_row_texts(r, c, &ca, &res), **tb = ta ? load_row_texts(r, c, &cb, &res) : NULL;
-        srv_pool_put(r->s->pool, c); /* returned before any row is parsed or compared */
+        const char **ta = load_row_texts(r, &ca, &res), **tb = ta ? load_row_texts(r, &cb, &res) : NULL;
         if (!tb || !parse_rows(r, &ca, ta, &ra, &res) || !parse_rows(r, &cb, tb, &rb, &res)) return res;
         out = cg_compare_rows(a, ra, ca.n, rb, cb.n, CG_CMP_VERIFIED_BUNDLES);
         ineligible = cg_comparison_is_ineligible(out);
@@ -308,7 +293,7 @@ static enum MHD_Result compare(srv_req *r, const char *atext, const char *btext,
     }
     cg_buf m = CG_BUF_INIT;
     cg_comparison_ineligible_message(out, &m);
-    res = srv_fail(r, "ineligible", out, "%s", m.data ? m.data : "comparison ineligible");
+    res = srv_fail(r, CG_R_INELIGIBLE, out, "%s", m.data ? m.data : "comparison ineligible");
     cg_buf_free(&m);
     return res;
 }
@@ -321,9 +306,11 @@ enum MHD_Result srv_h_compare_post(srv_req *r) {
     lim.max_depth = 8;
     cg_error err = {0};
     cg_jv *v = r->body.len ? cg_json_parse(&r->arena, r->body.data, r->body.len, &lim, &err) : NULL;
-    if (!v) return srv_fail(r, "malformed_json", NULL, "the body is not a JSON document%s%s", err.msg[0] ? ": " : "", err.msg);
+    if (!v)
+        return srv_fail(r, CG_R_MALFORMED_JSON, NULL, "the body is not a JSON document%s%s", err.msg[0] ? ": " : "",
+                        err.msg);
     if (v->type != CG_JOBJ || !cg_jv_get(v, "a") || !cg_jv_get(v, "b"))
-        return srv_fail(r, "bad_request", NULL, "the body must be {\"a\": [...], \"b\": [...]}");
+        return srv_fail(r, CG_R_BAD_REQUEST, NULL, "the body must be {\"a\": [...], \"b\": [...]}");
     return compare(r, NULL, NULL, cg_jv_get(v, "a"), cg_jv_get(v, "b"));
 }
 
@@ -339,10 +326,10 @@ typedef struct group {
 /* Groups of one cohort, sorted by (kind, hash), aggregated in the database:
  * runs containing the path and the two middle per-run totals (equal for an odd
  * count); the median is their mean, rounded down. */
-static int load_groups(srv_req *r, PGconn *c, const srv_cohort *co, group **out, size_t *n, enum MHD_Result *res) {
+static int load_groups(srv_req *r, const srv_cohort *co, group **out, size_t *n, enum MHD_Result *res) {
     const char *p[1] = {srv_id_array(&r->arena, co->ids, co->n)};
     cg_error err = {0};
-    PGresult *x = srv_store_span_groups(c, p[0], &err);
+    PGresult *x = srv_store_span_groups(r->s->pool, p[0], &err);
     if (!x) {
         *res = srv_fail_unavailable(r, &err);
         return 0;
@@ -379,13 +366,13 @@ static void ptree_free(ptree *t) {
     free(t->len);
 }
 
-static int load_tree(srv_req *r, PGconn *c, const srv_cohort *ca, const srv_cohort *cb, ptree *t, enum MHD_Result *res) {
+static int load_tree(srv_req *r, const srv_cohort *ca, const srv_cohort *cb, ptree *t, enum MHD_Result *res) {
     const char **ids = cg_arena_zalloc(&r->arena, (ca->n + cb->n + 1) * sizeof *ids);
     memcpy(ids, ca->ids, ca->n * sizeof *ids);
     memcpy(ids + ca->n, cb->ids, cb->n * sizeof *ids);
     const char *p[1] = {srv_id_array(&r->arena, ids, ca->n + cb->n)};
     cg_error err = {0};
-    PGresult *x = srv_store_span_nodes(c, p[0], &err);
+    PGresult *x = srv_store_span_nodes(r->s->pool, p[0], &err);
     if (!x) {
         *res = srv_fail_unavailable(r, &err);
         return 0;
@@ -444,16 +431,16 @@ static const char *ptree_text(cg_arena *a, ptree *t, size_t k, size_t *stack) {
 }
 
 /* Backfills the facts of cohort members that have none. 1, or 0 after answering. */
-static int facts_ensure(srv_req *r, PGconn *c, const srv_cohort *co, enum MHD_Result *res) {
+static int facts_ensure(srv_req *r, const srv_cohort *co, enum MHD_Result *res) {
     const char *p[1] = {srv_id_array(&r->arena, co->ids, co->n)};
     cg_error err = {0};
-    PGresult *x = srv_store_facts_missing(c, p[0], &err);
+    PGresult *x = srv_store_facts_missing(r->s->pool, p[0], &err);
     if (!x) {
         *res = srv_fail_unavailable(r, &err);
         return 0;
     }
     for (int i = 0; i < PQntuples(x); i++)
-        if (srv_facts_backfill(r->s, c, PQgetvalue(x, i, 0), &err) < 0) {
+        if (srv_facts_backfill(r->s, PQgetvalue(x, i, 0), &err) < 0) {
             PQclear(x);
             *res = srv_fail_unavailable(r, &err);
             return 0;
@@ -541,21 +528,14 @@ static cg_jv *diff_json(cg_arena *a, const srv_cohort *ca, const srv_cohort *cb,
     return out;
 }
 
-/* Loads everything /compare/spans needs through one pooled connection. */
+/* Loads everything /compare/spans needs (a pooled connection per statement). */
 static int spans_load(srv_req *r, srv_cohort *ca, srv_cohort *cb, group **ga, size_t *na, group **gb, size_t *nb,
                       ptree *t, enum MHD_Result *res) {
-    cg_error err = {0};
-    PGconn *c = srv_pool_get(r->s->pool, &err);
-    if (!c) {
-        *res = srv_fail_unavailable(r, &err);
-        return 0;
-    }
     /* bundles from before migration 0003 get their facts first */
-    int ok = srv_cohort_resolve(r, c, "a", srv_query(r, "a"), NULL, ca, res) &&
-             srv_cohort_resolve(r, c, "b", srv_query(r, "b"), NULL, cb, res) && facts_ensure(r, c, ca, res) &&
-             facts_ensure(r, c, cb, res) && load_groups(r, c, ca, ga, na, res) && load_groups(r, c, cb, gb, nb, res) &&
-             load_tree(r, c, ca, cb, t, res);
-    srv_pool_put(r->s->pool, c);
+    int ok = srv_cohort_resolve(r, "a", srv_query(r, "a"), NULL, ca, res) &&
+             srv_cohort_resolve(r, "b", srv_query(r, "b"), NULL, cb, res) && facts_ensure(r, ca, res) &&
+             facts_ensure(r, cb, res) && load_groups(r, ca, ga, na, res) && load_groups(r, cb, gb, nb, res) &&
+             load_tree(r, ca, cb, t, res);
     return ok;
 }
 
@@ -597,7 +577,7 @@ enum MHD_Result srv_h_compare_spans(srv_req *r) {
         cg_jv *d = cg_jv_obj(a);
         cg_jv_obj_put(a, d, "limit", cg_jv_str(a, "span_diff_path_bytes"));
         cg_jv_obj_put(a, d, "max", cg_jv_u64(a, SRV_SPAN_DIFF_MAX_PATH_BYTES));
-        res = srv_fail(r, "payload_too_large", d,
+        res = srv_fail(r, CG_R_PAYLOAD_TOO_LARGE, d,
                        "the span diff would carry %" PRIu64 " bytes of path text (limit %llu); compare "
                        "bundles with fewer or shallower spans",
                        bytes, (unsigned long long)SRV_SPAN_DIFF_MAX_PATH_BYTES);

@@ -29,7 +29,7 @@ static int find_series(srv_req *r, PGconn *c, long long *sid, cg_jv **identity, 
                        const char **params, enum MHD_Result *res) {
     cg_arena *a = &r->arena;
     if (!srv_query(r, "workload_id")) {
-        *res = srv_fail(r, "invalid_parameter", NULL, "the series filters need at least workload_id");
+        *res = srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "the series filters need at least workload_id");
         return 0;
     }
     const char *p[16];
@@ -67,8 +67,8 @@ static int find_series(srv_req *r, PGconn *c, long long *sid, cg_jv **identity, 
         PQclear(x);
         cg_jv *d = cg_jv_obj(a);
         cg_jv_obj_put(a, d, "series", list);
-        *res = rows == 0 ? srv_fail(r, "not_found", NULL, "no history series matches the filters")
-                         : srv_fail(r, "ambiguous_series", d, "the filters match %d series; narrow them", rows);
+        *res = rows == 0 ? srv_fail(r, CG_R_NOT_FOUND, NULL, "no history series matches the filters")
+                         : srv_fail(r, CG_R_AMBIGUOUS_SERIES, d, "the filters match %d series; narrow them", rows);
         return 0;
     }
     *sid = strtoll(PQgetvalue(x, 0, 0), NULL, 10);
@@ -207,7 +207,7 @@ static int overrides(srv_req *r, srv_cp_params *p, bool *any, enum MHD_Result *r
         char *e;
         double d = strtod(v, &e);
         if (!*v || *e || !(d >= 0.0) || d > 100000.0 || ((i == 1 || i == 2) && d != floor(d))) {
-            *res = srv_fail(r, "invalid_parameter", NULL, "%s must be a non-negative number", names[i]);
+            *res = srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "%s must be a non-negative number", names[i]);
             return 0;
         }
         if (i == 0) p->p_max = d;
@@ -226,13 +226,13 @@ enum MHD_Result srv_h_history(srv_req *r) {
     if (!metric) metric = SRV_METRIC_OUTER;
     if (strcmp(metric, SRV_METRIC_OUTER) && strncmp(metric, "span:", 5) && strncmp(metric, "op:", 3) &&
         strncmp(metric, "device:", 7))
-        return srv_fail(r, "invalid_parameter", NULL,
+        return srv_fail(r, CG_R_INVALID_PARAMETER, NULL,
                         "metric must be outer_wall_time_ns, span:<path>, op:<path> or device:<device>/<clock_id>");
     uint64_t nlim = 0;
     if (lim && (!srv_parse_u64(lim, MAX_POINTS, &nlim) || nlim < 1))
-        return srv_fail(r, "invalid_parameter", NULL, "limit must be 1 to %d", MAX_POINTS);
+        return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "limit must be 1 to %d", MAX_POINTS);
     if (detect && strcmp(detect, "stored") && strcmp(detect, "full"))
-        return srv_fail(r, "invalid_parameter", NULL, "detect must be stored or full");
+        return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "detect must be stored or full");
     long limit = lim ? strtol(lim, NULL, 10) : 1000;
     cg_error err = {0};
     PGconn *c = srv_pool_get(r->s->pool, &err);
@@ -279,14 +279,14 @@ done:
 
 /* ------------------------------------------------------------ advice */
 
-static int cohort_rows(srv_req *r, PGconn *c, const srv_cohort *co, cg_cohort_row **rows, enum MHD_Result *res) {
+static int cohort_rows(srv_req *r, const srv_cohort *co, cg_cohort_row **rows, enum MHD_Result *res) {
     const char **texts = cg_arena_zalloc(&r->arena, (co->n + 1) * sizeof *texts);
-    if (!srv_facts_load(r, c, "cohort_row", co->ids, co->n, texts, res)) return 0;
+    if (!srv_facts_load(r, "cohort_row", co->ids, co->n, texts, res)) return 0;
     *rows = cg_arena_zalloc(&r->arena, (co->n + 1) * sizeof **rows);
     for (size_t i = 0; i < co->n; i++) {
         cg_error err = {0};
         if (cg_cohort_row_parse(&r->arena, texts[i], strlen(texts[i]), &(*rows)[i], &err) < 0) {
-            *res = srv_fail(r, "internal", NULL, "stored comparison facts of %s are unreadable", co->ids[i]);
+            *res = srv_fail(r, CG_R_INTERNAL, NULL, "stored comparison facts of %s are unreadable", co->ids[i]);
             return 0;
         }
     }
@@ -300,21 +300,15 @@ enum MHD_Result srv_h_compare_advice(srv_req *r) {
         char *e;
         target = strtod(me, &e);
         if (!*me || *e || !(target > 0.0) || target > 1000.0)
-            return srv_fail(r, "invalid_parameter", NULL, "min_effect_pct must be a number in (0, 1000]");
+            return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "min_effect_pct must be a number in (0, 1000]");
     }
-    cg_error err = {0};
-    PGconn *c = srv_pool_get(r->s->pool, &err);
-    if (!c) return srv_fail_unavailable(r, &err);
     enum MHD_Result res;
     srv_cohort ca, cb;
     cg_cohort_row *ra, *rb;
-    if (!srv_cohort_resolve(r, c, "a", srv_query(r, "a"), NULL, &ca, &res) ||
-        !srv_cohort_resolve(r, c, "b", srv_query(r, "b"), NULL, &cb, &res) || !cohort_rows(r, c, &ca, &ra, &res) ||
-        !cohort_rows(r, c, &cb, &rb, &res)) {
-        srv_pool_put(r->s->pool, c);
+    if (!srv_cohort_resolve(r, "a", srv_query(r, "a"), NULL, &ca, &res) ||
+        !srv_cohort_resolve(r, "b", srv_query(r, "b"), NULL, &cb, &res) || !cohort_rows(r, &ca, &ra, &res) ||
+        !cohort_rows(r, &cb, &rb, &res))
         return res;
-    }
-    srv_pool_put(r->s->pool, c);
     cg_jv *cmp = cg_compare_rows(&r->arena, ra, ca.n, rb, cb.n, CG_CMP_VERIFIED_BUNDLES);
     return srv_reply_json(r, 200, cg_replication_advice(&r->arena, cmp, target));
 }

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "srv.h"
+#include "srv_store.h"
 
 enum MHD_Result srv_h_healthz(srv_req *r) {
     cg_jv *o = cg_jv_obj(&r->arena);
@@ -13,22 +13,15 @@ enum MHD_Result srv_h_healthz(srv_req *r) {
 enum MHD_Result srv_h_readyz(srv_req *r) {
     cg_error err = {0};
     cg_arena *a = &r->arena;
-    bool db_ok = false, store_ok = false;
-    PGconn *c = srv_pool_get(r->s->pool, &err);
-    if (c) {
-        PGresult *res = srv_q(c, "SELECT 1", 0, NULL, NULL, NULL, &err);
-        db_ok = res != NULL;
-        PQclear(res);
-        if (db_ok) store_ok = srv_blob_ready(&r->s->blobs, c, &err) == 0;
-        srv_pool_put(r->s->pool, c);
-    }
+    bool db_ok, store_ok;
+    srv_store_ready(r->s, &db_ok, &store_ok, &err);
     if (!db_ok || !store_ok || atomic_load(&r->s->stopping)) {
         cg_jv *d = cg_jv_obj(a);
         cg_jv_obj_put(a, d, "database", cg_jv_bool(a, db_ok));
         cg_jv_obj_put(a, d, "blob_store", cg_jv_bool(a, store_ok));
         srv_log("warn", "not ready", "request_id", r->id, "error", err.msg, NULL);
-        return srv_fail(r, "unavailable", d, atomic_load(&r->s->stopping) ? "shutting down"
-                                                                          : "the database or blob store is not reachable");
+        return srv_fail(r, CG_R_UNAVAILABLE, d,
+                        atomic_load(&r->s->stopping) ? "shutting down" : "the database or blob store is not reachable");
     }
     cg_jv *o = cg_jv_obj(a);
     cg_jv_obj_put(a, o, "status", cg_jv_str(a, "ready"));
@@ -43,22 +36,19 @@ enum MHD_Result srv_h_metrics(srv_req *r) {
     int64_t bytes = -1, count = -1;
     srv_blob_totals bt = {-1, -1, 0, 0, 0};
     cg_error err = {0};
-    PGconn *c = srv_pool_get(r->s->pool, &err);
-    if (c) {
-        PGresult *res = srv_q(c,
-                              "SELECT coalesce(sum(bytes), 0), count(*) FROM (SELECT DISTINCT sha256, bytes FROM "
-                              "bundle_files) b",
-                              0, NULL, NULL, NULL, &err);
-        if (res) {
-            bytes = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
-            count = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
-        }
-        PQclear(res);
-        srv_blob_totals_get(&r->s->blobs, c, &bt);
-        srv_pool_put(r->s->pool, c);
-    }
+    if (srv_store_blob_totals(r->s->pool, &bytes, &count, &err) < 0) bytes = count = -1;
+    /* the at-rest totals: a connection only for the pg store's own table */
+    PGconn *c = r->s->blobs.kind == SRV_BLOB_PG ? srv_pool_get(r->s->pool, &err) : NULL;
+    srv_blob_totals_get(&r->s->blobs, c, &bt);
+    if (c) srv_pool_put(r->s->pool, c);
     cg_buf b = CG_BUF_INIT;
     srv_metrics_render(&b, size, in_use, open, bytes, count, &bt);
+    cg_buf_printf(&b,
+                  "# HELP cg_db_pool_held_at_reply_total Answers queued while the request still held a pooled "
+                  "database connection (the store layer keeps this 0).\n"
+                  "# TYPE cg_db_pool_held_at_reply_total counter\n"
+                  "cg_db_pool_held_at_reply_total %lu\n",
+                  srv_pool_held_at_reply());
     enum MHD_Result res = srv_reply_bytes(r, 200, "text/plain; version=0.0.4; charset=utf-8", b.data, b.len, NULL);
     cg_buf_free(&b);
     return res;
@@ -67,6 +57,6 @@ enum MHD_Result srv_h_metrics(srv_req *r) {
 enum MHD_Result srv_h_openapi(srv_req *r) {
     size_t len;
     const char *doc = srv_embedded_file("server/openapi.json", &len);
-    if (!doc) return srv_fail(r, "not_found", NULL, "openapi.json is not embedded");
+    if (!doc) return srv_fail(r, CG_R_NOT_FOUND, NULL, "openapi.json is not embedded");
     return srv_reply_bytes(r, 200, "application/json; charset=utf-8", doc, len, NULL);
 }

@@ -37,6 +37,7 @@
 #include <time.h>
 
 #include "base/fs.h"
+#include "srv_store.h"
 #include "srv_timeline.h"
 #include "srv_web.h"
 #include "trace/trace.h"
@@ -125,47 +126,33 @@ enum MHD_Result srv_h_bundle_timeline(srv_req *r) {
     const char *clock = srv_query(r, "clock");
     if (!clock || !*clock) clock = "host";
     if (s_start && *s_start && !parse_u64(s_start, &qs))
-        return srv_fail(r, "invalid_parameter", NULL, "start_ns must be a non-negative integer");
+        return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "start_ns must be a non-negative integer");
     if (s_end && *s_end && !parse_u64(s_end, &qe))
-        return srv_fail(r, "invalid_parameter", NULL, "end_ns must be a non-negative integer");
+        return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "end_ns must be a non-negative integer");
     if (s_px && *s_px && (!parse_u64(s_px, &pxv) || pxv < 1 || pxv > PX_MAX))
-        return srv_fail(r, "invalid_parameter", NULL, "px must be an integer from 1 to %d", PX_MAX);
+        return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "px must be an integer from 1 to %d", PX_MAX);
 
     cg_error err = {0};
-    PGconn *c = srv_pool_get(r->s->pool, &err);
-    if (!c) return srv_fail_unavailable(r, &err);
     /* resolve the id (full or unique prefix of >= 12 hex) */
     const char *pid = r->params[0];
     size_t n = strlen(pid);
     bool hex = n >= 12 && n <= 64;
     for (size_t i = 0; hex && i < n; i++) hex = (pid[i] >= '0' && pid[i] <= '9') || (pid[i] >= 'a' && pid[i] <= 'f');
-    if (!hex) {
-        srv_pool_put(r->s->pool, c);
-        return srv_fail(r, "invalid_parameter", NULL, "a bundle id is 12 to 64 lowercase hex characters");
-    }
-    const char *q[1] = {cg_arena_printf(a, "%s%%", pid)};
-    PGresult *x = srv_q(c, "SELECT id FROM bundles WHERE id LIKE $1 ORDER BY id LIMIT 2", 1, q, NULL, NULL, &err);
-    if (!x) {
-        srv_pool_put(r->s->pool, c);
-        return srv_fail_unavailable(r, &err);
-    }
-    int rows = PQntuples(x);
+    if (!hex) return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "a bundle id is 12 to 64 lowercase hex characters");
     char id[65] = "";
-    if (rows == 1) snprintf(id, sizeof id, "%s", PQgetvalue(x, 0, 0));
-    PQclear(x);
-    if (rows != 1) {
-        srv_pool_put(r->s->pool, c);
-        return rows == 0 ? srv_fail(r, "not_found", NULL, "no bundle with id %s", pid)
-                         : srv_fail(r, "invalid_parameter", NULL, "bundle id prefix %s is ambiguous", pid);
-    }
+    int rows = srv_store_bundle_resolve(r->s->pool, pid, id, &err);
+    if (rows < 0) return srv_fail_unavailable(r, &err);
+    if (rows != 1)
+        return rows == 0 ? srv_fail(r, CG_R_NOT_FOUND, NULL, "no bundle with id %s", pid)
+                         : srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "bundle id prefix %s is ambiguous", pid);
 
     srv_tl_status st;
-    srv_tl_index *ix = srv_timeline_acquire(r->s, c, id, &st, &err);
+    srv_tl_index *ix = srv_timeline_acquire(r->s, id, &st, &err);
     if (!ix) {
         if (st == SRV_TL_UNAVAILABLE) return srv_fail_unavailable(r, &err);
-        if (st == SRV_TL_NO_TRACE) return srv_fail(r, "not_found", NULL, "%s", err.msg);
-        if (st == SRV_TL_INVALID) return srv_fail(r, "trace_invalid", NULL, "%s", err.msg);
-        return srv_fail(r, "internal", NULL, "cannot read trace.jsonl of bundle %s: %s", id, err.msg);
+        if (st == SRV_TL_NO_TRACE) return srv_fail(r, CG_R_NOT_FOUND, NULL, "%s", err.msg);
+        if (st == SRV_TL_INVALID) return srv_fail(r, CG_R_TRACE_INVALID, NULL, "%s", err.msg);
+        return srv_fail(r, CG_R_INTERNAL, NULL, "cannot read trace.jsonl of bundle %s: %s", id, err.msg);
     }
 
     const srv_tl_clock *ck = NULL;
@@ -173,13 +160,13 @@ enum MHD_Result srv_h_bundle_timeline(srv_req *r) {
         if (!strcmp(ix->clocks[i].clock, clock)) ck = &ix->clocks[i];
     if (!ck) {
         srv_timeline_release(r->s, ix);
-        return srv_fail(r, "invalid_parameter", NULL, "this trace has no clock %s", clock);
+        return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "this trace has no clock %s", clock);
     }
     if (!s_start || !*s_start) qs = ck->min_ns;
     if (!s_end || !*s_end) qe = ck->max_ns > ck->min_ns ? ck->max_ns + 1 : ck->min_ns + 1;
     if (qe <= qs) {
         srv_timeline_release(r->s, ix);
-        return srv_fail(r, "invalid_parameter", NULL, "end_ns must be greater than start_ns");
+        return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "end_ns must be greater than start_ns");
     }
 
     cg_jv *o = cg_jv_obj(a);

@@ -16,22 +16,22 @@ enum MHD_Result srv_h_webhooks_create(srv_req *r) {
     lim.max_depth = 4;
     cg_error err = {0};
     cg_jv *v = r->body.len ? cg_json_parse(a, r->body.data, r->body.len, &lim, &err) : NULL;
-    if (!v) return srv_fail(r, "malformed_json", NULL, "the body is not a JSON document");
+    if (!v) return srv_fail(r, CG_R_MALFORMED_JSON, NULL, "the body is not a JSON document");
     const char *url = cg_jv_as_str(cg_jv_get(v, "url")), *secret = cg_jv_as_str(cg_jv_get(v, "secret"));
     const cg_jv *ev = cg_jv_get(v, "events");
     if (v->type != CG_JOBJ || !url || !secret || !ev || ev->type != CG_JARR || cg_jv_len(ev) == 0)
-        return srv_fail(r, "bad_request", NULL, "the body must be {\"url\", \"secret\", \"events\": [...]}");
+        return srv_fail(r, CG_R_BAD_REQUEST, NULL, "the body must be {\"url\", \"secret\", \"events\": [...]}");
     if ((strncmp(url, "http://", 7) && strncmp(url, "https://", 8)) || strlen(url) > 2048)
-        return srv_fail(r, "invalid_parameter", NULL, "url must be an http:// or https:// URL (≤ 2048 bytes)");
+        return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "url must be an http:// or https:// URL (≤ 2048 bytes)");
     if (!*secret || strlen(secret) > 1024)
-        return srv_fail(r, "invalid_parameter", NULL, "secret must be 1 to 1024 bytes");
+        return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "secret must be 1 to 1024 bytes");
     cg_buf arr = CG_BUF_INIT;
     cg_buf_putc(&arr, '{');
     for (size_t i = 0; i < cg_jv_len(ev); i++) {
         const char *e = cg_jv_as_str(cg_jv_at(ev, i));
         if (!e || !known_event(e)) {
             cg_buf_free(&arr);
-            return srv_fail(r, "invalid_parameter", NULL, "events must be alert.opened and/or alert.updated");
+            return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "events must be alert.opened and/or alert.updated");
         }
         cg_buf_printf(&arr, "%s%s", i ? "," : "", e);
     }
@@ -100,7 +100,7 @@ enum MHD_Result srv_h_webhooks_delete(srv_req *r) {
     if (!x) return srv_fail_unavailable(r, &err);
     int n = PQntuples(x);
     PQclear(x);
-    if (!n) return srv_fail(r, "not_found", NULL, "no webhook %s", r->params[0]);
+    if (!n) return srv_fail(r, CG_R_NOT_FOUND, NULL, "no webhook %s", r->params[0]);
     cg_jv *o = cg_jv_obj(a);
     cg_jv_obj_put(a, o, "id", cg_jv_str(a, r->params[0]));
     cg_jv_obj_put(a, o, "deleted", cg_jv_bool(a, true));
@@ -130,7 +130,7 @@ enum MHD_Result srv_h_webhook_deliveries(srv_req *r) {
     PQclear(w);
     if (!found) {
         PQclear(x);
-        return srv_fail(r, "not_found", NULL, "no webhook %s", r->params[0]);
+        return srv_fail(r, CG_R_NOT_FOUND, NULL, "no webhook %s", r->params[0]);
     }
     cg_jv *items = cg_jv_arr(a);
     for (int i = 0; i < PQntuples(x); i++) {

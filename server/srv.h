@@ -118,6 +118,16 @@ PGconn *srv_pool_get(srv_pool *p, cg_error *err);
 /* Returns a connection: rolls back an open transaction, drops a broken one. */
 void srv_pool_put(srv_pool *p, PGconn *c);
 void srv_pool_stats(srv_pool *p, unsigned *size, unsigned *in_use, unsigned *open);
+/* Connections the calling thread holds now (checked out, not yet put back);
+ * srv_pool_get/put adjust it by +1/-1. */
+int srv_pool_held_here(void);
+void srv_pool_held_adjust(int delta);
+/* Called for every answer queued (http.c): counts the answers queued while the
+ * request's thread still held a pooled connection — the store layer returns
+ * them before any CPU work, so this stays 0 (/metrics
+ * cg_db_pool_held_at_reply_total, asserted by the store-layer test). */
+void srv_pool_note_reply(void);
+unsigned long srv_pool_held_at_reply(void);
 /* One connection outside the pool (admin CLI, migrations). */
 PGconn *srv_db_connect(const char *conninfo, unsigned stmt_timeout_ms, cg_error *err);
 
@@ -166,6 +176,11 @@ int srv_blob_init(srv_blobstore *b, srv_blob_kind kind, const char *data_dir, cg
  * conn inside the caller's transaction. *enospc is set when the disk is full. */
 int srv_blob_put(srv_blobstore *b, PGconn *conn, const char *src, const char *hex, uint64_t size,
                  bool *enospc, cg_error *err);
+/* The same from a descriptor the caller opened (read from offset 0, not
+ * closed); src only names it in messages. Ingest puts the staged files it
+ * opened beneath the bundle's directory descriptor. */
+int srv_blob_put_fd(srv_blobstore *b, PGconn *conn, int src_fd, const char *src, const char *hex, uint64_t size,
+                    bool *enospc, cg_error *err);
 /* fs: the blob's path (caller checks existence). */
 void srv_blob_path(const srv_blobstore *b, const char *hex, char *out, size_t outsz);
 /* Opens a blob for reading into a fresh unlinked temp fd (pg) or the file (fs).
@@ -187,9 +202,10 @@ char *srv_blob_read(srv_blobstore *b, PGconn *conn, const char *hex, size_t max,
  * opened (*missing when it does not exist); damage shows as a wrong digest. */
 int srv_blob_hash(srv_blobstore *b, PGconn *conn, const char *hex, char got[65], uint64_t *plain,
                   const char **form, bool *missing, cg_error *err);
-/* Writes the plain bytes of a blob to a new file dst (0600): a hard link for a
- * plain fs blob, a streamed decompression otherwise. */
-int srv_blob_place(srv_blobstore *b, PGconn *conn, const char *hex, const char *dst, cg_error *err);
+/* Writes the plain bytes of blob hex, open as fd (srv_blob_open; taken and
+ * closed), to a new file dst (0600): a hard link for a plain fs blob, a streamed
+ * decompression otherwise. */
+int srv_blob_place(srv_blobstore *b, int fd, const char *hex, const char *dst, cg_error *err);
 /* Totals of the store for /metrics: stored (on disk: headers, frames, index)
  * and plain bytes and blob files by form (pg: all plain). fs: a walk of sha256/, cached for
  * 30 s; pg: from pg_blobs (stored = plain). -1 when unknown. */
@@ -320,7 +336,7 @@ struct srv_req {
     bool close_conn;       /* answer with Connection: close (framing errors) */
     /* outcome (for logs/metrics) */
     int status;
-    const char *err_code;
+    cg_reason err_reason; /* of the error answered, CG_R_NONE when none */
     bool queued;
     char allow[64];        /* Allow header for 405 */
 };
@@ -339,11 +355,16 @@ enum MHD_Result srv_reply_bytes(srv_req *r, unsigned status, const char *ctype, 
  * the plain size and fd may be a stored blob in any form (srv_blob_response). */
 enum MHD_Result srv_reply_fd(srv_req *r, int fd, uint64_t size, const char *ctype, const char *etag_hex,
                              bool immutable);
-/* Error envelope; status follows the code's category (errors.c). detail may be NULL. */
-enum MHD_Result srv_fail(srv_req *r, const char *code, cg_jv *detail, const char *fmt, ...)
+/* Error envelope {"error": {code, message, detail?}} of reason (its code and
+ * its status from errors.c). detail may be NULL. */
+enum MHD_Result srv_fail(srv_req *r, cg_reason reason, cg_jv *detail, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-/* Same with the error of a failed dependency: 503 unavailable (or 507). */
+/* A failed dependency (database, blob store): 503 unavailable; err is logged. */
 enum MHD_Result srv_fail_unavailable(srv_req *r, const cg_error *err);
+/* A failed library call: answers srv_reason_of(err) — with err's message when
+ * that is a 4xx, else logged and answered as srv_fail_unavailable does (507
+ * for a full disk). detail may be NULL. */
+enum MHD_Result srv_fail_error(srv_req *r, const cg_error *err, cg_jv *detail);
 const char *srv_query(srv_req *r, const char *name); /* decoded query argument or NULL */
 /* Single "bytes=a-b" / "bytes=a-" / "bytes=-n" range within size; false when absent,
  * multi-range or unsatisfiable (the caller then serves the whole body). */
@@ -369,13 +390,12 @@ cg_jv *srv_detail_param(srv_req *r, const char *name);
 /* query_params.c: a decimal integer 0..max (digits only, no sign, no overflow);
  * out may be NULL. */
 bool srv_parse_u64(const char *s, uint64_t max, uint64_t *out);
-/* Appends " AND <filter>" to where for each bundle-list filter of the request
- * (entrypoint, phase, device, implementation_id, workload_id, campaign,
- * capture_step, outcome, signer, since, until, commit, branch, tag=k:v), binding
- * the values as params[*np..] (with their names and casts). Returns 1, or 0 with
- * *res the 400 answer for a bad value. */
-int srv_bundle_filters_add(srv_req *r, cg_buf *where, const char **params, const char **pnames, const char **pcasts,
-                           int *np, enum MHD_Result *res);
+/* Adds each bundle-list filter of the request (entrypoint, phase, device,
+ * implementation_id, workload_id, campaign, capture_step, outcome, signer,
+ * since, until, commit, branch, tag=k:v) to w (srv_store.h). Returns 1, or 0
+ * with *res the 400 answer for a bad value. */
+struct srv_where;
+int srv_bundle_filters_add(srv_req *r, struct srv_where *w, enum MHD_Result *res);
 
 /* ------------------------------------------------------------ http_guard.c */
 
@@ -404,41 +424,26 @@ const char *srv_utf8_clean(cg_arena *a, const char *s, size_t n, size_t *out_len
 
 /* ------------------------------------------------------------ errors.c */
 
-/* The reasons table (errors.c, X-macro SRV_REASONS): every error code with its
- * category, HTTP status and retryability. Input categories are never 5xx. */
-typedef enum srv_category {
-    SRV_CAT_INPUT = 0, /* the request itself (syntax, parameters, route) */
-    SRV_CAT_AUTH,      /* token or signer */
-    SRV_CAT_CONFLICT,  /* state conflicts with stored data */
-    SRV_CAT_LIMIT,     /* a size or count limit */
-    SRV_CAT_VERIFY,    /* the uploaded bundle fails a verification rule */
-    SRV_CAT_OVERLOAD,  /* try again later (our capacity) */
-    SRV_CAT_STORE,     /* our database, blob store or disk */
-} srv_category;
-typedef struct srv_reason_info {
-    const char *code;
-    srv_category category;
-    unsigned status;
-    bool retryable; /* answered with Retry-After */
-} srv_reason_info;
-const srv_reason_info *srv_reason(const char *code); /* NULL for an unknown code */
-unsigned srv_error_status(const char *code); /* 500 for an unknown code */
-bool srv_error_retryable(const char *code);
-extern const char *const srv_error_codes[];  /* every code the server can answer, NULL-terminated */
-/* After a statement failed with a SQLSTATE of class 22 (data exception): the
- * name of the first parameter whose value does not convert with its cast
- * (checked one by one with "SELECT $1<cast>"), or NULL. casts[i] may be "" for
- * an untyped parameter, names[i] NULL for one the client did not give. */
-const char *srv_sql22_param(PGconn *c, int n, const char *const *values, const char *const *casts,
-                            const char *const *names);
+/* The reasons are lib/base/reason.def (cg_reason: code, category, retryable);
+ * errors.c maps each to its HTTP status, the only such mapping. */
+unsigned srv_reason_status(cg_reason r); /* 500 for CG_R_NONE or out of range */
+/* The reason to answer for a failed library or dependency call: the reason the
+ * failure was detected with, else insufficient_storage (ENOSPC/EDQUOT) or
+ * unavailable (any other local failure). */
+cg_reason srv_reason_of(const cg_error *err);
+/* The reason table as the Markdown of docs/api.md "Errors" (one row per
+ * reason: code, status, category, retry, meaning), appended to out. */
+void srv_reasons_markdown(cg_buf *out);
+/* srv_store_sql22_param (srv_store.h) names the parameter of a class-22 error. */
 
 /* ------------------------------------------------------------ auth.c */
 
-/* Token format: "cgt_" + 64 lowercase hex (32 random bytes). */
-int srv_token_create(PGconn *c, const char *name, unsigned scopes, cg_arena *a, const char **id,
+/* Token format: "cgt_" + 64 lowercase hex (32 random bytes). db: srv_store.h. */
+struct srv_db;
+int srv_token_create(struct srv_db db, const char *name, unsigned scopes, cg_arena *a, const char **id,
                      const char **token, cg_error *err);
 /* 1 = valid (id/scopes filled), 0 = unknown/expired/revoked, -1 = database error. */
-int srv_token_check(PGconn *c, const char *token, cg_arena *a, const char **id, unsigned *scopes, cg_error *err);
+int srv_token_check(struct srv_db db, const char *token, cg_arena *a, const char **id, unsigned *scopes, cg_error *err);
 unsigned srv_scopes_parse_list(const cg_jv *arr, bool *bad);
 unsigned srv_scopes_parse_csv(const char *csv, bool *bad);
 cg_jv *srv_scopes_json(cg_arena *a, unsigned scopes);
@@ -488,6 +493,7 @@ int srv_cmd_admin(int argc, char **argv);
 int srv_cmd_fsck(int argc, char **argv);
 int srv_cmd_migrate(int argc, char **argv);
 int srv_cmd_routes(int argc, char **argv);
+int srv_cmd_errors(int argc, char **argv); /* prints srv_reasons_markdown */
 
 /* Opens a database connection for offline commands (embedded cluster started
  * briefly when needed; *pg tells srv_offline_close whether to stop it). */

@@ -2,8 +2,8 @@
  * from per-bundle facts kept in the index (migrations/0002_compare_facts.sql).
  *
  * index_compare.c computes the facts of one bundle (cohort row, series point,
- * terminal reason, span/op/device-clock totals) and inserts them through the
- * caller's connection, inside the ingest transaction; bundles stored before the
+ * terminal reason, span/op/device-clock totals) before the ingest transaction,
+ * which inserts them (store_facts.c); bundles stored before the
  * facts existed are backfilled once from their stored trace.
  * routes_compare.c / routes_campaigns.c answer from those rows only.
  *
@@ -12,14 +12,14 @@
 #ifndef SRV_COMPARE_H
 #define SRV_COMPARE_H
 
-#include "srv.h"
+#include "srv_store.h"
 #include "trace/health.h"
 #include "trace/trace.h"
 
-/* Inserts the facts of bundle `id` (whose bundle.json run ID is run_id). Runs
- * in the caller's transaction; the bundles row must exist. */
-int srv_facts_insert(PGconn *c, const char *id, const char *run_id, const cg_trace *t, const cg_health *h,
-                     char sqlstate[6], cg_error *err);
+/* The facts of bundle `id` (whose bundle.json run ID is run_id) as the text
+ * the store inserts (srv_store_facts_put), all in arena a. CPU only. */
+void srv_facts_compute(cg_arena *a, const char *id, const char *run_id, const cg_trace *t, const cg_health *h,
+                       srv_facts_text *out);
 
 /* The per-path totals of a trace (span-diff input), linear in the trace.
  * A path is a node of a tree: a root's text is its name, a child's is its
@@ -59,8 +59,9 @@ const char *srv_path_text(cg_arena *a, const srv_path_totals *pt, size_t k);
 
 /* Computes and stores the facts of an already stored bundle that has none
  * (reads its trace.jsonl blob once). Concurrent backfills of the same bundle
- * converge on one row. Runs its own transaction on c. */
-int srv_facts_backfill(srv_server *s, PGconn *c, const char *id, cg_error *err);
+ * converge on one row. Connections are taken for the statements only (the
+ * insert in its own transaction), none while the facts are computed. */
+int srv_facts_backfill(srv_server *s, const char *id, cg_error *err);
 
 /* Builds a PostgreSQL text[] literal of lowercase-hex ids (arena). */
 const char *srv_id_array(cg_arena *a, const char *const *ids, size_t n);
@@ -78,13 +79,13 @@ typedef struct srv_cohort {
 /* Parses + resolves one cohort. `text` is the query string form; `json`, when
  * non-NULL, is the POST body form (array of ids or a selector string). Returns
  * 1 when resolved, 0 after answering the request (4xx/503). */
-int srv_cohort_resolve(srv_req *r, PGconn *c, const char *name, const char *text, const cg_jv *json,
+int srv_cohort_resolve(srv_req *r, const char *name, const char *text, const cg_jv *json,
                        srv_cohort *out, enum MHD_Result *res);
 
 /* Loads one stored text fact column ("cohort_row" or "series_point") for each
  * id, backfilling bundles without facts. texts[i] (arena) belongs to ids[i].
  * 1 on success, 0 after answering. */
-int srv_facts_load(srv_req *r, PGconn *c, const char *column, const char *const *ids, size_t n, const char **texts,
+int srv_facts_load(srv_req *r, const char *column, const char *const *ids, size_t n, const char **texts,
                    enum MHD_Result *res);
 
 /* compare_cache.c: answers of /compare keyed by the resolved cohorts (ordered

@@ -31,7 +31,7 @@
 #define SRV_DERIVED_CACHE_BYTES ((uint64_t)2 << 30)
 
 typedef struct srv_derive_fail {
-    const char *code;  /* error code (errors.c) */
+    cg_reason reason;  /* why (base/reason.def) */
     const char *limit; /* detail.limit, or NULL */
     char msg[512];
 } srv_derive_fail;

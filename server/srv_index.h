@@ -1,5 +1,6 @@
-/* srv_index.h — derived index rows of a bundle (index.c). The row borrows every
- * pointer; nothing is freed by index.c. */
+/* srv_index.h — derived index rows of a bundle (index.c computes them,
+ * store_ingest.c inserts them). The row borrows every pointer; nothing is
+ * freed by index.c. */
 #ifndef SRV_INDEX_H
 #define SRV_INDEX_H
 
@@ -39,8 +40,17 @@ typedef struct srv_index_row {
  * keyed by hash). */
 const char *srv_index_oversized(const cg_trace *t, const char *run_id, const srv_file_row *files, size_t n_files);
 
-/* Inserts the bundle row and its files/tags/tensor stats. -1 with err and sqlstate. */
-int srv_index_insert(PGconn *c, const srv_index_row *row, cg_arena *a, char sqlstate[6], cg_error *err);
+/* The bound parameters of the bundle row and the row sets (JSON arrays
+ * expanded by json_to_recordset; NULL = no rows) of its files, tags and
+ * tensor-stat sums, all in arena a; store_ingest.c inserts them. CPU only. */
+#define SRV_INDEX_BUNDLE_PARAMS 34
+typedef struct srv_index_params {
+    const char *id;
+    const char *bundle[SRV_INDEX_BUNDLE_PARAMS];
+    int bundle_lens[SRV_INDEX_BUNDLE_PARAMS]; /* > 0: binary parameter of that length */
+    const char *files, *tags, *tensor_stats;
+} srv_index_params;
+void srv_index_prepare(const srv_index_row *row, cg_arena *a, srv_index_params *out);
 /* Duration of the single closed measured span (has=false otherwise) and the count. */
 void srv_measured_sample(const cg_trace *t, bool *has, uint64_t *ns, uint64_t *count);
 const char *srv_trace_host(const cg_trace *t); /* tags.host / tags.hostname or NULL */

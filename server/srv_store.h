@@ -1,14 +1,24 @@
-/* srv_store.h — the store layer (issue 13 design item, first part): the SQL of
- * the comparison facts and of the span diff, as static const statements in
- * store_facts.c. Callers hold a pooled connection only around these calls and
- * do their CPU work after returning it.
+/* srv_store.h — the store layer (issue 13): server/store_*.c own every SQL
+ * statement of the server, each a named static const string (a structural test,
+ * tests/integration/test_server_store_layer.sh, fails on SQL anywhere else).
+ * Handlers parse the request, call the store, and build the answer from what
+ * it returned.
  *
- * Ownership: a returned PGresult is the caller's (PQclear). Errors: NULL / -1
- * with err ("database: …") and, where given, sqlstate (srv_q). */
+ * Connections: functions taking an srv_pool (or srv_server) take a pooled
+ * connection for their statements and return it before they return, so no
+ * handler holds one while it computes (http.c counts any answer queued while
+ * the thread still holds one: cg_db_pool_held_at_reply_total in
+ * /metrics). Functions taking a PGconn run inside a transaction or connection
+ * the caller owns (ingest's commit, offline commands, background jobs).
+ *
+ * Ownership: a returned PGresult is the caller's (PQclear); it stays valid
+ * after the connection went back. Errors: NULL / -1 with err ("database: …")
+ * and, where given, sqlstate (srv_q). */
 #ifndef SRV_STORE_H
 #define SRV_STORE_H
 
 #include "srv.h"
+#include "trace/trace.h"
 
 /* One bundle's facts as text: cohort row, series point, terminal reason (may be
  * NULL), path tree nodes and totals (row-set JSON of srv_path_totals_json). */
@@ -19,20 +29,193 @@ typedef struct srv_facts_text {
 /* Inserts them in the caller's transaction; a bundle that already has facts is
  * left alone (*inserted = false). */
 int srv_store_facts_put(PGconn *c, const srv_facts_text *f, bool *inserted, char sqlstate[6], cg_error *err);
+/* The same in a transaction of its own on a pooled connection (backfill). */
+int srv_store_facts_put_tx(srv_pool *p, const srv_facts_text *f, cg_error *err);
 /* run_id, trace.jsonl sha256 and bytes of bundle id (0 or 1 row). */
-PGresult *srv_store_trace_of(PGconn *c, const char *id, cg_error *err);
+PGresult *srv_store_trace_of(srv_pool *p, const char *id, cg_error *err);
 /* The ids of a text[] literal without facts (DISTINCT). */
-PGresult *srv_store_facts_missing(PGconn *c, const char *id_array, cg_error *err);
+PGresult *srv_store_facts_missing(srv_pool *p, const char *id_array, cg_error *err);
 /* For each entry of a text[] literal of ≥ 12-hex prefixes, in order: its
  * 1-based ordinal and up to two ids starting with it (NULL id: none). */
-PGresult *srv_store_resolve_prefixes(PGconn *c, const char *prefix_array, cg_error *err);
+PGresult *srv_store_resolve_prefixes(srv_pool *p, const char *prefix_array, cg_error *err);
 /* ordinal and the series_point (series) or cohort_row fact of each id of a
  * text[] literal, in order (NULL: no facts yet). */
-PGresult *srv_store_facts_column(PGconn *c, const char *id_array, bool series, cg_error *err);
+PGresult *srv_store_facts_column(srv_pool *p, const char *id_array, bool series, cg_error *err);
 /* Per (kind, path hash) over the cohort's bundles: kind, hex hash, runs, the two
  * middle per-run totals; ordered by kind (byte order), hash. */
-PGresult *srv_store_span_groups(PGconn *c, const char *id_array, cg_error *err);
+PGresult *srv_store_span_groups(srv_pool *p, const char *id_array, cg_error *err);
 /* The path nodes of the bundles (one row per hash): hex hash, hex parent|NULL, name. */
-PGresult *srv_store_span_nodes(PGconn *c, const char *id_array, cg_error *err);
+PGresult *srv_store_span_nodes(srv_pool *p, const char *id_array, cg_error *err);
+
+/* ------------------------------------------------------------ store_query.c */
+
+/* One statement on a pooled connection taken and returned here (text results). */
+PGresult *srv_store_q(srv_pool *p, const char *sql, int n, const char *const *params, char sqlstate[6],
+                      cg_error *err);
+/* The same with binary results (exact bytes of a bytea column). */
+PGresult *srv_store_q_binary(srv_pool *p, const char *sql, int n, const char *const *params, cg_error *err);
+
+/* A bundle filter condition: SQL fragments from the store's filter table,
+ * values bound as parameters (with their names and casts, so that a class-22
+ * failure names the parameter). params[0] is a selector's argument when given. */
+#define SRV_WHERE_MAX 24
+typedef struct srv_where {
+    cg_buf sql; /* " AND …" fragments */
+    const char *params[SRV_WHERE_MAX], *names[SRV_WHERE_MAX], *casts[SRV_WHERE_MAX];
+    int n;
+} srv_where;
+
+void srv_where_init(srv_where *w, const char *arg);
+void srv_where_free(srv_where *w);
+/* The query parameter name of list filter k (0..), NULL past the last one. */
+const char *srv_bundle_filter_param(size_t k);
+/* Binds value to filter k / a tag key:value; false when the set is full. */
+bool srv_where_filter(srv_where *w, size_t k, const char *value);
+bool srv_where_tag(srv_where *w, const char *key, const char *value);
+/* Runs sql with w's parameters; after a SQLSTATE class-22 failure *bad names
+ * the first parameter whose value does not convert with its cast (or NULL). */
+PGresult *srv_store_q_where(srv_pool *p, const char *sql, const srv_where *w, const char **bad, char sqlstate[6],
+                            cg_error *err);
+/* That check on a connection the caller holds (one "SELECT $1<cast>" each). */
+const char *srv_store_sql22_param(PGconn *c, int n, const char *const *values, const char *const *casts,
+                                  const char *const *names);
+
+/* ------------------------------------------------------------ store_bundles.c */
+
+/* Full id of a ≥ 12-hex prefix: the number of matches (0, 1 = id filled, 2 =
+ * ambiguous) or -1. */
+int srv_store_bundle_resolve(srv_pool *p, const char *prefix, char id[65], cg_error *err);
+
+/* GET /bundles page: limit rows (ask one more to know about a next page),
+ * newest first, below cursor (a seq) when given. Columns: */
+enum {
+    SRV_SUMMARY_SEQ, SRV_SUMMARY_ID, SRV_SUMMARY_RUN_ID, SRV_SUMMARY_ENTRYPOINT, SRV_SUMMARY_PHASE,
+    SRV_SUMMARY_DEVICE, SRV_SUMMARY_CAPTURE_STEP, SRV_SUMMARY_IMPLEMENTATION, SRV_SUMMARY_WORKLOAD,
+    SRV_SUMMARY_OUTCOME, SRV_SUMMARY_VALID, SRV_SUMMARY_COMPLETE, SRV_SUMMARY_MEASURED_NS, SRV_SUMMARY_MEASURED_COUNT,
+    SRV_SUMMARY_SIGNER, SRV_SUMMARY_HOST, SRV_SUMMARY_CAMPAIGN, SRV_SUMMARY_PLANNED, SRV_SUMMARY_UPLOADED_AT,
+    SRV_SUMMARY_SEMANTIC,
+};
+PGresult *srv_store_bundle_list(srv_pool *p, srv_where *w, const char *cursor, unsigned limit, const char **bad,
+                                char sqlstate[6], cg_error *err);
+
+/* Cohort selectors (routes_compare.c); w was initialised with the argument. */
+typedef enum srv_selector { SRV_SEL_IMPLEMENTATION, SRV_SEL_ID_ARRAY, SRV_SEL_COMMIT, SRV_SEL_BRANCH } srv_selector;
+PGresult *srv_store_cohort_ids(srv_pool *p, srv_selector sel, srv_where *w, int limit, const char **bad,
+                               char sqlstate[6], cg_error *err);
+
+/* One bundle: its row (columns in SQL_BUNDLE_ROW order, see routes_bundles.c),
+ * files (path, bytes, sha256) and tags (key, value). 0, or -1 (err; nothing to clear). */
+typedef struct srv_bundle_rows {
+    PGresult *row, *files, *tags;
+} srv_bundle_rows;
+int srv_store_bundle_detail(srv_pool *p, const char *id, srv_bundle_rows *out, cg_error *err);
+void srv_store_bundle_rows_clear(srv_bundle_rows *rows);
+PGresult *srv_store_bundle_manifest(srv_pool *p, const char *id, cg_error *err); /* binary: exact bytes */
+PGresult *srv_store_bundle_signature(srv_pool *p, const char *id, cg_error *err);
+/* The blob of one stored file: 1 (hex, *bytes filled), 0 no such file, -1. */
+int srv_store_file_ref(srv_pool *p, const char *id, const char *path, char hex[65], uint64_t *bytes, cg_error *err);
+/* 1 when evidence.json is stored and was rederived at ingest (hex filled), 0 otherwise, -1. */
+int srv_store_evidence_ref(srv_pool *p, const char *id, char hex[65], cg_error *err);
+/* path, sha256 of the files whose path starts with prefix, by path. */
+PGresult *srv_store_files_under(srv_pool *p, const char *id, const char *prefix, cg_error *err);
+
+/* Blob reads through the store: a connection is taken only for the pg kind. */
+int srv_store_blob_open(srv_server *s, const char *hex, uint64_t *size, bool *missing, cg_error *err);
+char *srv_store_blob_read(srv_server *s, const char *hex, size_t max, size_t *len, cg_error *err);
+/* /readyz: the database answers, the blob store is reachable. */
+void srv_store_ready(srv_server *s, bool *db_ok, bool *store_ok, cg_error *err);
+/* Distinct stored blob bytes and count (/metrics). */
+int srv_store_blob_totals(srv_pool *p, int64_t *bytes, int64_t *count, cg_error *err);
+
+/* ------------------------------------------------------------ store_campaigns.c */
+
+/* The stored rows of one campaign: campaign (manifest text, manifest_sha256,
+ * created_at) and captures, one row per planned capture by position: */
+enum {
+    SRV_CAP_NAME, SRV_CAP_BUNDLE, SRV_CAP_RUN_ID, SRV_CAP_ENTRYPOINT, SRV_CAP_STEP, SRV_CAP_OUTCOME,
+    SRV_CAP_TERMINAL_REASON, SRV_CAP_HOST, SRV_CAP_DEVICE, SRV_CAP_FAILED_MESSAGE, SRV_CAP_FAILED_HOST,
+    SRV_CAP_FAILED_DEVICE, SRV_CAP_NEEDS_FACTS, SRV_CAP_POSITION,
+};
+typedef struct srv_campaign_rows {
+    PGresult *campaign, *captures;
+} srv_campaign_rows;
+/* The rows of n campaigns through one pooled connection (returned before this
+ * returns): 1 all found, 0 one does not exist, -1 (err). Nothing to clear
+ * unless 1. */
+int srv_store_campaign_rows(srv_pool *p, const char *const *ids, size_t n, srv_campaign_rows *out, cg_error *err);
+void srv_store_campaign_rows_clear(srv_campaign_rows *rows);
+/* Up to limit campaign ids after `after` (byte order; NULL = from the start). */
+PGresult *srv_store_campaign_ids(srv_pool *p, const char *after, unsigned limit, cg_error *err);
+/* Creates the campaign and its planned captures (captures_json: [{"n": name,
+ * "s": capture_step, "p": position}]) or compares with the stored one:
+ * *status 201 created, 200 identical, 409 different. 0 or -1. */
+int srv_store_campaign_put(srv_pool *p, const char *cid, const char *manifest, const char *sha,
+                           const char *captures_json, unsigned *status, cg_error *err);
+/* 1 when campaign cid plans a capture `name`, 0 when not, -1. */
+int srv_store_capture_exists(srv_pool *p, const char *cid, const char *name, cg_error *err);
+
+/* ------------------------------------------------------------ store_ingest.c */
+
+/* The signer key of key_id: 1 (pk filled when *pk_ok: 32 bytes stored), 0
+ * unknown, -1. */
+int srv_store_signer_key(srv_pool *p, const char *key_id, unsigned char pk[32], bool *pk_ok, bool *revoked,
+                         cg_error *err);
+
+/* A planned campaign capture an upload is for (campaign NULL: none). */
+typedef struct srv_attempt {
+    const char *campaign, *planned, *run_id, *host, *device;
+} srv_attempt;
+/* Records a rejected upload for a planned capture (best effort). */
+void srv_store_attempt_failed(srv_pool *p, const srv_attempt *at, const char *code, const char *message);
+
+struct srv_index_params;
+/* What the publishing transaction stores; everything computed beforehand. */
+typedef struct srv_ingest_tx {
+    const char *id;                      /* bundle id */
+    int64_t lock_key;                    /* advisory lock of the id */
+    srv_attempt attempt;                 /* run_id always; campaign/planned when attached */
+    const struct srv_index_params *index;
+    const srv_facts_text *facts;
+    const cg_trace *trace;               /* history revision (srv_history_index) */
+    /* pg blob store: puts the blobs inside the transaction (NULL: fs store, done before) */
+    int (*put_blobs)(void *ctx, PGconn *c, cg_error *err);
+    void *blob_ctx;
+} srv_ingest_tx;
+typedef struct srv_ingest_outcome {
+    bool existed;        /* an identical bundle was stored: nothing inserted */
+    bool conflict;       /* another bundle holds the run_id (other = its id; "" after a race) */
+    char other[65];
+    long long history_series; /* series to re-detect after the commit, -1 = none */
+} srv_ingest_outcome;
+/* Runs the transaction on one pooled connection (returned before this
+ * returns). A conflict rolls back and returns 0 with out->conflict. */
+int srv_store_ingest_commit(srv_pool *p, const srv_ingest_tx *tx, srv_ingest_outcome *out, cg_error *err);
+
+/* ------------------------------------------------------------ store_admin.c */
+
+/* Where a statement runs: a pooled connection taken and returned per call
+ * (server), or a connection the caller owns (offline commands). */
+typedef struct srv_db {
+    srv_pool *pool;
+    PGconn *conn;
+} srv_db;
+#define SRV_DB_POOL(p) ((srv_db){(p), NULL})
+#define SRV_DB_CONN(c) ((srv_db){NULL, (c)})
+PGresult *srv_store_db_q(srv_db db, const char *sql, int n, const char *const *params, const int *bin_lens,
+                         cg_error *err);
+
+/* API tokens: stored as the SHA-256 of the token; scopes_pg is a text[] literal. */
+int srv_store_token_insert(srv_db db, const char *id, const char *name, const unsigned char hash[32],
+                           const char *scopes_pg, cg_error *err);
+/* id, scopes (comma list) of a live token with that hash (0 or 1 row). */
+PGresult *srv_store_token_lookup(srv_db db, const unsigned char hash[32], cg_error *err);
+/* Lists: id|key_id, name, scopes|public_key (base64), created_at, revoked_at (NULL when live). */
+PGresult *srv_store_tokens_list(srv_db db, cg_error *err);
+PGresult *srv_store_keys_list(srv_db db, cg_error *err);
+/* Registers a signer key; *fresh false when the key id was registered already. */
+int srv_store_key_insert(srv_db db, const char *key_id, const char *name, const unsigned char pk[32], bool *fresh,
+                         cg_error *err);
+/* Revokes a token (key false) or signer key: 1 done (or already revoked), 0 no such id, -1. */
+int srv_store_revoke(srv_db db, bool key, const char *id, cg_error *err);
 
 #endif

@@ -53,9 +53,10 @@ typedef struct srv_tl_index {
 
 typedef enum { SRV_TL_OK = 0, SRV_TL_UNAVAILABLE, SRV_TL_NO_TRACE, SRV_TL_STORE, SRV_TL_INVALID } srv_tl_status;
 
-/* The index of bundle id (full 64-hex) with a reference taken. Always returns
- * c to the pool, before any parsing. NULL with *st and err on failure. */
-srv_tl_index *srv_timeline_acquire(srv_server *s, PGconn *c, const char *id, srv_tl_status *st, cg_error *err);
+/* The index of bundle id (full 64-hex) with a reference taken, built from the
+ * store when needed (a pooled connection only for the lookup and the blob,
+ * none while parsing or waiting for another build). NULL with *st and err. */
+srv_tl_index *srv_timeline_acquire(srv_server *s, const char *id, srv_tl_status *st, cg_error *err);
 void srv_timeline_release(srv_server *s, srv_tl_index *x);
 
 #endif

@@ -1,9 +1,14 @@
 /* store_facts.c — SQL of the comparison facts, cohort id prefixes and span
- * diffs (srv_store.h).
+ * diffs (srv_store.h). The reads take a pooled connection each; the insert runs
+ * in the caller's transaction.
  * Row sets go in as JSON expanded by json_to_recordset: one round trip each. */
 #include <string.h>
 
 #include "srv_store.h"
+
+static const char SQL_BEGIN[] = "BEGIN";
+static const char SQL_COMMIT[] = "COMMIT";
+static const char SQL_ROLLBACK[] = "ROLLBACK";
 
 static const char SQL_FACTS_INSERT[] =
     "INSERT INTO bundle_facts (bundle_id, cohort_row, series_point, terminal_reason) "
@@ -70,29 +75,42 @@ int srv_store_facts_put(PGconn *c, const srv_facts_text *f, bool *inserted, char
     return exec2(c, SQL_TOTALS_INSERT, f->id, f->totals, sqlstate, err);
 }
 
-static PGresult *q1(PGconn *c, const char *sql, const char *a, cg_error *err) {
-    const char *p[1] = {a};
-    return srv_q(c, sql, 1, p, NULL, NULL, err);
+int srv_store_facts_put_tx(srv_pool *p, const srv_facts_text *f, cg_error *err) {
+    PGconn *c = srv_pool_get(p, err);
+    if (!c) return -1;
+    bool inserted;
+    int rc = -1;
+    if (srv_exec(c, SQL_BEGIN, err) == 0) {
+        if (srv_store_facts_put(c, f, &inserted, NULL, err) == 0 && srv_exec(c, SQL_COMMIT, err) == 0) rc = 0;
+        else srv_exec(c, SQL_ROLLBACK, &(cg_error){0});
+    }
+    srv_pool_put(p, c);
+    return rc;
 }
 
-PGresult *srv_store_trace_of(PGconn *c, const char *id, cg_error *err) { return q1(c, SQL_TRACE_OF, id, err); }
-
-PGresult *srv_store_facts_missing(PGconn *c, const char *id_array, cg_error *err) {
-    return q1(c, SQL_FACTS_MISSING, id_array, err);
+static PGresult *q1(srv_pool *p, const char *sql, const char *a, cg_error *err) {
+    const char *q[1] = {a};
+    return srv_store_q(p, sql, 1, q, NULL, err);
 }
 
-PGresult *srv_store_span_groups(PGconn *c, const char *id_array, cg_error *err) {
-    return q1(c, SQL_SPAN_GROUPS, id_array, err);
+PGresult *srv_store_trace_of(srv_pool *p, const char *id, cg_error *err) { return q1(p, SQL_TRACE_OF, id, err); }
+
+PGresult *srv_store_facts_missing(srv_pool *p, const char *id_array, cg_error *err) {
+    return q1(p, SQL_FACTS_MISSING, id_array, err);
 }
 
-PGresult *srv_store_span_nodes(PGconn *c, const char *id_array, cg_error *err) {
-    return q1(c, SQL_SPAN_NODES, id_array, err);
+PGresult *srv_store_span_groups(srv_pool *p, const char *id_array, cg_error *err) {
+    return q1(p, SQL_SPAN_GROUPS, id_array, err);
 }
 
-PGresult *srv_store_resolve_prefixes(PGconn *c, const char *prefix_array, cg_error *err) {
-    return q1(c, SQL_RESOLVE_PREFIXES, prefix_array, err);
+PGresult *srv_store_span_nodes(srv_pool *p, const char *id_array, cg_error *err) {
+    return q1(p, SQL_SPAN_NODES, id_array, err);
 }
 
-PGresult *srv_store_facts_column(PGconn *c, const char *id_array, bool series, cg_error *err) {
-    return q1(c, series ? SQL_FACTS_SERIES : SQL_FACTS_COHORT, id_array, err);
+PGresult *srv_store_resolve_prefixes(srv_pool *p, const char *prefix_array, cg_error *err) {
+    return q1(p, SQL_RESOLVE_PREFIXES, prefix_array, err);
+}
+
+PGresult *srv_store_facts_column(srv_pool *p, const char *id_array, bool series, cg_error *err) {
+    return q1(p, series ? SQL_FACTS_SERIES : SQL_FACTS_COHORT, id_array, err);
 }

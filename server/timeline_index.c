@@ -13,9 +13,9 @@
 #include <time.h>
 
 #include "base/fs.h"
-
 #include "base/alloc.h"
 #include "base/hmap.h"
+#include "srv_store.h"
 #include "srv_timeline.h"
 #include "srv_web.h"
 #include "trace/trace.h"
@@ -615,9 +615,11 @@ static double ms_since(const struct timespec *t0) {
 }
 
 
-/* Reads trace.jsonl of bundle id into a fresh index. Always returns c to the
- * pool (before parsing). On failure returns NULL with *st and err set. */
-static srv_tl_index *load_index(srv_server *s, PGconn *c, const char *id, srv_tl_status *st, cg_error *err) {
+
+/* Reads trace.jsonl of bundle id into a fresh index (the store takes a pooled
+ * connection for the lookup and, pg store, the blob; none is held while
+ * parsing). On failure returns NULL with *st and err set. */
+static srv_tl_index *load_index(srv_server *s, const char *id, srv_tl_status *st, cg_error *err) {
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     char dir[PATH_MAX + 16], path[PATH_MAX + 96];
@@ -625,35 +627,26 @@ static srv_tl_index *load_index(srv_server *s, PGconn *c, const char *id, srv_tl
     snprintf(path, sizeof path, "%s/%s.idx", dir, id);
     srv_tl_index *saved = index_load(id, path);
     if (saved) {
-        srv_pool_put(s->pool, c);
         char l_ms[32];
         snprintf(l_ms, sizeof l_ms, "%.1f", ms_since(&t0));
         srv_log("info", "timeline index loaded", "id", id, "load_ms", l_ms, NULL);
         *st = SRV_TL_OK;
         return saved;
     }
-    const char *p[1] = {id};
-    PGresult *x = srv_q(c, "SELECT sha256 FROM bundle_files WHERE bundle_id = $1 AND path = 'trace.jsonl'", 1, p, NULL,
-                        NULL, err);
-    if (!x) {
-        srv_pool_put(s->pool, c);
+    char hex[65];
+    int found = srv_store_file_ref(s->pool, id, "trace.jsonl", hex, NULL, err);
+    if (found < 0) {
         *st = SRV_TL_UNAVAILABLE;
         return NULL;
     }
-    if (PQntuples(x) != 1) {
-        PQclear(x);
-        srv_pool_put(s->pool, c);
+    if (found == 0) {
         cg_err_set(err, CG_EIO, "bundle %s has no trace.jsonl", id);
         *st = SRV_TL_NO_TRACE;
         return NULL;
     }
-    char hex[65];
-    snprintf(hex, sizeof hex, "%s", PQgetvalue(x, 0, 0));
-    PQclear(x);
     uint64_t size;
     bool missing, store_error = true;
-    int fd = srv_blob_open(&s->blobs, c, hex, &size, &missing, err);
-    srv_pool_put(s->pool, c);
+    int fd = srv_store_blob_open(s, hex, &size, &missing, err);
     double read_ms = ms_since(&t0);
     /* streamed from the blob (decompressed frame by frame): parse time includes reading */
     cg_trace *t = fd < 0 ? NULL : srv_blob_trace_fd(&s->blobs, fd, hex, s->cfg.max_decoded_bytes, NULL, &store_error, err);
@@ -690,8 +683,8 @@ static srv_tl_index *find_locked(struct srv_timeline *T, const char *id) {
 }
 
 /* The cached index of id with a reference taken (cache_release it), building it
- * from the store when needed. Always returns c to the pool. NULL with *st/err. */
-srv_tl_index *srv_timeline_acquire(srv_server *s, PGconn *c, const char *id, srv_tl_status *st, cg_error *err) {
+ * from the store when needed. NULL with *st/err. */
+srv_tl_index *srv_timeline_acquire(srv_server *s, const char *id, srv_tl_status *st, cg_error *err) {
     struct srv_timeline *T = tl_of(s);
     int slot = -1;
     pthread_mutex_lock(&T->cache_mu);
@@ -701,7 +694,6 @@ srv_tl_index *srv_timeline_acquire(srv_server *s, PGconn *c, const char *id, srv
             hit->refs++;
             hit->last_use = ++T->cache_clock;
             pthread_mutex_unlock(&T->cache_mu);
-            srv_pool_put(s->pool, c);
             *st = SRV_TL_OK;
             return hit;
         }
@@ -717,7 +709,7 @@ srv_tl_index *srv_timeline_acquire(srv_server *s, PGconn *c, const char *id, srv
             snprintf(T->building[i], sizeof T->building[i], "%s", id);
         }
     pthread_mutex_unlock(&T->cache_mu);
-    srv_tl_index *x = load_index(s, c, id, st, err);
+    srv_tl_index *x = load_index(s, id, st, err);
     srv_tl_index *out = x ? cache_put(T, x) : NULL;
     if (slot >= 0) {
         pthread_mutex_lock(&T->cache_mu);
@@ -750,10 +742,8 @@ static void *warm_main(void *arg) {
             continue;
         }
         cg_error err = {0};
-        PGconn *c = srv_pool_get(T->server->pool, &err);
-        if (!c) continue;
         srv_tl_status st;
-        srv_tl_index *ix = srv_timeline_acquire(T->server, c, id, &st, &err);
+        srv_tl_index *ix = srv_timeline_acquire(T->server, id, &st, &err);
         if (ix) cache_release(T, ix);
     }
 }

@@ -70,8 +70,7 @@ static cg_jv *meta_canonical(cg_arena *a, const cg_jv *v, bool in_meta, bool in_
 }
 
 static int load_bundle(cg_arena *a, cli_loaded *l, cg_error *err) {
-    cg_bundle_check chk;
-    if (cg_bundle_verify(l->bundle_root, &l->receipt, &chk, err) != 0)
+    if (cg_bundle_verify(l->bundle_root, &l->receipt, err) != 0)
         return cg_err_context(err, "verify evidence bundle %s", l->bundle_root);
     snprintf(l->trace_path, sizeof l->trace_path, "%.4000s/trace.jsonl", l->bundle_root);
     l->trace = cg_trace_read_file(l->trace_path, NULL, err);

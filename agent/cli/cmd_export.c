@@ -31,7 +31,7 @@ static cg_trace *load(const char *input, cg_error *err) {
         return t;
     }
     cg_bundle_receipt receipt;
-    if (cg_bundle_verify(input, &receipt, NULL, err) != 0) return NULL;
+    if (cg_bundle_verify(input, &receipt, err) != 0) return NULL;
     char *path = cg_path_join(input, "trace.jsonl");
     cg_trace *t = cg_trace_read_file(path, NULL, err);
     const char *consumed[] = {"trace.jsonl"};

@@ -36,7 +36,7 @@ int cg_cmd_report(int argc, char **argv) {
     if (cg_publish_bundle(bundle, trace, nsight, NULL, &err) != 0) return cli_fail(&err);
     cg_publication_receipt rec;
     memset(&rec, 0, sizeof rec);
-    if (cg_bundle_verify(bundle, &rec.verification, NULL, &err) != 0) return cli_fail(&err);
+    if (cg_bundle_verify(bundle, &rec.verification, &err) != 0) return cli_fail(&err);
     if (cg_bundle_check_output_path(out, bundle, &err) != 0) return cli_fail(&err);
     rec.status = CG_PUBLICATION_PUBLISHED;
     snprintf(rec.bundle_path, sizeof rec.bundle_path, "%s", bundle);

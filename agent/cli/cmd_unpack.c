@@ -30,9 +30,8 @@ int cg_cmd_unpack(int argc, char **argv) {
     cg_err_clear(&err);
     /* unpacking below an existing bundle would plant undeclared files in it */
     if (cg_publication_check_not_nested(into, &err) != 0) return cli_fail(&err);
-    cg_archive_error kind;
-    if (cg_archive_unpack(file, into, NULL, &kind, &err) != 0)
-        return cli_failf("%s: %s", cg_archive_error_name(kind), err.msg);
+    if (cg_archive_unpack(file, into, NULL, &err) != 0) /* the reason's code, or local_error for our own failure */
+        return cli_failf("%s: %s", err.reason ? cg_reason_code(err.reason) : "local_error", err.msg);
     cg_arena a;
     cg_arena_init(&a, 0);
     cg_jv *o = cg_jv_obj(&a);

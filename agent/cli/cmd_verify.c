@@ -34,13 +34,13 @@ int cg_cmd_verify(int argc, char **argv) {
     cg_err_clear(&err);
     if (cg_bundle_check_output_path(out, bundle, &err) != 0) return cli_fail(&err);
     cg_bundle_receipt r;
-    if (cg_bundle_verify(bundle, &r, NULL, &err) != 0) return cli_fail(&err);
+    if (cg_bundle_verify(bundle, &r, &err) != 0) return cli_fail(&err);
     cg_arena a;
     cg_arena_init(&a, 0);
     cg_jv *sem = cg_jv_null(&a);
     if (semantic) {
         cg_semantic_result res;
-        if (cg_bundle_verify_semantic(bundle, &r, false, &res, NULL, &err) != 0) {
+        if (cg_bundle_verify_semantic(bundle, &r, false, &res, &err) != 0) {
             cg_arena_free(&a);
             return cli_fail(&err);
         }

@@ -7,6 +7,8 @@
 int cg_err_vset(cg_error *err, cg_errcode code, const char *fmt, va_list ap) {
     if (!err) return -1;
     err->code = code;
+    err->reason = CG_R_NONE;
+    err->limit = NULL;
     err->n_ctx = 0;
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     return -1;
@@ -17,6 +19,19 @@ int cg_err_set(cg_error *err, cg_errcode code, const char *fmt, ...) {
     va_start(ap, fmt);
     cg_err_vset(err, code, fmt, ap);
     va_end(ap);
+    return -1;
+}
+
+int cg_err_setr(cg_error *err, cg_reason reason, cg_errcode code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    cg_err_vset(err, code, fmt, ap);
+    va_end(ap);
+    return cg_err_reason(err, reason);
+}
+
+int cg_err_reason(cg_error *err, cg_reason reason) {
+    if (err) err->reason = reason;
     return -1;
 }
 
@@ -50,6 +65,8 @@ int cg_err_context(cg_error *err, const char *fmt, ...) {
 void cg_err_clear(cg_error *err) {
     if (!err) return;
     err->code = CG_OK;
+    err->reason = CG_R_NONE;
+    err->limit = NULL;
     err->line = 0;
     err->msg[0] = '\0';
     err->n_ctx = 0;

@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "base/buf.h"
+#include "base/reason.h"
 
 #define CG_ERROR_MAX 4096
 
@@ -32,6 +33,8 @@ typedef enum cg_errcode {
 
 typedef struct cg_error {
     cg_errcode code;
+    cg_reason reason;       /* why, set where detected (base/reason.h); CG_R_NONE: a local failure */
+    const char *limit;      /* static name of the limit exceeded (CG_R_PAYLOAD_TOO_LARGE), or NULL */
     int line;               /* 1-based input line when relevant, else 0 */
     char msg[CG_ERROR_MAX];
     /* anyhow's context chain inside msg: ctx_end[i] is where the i-th context
@@ -45,7 +48,13 @@ typedef struct cg_error {
 int cg_err_set(cg_error *err, cg_errcode code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 int cg_err_vset(cg_error *err, cg_errcode code, const char *fmt, va_list ap);
-/* Prepends "context: " to the existing message; keeps the code. Returns -1. */
+/* cg_err_set that also records the reason (cg_err_set itself resets the
+ * reason to CG_R_NONE and the limit to NULL). Returns -1. */
+int cg_err_setr(cg_error *err, cg_reason reason, cg_errcode code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Sets the reason of an error already set (keeps code and message). Returns -1. */
+int cg_err_reason(cg_error *err, cg_reason reason);
+/* Prepends "context: " to the existing message; keeps the code and reason. Returns -1. */
 int cg_err_context(cg_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cg_err_clear(cg_error *err);
 /* Appends anyhow's Debug rendering of the chain (what a Rust main returning

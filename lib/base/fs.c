@@ -19,27 +19,29 @@ char *cg_read_file(const char *path, size_t max_bytes, size_t *len, cg_error *er
         cg_err_set(err, CG_EIO, "open %s: %s", path, strerror(errno));
         return NULL;
     }
+    char *data = cg_read_fd(fd, path, max_bytes, len, err);
+    close(fd);
+    return data;
+}
+
+char *cg_read_fd(int fd, const char *path, size_t max_bytes, size_t *len, cg_error *err) {
     struct stat st;
     if (fstat(fd, &st) != 0) {
         cg_err_set(err, CG_EIO, "stat %s: %s", path, strerror(errno));
-        close(fd);
         return NULL;
     }
     if (S_ISDIR(st.st_mode)) {
         cg_err_set(err, CG_EIO, "read %s: Is a directory", path);
-        close(fd);
         return NULL;
     }
     size_t cap = st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
     if (max_bytes && (uint64_t)st.st_size > max_bytes) {
         cg_err_set(err, CG_ELIMIT, "%s is larger than the limit of %zu bytes", path, max_bytes);
-        close(fd);
         return NULL;
     }
     char *buf = malloc(cap);
     if (!buf) {
         cg_err_set(err, CG_ENOMEM, "out of memory reading %s", path);
-        close(fd);
         return NULL;
     }
     size_t n = 0;
@@ -49,7 +51,6 @@ char *cg_read_file(const char *path, size_t max_bytes, size_t *len, cg_error *er
             char *nb = realloc(buf, ncap);
             if (!nb) {
                 free(buf);
-                close(fd);
                 cg_err_set(err, CG_ENOMEM, "out of memory reading %s", path);
                 return NULL;
             }
@@ -61,7 +62,6 @@ char *cg_read_file(const char *path, size_t max_bytes, size_t *len, cg_error *er
             if (errno == EINTR) continue;
             cg_err_set(err, CG_EIO, "read %s: %s", path, strerror(errno));
             free(buf);
-            close(fd);
             return NULL;
         }
         if (r == 0) break;
@@ -69,11 +69,9 @@ char *cg_read_file(const char *path, size_t max_bytes, size_t *len, cg_error *er
         if (max_bytes && n > max_bytes) {
             cg_err_set(err, CG_ELIMIT, "%s is larger than the limit of %zu bytes", path, max_bytes);
             free(buf);
-            close(fd);
             return NULL;
         }
     }
-    close(fd);
     buf[n] = '\0';
     if (len) *len = n;
     return buf;

@@ -12,6 +12,9 @@
 /* Reads a whole file (malloc'd, NUL-terminated; caller frees). Refuses files
  * larger than max_bytes (0 = no limit) with CG_ELIMIT. */
 char *cg_read_file(const char *path, size_t max_bytes, size_t *len, cg_error *err);
+/* The same from an open descriptor (read from its current offset; not closed);
+ * path names it in messages. */
+char *cg_read_fd(int fd, const char *path, size_t max_bytes, size_t *len, cg_error *err);
 /* Writes data to path (create/truncate), optionally fsyncing the file. */
 int cg_write_file(const char *path, const void *data, size_t len, bool do_fsync, cg_error *err);
 /* Writes to a temp file beside path, fsyncs, renames over path, fsyncs the directory. */

@@ -42,19 +42,6 @@ void cg_archive_limits_default(cg_archive_limits *l) {
     l->scratch = false;
 }
 
-const char *cg_archive_error_name(cg_archive_error e) {
-    switch (e) {
-    case CG_ARCHIVE_OK: return "ok";
-    case CG_ARCHIVE_UNSAFE_PATH: return "unsafe_path";
-    case CG_ARCHIVE_SPECIAL_FILE: return "special_file";
-    case CG_ARCHIVE_TOO_LARGE: return "payload_too_large";
-    case CG_ARCHIVE_MALFORMED: return "malformed_archive";
-    case CG_ARCHIVE_LOCAL: return "local_error";
-    case CG_ARCHIVE_RATIO: return "payload_too_large";
-    }
-    return "local_error";
-}
-
 static int write_all(int fd, const void *p, size_t n) {
     const char *c = p;
     while (n) {
@@ -266,7 +253,7 @@ static bool non_ascii_paths(const cg_bundle_manifest *m) {
 
 int cg_archive_pack(const char *bundle, const char *out_path, bool zstd, cg_error *err) {
     cg_bundle_receipt r;
-    if (cg_bundle_verify(bundle, &r, NULL, err) != 0) return cg_err_context(err, "refusing to pack %s", bundle);
+    if (cg_bundle_verify(bundle, &r, err) != 0) return cg_err_context(err, "refusing to pack %s", bundle);
     char *mpath = cg_path_join(bundle, CG_BUNDLE_MANIFEST_NAME);
     if (!mpath) return cg_err_set(err, CG_ENOMEM, "out of memory");
     size_t mlen = 0;
@@ -383,14 +370,18 @@ typedef struct unpack_in {
     uint64_t max_ratio, ratio_floor; /* zstd only; 0 = off */
     uint64_t compressed;             /* whole input when known (regular file), else 0 */
     uint64_t total_in;               /* bytes read from fd */
-    cg_archive_error cls;
+    bool failed;                     /* msg, reason and limit are set */
+    cg_reason reason;
+    const char *limit_name;          /* err->limit of a payload_too_large */
     char msg[256];
 } unpack_in;
 
-static void in_fail(unpack_in *u, cg_archive_error cls, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void in_fail(unpack_in *u, cg_archive_error cls, const char *fmt, ...) {
-    if (u->cls) return;
-    u->cls = cls;
+static void in_fail(unpack_in *u, cg_reason reason, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void in_fail(unpack_in *u, cg_reason reason, const char *fmt, ...) {
+    if (u->failed) return;
+    u->failed = true;
+    u->reason = reason;
+    u->limit_name = reason == CG_R_PAYLOAD_TOO_LARGE ? "archive" : NULL;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(u->msg, sizeof u->msg, fmt, ap);
@@ -412,9 +403,10 @@ static bool ratio_exceeded(unpack_in *u) {
     uint64_t cap = in > UINT64_MAX / u->max_ratio ? UINT64_MAX : in * u->max_ratio;
     if (cap < u->ratio_floor) cap = u->ratio_floor;
     if (u->total_out <= cap) return false;
-    in_fail(u, CG_ARCHIVE_RATIO,
-            "decompressed archive exceeds %llu times its compressed size of %llu bytes",
+    bool first = !u->failed;
+    in_fail(u, CG_R_PAYLOAD_TOO_LARGE, "decompressed archive exceeds %llu times its compressed size of %llu bytes",
             (unsigned long long)u->max_ratio, (unsigned long long)in);
+    if (first) u->limit_name = "decompression_ratio";
     return true;
 }
 
@@ -430,13 +422,13 @@ static ssize_t produce(unpack_in *u, const void **buf) {
             r = read_some(u->fd, u->outbuf, u->outcap);
             *buf = u->outbuf;
             if (r < 0) {
-                in_fail(u, CG_ARCHIVE_LOCAL, "read archive: %s", strerror(errno));
+                in_fail(u, CG_R_NONE, "read archive: %s", strerror(errno));
                 return -1;
             }
         }
         u->total_out += (uint64_t)r;
         if (u->total_out > u->limit) {
-            in_fail(u, CG_ARCHIVE_TOO_LARGE, "archive stream exceeds the limit of %llu bytes",
+            in_fail(u, CG_R_PAYLOAD_TOO_LARGE, "archive stream exceeds the limit of %llu bytes",
                     (unsigned long long)u->limit);
             return -1;
         }
@@ -446,7 +438,7 @@ static ssize_t produce(unpack_in *u, const void **buf) {
         if (u->in.pos == u->in.size && !u->eof) {
             ssize_t r = read_some(u->fd, u->inbuf, u->incap);
             if (r < 0) {
-                in_fail(u, CG_ARCHIVE_LOCAL, "read archive: %s", strerror(errno));
+                in_fail(u, CG_R_NONE, "read archive: %s", strerror(errno));
                 return -1;
             }
             if (r == 0) u->eof = true;
@@ -457,7 +449,7 @@ static ssize_t produce(unpack_in *u, const void **buf) {
         }
         if (u->eof && u->in.pos == u->in.size) {
             if (u->last_ret != 0) {
-                in_fail(u, CG_ARCHIVE_MALFORMED, "truncated zstd stream");
+                in_fail(u, CG_R_MALFORMED_ARCHIVE, "truncated zstd stream");
                 return -1;
             }
             return 0;
@@ -467,9 +459,9 @@ static ssize_t produce(unpack_in *u, const void **buf) {
         if (ZSTD_isError(r)) {
             ZSTD_ErrorCode c = ZSTD_getErrorCode(r);
             if (c == ZSTD_error_frameParameter_windowTooLarge || c == ZSTD_error_memory_allocation)
-                in_fail(u, CG_ARCHIVE_TOO_LARGE, "zstd window exceeds the limit: %s", ZSTD_getErrorName(r));
+                in_fail(u, CG_R_PAYLOAD_TOO_LARGE, "zstd window exceeds the limit: %s", ZSTD_getErrorName(r));
             else
-                in_fail(u, CG_ARCHIVE_MALFORMED, "corrupt zstd stream: %s", ZSTD_getErrorName(r));
+                in_fail(u, CG_R_MALFORMED_ARCHIVE, "corrupt zstd stream: %s", ZSTD_getErrorName(r));
             return -1;
         }
         u->last_ret = r;
@@ -477,7 +469,7 @@ static ssize_t produce(unpack_in *u, const void **buf) {
             u->total_out += out.pos;
             if (ratio_exceeded(u)) return -1;
             if (u->total_out > u->limit) {
-                in_fail(u, CG_ARCHIVE_TOO_LARGE, "decompressed archive exceeds the limit of %llu bytes",
+                in_fail(u, CG_R_PAYLOAD_TOO_LARGE, "decompressed archive exceeds the limit of %llu bytes",
                         (unsigned long long)u->limit);
                 return -1;
             }
@@ -530,21 +522,30 @@ static void strset_free(strset *s) {
 typedef struct unpack_state {
     const char *staging;
     const cg_archive_limits *lim;
-    cg_archive_error cls;
     cg_error *err;
     strset seen;
     uint64_t entries, total_bytes;
     unsigned char *chunk;
 } unpack_state;
 
-static int st_fail(unpack_state *s, cg_archive_error cls, cg_errcode code, const char *fmt, ...)
+/* Sets the error with its reason; a size limit is named "archive". */
+static int st_fail(unpack_state *s, cg_reason reason, cg_errcode code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-static int st_fail(unpack_state *s, cg_archive_error cls, cg_errcode code, const char *fmt, ...) {
-    s->cls = cls;
+static int st_fail(unpack_state *s, cg_reason reason, cg_errcode code, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     cg_err_vset(s->err, code, fmt, ap);
     va_end(ap);
+    cg_err_reason(s->err, reason);
+    if (s->err && reason == CG_R_PAYLOAD_TOO_LARGE) s->err->limit = "archive";
+    return -1;
+}
+
+/* The error the decoded-stream reader recorded, as the unpack's error. */
+static int st_fail_input(unpack_state *s, const unpack_in *u) {
+    cg_errcode code = u->reason == CG_R_PAYLOAD_TOO_LARGE ? CG_ELIMIT : u->reason == CG_R_NONE ? CG_EIO : CG_EPARSE;
+    st_fail(s, u->reason, code, "%s", u->msg);
+    if (s->err) s->err->limit = u->limit_name;
     return -1;
 }
 
@@ -574,7 +575,7 @@ static int make_dirs(unpack_state *s, const char *rel, bool include_last) {
     char path[PATH_MAX];
     int n = snprintf(path, sizeof path, "%s/%s", s->staging, rel);
     if (n < 0 || (size_t)n >= sizeof path)
-        return st_fail(s, CG_ARCHIVE_UNSAFE_PATH, CG_EVERIFY, "archive entry path is too long: %s", rel);
+        return st_fail(s, CG_R_UNSAFE_PATH, CG_EVERIFY, "archive entry path is too long: %s", rel);
     size_t base = strlen(s->staging) + 1;
     for (char *p = path + base;; p++) {
         bool end = *p == '\0';
@@ -584,7 +585,7 @@ static int make_dirs(unpack_state *s, const char *rel, bool include_last) {
             if (mkdir(path, 0755) != 0) {
                 struct stat st;
                 if (errno != EEXIST || lstat(path, &st) != 0 || !S_ISDIR(st.st_mode))
-                    return st_fail(s, CG_ARCHIVE_MALFORMED, CG_EPARSE,
+                    return st_fail(s, CG_R_MALFORMED_ARCHIVE, CG_EPARSE,
                                    "archive path %s is both a file and a directory", rel);
             }
             *p = c;
@@ -597,24 +598,25 @@ static int make_dirs(unpack_state *s, const char *rel, bool include_last) {
 static int extract_file(unpack_state *s, struct archive *a, const char *rel, struct archive_entry *e) {
     if (archive_entry_size_is_set(e)) {
         la_int64_t sz = archive_entry_size(e);
-        if (sz < 0) return st_fail(s, CG_ARCHIVE_MALFORMED, CG_EPARSE, "archive entry %s has a negative size", rel);
+        if (sz < 0) return st_fail(s, CG_R_MALFORMED_ARCHIVE, CG_EPARSE, "archive entry %s has a negative size", rel);
         if ((uint64_t)sz > s->lim->max_file_bytes)
-            return st_fail(s, CG_ARCHIVE_TOO_LARGE, CG_ELIMIT, "archive entry %s is larger than the limit of %llu bytes",
-                           rel, (unsigned long long)s->lim->max_file_bytes);
+            return st_fail(s, CG_R_PAYLOAD_TOO_LARGE, CG_ELIMIT,
+                           "archive entry %s is larger than the limit of %llu bytes", rel,
+                           (unsigned long long)s->lim->max_file_bytes);
         if ((uint64_t)sz > s->lim->max_total_bytes - s->total_bytes)
-            return st_fail(s, CG_ARCHIVE_TOO_LARGE, CG_ELIMIT, "archive content exceeds the limit of %llu bytes",
+            return st_fail(s, CG_R_PAYLOAD_TOO_LARGE, CG_ELIMIT, "archive content exceeds the limit of %llu bytes",
                            (unsigned long long)s->lim->max_total_bytes);
     }
     if (make_dirs(s, rel, false) != 0) return -1;
     char path[PATH_MAX];
     int pn = snprintf(path, sizeof path, "%s/%s", s->staging, rel);
     if (pn < 0 || (size_t)pn >= sizeof path)
-        return st_fail(s, CG_ARCHIVE_UNSAFE_PATH, CG_EVERIFY, "archive entry path is too long: %s", rel);
+        return st_fail(s, CG_R_UNSAFE_PATH, CG_EVERIFY, "archive entry path is too long: %s", rel);
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0) {
         if (errno == EEXIST)
-            return st_fail(s, CG_ARCHIVE_MALFORMED, CG_EPARSE, "archive path %s is both a file and a directory", rel);
-        return st_fail(s, CG_ARCHIVE_LOCAL, cg_errcode_of_errno(errno), "create %s: %s", path, strerror(errno));
+            return st_fail(s, CG_R_MALFORMED_ARCHIVE, CG_EPARSE, "archive path %s is both a file and a directory", rel);
+        return st_fail(s, CG_R_NONE, cg_errcode_of_errno(errno), "create %s: %s", path, strerror(errno));
     }
     uint64_t written = 0;
     for (;;) {
@@ -627,17 +629,17 @@ static int extract_file(unpack_state *s, struct archive *a, const char *rel, str
         written += (uint64_t)r;
         if (written > s->lim->max_file_bytes || s->total_bytes + written > s->lim->max_total_bytes) {
             close(fd);
-            return st_fail(s, CG_ARCHIVE_TOO_LARGE, CG_ELIMIT, "archive content exceeds the size limits at %s", rel);
+            return st_fail(s, CG_R_PAYLOAD_TOO_LARGE, CG_ELIMIT, "archive content exceeds the size limits at %s", rel);
         }
         if (write_all(fd, s->chunk, (size_t)r) != 0) {
             int en = errno;
             close(fd);
-            return st_fail(s, CG_ARCHIVE_LOCAL, cg_errcode_of_errno(en), "write %s: %s", path, strerror(en));
+            return st_fail(s, CG_R_NONE, cg_errcode_of_errno(en), "write %s: %s", path, strerror(en));
         }
     }
     s->total_bytes += written;
     if ((!s->lim->scratch && cg_fault_fsync(fd) != 0) || close(fd) != 0)
-        return st_fail(s, CG_ARCHIVE_LOCAL, cg_errcode_of_errno(errno), "sync %s: %s", path, strerror(errno));
+        return st_fail(s, CG_R_NONE, cg_errcode_of_errno(errno), "sync %s: %s", path, strerror(errno));
     return 0;
 }
 
@@ -662,7 +664,7 @@ static int sync_dirs(const char *path, cg_error *err) {
 /* Runs the archive through libarchive into s->staging. */
 static int unpack_entries(unpack_state *s, unpack_in *u) {
     struct archive *a = archive_read_new();
-    if (!a) return st_fail(s, CG_ARCHIVE_LOCAL, CG_ENOMEM, "out of memory");
+    if (!a) return st_fail(s, CG_R_NONE, CG_ENOMEM, "out of memory");
     archive_read_support_format_tar(a);
     int rc = -1;
     if (archive_read_open(a, u, NULL, unpack_read_cb, NULL) != ARCHIVE_OK) goto reader_error;
@@ -674,7 +676,7 @@ static int unpack_entries(unpack_state *s, unpack_in *u) {
          * represent; the entry is complete and the UTF-8 name is used below */
         if (r != ARCHIVE_OK && r != ARCHIVE_WARN) goto reader_error;
         if (++s->entries > s->lim->max_entries) {
-            st_fail(s, CG_ARCHIVE_TOO_LARGE, CG_ELIMIT, "archive has more than %llu entries",
+            st_fail(s, CG_R_PAYLOAD_TOO_LARGE, CG_ELIMIT, "archive has more than %llu entries",
                     (unsigned long long)s->lim->max_entries);
             goto out;
         }
@@ -682,14 +684,14 @@ static int unpack_entries(unpack_state *s, unpack_in *u) {
         const char *name = archive_entry_pathname_utf8(e);
         if (!name) name = archive_entry_pathname(e);
         if (!name) {
-            st_fail(s, CG_ARCHIVE_MALFORMED, CG_EPARSE, "archive entry without a path");
+            st_fail(s, CG_R_MALFORMED_ARCHIVE, CG_EPARSE, "archive entry without a path");
             goto out;
         }
         /* control characters (newlines, escapes) in a name would forge log lines and
          * terminal output wherever the name is echoed: refuse, without echoing it */
         for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
             if (*c < 0x20 || *c == 0x7f) {
-                st_fail(s, CG_ARCHIVE_UNSAFE_PATH, CG_EVERIFY,
+                st_fail(s, CG_R_UNSAFE_PATH, CG_EVERIFY,
                         "unsafe path in archive: entry name contains control character 0x%02x", *c);
                 goto out;
             }
@@ -699,31 +701,31 @@ static int unpack_entries(unpack_state *s, unpack_in *u) {
         char rel[PATH_MAX];
         int nr = normalize_name(name, is_dir, rel, sizeof rel);
         if (nr < 0) {
-            st_fail(s, CG_ARCHIVE_UNSAFE_PATH, CG_EVERIFY, "unsafe path in archive: %s", name);
+            st_fail(s, CG_R_UNSAFE_PATH, CG_EVERIFY, "unsafe path in archive: %s", name);
             goto out;
         }
         /* the *_utf8/_w getters too: the plain getter returns NULL when the
          * target name cannot be converted to the current locale */
         if (archive_entry_hardlink(e) || archive_entry_hardlink_utf8(e) || archive_entry_hardlink_w(e)) {
-            st_fail(s, CG_ARCHIVE_SPECIAL_FILE, CG_EVERIFY, "hard links are not allowed in archives: %s", name);
+            st_fail(s, CG_R_SPECIAL_FILE, CG_EVERIFY, "hard links are not allowed in archives: %s", name);
             goto out;
         }
         if (type == AE_IFLNK || archive_entry_symlink(e) || archive_entry_symlink_utf8(e) || archive_entry_symlink_w(e)) {
-            st_fail(s, CG_ARCHIVE_SPECIAL_FILE, CG_EVERIFY, "symbolic links are not allowed in archives: %s", name);
+            st_fail(s, CG_R_SPECIAL_FILE, CG_EVERIFY, "symbolic links are not allowed in archives: %s", name);
             goto out;
         }
         if (type != AE_IFREG && type != AE_IFDIR) {
-            st_fail(s, CG_ARCHIVE_SPECIAL_FILE, CG_EVERIFY, "special files are not allowed in archives: %s", name);
+            st_fail(s, CG_R_SPECIAL_FILE, CG_EVERIFY, "special files are not allowed in archives: %s", name);
             goto out;
         }
         if (nr == 0) continue; /* the root directory entry "." */
         int added = strset_add(&s->seen, rel);
         if (added < 0) {
-            st_fail(s, CG_ARCHIVE_LOCAL, CG_ENOMEM, "out of memory");
+            st_fail(s, CG_R_NONE, CG_ENOMEM, "out of memory");
             goto out;
         }
         if (added == 0) {
-            st_fail(s, CG_ARCHIVE_MALFORMED, CG_EPARSE, "duplicate archive entry: %s", rel);
+            st_fail(s, CG_R_MALFORMED_ARCHIVE, CG_EPARSE, "duplicate archive entry: %s", rel);
             goto out;
         }
         if (is_dir) {
@@ -740,34 +742,28 @@ static int unpack_entries(unpack_state *s, unpack_in *u) {
         ssize_t r;
         while ((r = produce(u, &b)) > 0) {}
         if (r < 0) {
-            st_fail(s, u->cls, u->cls == CG_ARCHIVE_LOCAL ? CG_EIO : CG_EPARSE, "%s", u->msg);
+            st_fail_input(s, u);
             goto out;
         }
     }
     rc = 0;
     goto out;
 reader_error:
-    if (u->cls)
-        st_fail(s, u->cls,
-                (u->cls == CG_ARCHIVE_TOO_LARGE || u->cls == CG_ARCHIVE_RATIO) ? CG_ELIMIT
-                : u->cls == CG_ARCHIVE_LOCAL                                    ? CG_EIO
-                                                                                : CG_EPARSE,
-                "%s", u->msg);
+    if (u->failed)
+        st_fail_input(s, u);
     else
-        st_fail(s, CG_ARCHIVE_MALFORMED, CG_EPARSE, "malformed archive: %s",
+        st_fail(s, CG_R_MALFORMED_ARCHIVE, CG_EPARSE, "malformed archive: %s",
                 archive_error_string(a) ? archive_error_string(a) : "unreadable tar data");
 out:
     archive_read_free(a);
     return rc;
 }
 
-int cg_archive_unpack_fd(int fd, const char *dest, const cg_archive_limits *lim_in, cg_archive_error *kind,
-                         cg_error *err) {
+int cg_archive_unpack_fd(int fd, const char *dest, const cg_archive_limits *lim_in, cg_error *err) {
     cg_archive_limits lim;
     if (lim_in) lim = *lim_in;
     else cg_archive_limits_default(&lim);
     if (!lim.max_stream_bytes) lim.max_stream_bytes = lim.max_total_bytes + 1536 * lim.max_entries + (1u << 20);
-    if (kind) *kind = CG_ARCHIVE_LOCAL;
     if (cg_path_exists(dest)) return cg_err_set(err, CG_EEXIST, "unpack destination already exists: %s", dest);
     char parent[PATH_MAX];
     cg_path_parent(dest, parent, sizeof parent);
@@ -788,7 +784,7 @@ int cg_archive_unpack_fd(int fd, const char *dest, const cg_archive_limits *lim_
     s.chunk = malloc(IO_CHUNK);
     int rc = -1;
     if (!u.inbuf || !u.outbuf || !s.chunk) {
-        st_fail(&s, CG_ARCHIVE_LOCAL, CG_ENOMEM, "out of memory");
+        st_fail(&s, CG_R_NONE, CG_ENOMEM, "out of memory");
         goto out;
     }
     /* peek for the zstd magic */
@@ -796,7 +792,7 @@ int cg_archive_unpack_fd(int fd, const char *dest, const cg_archive_limits *lim_
     while (have < 4) {
         ssize_t r = read_some(fd, u.inbuf + have, u.incap - have);
         if (r < 0) {
-            st_fail(&s, CG_ARCHIVE_LOCAL, CG_EIO, "read archive: %s", strerror(errno));
+            st_fail(&s, CG_R_NONE, CG_EIO, "read archive: %s", strerror(errno));
             goto out;
         }
         if (r == 0) break;
@@ -816,7 +812,7 @@ int cg_archive_unpack_fd(int fd, const char *dest, const cg_archive_limits *lim_
     if (u.zstd) {
         u.z = ZSTD_createDCtx();
         if (!u.z) {
-            st_fail(&s, CG_ARCHIVE_LOCAL, CG_ENOMEM, "out of memory");
+            st_fail(&s, CG_R_NONE, CG_ENOMEM, "out of memory");
             goto out;
         }
         ZSTD_DCtx_setParameter(u.z, ZSTD_d_windowLogMax, lim.window_log_max);
@@ -824,32 +820,25 @@ int cg_archive_unpack_fd(int fd, const char *dest, const cg_archive_limits *lim_
     } else {
         u.first_pending = have > 0;
         if (have == 0) {
-            st_fail(&s, CG_ARCHIVE_MALFORMED, CG_EPARSE, "malformed archive: empty input");
+            st_fail(&s, CG_R_MALFORMED_ARCHIVE, CG_EPARSE, "malformed archive: empty input");
             goto out;
         }
     }
     if (unpack_entries(&s, &u) != 0) goto out;
-    if (!lim.scratch && sync_dirs(staging, err) != 0) {
-        s.cls = CG_ARCHIVE_LOCAL;
-        goto out;
-    }
+    if (!lim.scratch && sync_dirs(staging, err) != 0) goto out;
     if (cg_fault_renameat2(AT_FDCWD, staging, AT_FDCWD, dest, RENAME_NOREPLACE) != 0) {
         int en = errno;
         if (en == EEXIST)
-            st_fail(&s, CG_ARCHIVE_LOCAL, CG_EEXIST, "unpack destination already exists: %s", dest);
+            st_fail(&s, CG_R_NONE, CG_EEXIST, "unpack destination already exists: %s", dest);
         else
-            st_fail(&s, CG_ARCHIVE_LOCAL, cg_errcode_of_errno(en), "rename %s to %s: %s", staging, dest, strerror(en));
+            st_fail(&s, CG_R_NONE, cg_errcode_of_errno(en), "rename %s to %s: %s", staging, dest, strerror(en));
         goto out;
     }
-    if (!lim.scratch && cg_fsync_path(parent, err) != 0) {
-        s.cls = CG_ARCHIVE_LOCAL;
+    if (!lim.scratch && cg_fsync_path(parent, err) != 0)
         goto out; /* dest exists but its parent entry is not durable: report, keep data */
-    }
-    s.cls = CG_ARCHIVE_OK;
     rc = 0;
 out:
     if (rc != 0) cg_rm_rf(staging);
-    if (kind) *kind = rc == 0 ? CG_ARCHIVE_OK : s.cls;
     ZSTD_freeDCtx(u.z);
     free(u.inbuf);
     free(u.outbuf);
@@ -859,12 +848,10 @@ out:
     return rc;
 }
 
-int cg_archive_unpack(const char *archive_path, const char *dest, const cg_archive_limits *lim,
-                      cg_archive_error *kind, cg_error *err) {
-    if (kind) *kind = CG_ARCHIVE_LOCAL;
+int cg_archive_unpack(const char *archive_path, const char *dest, const cg_archive_limits *lim, cg_error *err) {
     int fd = open(archive_path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return cg_err_set(err, CG_EIO, "open %s: %s", archive_path, strerror(errno));
-    int rc = cg_archive_unpack_fd(fd, dest, lim, kind, err);
+    int rc = cg_archive_unpack_fd(fd, dest, lim, err);
     close(fd);
     return rc;
 }

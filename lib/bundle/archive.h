@@ -18,15 +18,15 @@
  * directories are accepted. zstd runs with a bounded window (windowLogMax) and
  * the decoded stream, entry count, per-file and total sizes are bounded.
  *
- * Error classes (for the server's 4xx mapping, CLI.md "Hostile archives"):
- *   CG_ARCHIVE_UNSAFE_PATH   absolute path, "..", empty or "." component, backslash, NUL → 422 unsafe_path
- *   CG_ARCHIVE_SPECIAL_FILE  symlink, hard link, device, FIFO, socket entry              → 422 special_file
- *   CG_ARCHIVE_TOO_LARGE     a size / count / window / decoded-output limit              → 413 payload_too_large
- *   CG_ARCHIVE_MALFORMED     unreadable, truncated or corrupt input, duplicate entries,
- *                            a path that is both a file and a directory                  → 400 malformed_archive
- *   CG_ARCHIVE_LOCAL         local failure (dest exists, disk, permissions)              → 5xx / CLI error
- *   CG_ARCHIVE_RATIO         zstd output over max_ratio × the compressed input size      → 413 payload_too_large
- *                            (detail.limit decompression_ratio)
+ * Errors carry their reason (base/reason.def; the server answers its code):
+ *   unsafe_path        absolute path, "..", empty or "." component, backslash, NUL
+ *   special_file       symlink, hard link, device, FIFO, socket entry
+ *   payload_too_large  a size / count / window / decoded-output limit (err->limit "archive"), or
+ *                      zstd output over max_ratio × the compressed input size
+ *                      (err->limit "decompression_ratio")
+ *   malformed_archive  unreadable, truncated or corrupt input, duplicate entries,
+ *                      a path that is both a file and a directory
+ *   CG_R_NONE          local failure (dest exists, disk, permissions, memory)
  * Ownership: no allocation escapes; err carries the message. */
 #ifndef CG_BUNDLE_ARCHIVE_H
 #define CG_BUNDLE_ARCHIVE_H
@@ -35,16 +35,6 @@
 #include <stdint.h>
 
 #include "base/error.h"
-
-typedef enum cg_archive_error {
-    CG_ARCHIVE_OK = 0,
-    CG_ARCHIVE_UNSAFE_PATH,
-    CG_ARCHIVE_SPECIAL_FILE,
-    CG_ARCHIVE_TOO_LARGE,
-    CG_ARCHIVE_MALFORMED,
-    CG_ARCHIVE_LOCAL,
-    CG_ARCHIVE_RATIO,
-} cg_archive_error;
 
 typedef struct cg_archive_limits {
     uint64_t max_entries;       /* default 100,000 */
@@ -71,18 +61,12 @@ typedef struct cg_archive_limits {
 } cg_archive_limits;
 
 void cg_archive_limits_default(cg_archive_limits *l);
-/* Stable lowercase name of an error class ("unsafe_path", "special_file",
- * "payload_too_large", "malformed_archive", "local_error", "ok"). */
-const char *cg_archive_error_name(cg_archive_error e);
-
 /* Packs the bundle directory into out_path; zstd selects tar.zst. */
 int cg_archive_pack(const char *bundle, const char *out_path, bool zstd, cg_error *err);
 
 /* Unpacks archive_path (or an open fd, read from its current offset) into dest.
- * lim may be NULL for the defaults. kind (may be NULL) receives the class. */
-int cg_archive_unpack(const char *archive_path, const char *dest, const cg_archive_limits *lim,
-                      cg_archive_error *kind, cg_error *err);
-int cg_archive_unpack_fd(int fd, const char *dest, const cg_archive_limits *lim, cg_archive_error *kind,
-                         cg_error *err);
+ * lim may be NULL for the defaults. -1 with err and its reason on failure. */
+int cg_archive_unpack(const char *archive_path, const char *dest, const cg_archive_limits *lim, cg_error *err);
+int cg_archive_unpack_fd(int fd, const char *dest, const cg_archive_limits *lim, cg_error *err);
 
 #endif

@@ -15,6 +15,9 @@
 #include "base/error.h"
 
 int cg_dir_names_sorted(const char *dir, const char *what, char ***names, size_t *n, cg_error *err);
+/* The same for an open directory descriptor (not closed; dir names it in
+ * messages). */
+int cg_dir_names_sorted_fd(int fd, const char *dir, const char *what, char ***names, size_t *n, cg_error *err);
 void cg_dir_names_free(char **names, size_t n);
 /* qsort/bsearch comparator over an array of char * (strcmp order). */
 int cg_dir_name_cmp(const void *x, const void *y);

@@ -15,8 +15,7 @@ static int field_str(const cg_jv *obj, const char *key, const char *where, const
     return 0;
 }
 
-int cg_bundle_manifest_parse(cg_arena *a, const char *text, size_t len, cg_bundle_manifest *out,
-                             cg_error *err) {
+static int parse_manifest(cg_arena *a, const char *text, size_t len, cg_bundle_manifest *out, cg_error *err) {
     memset(out, 0, sizeof *out);
     cg_json_limits lim;
     cg_json_limits_default(&lim);
@@ -50,6 +49,11 @@ int cg_bundle_manifest_parse(cg_arena *a, const char *text, size_t len, cg_bundl
         if (field_str(f, "sha256", where, &bf->sha256, NULL, err) != 0) return -1;
     }
     return 0;
+}
+
+int cg_bundle_manifest_parse(cg_arena *a, const char *text, size_t len, cg_bundle_manifest *out, cg_error *err) {
+    if (parse_manifest(a, text, len, out, err) == 0) return 0;
+    return cg_err_reason(err, err && err->code == CG_ENOMEM ? CG_R_NONE : CG_R_MALFORMED_MANIFEST);
 }
 
 static int file_cmp(const void *x, const void *y) {

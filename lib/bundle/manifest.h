@@ -36,7 +36,8 @@ typedef struct cg_bundle_manifest {
 } cg_bundle_manifest;
 
 /* Parses bundle.json bytes as BundleManifest (unknown keys ignored, duplicate
- * keys and wrong types refused, like serde). Returns 0 or -1 (CG_EPARSE). */
+ * keys and wrong types refused, like serde). Returns 0 or -1 (CG_EPARSE, or
+ * the JSON parser's CG_ELIMIT; reason malformed_manifest). */
 int cg_bundle_manifest_parse(cg_arena *a, const char *text, size_t len, cg_bundle_manifest *out,
                              cg_error *err);
 

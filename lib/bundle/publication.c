@@ -79,7 +79,7 @@ static int reconcile_plan(const char *destination, const planned *p, bool *found
     *found = false;
     if (!cg_path_exists(destination)) return 0;
     cg_bundle_receipt r;
-    if (cg_bundle_verify(destination, &r, NULL, err) != 0)
+    if (cg_bundle_verify(destination, &r, err) != 0)
         return cg_err_context(err,
                               "existing destination %s is not a verifiable evidence bundle; refusing to reuse or "
                               "overwrite it",
@@ -272,7 +272,7 @@ static int finalize(cg_capture_run *r, cg_publication_receipt *out, cg_error *er
                               r->staging_trace);
     }
     cg_bundle_receipt v;
-    if (cg_bundle_verify(r->destination, &v, NULL, err) != 0)
+    if (cg_bundle_verify(r->destination, &v, err) != 0)
         return cg_err_context(err, "verify published evidence bundle %s (staged trace retained at %s)",
                               r->destination, r->staging_trace);
     remove_staged_trace(r->staging_trace);

@@ -302,7 +302,7 @@ int cg_publish_bundle(const char *destination_in, const char *trace_path, const 
     step_done(CG_PUBLISH_STEP_MANIFEST_WRITTEN, staging);
     /* 6 */
     cg_bundle_receipt r;
-    if (cg_bundle_verify(staging, &r, NULL, err) != 0) {
+    if (cg_bundle_verify(staging, &r, err) != 0) {
         cg_err_context(err, "verify staged evidence bundle");
         goto out;
     }

@@ -1,13 +1,16 @@
 /* semantic.c — run-ID binding and evidence rederivation of a verified bundle. */
 #include "bundle/semantic.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "analysis/evidence.h"
 #include "base/fs.h"
 #include "bundle/manifest.h"
+#include "bundle/opened.h"
 #include "render/artifacts.h"
 #include "trace/trace.h"
 
@@ -17,15 +20,13 @@ const char *cg_semantic_result_name(cg_semantic_result r) {
     return r == CG_SEMANTIC_NOT_REDERIVABLE ? "not_rederivable" : "rederived_match";
 }
 
-static int semfail(cg_semantic_failure *f, cg_semantic_failure which, cg_error *err, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int semfail(cg_semantic_failure *f, cg_semantic_failure which, cg_error *err, const char *fmt, ...) {
-    if (f) *f = which;
+static int semfail(cg_error *err, cg_reason reason, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int semfail(cg_error *err, cg_reason reason, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     cg_err_vset(err, CG_EVERIFY, fmt, ap);
     va_end(ap);
-    return -1;
+    return cg_err_reason(err, reason);
 }
 
 /* First top-level key whose values differ (or that only one side has). */
@@ -40,97 +41,58 @@ static const char *first_difference(const cg_jv *a, const cg_jv *b) {
     return "(root)";
 }
 
-int cg_bundle_verify_semantic(const char *root, const cg_bundle_receipt *receipt, bool allow_not_rederivable,
-                              cg_semantic_result *result, cg_semantic_failure *failure, cg_error *err) {
-    return cg_bundle_verify_semantic_trace(root, receipt, allow_not_rederivable, result, failure, NULL, err);
+/* Where the semantic step reads: display names for messages, and the names
+ * handed to the readers (the same paths, or the /proc/self/fd names of files a
+ * bundle handle opened). h, when given, is the bundle opened once: its parsed
+ * manifest lists the nsight inputs and the post-read check goes through it. */
+typedef struct sem_io {
+    const char *root, *tp, *ep, *np;    /* display */
+    const char *t_in, *e_in, *n_in;     /* read; n_in NULL: no nsight/ directory */
+    const cg_bundle_handle *h;
+} sem_io;
+
+/* err->msg with every occurrence of from replaced by to (reader messages name
+ * the file they were given). */
+static void msg_rename(cg_error *e, const char *from, const char *to) {
+    if (!from || !to || !strcmp(from, to) || !strstr(e->msg, from)) return;
+    char out[sizeof e->msg];
+    size_t o = 0, fl = strlen(from), tl = strlen(to);
+    for (const char *p = e->msg; *p && o + 1 < sizeof out;) {
+        if (!strncmp(p, from, fl) && o + tl < sizeof out) {
+            memcpy(out + o, to, tl);
+            o += tl;
+            p += fl;
+        } else {
+            out[o++] = *p++;
+        }
+    }
+    out[o] = 0;
+    memcpy(e->msg, out, o + 1);
 }
 
-int cg_bundle_verify_semantic_trace(const char *root, const cg_bundle_receipt *receipt, bool allow_not_rederivable,
-                                    cg_semantic_result *result, cg_semantic_failure *failure, cg_trace **trace_out,
-                                    cg_error *err) {
-    if (trace_out) *trace_out = NULL;
-    if (failure) *failure = CG_SEMF_NONE;
-    int rc = -1;
-    cg_arena a;
-    cg_arena_init(&a, 0);
-    char *tp = cg_path_join(root, "trace.jsonl"), *ep = cg_path_join(root, "evidence.json"),
-         *np = cg_path_join(root, "nsight"), *mp = cg_path_join(root, CG_BUNDLE_MANIFEST_NAME);
-    char *edata = NULL, *mdata = NULL;
-    const char **consumed = NULL;
-    cg_trace *t = NULL;
-    if (!tp || !ep || !np || !mp) {
-        cg_err_set(err, CG_ENOMEM, "out of memory");
-        goto out;
-    }
-    cg_error terr;
-    cg_err_clear(&terr);
-    t = cg_trace_read_file(tp, NULL, &terr);
-    if (!t) {
-        semfail(failure, CG_SEMF_TRACE_INVALID, err, "read bundle trace %s: %s", tp, terr.msg);
-        goto out;
-    }
-    const char *trace_run = t->run.run_id ? t->run.run_id : "";
-    if (strcmp(receipt->run_id, trace_run) != 0) {
-        semfail(failure, CG_SEMF_RUN_ID_MISMATCH, err, "bundle manifest run ID %s does not match its trace run ID %s",
-                receipt->run_id, trace_run);
-        goto out;
-    }
-    cg_semantic_result res = CG_SEMANTIC_REDERIVED_MATCH;
-    {
-        /* fast path: stream the rebuilt packet and compare bytes (no DOM); any
-         * other outcome falls through to the value comparison with its messages */
-        bool match = false;
-        cg_error merr;
-        cg_err_clear(&merr);
-        if (cg_evidence_semantic_match_trace(t, cg_is_dir(np) ? np : NULL, ep, &match, &merr) == 0 && match)
-            goto post_read;
-    }
-    size_t elen = 0;
-    edata = cg_read_file(ep, EVIDENCE_MAX, &elen, &terr);
-    cg_jv *stored = edata ? cg_json_parse(&a, edata, elen, NULL, &terr) : NULL;
-    if (!stored) {
-        semfail(failure, CG_SEMF_EVIDENCE_MISMATCH, err, "semantic verification failed: read evidence.json: %s",
-                terr.msg);
-        goto out;
-    }
-    const char *schema = cg_jv_as_str(cg_jv_get(stored, "schema"));
-    if (!schema || strcmp(schema, CG_EVIDENCE_SCHEMA) != 0) {
-        if (!allow_not_rederivable) {
-            semfail(failure, CG_SEMF_EVIDENCE_MISMATCH, err,
-                    "semantic verification failed: evidence schema %s cannot be rederived (expected %s)",
-                    schema ? schema : "(missing)", CG_EVIDENCE_SCHEMA);
-            goto out;
-        }
-        res = CG_SEMANTIC_NOT_REDERIVABLE;
-    } else {
-        bool have_nsight = cg_is_dir(np);
-        cg_jv *rebuilt = cg_evidence_build_json(&a, tp, have_nsight ? np : NULL, &terr);
-        if (!rebuilt) {
-            semfail(failure, CG_SEMF_EVIDENCE_MISMATCH, err,
-                    "semantic verification failed: evidence cannot be rebuilt from trace.jsonl: %s", terr.msg);
-            goto out;
-        }
-        if (!cg_jv_equal(stored, rebuilt)) {
-            semfail(failure, CG_SEMF_EVIDENCE_MISMATCH, err,
-                    "semantic verification failed: evidence.json differs from the evidence rederived from the "
-                    "bundle trace (first difference at `%s`)",
-                    first_difference(stored, rebuilt));
-            goto out;
-        }
-    }
-post_read:; /* a label cannot precede a declaration in C11 (clang refuses it) */
-    /* post-read re-check of everything read: trace, evidence and nsight inputs */
-    size_t mlen = 0;
-    mdata = cg_read_file(mp, CG_BUNDLE_MANIFEST_MAX, &mlen, &terr);
+/* The post-read re-check of trace, evidence and (rederived) nsight inputs. */
+static int post_read(const sem_io *io, cg_arena *a, const cg_bundle_receipt *receipt, cg_semantic_result res,
+                     cg_error *err) {
     cg_bundle_manifest m;
-    if (!mdata || cg_bundle_manifest_parse(&a, mdata, mlen, &m, &terr) != 0) {
-        semfail(failure, CG_SEMF_CHANGED, err, "bundle manifest changed after initial verification");
-        goto out;
+    char *mdata = NULL;
+    if (io->h) {
+        m = io->h->man; /* verify_consumed_handle confirms bundle.json still has these bytes */
+    } else {
+        cg_error terr;
+        cg_err_clear(&terr);
+        size_t mlen = 0;
+        char *mp = cg_path_join(io->root, CG_BUNDLE_MANIFEST_NAME);
+        mdata = mp ? cg_read_file(mp, CG_BUNDLE_MANIFEST_MAX, &mlen, &terr) : NULL;
+        free(mp);
+        if (!mdata || cg_bundle_manifest_parse(a, mdata, mlen, &m, &terr) != 0) {
+            free(mdata);
+            return semfail(err, CG_R_DIGEST_MISMATCH, "bundle manifest changed after initial verification");
+        }
     }
-    consumed = malloc((m.n_files + 2) * sizeof *consumed);
+    const char **consumed = malloc((m.n_files + 2) * sizeof *consumed);
     if (!consumed) {
-        cg_err_set(err, CG_ENOMEM, "out of memory");
-        goto out;
+        free(mdata);
+        return cg_err_set(err, CG_ENOMEM, "out of memory");
     }
     size_t nc = 0;
     consumed[nc++] = "trace.jsonl";
@@ -138,25 +100,154 @@ post_read:; /* a label cannot precede a declaration in C11 (clang refuses it) */
     if (res == CG_SEMANTIC_REDERIVED_MATCH)
         for (size_t i = 0; i < m.n_files; i++)
             if (!strncmp(m.files[i].path, "nsight/", 7)) consumed[nc++] = m.files[i].path;
-    if (cg_bundle_verify_consumed(root, receipt, consumed, nc, err) != 0) {
-        if (failure) *failure = CG_SEMF_CHANGED;
+    int rc = io->h ? cg_bundle_verify_consumed_handle(io->h, receipt, consumed, nc, err)
+                   : cg_bundle_verify_consumed(io->root, receipt, consumed, nc, err);
+    free(consumed);
+    free(mdata);
+    return rc;
+}
+
+/* Compares evidence.json with the packet rebuilt from the trace. *schema_out
+ * (malloc'd, may stay NULL) receives the stored schema. */
+static int compare_evidence(const sem_io *io, cg_arena *a, const cg_trace *t, bool allow_not_rederivable,
+                            cg_semantic_result *res, char **schema_out, cg_error *err) {
+    *res = CG_SEMANTIC_REDERIVED_MATCH;
+    {
+        /* fast path: stream the rebuilt packet and compare bytes (no DOM); any
+         * other outcome falls through to the value comparison with its messages */
+        bool match = false;
+        cg_error merr;
+        cg_err_clear(&merr);
+        if (cg_evidence_semantic_match_trace(t, io->n_in, io->e_in, &match, &merr) == 0 && match) {
+            *schema_out = strdup(CG_EVIDENCE_SCHEMA);
+            return 0;
+        }
+    }
+    cg_error terr;
+    cg_err_clear(&terr);
+    size_t elen = 0;
+    char *edata = cg_read_file(io->e_in, EVIDENCE_MAX, &elen, &terr);
+    cg_jv *stored = edata ? cg_json_parse(a, edata, elen, NULL, &terr) : NULL;
+    free(edata);
+    msg_rename(&terr, io->e_in, io->ep);
+    if (!stored)
+        return semfail(err, CG_R_SEMANTIC_MISMATCH, "semantic verification failed: read evidence.json: %s",
+                       terr.msg);
+    const char *schema = cg_jv_as_str(cg_jv_get(stored, "schema"));
+    if (schema) *schema_out = strdup(schema);
+    if (!schema || strcmp(schema, CG_EVIDENCE_SCHEMA) != 0) {
+        if (!allow_not_rederivable)
+            return semfail(err, CG_R_SEMANTIC_MISMATCH,
+                           "semantic verification failed: evidence schema %s cannot be rederived (expected %s)",
+                           schema ? schema : "(missing)", CG_EVIDENCE_SCHEMA);
+        *res = CG_SEMANTIC_NOT_REDERIVABLE;
+        return 0;
+    }
+    cg_jv *rebuilt = cg_evidence_build_json(a, io->t_in, io->n_in, &terr);
+    msg_rename(&terr, io->t_in, io->tp);
+    if (!rebuilt)
+        return semfail(err, CG_R_SEMANTIC_MISMATCH,
+                       "semantic verification failed: evidence cannot be rebuilt from trace.jsonl: %s", terr.msg);
+    if (!cg_jv_equal(stored, rebuilt))
+        return semfail(err, CG_R_SEMANTIC_MISMATCH,
+                       "semantic verification failed: evidence.json differs from the evidence rederived from the "
+                       "bundle trace (first difference at `%s`)",
+                       first_difference(stored, rebuilt));
+    return 0;
+}
+
+static int semantic_run(const sem_io *io, const cg_bundle_receipt *receipt, bool allow_not_rederivable,
+                        cg_semantic_result *result, cg_trace **trace_out,
+                        char **schema_out, cg_error *err) {
+    if (trace_out) *trace_out = NULL;
+    char *schema = NULL;
+    cg_arena a;
+    cg_arena_init(&a, 0);
+    cg_error terr;
+    cg_err_clear(&terr);
+    int rc = -1;
+    cg_trace *t = cg_trace_read_file(io->t_in, NULL, &terr);
+    msg_rename(&terr, io->t_in, io->tp);
+    if (!t) {
+        semfail(err, CG_R_TRACE_INVALID, "read bundle trace %s: %s", io->tp, terr.msg);
         goto out;
     }
+    const char *trace_run = t->run.run_id ? t->run.run_id : "";
+    if (strcmp(receipt->run_id, trace_run) != 0) {
+        semfail(err, CG_R_RUN_ID_MISMATCH, "bundle manifest run ID %s does not match its trace run ID %s",
+                receipt->run_id, trace_run);
+        goto out;
+    }
+    cg_semantic_result res;
+    if (compare_evidence(io, &a, t, allow_not_rederivable, &res, &schema, err) != 0) goto out;
+    if (post_read(io, &a, receipt, res, err) != 0) goto out;
     if (result) *result = res;
     if (trace_out) {
         *trace_out = t;
         t = NULL;
     }
+    if (schema_out) {
+        *schema_out = schema;
+        schema = NULL;
+    }
     rc = 0;
 out:
-    free(consumed);
+    free(schema);
     cg_trace_free(t);
-    free(edata);
-    free(mdata);
+    cg_arena_free(&a);
+    return rc;
+}
+
+int cg_bundle_verify_semantic(const char *root, const cg_bundle_receipt *receipt, bool allow_not_rederivable,
+                              cg_semantic_result *result, cg_error *err) {
+    return cg_bundle_verify_semantic_trace(root, receipt, allow_not_rederivable, result, NULL, err);
+}
+
+int cg_bundle_verify_semantic_trace(const char *root, const cg_bundle_receipt *receipt, bool allow_not_rederivable,
+                                    cg_semantic_result *result, cg_trace **trace_out,
+                                    cg_error *err) {
+    if (trace_out) *trace_out = NULL;
+    char *tp = cg_path_join(root, "trace.jsonl"), *ep = cg_path_join(root, "evidence.json"),
+         *np = cg_path_join(root, "nsight");
+    int rc = -1;
+    if (!tp || !ep || !np) {
+        cg_err_set(err, CG_ENOMEM, "out of memory");
+    } else {
+        sem_io io = {root, tp, ep, np, tp, ep, cg_is_dir(np) ? np : NULL, NULL};
+        rc = semantic_run(&io, receipt, allow_not_rederivable, result, trace_out, NULL, err);
+    }
     free(tp);
     free(ep);
     free(np);
-    free(mp);
-    cg_arena_free(&a);
+    return rc;
+}
+
+int cg_bundle_verify_semantic_handle(const cg_bundle_handle *h, const cg_bundle_receipt *receipt,
+                                     bool allow_not_rederivable, cg_semantic_result *result,
+                                     cg_trace **trace_out, char **evidence_schema,
+                                     cg_error *err) {
+    if (trace_out) *trace_out = NULL;
+    if (evidence_schema) *evidence_schema = NULL;
+    char *tp = cg_path_join(h->root, "trace.jsonl"), *ep = cg_path_join(h->root, "evidence.json"),
+         *np = cg_path_join(h->root, "nsight");
+    int tfd = cg_bundle_handle_open(h, "trace.jsonl", O_RDONLY), efd = cg_bundle_handle_open(h, "evidence.json", O_RDONLY),
+        nfd = cg_bundle_handle_open(h, "nsight", O_RDONLY | O_DIRECTORY);
+    char tn[32], en[32], nn[32];
+    int rc = -1;
+    if (!tp || !ep || !np) {
+        cg_err_set(err, CG_ENOMEM, "out of memory");
+    } else {
+        /* a file that cannot be opened is read by its display name, so that the
+         * readers report it missing in their own words */
+        sem_io io = {h->root, tp, ep, np, tfd >= 0 ? cg_bundle_fd_name(tfd, tn) : tp,
+                     efd >= 0 ? cg_bundle_fd_name(efd, en) : ep, nfd >= 0 ? cg_bundle_fd_name(nfd, nn) : NULL, h};
+        rc = semantic_run(&io, receipt, allow_not_rederivable, result, trace_out, evidence_schema, err);
+    }
+    if (tfd >= 0) close(tfd);
+    if (efd >= 0) close(efd);
+    if (nfd >= 0) close(nfd);
+    free(tp);
+    free(ep);
+    free(np);
     return rc;
 }

@@ -11,7 +11,11 @@
  *    allow_not_rederivable, else a failure.
  * 3. A post-read re-check (cg_bundle_verify_consumed) of trace.jsonl,
  *    evidence.json and every declared nsight/ file.
- * No allocation escapes. Errors: -1 with err and *failure set. */
+ * No allocation escapes. Errors: -1 with err and its reason set: trace_invalid
+ * (trace.jsonl missing or not parsing), run_id_mismatch, semantic_mismatch
+ * (evidence.json unreadable, different, or not rederivable when that is not
+ * allowed), digest_mismatch (the post-read re-check found a change);
+ * CG_R_NONE for a local failure (out of memory, I/O while hashing). */
 #ifndef CG_BUNDLE_SEMANTIC_H
 #define CG_BUNDLE_SEMANTIC_H
 
@@ -26,24 +30,26 @@ typedef enum cg_semantic_result {
     CG_SEMANTIC_NOT_REDERIVABLE,
 } cg_semantic_result;
 
-typedef enum cg_semantic_failure {
-    CG_SEMF_NONE = 0,
-    CG_SEMF_TRACE_INVALID,     /* trace.jsonl missing or does not parse */
-    CG_SEMF_RUN_ID_MISMATCH,   /* manifest run_id != trace run_id */
-    CG_SEMF_EVIDENCE_MISMATCH, /* evidence.json unreadable, wrong, or not rederivable (when not allowed) */
-    CG_SEMF_CHANGED,           /* post-read re-check failed (files changed meanwhile) */
-} cg_semantic_failure;
-
 const char *cg_semantic_result_name(cg_semantic_result r); /* "rederived_match" / "not_rederivable" */
 
 int cg_bundle_verify_semantic(const char *root, const cg_bundle_receipt *receipt, bool allow_not_rederivable,
-                              cg_semantic_result *result, cg_semantic_failure *failure, cg_error *err);
+                              cg_semantic_result *result, cg_error *err);
 /* The same, handing the parsed trace.jsonl (cg_trace_read_file with default
  * limits — the bytes the post-read check then confirmed) to the caller on
  * success: *trace_out is the caller's (cg_trace_free); NULL on failure. Lets a
  * consumer that needs the trace model too (server ingest) parse it once. */
 int cg_bundle_verify_semantic_trace(const char *root, const cg_bundle_receipt *receipt, bool allow_not_rederivable,
-                                    cg_semantic_result *result, cg_semantic_failure *failure, cg_trace **trace_out,
-                                    cg_error *err);
+                                    cg_semantic_result *result, cg_trace **trace_out, cg_error *err);
+
+/* The same on a bundle opened once (bundle/opened.h), for ingest: trace.jsonl,
+ * evidence.json and nsight/ are opened beneath the handle's descriptor (the
+ * readers get their /proc/self/fd names; messages name the bundle paths), the
+ * nsight inputs come from the handle's parsed manifest, and the post-read
+ * check goes through the handle. *evidence_schema (malloc'd, caller frees;
+ * NULL when evidence.json has none) is the schema the step found. */
+struct cg_bundle_handle;
+int cg_bundle_verify_semantic_handle(const struct cg_bundle_handle *h, const cg_bundle_receipt *receipt,
+                                     bool allow_not_rederivable, cg_semantic_result *result, cg_trace **trace_out,
+                                     char **evidence_schema, cg_error *err);
 
 #endif

@@ -277,7 +277,8 @@ static const char *sidecar_str(const cg_jv *o, const char *key, cg_error *err) {
     const cg_jv *v = cg_jv_get(o, key);
     const char *s = cg_jv_as_str(v);
     if (!s || strlen(s) != v->u.str.len) {
-        cg_err_set(err, CG_EPARSE, "signature sidecar field `%s` is missing or not a string", key);
+        cg_err_setr(err, CG_R_MALFORMED_SIGNATURE, CG_EPARSE, "signature sidecar field `%s` is missing or not a string",
+                    key);
         return NULL;
     }
     return s;
@@ -287,7 +288,8 @@ int cg_sig_verify_manifest(const void *manifest, size_t manifest_len, const char
                            const unsigned char *expected_pk, cg_signature_info *info, cg_error *err) {
     if (sodium_ready(err) != 0) return -1;
     if (sidecar_len > KEY_FILE_MAX) /* the cap the file loaders apply, for sidecars given as bytes */
-        return cg_err_set(err, CG_ELIMIT, "signature sidecar is larger than the limit of %zu bytes", KEY_FILE_MAX);
+        return cg_err_setr(err, CG_R_SIGNATURE_INVALID, CG_ELIMIT,
+                           "signature sidecar is larger than the limit of %zu bytes", KEY_FILE_MAX);
     cg_arena a;
     cg_arena_init(&a, 0);
     int rc = -1;
@@ -296,11 +298,13 @@ int cg_sig_verify_manifest(const void *manifest, size_t manifest_len, const char
     lim.max_string = KEY_FILE_MAX;
     cg_jv *o = cg_json_parse(&a, sidecar, sidecar_len, &lim, err);
     if (!o) {
+        cg_err_reason(err, err && err->code == CG_EPARSE ? CG_R_MALFORMED_SIGNATURE : CG_R_SIGNATURE_INVALID);
         cg_err_context(err, "parse signature sidecar");
         goto out;
     }
     if (o->type != CG_JOBJ || cg_jv_obj_dup_key(o)) {
-        cg_err_set(err, CG_EPARSE, "signature sidecar is not a JSON object with unique keys");
+        cg_err_setr(err, CG_R_MALFORMED_SIGNATURE, CG_EPARSE,
+                    "signature sidecar is not a JSON object with unique keys");
         goto out;
     }
     const char *schema = sidecar_str(o, "schema", err), *alg = NULL, *key_id = NULL, *pk64 = NULL, *digest = NULL,
@@ -310,38 +314,43 @@ int cg_sig_verify_manifest(const void *manifest, size_t manifest_len, const char
         !(sig64 = sidecar_str(o, "signature", err)))
         goto out;
     if (strcmp(schema, CG_SIGNATURE_SCHEMA) != 0) {
-        cg_err_set(err, CG_EVERIFY, "unsupported signature schema %s; expected %s", schema, CG_SIGNATURE_SCHEMA);
+        cg_err_setr(err, CG_R_SIGNATURE_INVALID, CG_EVERIFY, "unsupported signature schema %s; expected %s", schema,
+                    CG_SIGNATURE_SCHEMA);
         goto out;
     }
     if (strcmp(alg, CG_SIGNATURE_ALGORITHM) != 0) {
-        cg_err_set(err, CG_EVERIFY, "unsupported signature algorithm %s; expected %s", alg, CG_SIGNATURE_ALGORITHM);
+        cg_err_setr(err, CG_R_SIGNATURE_INVALID, CG_EVERIFY, "unsupported signature algorithm %s; expected %s", alg,
+                    CG_SIGNATURE_ALGORITHM);
         goto out;
     }
     unsigned char pk[64], sig[96];
     if (b64_decode(pk64, strlen(pk64), pk, sizeof pk) != 32) {
-        cg_err_set(err, CG_EPARSE, "signature public_key is not base64 of 32 bytes");
+        cg_err_setr(err, CG_R_MALFORMED_SIGNATURE, CG_EPARSE, "signature public_key is not base64 of 32 bytes");
         goto out;
     }
     if (b64_decode(sig64, strlen(sig64), sig, sizeof sig) != CG_SIG_BYTES) {
-        cg_err_set(err, CG_EPARSE, "signature is not base64 of 64 bytes");
+        cg_err_setr(err, CG_R_MALFORMED_SIGNATURE, CG_EPARSE, "signature is not base64 of 64 bytes");
         goto out;
     }
     char want_id[CG_SIG_KEY_ID_HEX];
     cg_sig_key_id(pk, want_id);
     if (strcmp(key_id, want_id) != 0) {
-        cg_err_set(err, CG_EVERIFY, "signature key_id %s does not match its public key (%s)", key_id, want_id);
+        cg_err_setr(err, CG_R_SIGNATURE_INVALID, CG_EVERIFY, "signature key_id %s does not match its public key (%s)",
+                    key_id, want_id);
         goto out;
     }
     if (expected_pk && sodium_memcmp(expected_pk, pk, 32) != 0) {
         char exp_id[CG_SIG_KEY_ID_HEX];
         cg_sig_key_id(expected_pk, exp_id);
-        cg_err_set(err, CG_EVERIFY, "signature was made with key %s, not the expected key %s", key_id, exp_id);
+        cg_err_setr(err, CG_R_SIGNATURE_INVALID, CG_EVERIFY, "signature was made with key %s, not the expected key %s",
+                    key_id, exp_id);
         goto out;
     }
     char hex[65];
     cg_sha256_hex(manifest, manifest_len, hex);
     if (strcmp(digest, hex) != 0) {
-        cg_err_set(err, CG_EVERIFY, "signature covers manifest %s but bundle.json has SHA-256 %s", digest, hex);
+        cg_err_setr(err, CG_R_SIGNATURE_INVALID, CG_EVERIFY,
+                    "signature covers manifest %s but bundle.json has SHA-256 %s", digest, hex);
         goto out;
     }
     cg_buf msg = CG_BUF_INIT;
@@ -349,7 +358,8 @@ int cg_sig_verify_manifest(const void *manifest, size_t manifest_len, const char
     int ok = crypto_sign_verify_detached(sig, (const unsigned char *)msg.data, msg.len, pk);
     cg_buf_free(&msg);
     if (ok != 0) {
-        cg_err_set(err, CG_EVERIFY, "Ed25519 signature by key %s is not valid for this bundle manifest", key_id);
+        cg_err_setr(err, CG_R_SIGNATURE_INVALID, CG_EVERIFY,
+                    "Ed25519 signature by key %s is not valid for this bundle manifest", key_id);
         goto out;
     }
     if (info) {
@@ -389,7 +399,7 @@ char *cg_signature_sidecar_path(const char *bundle, cg_error *err) {
 
 /* Verifies the bundle and returns bundle.json bytes matching the receipt. */
 static char *verified_manifest(const char *bundle, cg_bundle_receipt *r, size_t *len, cg_error *err) {
-    if (cg_bundle_verify(bundle, r, NULL, err) != 0) return NULL;
+    if (cg_bundle_verify(bundle, r, err) != 0) return NULL;
     char *mp = cg_path_join(bundle, "bundle.json");
     if (!mp) {
         cg_err_set(err, CG_ENOMEM, "out of memory");

@@ -70,7 +70,10 @@ void cg_sig_message(const void *manifest, size_t len, cg_buf *out);
 int cg_sig_sign_manifest(const void *manifest, size_t len, const unsigned char seed[CG_SIG_SEED_BYTES],
                          cg_buf *out, cg_error *err);
 /* Checks sidecar JSON against manifest bytes. expected_pk (may be NULL) must equal
- * the sidecar's key when given. info (may be NULL) is filled on success. */
+ * the sidecar's key when given. info (may be NULL) is filled on success.
+ * Reasons: malformed_signature (the sidecar does not parse or a field is
+ * missing or not base64), signature_invalid (over the size limit, unsupported
+ * schema or algorithm, wrong key or manifest, bad Ed25519 signature). */
 int cg_sig_verify_manifest(const void *manifest, size_t manifest_len, const char *sidecar, size_t sidecar_len,
                            const unsigned char *expected_pk, cg_signature_info *info, cg_error *err);
 

@@ -21,21 +21,19 @@
 #include "base/sha256.h"
 #include "bundle/dirnames.h"
 #include "bundle/manifest.h"
+#include "bundle/opened.h"
 
 #define HASH_CHUNK ((size_t)1 << 20)
 
-
-
-static int fail(cg_bundle_check *check, cg_bundle_check which, cg_error *err, cg_errcode code, const char *fmt,
-                ...) __attribute__((format(printf, 5, 6)));
-static int fail(cg_bundle_check *check, cg_bundle_check which, cg_error *err, cg_errcode code, const char *fmt,
-                ...) {
-    if (check) *check = which;
+/* cg_err_setr with the reason first, as the checks read. */
+static int fail(cg_error *err, cg_reason reason, cg_errcode code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int fail(cg_error *err, cg_reason reason, cg_errcode code, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     cg_err_vset(err, code, fmt, ap);
     va_end(ap);
-    return -1;
+    return cg_err_reason(err, reason);
 }
 
 bool cg_bundle_path_is_safe(const char *path) {
@@ -73,13 +71,29 @@ static void walk_free(walk *w) {
 }
 
 
-static int walk_dir(const char *root, const char *rel, walk *w, cg_bundle_check *check, cg_error *err) {
+static int walk_push(walk *w, char **child_rel, cg_error *err) {
+    if (w->n == w->cap) {
+        size_t c = w->cap ? w->cap * 2 : 16;
+        char **nv = realloc(w->files, c * sizeof *nv);
+        if (!nv) return fail(err, CG_R_NONE, CG_ENOMEM, "out of memory");
+        w->files = nv;
+        w->cap = c;
+    }
+    w->files[w->n++] = *child_rel;
+    *child_rel = NULL;
+    return 0;
+}
+
+/* Walks the directory open as dfd (rel beneath root; NULL at the root),
+ * inspecting entries with fstatat(AT_SYMLINK_NOFOLLOW) and descending through
+ * openat(O_NOFOLLOW): no path is resolved through the filesystem. */
+static int walk_dir(int dfd, const char *root, const char *rel, walk *w, cg_error *err) {
     char *dir = rel ? cg_path_join(root, rel) : strdup(root);
-    if (!dir) return fail(check, CG_BCHK_IO, err, CG_ENOMEM, "out of memory");
+    if (!dir) return fail(err, CG_R_NONE, CG_ENOMEM, "out of memory");
     char **names;
     size_t nn;
-    if (cg_dir_names_sorted(dir, "bundle", &names, &nn, err) != 0) {
-        if (check) *check = CG_BCHK_IO;
+    if (cg_dir_names_sorted_fd(dfd, dir, "bundle", &names, &nn, err) != 0) {
+        cg_err_reason(err, CG_R_NONE);
         free(dir);
         return -1;
     }
@@ -89,32 +103,22 @@ static int walk_dir(const char *root, const char *rel, walk *w, cg_bundle_check 
         char *child = child_rel ? cg_path_join(root, child_rel) : NULL;
         struct stat st;
         if (!child) {
-            rc = fail(check, CG_BCHK_IO, err, CG_ENOMEM, "out of memory");
-        } else if (lstat(child, &st) != 0) {
-            rc = fail(check, CG_BCHK_IO, err, CG_EIO, "inspect bundle entry %s: %s", child, strerror(errno));
+            rc = fail(err, CG_R_NONE, CG_ENOMEM, "out of memory");
+        } else if (fstatat(dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) != 0) {
+            rc = fail(err, CG_R_NONE, CG_EIO, "inspect bundle entry %s: %s", child, strerror(errno));
         } else if (S_ISLNK(st.st_mode)) {
-            rc = fail(check, CG_BCHK_SPECIAL_FILE, err, CG_EVERIFY, "symbolic links are not allowed in bundles: %s",
+            rc = fail(err, CG_R_SPECIAL_FILE, CG_EVERIFY, "symbolic links are not allowed in bundles: %s",
                       child);
         } else if (S_ISDIR(st.st_mode)) {
-            rc = walk_dir(root, child_rel, w, check, err);
+            int sub = openat(dfd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub < 0) rc = fail(err, CG_R_NONE, CG_EIO, "inspect bundle entry %s: %s", child, strerror(errno));
+            else rc = walk_dir(sub, root, child_rel, w, err);
+            if (sub >= 0) close(sub);
         } else if (!S_ISREG(st.st_mode)) {
-            rc = fail(check, CG_BCHK_SPECIAL_FILE, err, CG_EVERIFY, "special files are not allowed in bundles: %s",
+            rc = fail(err, CG_R_SPECIAL_FILE, CG_EVERIFY, "special files are not allowed in bundles: %s",
                       child);
         } else {
-            if (w->n == w->cap) {
-                size_t c = w->cap ? w->cap * 2 : 16;
-                char **nv = realloc(w->files, c * sizeof *nv);
-                if (!nv) {
-                    rc = fail(check, CG_BCHK_IO, err, CG_ENOMEM, "out of memory");
-                } else {
-                    w->files = nv;
-                    w->cap = c;
-                }
-            }
-            if (rc == 0) {
-                w->files[w->n++] = child_rel;
-                child_rel = NULL;
-            }
+            rc = walk_push(w, &child_rel, err);
         }
         free(child_rel);
         free(child);
@@ -125,15 +129,12 @@ static int walk_dir(const char *root, const char *rel, walk *w, cg_bundle_check 
 }
 
 /* ---- hashing of one declared file (checks 11–13) ---- */
-typedef enum { HF_OK, HF_NOT_REGULAR, HF_IO } hf_result;
+typedef enum { HF_OK, HF_NOT_REGULAR, HF_SIZE, HF_IO } hf_result;
 
-static hf_result hash_regular(const char *path, unsigned char *chunk, char hex[65], uint64_t *stat_size,
-                              uint64_t *hashed, int *errnum) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    if (fd < 0) {
-        *errnum = errno;
-        return errno == ELOOP ? HF_NOT_REGULAR : HF_IO;
-    }
+/* Hashes the file open as fd (closed here) after checking it is regular and,
+ * unless expect is UINT64_MAX, that its size is expect (HF_SIZE, nothing read). */
+static hf_result hash_fd(int fd, uint64_t expect, unsigned char *chunk, char hex[65], uint64_t *stat_size,
+                         uint64_t *hashed, int *errnum) {
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         *errnum = errno;
@@ -141,6 +142,10 @@ static hf_result hash_regular(const char *path, unsigned char *chunk, char hex[6
         return HF_NOT_REGULAR;
     }
     *stat_size = (uint64_t)st.st_size;
+    if (expect != UINT64_MAX && *stat_size != expect) {
+        close(fd);
+        return HF_SIZE;
+    }
 #ifdef POSIX_FADV_SEQUENTIAL
     (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 #endif
@@ -165,6 +170,19 @@ static hf_result hash_regular(const char *path, unsigned char *chunk, char hex[6
     cg_hex(d, 32, hex);
     *hashed = total;
     return HF_OK;
+}
+
+/* Opens a declared file beneath the handle (no link followed) and hashes it. */
+static hf_result hash_declared(const cg_bundle_handle *h, const char *rel, uint64_t expect, unsigned char *chunk,
+                               char hex[65], uint64_t *stat_size, uint64_t *hashed, int *errnum) {
+    int fd = cg_bundle_handle_open(h, rel, O_RDONLY | O_NONBLOCK);
+    if (fd < 0) {
+        *errnum = errno;
+        return errno == ELOOP || errno == ENOENT || errno == ENOTDIR || errno == ENXIO ? HF_NOT_REGULAR : HF_IO;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    return hash_fd(fd, expect, chunk, hex, stat_size, hashed, errnum);
 }
 
 static bool hex_equal_ci(const char *a, const char *b) {
@@ -196,101 +214,40 @@ static const cg_bundle_file *find_declared(const cg_bundle_file *const *sorted, 
     return NULL;
 }
 
-/* Reads bundle.json without following a link; checks 2. Returns malloc'd bytes. */
-static void not_regular(cg_bundle_check *check, cg_error *err, bool recheck, const char *mpath) {
-    if (recheck)
-        fail(check, CG_BCHK_MANIFEST_UNREADABLE, err, CG_EVERIFY,
-             "bundle manifest changed to a non-regular file after initial verification: %s", mpath);
-    else
-        fail(check, CG_BCHK_MANIFEST_UNREADABLE, err, CG_EVERIFY, "bundle manifest is not a regular file: %s", mpath);
-}
-
-static char *read_manifest(const char *mpath, size_t *len, cg_bundle_check *check, cg_error *err, bool recheck) {
-    struct stat st;
-    if (lstat(mpath, &st) != 0) {
-        fail(check, CG_BCHK_MANIFEST_UNREADABLE, err, CG_EIO, "read bundle manifest %s: %s", mpath, strerror(errno));
-        return NULL;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        not_regular(check, err, recheck, mpath);
-        return NULL;
-    }
-    int fd = open(mpath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    struct stat fst;
-    if (fd < 0 || fstat(fd, &fst) != 0 || !S_ISREG(fst.st_mode)) {
-        int e = errno;
-        if (fd >= 0) close(fd);
-        if (fd >= 0 || e == ELOOP)
-            not_regular(check, err, recheck, mpath);
-        else
-            fail(check, CG_BCHK_MANIFEST_UNREADABLE, err, CG_EIO, "read bundle manifest %s: %s", mpath, strerror(e));
-        return NULL;
-    }
-    close(fd);
-    cg_error rerr;
-    cg_err_clear(&rerr);
-    char *data = cg_read_file(mpath, CG_BUNDLE_MANIFEST_MAX, len, &rerr);
-    if (!data) {
-        fail(check, CG_BCHK_MANIFEST_UNREADABLE, err, rerr.code == CG_ELIMIT ? CG_ELIMIT : CG_EIO,
-             "read bundle manifest %s: %s", mpath, rerr.msg);
-        return NULL;
-    }
-    return data;
-}
-
-int cg_bundle_verify(const char *root, cg_bundle_receipt *out, cg_bundle_check *check, cg_error *err) {
-    if (check) *check = CG_BCHK_NONE;
+int cg_bundle_verify(const char *root, cg_bundle_receipt *out, cg_error *err) {
     memset(out, 0, sizeof *out);
-    /* 1 */
-    struct stat st;
-    if (stat(root, &st) != 0 || !S_ISDIR(st.st_mode))
-        return fail(check, CG_BCHK_NOT_DIRECTORY, err, CG_EVERIFY, "bundle directory does not exist: %s", root);
-    /* 2 */
-    char *mpath = cg_path_join(root, CG_BUNDLE_MANIFEST_NAME);
-    if (!mpath) return fail(check, CG_BCHK_IO, err, CG_ENOMEM, "out of memory");
-    size_t mlen = 0;
-    char *mdata = read_manifest(mpath, &mlen, check, err, false);
-    if (!mdata) {
-        free(mpath);
-        return -1;
-    }
+    cg_bundle_handle h;
+    int rc = cg_bundle_open_dir(root, &h, err);
+    if (rc == 0) rc = cg_bundle_verify_handle(&h, out, err);
+    cg_bundle_handle_close(&h);
+    return rc;
+}
+
+int cg_bundle_verify_handle(const cg_bundle_handle *h, cg_bundle_receipt *out, cg_error *err) {
+    memset(out, 0, sizeof *out);
+    const char *root = h->root;
+    const cg_bundle_manifest m = h->man;
     int rc = -1;
-    cg_arena a;
-    cg_arena_init(&a, 0);
     walk w = {0};
     unsigned char *chunk = NULL;
-    cg_bundle_manifest m;
     const cg_bundle_file **sorted = NULL;
-    /* 3 */
-    cg_error perr;
-    cg_err_clear(&perr);
-    if (cg_bundle_manifest_parse(&a, mdata, mlen, &m, &perr) != 0) {
-        fail(check, CG_BCHK_MANIFEST_PARSE, err, CG_EPARSE, "parse bundle manifest %s: %s", mpath, perr.msg);
-        goto out;
-    }
-    if (m.run_id_len >= sizeof out->run_id || strlen(m.run_id) != m.run_id_len) {
-        fail(check, CG_BCHK_MANIFEST_PARSE, err, CG_ELIMIT,
-             "parse bundle manifest %s: run_id is longer than %zu bytes or contains NUL", mpath,
-             sizeof out->run_id - 1);
-        goto out;
-    }
     /* 4 */
     if (strcmp(m.schema, CG_BUNDLE_SCHEMA) != 0 || strlen(m.schema) != strlen(CG_BUNDLE_SCHEMA)) {
-        fail(check, CG_BCHK_SCHEMA, err, CG_EVERIFY, "unsupported bundle schema %s; expected %s", CG_QUOTE(m.schema),
+        fail(err, CG_R_UNSUPPORTED_BUNDLE_SCHEMA, CG_EVERIFY, "unsupported bundle schema %s; expected %s", CG_QUOTE(m.schema),
              CG_QUOTE(CG_BUNDLE_SCHEMA));
         goto out;
     }
     /* 5 */
     for (size_t i = 0; i < m.n_files; i++) {
         if (!declared_path_ok(&m.files[i])) {
-            fail(check, CG_BCHK_UNSAFE_PATH, err, CG_EVERIFY, "unsafe or reserved bundle path %s", CG_QUOTE(m.files[i].path));
+            fail(err, CG_R_UNSAFE_PATH, CG_EVERIFY, "unsafe or reserved bundle path %s", CG_QUOTE(m.files[i].path));
             goto out;
         }
     }
     /* 6: sorted view; duplicates are adjacent */
     sorted = m.n_files ? malloc(m.n_files * sizeof *sorted) : NULL;
     if (m.n_files && !sorted) {
-        fail(check, CG_BCHK_IO, err, CG_ENOMEM, "out of memory");
+        fail(err, CG_R_NONE, CG_ENOMEM, "out of memory");
         goto out;
     }
     for (size_t i = 0; i < m.n_files; i++) sorted[i] = &m.files[i];
@@ -305,27 +262,27 @@ int cg_bundle_verify(const char *root, cg_bundle_receipt *out, cg_bundle_check *
             if (!dup || sorted[i] < dup) dup = sorted[i];
         }
         if (dup) {
-            fail(check, CG_BCHK_DUPLICATE_PATH, err, CG_EVERIFY, "bundle manifest declares %s more than once", CG_QUOTE(dup->path));
+            fail(err, CG_R_DUPLICATE_PATH, CG_EVERIFY, "bundle manifest declares %s more than once", CG_QUOTE(dup->path));
             goto out;
         }
     }
     /* 7 */
     for (size_t i = 0; i < m.n_files; i++) {
         if (!cg_is_sha256_hex(m.files[i].sha256)) {
-            fail(check, CG_BCHK_INVALID_DIGEST, err, CG_EVERIFY, "bundle manifest has an invalid SHA-256 for %s",
+            fail(err, CG_R_INVALID_DIGEST, CG_EVERIFY, "bundle manifest has an invalid SHA-256 for %s",
                  CG_QUOTE(m.files[i].path));
             goto out;
         }
     }
     /* 8 */
-    if (walk_dir(root, NULL, &w, check, err) != 0) goto out;
+    if (walk_dir(h->dirfd, root, NULL, &w, err) != 0) goto out;
     /* 9 */
     size_t observed = 0;
     for (size_t i = 0; i < w.n; i++) {
         if (!strcmp(w.files[i], CG_BUNDLE_MANIFEST_NAME)) continue;
         observed++;
         if (!find_declared(sorted, m.n_files, w.files[i])) {
-            fail(check, CG_BCHK_UNDECLARED_FILE, err, CG_EVERIFY, "undeclared regular file in bundle: %s", w.files[i]);
+            fail(err, CG_R_UNDECLARED_FILE, CG_EVERIFY, "undeclared regular file in bundle: %s", w.files[i]);
             goto out;
         }
     }
@@ -336,14 +293,14 @@ int cg_bundle_verify(const char *root, cg_bundle_receipt *out, cg_bundle_check *
         const char *missing = NULL;
         for (size_t i = 0; i < m.n_files && !missing; i++)
             if (!bsearch(&sorted[i]->path, w.files, w.n, sizeof *w.files, cg_dir_name_cmp)) missing = sorted[i]->path;
-        fail(check, CG_BCHK_MISSING_FILE, err, CG_EVERIFY, "declared bundle file is missing: %s",
+        fail(err, CG_R_MISSING_FILE, CG_EVERIFY, "declared bundle file is missing: %s",
              missing ? missing : "?");
         goto out;
     }
     /* 11–14, in path order */
     chunk = malloc(HASH_CHUNK);
     if (!chunk) {
-        fail(check, CG_BCHK_IO, err, CG_ENOMEM, "out of memory");
+        fail(err, CG_R_NONE, CG_ENOMEM, "out of memory");
         goto out;
     }
     uint64_t total = 0;
@@ -351,53 +308,47 @@ int cg_bundle_verify(const char *root, cg_bundle_receipt *out, cg_bundle_check *
         const cg_bundle_file *f = sorted[i];
         char *full = cg_path_join(root, f->path);
         if (!full) {
-            fail(check, CG_BCHK_IO, err, CG_ENOMEM, "out of memory");
-            goto out;
-        }
-        struct stat fst;
-        if (lstat(full, &fst) != 0 || !S_ISREG(fst.st_mode)) {
-            fail(check, CG_BCHK_NOT_REGULAR, err, CG_EVERIFY, "declared bundle path is not a regular file: %s", full);
-            free(full);
-            goto out;
-        }
-        if ((uint64_t)fst.st_size != f->bytes) {
-            fail(check, CG_BCHK_SIZE_MISMATCH, err, CG_EVERIFY, "bundle file %s size mismatch: expected %llu, observed %llu",
-                 CG_QUOTE(f->path), (unsigned long long)f->bytes, (unsigned long long)fst.st_size);
-            free(full);
+            fail(err, CG_R_NONE, CG_ENOMEM, "out of memory");
             goto out;
         }
         char hex[65];
         uint64_t ssize = 0, hashed = 0;
         int en = 0;
-        hf_result hr = hash_regular(full, chunk, hex, &ssize, &hashed, &en);
+        hf_result hr = hash_declared(h, f->path, f->bytes, chunk, hex, &ssize, &hashed, &en);
+        if (hr == HF_SIZE) {
+            fail(err, CG_R_SIZE_MISMATCH, CG_EVERIFY, "bundle file %s size mismatch: expected %llu, observed %llu",
+                 CG_QUOTE(f->path), (unsigned long long)f->bytes, (unsigned long long)ssize);
+            free(full);
+            goto out;
+        }
         if (hr == HF_NOT_REGULAR) {
-            fail(check, CG_BCHK_NOT_REGULAR, err, CG_EVERIFY, "declared bundle path is not a regular file: %s", full);
+            fail(err, CG_R_SPECIAL_FILE, CG_EVERIFY, "declared bundle path is not a regular file: %s", full);
             free(full);
             goto out;
         }
         if (hr == HF_IO) {
-            fail(check, CG_BCHK_IO, err, CG_EIO, "hash bundle file %s: %s", full, strerror(en));
+            fail(err, CG_R_NONE, CG_EIO, "hash bundle file %s: %s", full, strerror(en));
             free(full);
             goto out;
         }
         free(full);
         if (hashed != f->bytes) {
-            fail(check, CG_BCHK_SIZE_MISMATCH, err, CG_EVERIFY, "bundle file %s size mismatch: expected %llu, observed %llu",
+            fail(err, CG_R_SIZE_MISMATCH, CG_EVERIFY, "bundle file %s size mismatch: expected %llu, observed %llu",
                  CG_QUOTE(f->path), (unsigned long long)f->bytes, (unsigned long long)hashed);
             goto out;
         }
         if (!hex_equal_ci(hex, f->sha256)) {
-            fail(check, CG_BCHK_DIGEST_MISMATCH, err, CG_EVERIFY, "bundle file %s SHA-256 mismatch", CG_QUOTE(f->path));
+            fail(err, CG_R_DIGEST_MISMATCH, CG_EVERIFY, "bundle file %s SHA-256 mismatch", CG_QUOTE(f->path));
             goto out;
         }
         if (total > UINT64_MAX - f->bytes) {
-            fail(check, CG_BCHK_OVERFLOW, err, CG_EVERIFY, "verified bundle byte count overflowed u64");
+            fail(err, CG_R_PAYLOAD_TOO_LARGE, CG_EVERIFY, "verified bundle byte count overflowed u64");
             goto out;
         }
         total += f->bytes;
     }
     memcpy(out->run_id, m.run_id, m.run_id_len + 1);
-    cg_sha256_hex(mdata, mlen, out->manifest_sha256);
+    memcpy(out->manifest_sha256, h->manifest_sha256, sizeof out->manifest_sha256);
     out->files_verified = m.n_files;
     out->bytes_verified = total;
     rc = 0;
@@ -405,9 +356,6 @@ out:
     free(chunk);
     free(sorted);
     walk_free(&w);
-    cg_arena_free(&a);
-    free(mdata);
-    free(mpath);
     return rc;
 }
 
@@ -423,17 +371,65 @@ cg_jv *cg_bundle_receipt_to_json(cg_arena *a, const cg_bundle_receipt *r) {
     return o;
 }
 
+/* §1.6 re-read of bundle.json through the handle's descriptor. */
+static char *reread_manifest(const cg_bundle_handle *h, const char *mpath, size_t *len, cg_error *err) {
+    int fd = openat(h->dirfd, CG_BUNDLE_MANIFEST_NAME, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) { /* gone or not a file since: changed */
+        int e = errno;
+        if (fd >= 0) close(fd);
+        if (fd >= 0 || e == ELOOP)
+            cg_err_setr(err, CG_R_DIGEST_MISMATCH, CG_EVERIFY,
+                        "bundle manifest changed to a non-regular file after initial verification: %s", mpath);
+        else
+            cg_err_setr(err, CG_R_DIGEST_MISMATCH, CG_EIO, "read bundle manifest %s: %s", mpath, strerror(e));
+        return NULL;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    cg_error rerr;
+    cg_err_clear(&rerr);
+    char *data = cg_read_fd(fd, mpath, CG_BUNDLE_MANIFEST_MAX, len, &rerr);
+    close(fd);
+    if (!data)
+        cg_err_setr(err, rerr.code == CG_ENOMEM ? CG_R_NONE : CG_R_DIGEST_MISMATCH,
+                    rerr.code == CG_ELIMIT ? CG_ELIMIT : CG_EIO, "read bundle manifest %s: %s", mpath, rerr.msg);
+    return data;
+}
+
 int cg_bundle_verify_consumed(const char *root, const cg_bundle_receipt *initial, const char *const *consumed,
                               size_t n_consumed, cg_error *err) {
+    cg_bundle_handle h;
+    memset(&h, 0, sizeof h);
+    cg_arena_init(&h.arena, 0);
+    h.root = root;
+    h.dirfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int rc;
+    if (h.dirfd < 0) {
+        int e = errno;
+        char *mpath = cg_path_join(root, CG_BUNDLE_MANIFEST_NAME);
+        rc = cg_err_setr(err, CG_R_DIGEST_MISMATCH, CG_EIO, "read bundle manifest %s: %s", mpath ? mpath : root,
+                         strerror(e));
+        free(mpath);
+    } else {
+        rc = cg_bundle_verify_consumed_handle(&h, initial, consumed, n_consumed, err);
+    }
+    cg_bundle_handle_close(&h);
+    return rc;
+}
+
+int cg_bundle_verify_consumed_handle(const cg_bundle_handle *h, const cg_bundle_receipt *initial,
+                                     const char *const *consumed, size_t n_consumed, cg_error *err) {
     /* 1: the C receipt type always carries the bundle-verification/1 and bundle/1
      * schemas (they are constants of the struct), so only its digest is checked. */
     if (!cg_is_sha256_hex(initial->manifest_sha256))
         return cg_err_set(err, CG_EVERIFY, "unsupported initial bundle verification receipt %s",
                           initial->manifest_sha256);
+    const char *root = h->root;
     char *mpath = cg_path_join(root, CG_BUNDLE_MANIFEST_NAME);
     if (!mpath) return cg_err_set(err, CG_ENOMEM, "out of memory");
     size_t mlen = 0;
-    char *mdata = read_manifest(mpath, &mlen, NULL, err, true);
+    char *mdata = reread_manifest(h, mpath, &mlen, err);
     if (!mdata) {
         free(mpath);
         return -1;
@@ -445,14 +441,15 @@ int cg_bundle_verify_consumed(const char *root, const cg_bundle_receipt *initial
     char hex[65];
     cg_sha256_hex(mdata, mlen, hex);
     if (strcmp(hex, initial->manifest_sha256) != 0) {
-        cg_err_set(err, CG_EVERIFY, "bundle manifest changed after initial verification");
+        cg_err_setr(err, CG_R_DIGEST_MISMATCH, CG_EVERIFY, "bundle manifest changed after initial verification");
         goto out;
     }
     cg_bundle_manifest m;
     cg_error perr;
     if (cg_bundle_manifest_parse(&a, mdata, mlen, &m, &perr) != 0 || strcmp(m.schema, CG_BUNDLE_SCHEMA) != 0 ||
         strlen(m.run_id) != m.run_id_len || strcmp(m.run_id, initial->run_id) != 0) {
-        cg_err_set(err, CG_EVERIFY, "bundle manifest identity changed after initial verification");
+        cg_err_setr(err, CG_R_DIGEST_MISMATCH, CG_EVERIFY,
+                    "bundle manifest identity changed after initial verification");
         goto out;
     }
     chunk = malloc(HASH_CHUNK);
@@ -463,14 +460,14 @@ int cg_bundle_verify_consumed(const char *root, const cg_bundle_receipt *initial
     for (size_t i = 0; i < n_consumed; i++) {
         const char *p = consumed[i];
         if (!cg_bundle_path_is_safe(p) || !strcmp(p, CG_BUNDLE_MANIFEST_NAME)) {
-            cg_err_set(err, CG_EVERIFY, "unsafe or reserved consumed bundle path %s", CG_QUOTE(p));
+            cg_err_setr(err, CG_R_UNSAFE_PATH, CG_EVERIFY, "unsafe or reserved consumed bundle path %s", CG_QUOTE(p));
             goto out;
         }
         const cg_bundle_file *decl = NULL;
         for (size_t j = 0; j < m.n_files && !decl; j++)
             if (m.files[j].path_len == strlen(p) && !strcmp(m.files[j].path, p)) decl = &m.files[j];
         if (!decl) {
-            cg_err_set(err, CG_EVERIFY, "consumed bundle file is not declared: %s", p);
+            cg_err_setr(err, CG_R_DIGEST_MISMATCH, CG_EVERIFY, "consumed bundle file is not declared: %s", p);
             goto out;
         }
         char *full = cg_path_join(root, p);
@@ -481,11 +478,11 @@ int cg_bundle_verify_consumed(const char *root, const cg_bundle_receipt *initial
         uint64_t ssize = 0, hashed = 0;
         int en = 0;
         char fhex[65];
-        hf_result hr = cg_is_regular_nofollow(full) ? hash_regular(full, chunk, fhex, &ssize, &hashed, &en)
-                                                    : HF_NOT_REGULAR;
+        hf_result hr = hash_declared(h, p, UINT64_MAX, chunk, fhex, &ssize, &hashed, &en);
         if (hr != HF_OK) {
             if (hr == HF_NOT_REGULAR)
-                cg_err_set(err, CG_EVERIFY, "consumed bundle path is no longer a regular file: %s", full);
+                cg_err_setr(err, CG_R_DIGEST_MISMATCH, CG_EVERIFY,
+                            "consumed bundle path is no longer a regular file: %s", full);
             else
                 cg_err_set(err, CG_EIO, "hash bundle file %s: %s", full, strerror(en));
             free(full);
@@ -494,7 +491,8 @@ int cg_bundle_verify_consumed(const char *root, const cg_bundle_receipt *initial
         free(full);
         if (ssize != decl->bytes || hashed != decl->bytes || !cg_is_sha256_hex(decl->sha256) ||
             !hex_equal_ci(fhex, decl->sha256)) {
-            cg_err_set(err, CG_EVERIFY, "consumed bundle file %s changed after initial verification", CG_QUOTE(p));
+            cg_err_setr(err, CG_R_DIGEST_MISMATCH, CG_EVERIFY,
+                        "consumed bundle file %s changed after initial verification", CG_QUOTE(p));
             goto out;
         }
     }

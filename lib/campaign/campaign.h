@@ -10,7 +10,9 @@
  * Ownership: manifests, states and JSON live in the caller's arena.
  * Errors: loaders return -1 / NULL with err set to the spec's message; the
  * validation messages carry no prefix, read/parse failures are prefixed
- * "read campaign manifest PATH" / "parse campaign manifest PATH". */
+ * "read campaign manifest PATH" / "parse campaign manifest PATH".
+ * Reasons: cg_campaign_manifest_parse bad_request (the document is not a valid
+ * campaign manifest); cg_campaign_require_published campaign_conflict. */
 #ifndef CG_CAMPAIGN_CAMPAIGN_H
 #define CG_CAMPAIGN_CAMPAIGN_H
 

@@ -56,8 +56,8 @@ static int check_schema_and_validate(const cg_campaign_manifest *out, const char
 int cg_campaign_manifest_parse(cg_arena *a, const char *text, size_t len, cg_campaign_manifest *out,
                                cg_error *err) {
     const char *schema = NULL;
-    if (parse_shape(a, text, len, out, &schema, err) != 0) return -1;
-    return check_schema_and_validate(out, schema, err);
+    if (parse_shape(a, text, len, out, &schema, err) == 0 && check_schema_and_validate(out, schema, err) == 0) return 0;
+    return cg_err_reason(err, err && err->code == CG_ENOMEM ? CG_R_NONE : CG_R_BAD_REQUEST);
 }
 
 /* Indices sorted by (capture_step, index) or (bundle, index): the entries after

@@ -53,7 +53,7 @@ void cg_series_point_from_trace(cg_arena *a, const cg_trace *t, const char *bund
 
 int cg_series_point_from_bundle(cg_arena *a, const char *root, cg_series_point *out, cg_error *err) {
     cg_bundle_receipt receipt;
-    if (cg_bundle_verify(root, &receipt, NULL, err) != 0) return cg_err_context(err, "verify series bundle %s", root);
+    if (cg_bundle_verify(root, &receipt, err) != 0) return cg_err_context(err, "verify series bundle %s", root);
     cg_trace *t = cg_trace_read_file(cg_path_join_arena(a, root, "trace.jsonl"), NULL, err);
     if (!t) return cg_err_context(err, "parse trace of series bundle %s", root);
     cg_series_point_from_trace(a, t, root, receipt.run_id, receipt.manifest_sha256, out);
@@ -124,7 +124,7 @@ static cg_jv *grouped(cg_arena *a, series_ref *refs, size_t n, cg_jv *(*point)(c
 cg_jv *cg_build_series_from_points(cg_arena *a, const cg_series_point *pts, size_t n, const char *label_prefix,
                                    cg_error *err) {
     if (n == 0) {
-        cg_err_set(err, CG_EINVAL, "series requires at least one bundle");
+        cg_err_setr(err, CG_R_INVALID_PARAMETER, CG_EINVAL, "series requires at least one bundle");
         return NULL;
     }
     /* per point in input order, as the crate checks them: entrypoint, phase, then a step
@@ -132,19 +132,22 @@ cg_jv *cg_build_series_from_points(cg_arena *a, const cg_series_point *pts, size
     const cg_series_point *ref = &pts[0];
     for (size_t i = 0; i < n; i++) {
         if (strcmp(pts[i].entrypoint, ref->entrypoint) != 0) {
-            cg_err_set(err, CG_EINVAL, "series bundles mix entrypoints: %s observes %s, expected %s from %s",
-                       pts[i].bundle, CG_QUOTE(pts[i].entrypoint), CG_QUOTE(ref->entrypoint), ref->bundle);
+            cg_err_setr(err, CG_R_INVALID_PARAMETER, CG_EINVAL,
+                        "series bundles mix entrypoints: %s observes %s, expected %s from %s", pts[i].bundle,
+                        CG_QUOTE(pts[i].entrypoint), CG_QUOTE(ref->entrypoint), ref->bundle);
             return NULL;
         }
         if (pts[i].phase != ref->phase) {
-            cg_err_set(err, CG_EINVAL, "series bundles mix phases: %s observes %s, expected %s from %s", pts[i].bundle,
-                       CG_QUOTE(cg_phase_name(pts[i].phase)), CG_QUOTE(cg_phase_name(ref->phase)), ref->bundle);
+            cg_err_setr(err, CG_R_INVALID_PARAMETER, CG_EINVAL,
+                        "series bundles mix phases: %s observes %s, expected %s from %s", pts[i].bundle,
+                        CG_QUOTE(cg_phase_name(pts[i].phase)), CG_QUOTE(cg_phase_name(ref->phase)), ref->bundle);
             return NULL;
         }
         for (size_t j = 0; j < i; j++)
             if (pts[j].capture_step == pts[i].capture_step) {
-                cg_err_set(err, CG_EINVAL, "ambiguous series coordinate: capture_step %llu is provided by both %s and %s",
-                           (unsigned long long)pts[i].capture_step, pts[j].bundle, pts[i].bundle);
+                cg_err_setr(err, CG_R_INVALID_PARAMETER, CG_EINVAL,
+                            "ambiguous series coordinate: capture_step %llu is provided by both %s and %s",
+                            (unsigned long long)pts[i].capture_step, pts[j].bundle, pts[i].bundle);
                 return NULL;
             }
     }

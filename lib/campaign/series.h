@@ -10,7 +10,8 @@
  * Errors: "series requires at least one bundle", "verify series bundle …",
  * "parse trace of series bundle …", "series bundles mix entrypoints: A and B",
  * "series bundles mix phases: A and B", "ambiguous series coordinate:
- * capture_step N is provided by both A and B"; NULL is returned with err set. */
+ * capture_step N is provided by both A and B"; NULL is returned with err set
+ * (cg_build_series_from_points: reason invalid_parameter). */
 #ifndef CG_CAMPAIGN_SERIES_H
 #define CG_CAMPAIGN_SERIES_H
 

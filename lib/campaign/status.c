@@ -60,7 +60,7 @@ void cg_capture_state_reconcile(cg_arena *a, const cg_campaign_manifest *m, cons
     cg_error err;
     cg_err_clear(&err);
     cg_bundle_receipt receipt;
-    if (cg_bundle_verify(root, &receipt, NULL, &err) != 0) {
+    if (cg_bundle_verify(root, &receipt, &err) != 0) {
         out->kind = CG_CAPTURE_VERIFICATION_FAILED;
         out->message = cg_arena_strdup(a, err.msg);
         return;
@@ -164,10 +164,10 @@ int cg_campaign_require_published(const cg_campaign_manifest *m, const cg_captur
     free(order);
     int rc = 0;
     if (bad)
-        rc = cg_err_set(err, CG_ESTATE,
-                        "series requires every planned capture to be published; not published: %s; run "
-                        "`campaign-status` for the full reconciliation",
-                        b.data);
+        rc = cg_err_setr(err, CG_R_CAMPAIGN_CONFLICT, CG_ESTATE,
+                         "series requires every planned capture to be published; not published: %s; run "
+                         "`campaign-status` for the full reconciliation",
+                         b.data);
     cg_buf_free(&b);
     return rc;
 }

@@ -38,7 +38,7 @@ cg_jv *cg_compare_unverified_traces(cg_arena *a, const cg_trace *const *baseline
 int cg_cohort_row_from_bundle(cg_arena *a, const char *root, const char *cohort_name, size_t index,
                               cg_cohort_row *out, cg_error *err) {
     cg_bundle_receipt receipt;
-    if (cg_bundle_verify(root, &receipt, NULL, err) != 0)
+    if (cg_bundle_verify(root, &receipt, err) != 0)
         return cg_err_context(err, "verify %s bundle %zu at %s", cohort_name, index, root);
     char *trace_path = cg_path_join_arena(a, root, "trace.jsonl");
     int rc = -1;

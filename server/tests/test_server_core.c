@@ -1,6 +1,6 @@
 /* test_server_core.c — unit tests of the server core: route matching (params,
- * the rest-of-path {path}, 404 vs 405 with Allow), the error-code → status table
- * (every API.md code), scope parsing, public-key parsing and key ids, Range. */
+ * the rest-of-path {path}, 404 vs 405 with Allow), scope parsing, public-key
+ * parsing and key ids, Range. The reasons table: test_server_errors.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -41,35 +41,6 @@ static void test_routes_have_handlers(void **state) {
         assert_non_null(srv_routes[i].handler);
         assert_true(srv_routes[i].pattern[0] == '/');
     }
-}
-
-static void test_error_status(void **state) {
-    (void)state;
-    static const struct { const char *code; unsigned status; } want[] = {
-        {"bad_request", 400}, {"malformed_signature", 400}, {"unauthorized", 401}, {"signer_revoked", 403},
-        {"not_found", 404}, {"method_not_allowed", 405}, {"run_id_conflict", 409}, {"payload_too_large", 413},
-        {"unsupported_media_type", 415}, {"semantic_mismatch", 422}, {"ineligible", 422},
-        {"too_many_requests", 429}, {"unavailable", 503}, {"insufficient_storage", 507},
-    };
-    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
-        assert_int_equal(srv_error_status(want[i].code), want[i].status);
-    for (size_t i = 0; srv_error_codes[i]; i++) assert_true(srv_error_status(srv_error_codes[i]) < 600);
-    assert_int_equal(srv_error_status("no_such_code"), 500);
-    /* issue 13: input errors are never 5xx; only our store answers 5xx; 429/503 retryable */
-    for (size_t i = 0; srv_error_codes[i]; i++) {
-        const srv_reason_info *ri = srv_reason(srv_error_codes[i]);
-        assert_non_null(ri);
-        if (ri->category == SRV_CAT_STORE) assert_true(ri->status >= 500);
-        else if (strcmp(ri->code, "not_implemented") != 0) assert_true(ri->status < 500);
-    }
-    assert_int_equal(srv_error_status("not_implemented"), 501); /* RFC 9110's status for an unknown coding */
-    assert_int_equal(srv_error_status("too_many_parameters"), 431);
-    assert_int_equal(srv_error_status("uri_too_long"), 414);
-    assert_int_equal(srv_error_status("duplicate_key"), 400);
-    assert_int_equal(srv_error_status("invalid_run_id"), 422);
-    assert_true(srv_error_retryable("too_many_requests"));
-    assert_true(srv_error_retryable("unavailable"));
-    assert_false(srv_error_retryable("bad_request"));
 }
 
 static void test_scopes(void **state) {
@@ -143,12 +114,29 @@ static void test_range(void **state) {
     assert_false(srv_parse_range(NULL, 100, &off, &len));
 }
 
+/* The store layer's rule made observable: an answer queued while the thread
+ * holds a pooled connection is counted, one queued after it went back is not. */
+static void test_pool_held_at_reply(void **state) {
+    (void)state;
+    unsigned long before = srv_pool_held_at_reply();
+    assert_int_equal(srv_pool_held_here(), 0);
+    srv_pool_note_reply();
+    assert_int_equal(srv_pool_held_at_reply(), before);
+    srv_pool_held_adjust(1); /* as srv_pool_get does */
+    srv_pool_note_reply();
+    assert_int_equal(srv_pool_held_at_reply(), before + 1);
+    srv_pool_held_adjust(-1); /* as srv_pool_put does */
+    srv_pool_note_reply();
+    assert_int_equal(srv_pool_held_at_reply(), before + 1);
+    assert_int_equal(srv_pool_held_here(), 0);
+}
+
 int main(void) {
     if (sodium_init() < 0) return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_route_match), cmocka_unit_test(test_routes_have_handlers),
-        cmocka_unit_test(test_error_status), cmocka_unit_test(test_scopes),
-        cmocka_unit_test(test_pubkey), cmocka_unit_test(test_range),
+        cmocka_unit_test(test_scopes),      cmocka_unit_test(test_pubkey),
+        cmocka_unit_test(test_range),       cmocka_unit_test(test_pool_held_at_reply),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

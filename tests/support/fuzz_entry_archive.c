@@ -69,14 +69,13 @@ static size_t count_entries(const char *dir) {
 }
 
 /* Semantic verification (trace parse, run-id binding, evidence rebuild) of a
- * bundle that passed cg_bundle_verify: a failure names its kind and has a message. */
+ * bundle that passed cg_bundle_verify: a failure names its reason and has a message. */
 static void check_semantic(const char *root, const cg_bundle_receipt *r) {
     cg_semantic_result res;
-    cg_semantic_failure failure = CG_SEMF_NONE;
     cg_error err;
     cg_err_clear(&err);
-    if (cg_bundle_verify_semantic(root, r, true, &res, &failure, &err) != 0) {
-        CG_FUZZ_REQUIRE(failure != CG_SEMF_NONE, "semantic failure without a kind: %s", err.msg);
+    if (cg_bundle_verify_semantic(root, r, true, &res, &err) != 0) {
+        CG_FUZZ_REQUIRE(err.reason != CG_R_NONE, "semantic failure without a reason: %s", err.msg);
         CG_FUZZ_REQUIRE(err.msg[0] != '\0', "semantic failure without a message");
     }
 }
@@ -107,22 +106,22 @@ int cg_fuzz_archive(const uint8_t *data, size_t size) {
     lim.max_total_bytes = 2u << 20;
     lim.max_stream_bytes = 4u << 20;
     lim.window_log_max = 22;
-    cg_archive_error kind = CG_ARCHIVE_OK;
     cg_err_clear(&err);
-    int rc = cg_archive_unpack_fd(fd, dest, &lim, &kind, &err);
+    int rc = cg_archive_unpack_fd(fd, dest, &lim, &err);
     close(fd);
 
     if (rc != 0) {
-        CG_FUZZ_REQUIRE(kind != CG_ARCHIVE_OK && kind != CG_ARCHIVE_LOCAL,
-                        "refusal classified as %s (a local failure on hostile input?): %s",
-                        cg_archive_error_name(kind), err.msg);
+        cg_reason why = err.reason;
+        CG_FUZZ_REQUIRE(why == CG_R_UNSAFE_PATH || why == CG_R_SPECIAL_FILE || why == CG_R_PAYLOAD_TOO_LARGE ||
+                            why == CG_R_MALFORMED_ARCHIVE,
+                        "refusal with reason %s (a local failure on hostile input?): %s", cg_reason_code(why), err.msg);
         static const cg_errcode codes[] = {CG_EPARSE, CG_EVERIFY, CG_ELIMIT, CG_OK};
         cg_fuzz_check_error(&err, "cg_archive_unpack_fd", codes);
-        if (kind == CG_ARCHIVE_TOO_LARGE)
-            CG_FUZZ_REQUIRE(err.code == CG_ELIMIT, "payload_too_large with code %d: %s", (int)err.code, err.msg);
-        if (kind == CG_ARCHIVE_UNSAFE_PATH || kind == CG_ARCHIVE_SPECIAL_FILE)
-            CG_FUZZ_REQUIRE(err.code == CG_EVERIFY, "%s with code %d: %s", cg_archive_error_name(kind), (int)err.code,
+        if (why == CG_R_PAYLOAD_TOO_LARGE)
+            CG_FUZZ_REQUIRE(err.code == CG_ELIMIT && err.limit, "payload_too_large with code %d: %s", (int)err.code,
                             err.msg);
+        if (why == CG_R_UNSAFE_PATH || why == CG_R_SPECIAL_FILE)
+            CG_FUZZ_REQUIRE(err.code == CG_EVERIFY, "%s with code %d: %s", cg_reason_code(why), (int)err.code, err.msg);
         CG_FUZZ_REQUIRE(count_entries(parent) == 0, "a refused archive left files behind: %s", err.msg);
         return 0;
     }
@@ -134,9 +133,8 @@ int cg_fuzz_archive(const uint8_t *data, size_t size) {
     CG_FUZZ_REQUIRE(t.bytes <= lim.max_total_bytes, "unpacked %llu bytes, limit %llu", (unsigned long long)t.bytes,
                     (unsigned long long)lim.max_total_bytes);
     cg_bundle_receipt r;
-    cg_bundle_check check;
     cg_err_clear(&err);
-    if (cg_bundle_verify(dest, &r, &check, &err) != 0)
+    if (cg_bundle_verify(dest, &r, &err) != 0)
         cg_fuzz_check_error(&err, "cg_bundle_verify (unpacked)", verify_codes);
     else
         check_semantic(dest, &r);

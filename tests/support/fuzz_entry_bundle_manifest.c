@@ -9,7 +9,7 @@
  *
  * Invariants: parse rejections are CG_EPARSE with a message; an accepted
  * manifest sorts and writes to JSON that parses back and writes identically;
- * a verification failure names a check and has a message; a success declares
+ * a verification failure names a reason and has a message; a success declares
  * only the scratch files, every declared path is safe, and the receipt's
  * manifest digest is the SHA-256 of the bytes. */
 #include <stdio.h>
@@ -79,14 +79,13 @@ static void check_write_round_trip(cg_bundle_manifest *m) {
 }
 
 /* Semantic verification (trace parse, run-id binding, evidence rebuild) of a
- * bundle that passed cg_bundle_verify: a failure names its kind and has a message. */
+ * bundle that passed cg_bundle_verify: a failure names its reason and has a message. */
 static void check_semantic(const char *root, const cg_bundle_receipt *r) {
     cg_semantic_result res;
-    cg_semantic_failure failure = CG_SEMF_NONE;
     cg_error err;
     cg_err_clear(&err);
-    if (cg_bundle_verify_semantic(root, r, true, &res, &failure, &err) != 0) {
-        CG_FUZZ_REQUIRE(failure != CG_SEMF_NONE, "semantic failure without a kind: %s", err.msg);
+    if (cg_bundle_verify_semantic(root, r, true, &res, &err) != 0) {
+        CG_FUZZ_REQUIRE(err.reason != CG_R_NONE, "semantic failure without a reason: %s", err.msg);
         CG_FUZZ_REQUIRE(err.msg[0] != '\0', "semantic failure without a message");
     }
 }
@@ -109,15 +108,14 @@ int cg_fuzz_bundle_manifest(const uint8_t *data, size_t size) {
     char *mpath = cg_path_join(root, "bundle.json");
     CG_FUZZ_REQUIRE(cg_write_file(mpath, data, size, false, &err) == 0, "write %s: %s", mpath, err.msg);
     cg_bundle_receipt r;
-    cg_bundle_check check = CG_BCHK_NONE;
     cg_err_clear(&err);
-    int vrc = cg_bundle_verify(root, &r, &check, &err);
+    int vrc = cg_bundle_verify(root, &r, &err);
     if (vrc != 0) {
         cg_fuzz_check_error(&err, "cg_bundle_verify", verify_codes);
-        CG_FUZZ_REQUIRE(check != CG_BCHK_NONE && check != CG_BCHK_IO, "verification failure without a check: %s",
-                        err.msg);
-        if (prc != 0) CG_FUZZ_REQUIRE(check == CG_BCHK_MANIFEST_PARSE, "unparseable manifest failed check %d: %s",
-                                      (int)check, err.msg);
+        CG_FUZZ_REQUIRE(err.reason != CG_R_NONE, "verification failure without a reason: %s", err.msg);
+        if (prc != 0)
+            CG_FUZZ_REQUIRE(err.reason == CG_R_MALFORMED_MANIFEST, "unparseable manifest failed with %s: %s",
+                            cg_reason_code(err.reason), err.msg);
     } else {
         CG_FUZZ_REQUIRE(prc == 0, "verify accepted a manifest the parser rejects");
         CG_FUZZ_REQUIRE(r.files_verified == m.n_files && r.files_verified <= 3, "receipt counts %llu files",

@@ -76,7 +76,7 @@ static void test_capture_publish_and_reconcile(void **st) {
     cg_buf_free(&b);
     /* semantic verification of the published capture */
     cg_semantic_result res;
-    if (cg_bundle_verify_semantic(dest, &rec.verification, false, &res, NULL, &err) != 0) fail_msg("%s", err.msg);
+    if (cg_bundle_verify_semantic(dest, &rec.verification, false, &res, &err) != 0) fail_msg("%s", err.msg);
 
     /* a retry of the same planned capture (new session, new run id) does not recapture */
     cg_capture_begin again;
@@ -247,7 +247,7 @@ static void crash_then_retry(int kill_at) {
     cg_bundle_receipt v;
     if (cg_path_exists(dest)) {
         assert_true(kill_at >= CG_PUBLISH_STEP_RENAMED);
-        if (cg_bundle_verify(dest, &v, NULL, &err) != 0) fail_msg("step %d: %s", kill_at, err.msg);
+        if (cg_bundle_verify(dest, &v, &err) != 0) fail_msg("step %d: %s", kill_at, err.msg);
     } else {
         assert_true(kill_at < CG_PUBLISH_STEP_RENAMED);
     }
@@ -266,10 +266,10 @@ static void crash_then_retry(int kill_at) {
         rec = cb.receipt;
         assert_int_equal(rec.status, CG_PUBLICATION_ALREADY_PUBLISHED);
     }
-    assert_int_equal(cg_bundle_verify(dest, &v, NULL, &err), 0);
+    assert_int_equal(cg_bundle_verify(dest, &v, &err), 0);
     assert_memory_equal(&v, &rec.verification, sizeof v);
     cg_semantic_result res;
-    if (cg_bundle_verify_semantic(dest, &v, false, &res, NULL, &err) != 0) fail_msg("%s", err.msg);
+    if (cg_bundle_verify_semantic(dest, &v, false, &res, &err) != 0) fail_msg("%s", err.msg);
     assert_int_equal(tbs_count_bundles(tmp), 1);
     char *l = tbs_listing(tmp, true);
     assert_string_equal(l, "b\n");
@@ -322,7 +322,7 @@ static void test_concurrent_retry_converges(void **st) {
     assert_int_equal(rec.status, CG_PUBLICATION_ALREADY_PUBLISHED);
     assert_false(cg_path_exists(staged));
     cg_bundle_receipt v;
-    assert_int_equal(cg_bundle_verify(dest, &v, NULL, &err), 0);
+    assert_int_equal(cg_bundle_verify(dest, &v, &err), 0);
     assert_memory_equal(&v, &rec.verification, sizeof v);
     assert_int_equal(tbs_count_bundles(tmp), 1);
     cg_capture_run_free(cb.run);

@@ -88,9 +88,9 @@ static void test_layout_and_manifest(void **st) {
     assert_memory_equal(want_ev.data, ev, elen);
     /* verifies, also semantically */
     cg_bundle_receipt r;
-    assert_int_equal(cg_bundle_verify(dest, &r, NULL, &err), 0);
+    assert_int_equal(cg_bundle_verify(dest, &r, &err), 0);
     cg_semantic_result res;
-    if (cg_bundle_verify_semantic(dest, &r, false, &res, NULL, &err) != 0) fail_msg("%s", err.msg);
+    if (cg_bundle_verify_semantic(dest, &r, false, &res, &err) != 0) fail_msg("%s", err.msg);
     assert_int_equal(res, CG_SEMANTIC_REDERIVED_MATCH);
     /* publishing twice fails and changes nothing */
     assert_int_equal(cg_publish_bundle(dest, trace, NULL, NULL, &err), -1);
@@ -134,10 +134,10 @@ static void test_nsight_inputs(void **st) {
     free(x);
     free(y);
     cg_bundle_receipt r;
-    assert_int_equal(cg_bundle_verify(dest, &r, NULL, &err), 0);
+    assert_int_equal(cg_bundle_verify(dest, &r, &err), 0);
     assert_int_equal(r.files_verified, 7);
     cg_semantic_result res;
-    if (cg_bundle_verify_semantic(dest, &r, false, &res, NULL, &err) != 0) fail_msg("%s", err.msg);
+    if (cg_bundle_verify_semantic(dest, &r, false, &res, &err) != 0) fail_msg("%s", err.msg);
     cg_rm_rf(dest);
 
     /* an empty Nsight dir still creates nsight/ */
@@ -257,7 +257,7 @@ static void test_crash_at_every_step_then_retry(void **st) {
             assert_int_equal(cg_publish_bundle(dest, trace, NULL, NULL, &err), -1);
             assert_int_equal(err.code, CG_EEXIST);
         }
-        if (cg_bundle_verify(dest, &r, NULL, &err) != 0) fail_msg("after step %d: %s", k, err.msg);
+        if (cg_bundle_verify(dest, &r, &err) != 0) fail_msg("after step %d: %s", k, err.msg);
         /* exactly one bundle: the dead child's staging dir was swept by the retry */
         assert_int_equal(tbs_count_bundles(tmp), 1);
         char *l = tbs_listing(tmp, false);

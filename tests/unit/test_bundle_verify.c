@@ -11,11 +11,27 @@
 
 #include "bundle/verify.h"
 
-static const char *const check_names[] = {
-    "NONE", "NOT_DIRECTORY", "MANIFEST_UNREADABLE", "MANIFEST_PARSE", "SCHEMA", "UNSAFE_PATH",
-    "DUPLICATE_PATH", "INVALID_DIGEST", "SPECIAL_FILE", "UNDECLARED_FILE", "MISSING_FILE",
-    "NOT_REGULAR", "SIZE_MISMATCH", "DIGEST_MISMATCH", "OVERFLOW", "IO",
+/* expected_check.txt names the spec check (§1.5) that fails; this is the
+ * reason cg_bundle_verify must report for it. */
+static const struct {
+    const char *check;
+    cg_reason reason;
+} check_reasons[] = {
+    {"NOT_DIRECTORY", CG_R_MALFORMED_ARCHIVE},   {"MANIFEST_UNREADABLE", CG_R_MALFORMED_MANIFEST},
+    {"MANIFEST_PARSE", CG_R_MALFORMED_MANIFEST}, {"SCHEMA", CG_R_UNSUPPORTED_BUNDLE_SCHEMA},
+    {"UNSAFE_PATH", CG_R_UNSAFE_PATH},           {"DUPLICATE_PATH", CG_R_DUPLICATE_PATH},
+    {"INVALID_DIGEST", CG_R_INVALID_DIGEST},     {"SPECIAL_FILE", CG_R_SPECIAL_FILE},
+    {"UNDECLARED_FILE", CG_R_UNDECLARED_FILE},   {"MISSING_FILE", CG_R_MISSING_FILE},
+    {"NOT_REGULAR", CG_R_SPECIAL_FILE},          {"SIZE_MISMATCH", CG_R_SIZE_MISMATCH},
+    {"DIGEST_MISMATCH", CG_R_DIGEST_MISMATCH},   {"OVERFLOW", CG_R_PAYLOAD_TOO_LARGE},
 };
+
+static cg_reason reason_of_check(const char *check) {
+    for (size_t i = 0; i < sizeof check_reasons / sizeof *check_reasons; i++)
+        if (strcmp(check_reasons[i].check, check) == 0) return check_reasons[i].reason;
+    fail_msg("unknown expected_check %s", check);
+    return CG_R_NONE;
+}
 
 static void apply_setup(const char *case_dir, const char *root) {
     char *setup = cg_path_join(case_dir, "setup.txt");
@@ -52,15 +68,13 @@ static void run_case(const char *fixtures, const char *name, cg_arena *a) {
     apply_setup(case_dir, root);
 
     cg_bundle_receipt r;
-    cg_bundle_check check = CG_BCHK_IO;
     cg_error err;
     cg_err_clear(&err);
-    int rc = cg_bundle_verify(root, &r, &check, &err);
+    int rc = cg_bundle_verify(root, &r, &err);
 
     char *rpath = tb_join(case_dir, "expected_receipt.json");
     if (cg_path_exists(rpath)) {
         if (rc != 0) fail_msg("case %s: expected success, got: %s", name, err.msg);
-        assert_int_equal(check, CG_BCHK_NONE);
         cg_buf b = CG_BUF_INIT;
         cg_json_write(&b, cg_bundle_receipt_to_json(a, &r), true);
         cg_buf_putc(&b, '\n');
@@ -73,8 +87,9 @@ static void run_case(const char *fixtures, const char *name, cg_arena *a) {
         char *want_check = tb_trim(tb_read(case_dir, "expected_check.txt", NULL));
         if (rc == 0) fail_msg("case %s: expected failure (%s)", name, want_err);
         if (!strstr(err.msg, want_err)) fail_msg("case %s: error %s lacks %s", name, err.msg, want_err);
-        if ((size_t)check >= sizeof check_names / sizeof *check_names || strcmp(check_names[check], want_check) != 0)
-            fail_msg("case %s: check %d, want %s (error %s)", name, (int)check, want_check, err.msg);
+        if (err.reason != reason_of_check(want_check))
+            fail_msg("case %s: reason %s, want %s for check %s (error %s)", name, cg_reason_code(err.reason),
+                     cg_reason_code(reason_of_check(want_check)), want_check, err.msg);
         free(want_err);
         free(want_check);
     }
@@ -128,8 +143,8 @@ static void test_receipt_deterministic_and_counts(void **st) {
     tb_make_bundle(root, "run-42");
     cg_bundle_receipt r1, r2;
     cg_error err;
-    assert_int_equal(cg_bundle_verify(root, &r1, NULL, &err), 0);
-    assert_int_equal(cg_bundle_verify(root, &r2, NULL, &err), 0);
+    assert_int_equal(cg_bundle_verify(root, &r1, &err), 0);
+    assert_int_equal(cg_bundle_verify(root, &r2, &err), 0);
     assert_memory_equal(&r1, &r2, sizeof r1);
     assert_string_equal(r1.run_id, "run-42");
     assert_int_equal(r1.files_verified, 3);
@@ -159,12 +174,11 @@ static void test_root_symlink_to_dir_follows(void **st) {
     assert_int_equal(symlink("b", link), 0);
     cg_bundle_receipt r;
     cg_error err;
-    assert_int_equal(cg_bundle_verify(link, &r, NULL, &err), 0);
+    assert_int_equal(cg_bundle_verify(link, &r, &err), 0);
     /* a regular file as root is "not a directory" */
     char *file = tb_join(root, "trace.jsonl");
-    cg_bundle_check c;
-    assert_int_equal(cg_bundle_verify(file, &r, &c, &err), -1);
-    assert_int_equal(c, CG_BCHK_NOT_DIRECTORY);
+    assert_int_equal(cg_bundle_verify(file, &r, &err), -1);
+    assert_int_equal(err.reason, CG_R_MALFORMED_ARCHIVE);
     cg_rm_rf(tmp);
     free(file);
     free(link);
@@ -197,10 +211,9 @@ static void test_nul_in_declared_path(void **st) {
                  "{\"schema\":\"candle-graph/bundle/1\",\"run_id\":\"r\",\"files\":[{\"path\":\"a\\u0000b\",\"bytes\":0,"
                  "\"sha256\":\"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\"}]}");
     cg_bundle_receipt r;
-    cg_bundle_check c;
     cg_error err;
-    assert_int_equal(cg_bundle_verify(tmp, &r, &c, &err), -1);
-    assert_int_equal(c, CG_BCHK_UNSAFE_PATH);
+    assert_int_equal(cg_bundle_verify(tmp, &r, &err), -1);
+    assert_int_equal(err.reason, CG_R_UNSAFE_PATH);
     cg_rm_rf(tmp);
     free(tmp);
 }
@@ -212,7 +225,7 @@ static void test_consumed_recheck(void **st) {
     tb_make_bundle(root, "run-7");
     cg_bundle_receipt r;
     cg_error err;
-    assert_int_equal(cg_bundle_verify(root, &r, NULL, &err), 0);
+    assert_int_equal(cg_bundle_verify(root, &r, &err), 0);
     const char *consumed[] = {"trace.jsonl", "evidence.json"};
     assert_int_equal(cg_bundle_verify_consumed(root, &r, consumed, 2, &err), 0);
 
@@ -229,6 +242,7 @@ static void test_consumed_recheck(void **st) {
     const char *undeclared[] = {"notes.txt"};
     assert_int_equal(cg_bundle_verify_consumed(root, &r, undeclared, 1, &err), -1);
     assert_non_null(strstr(err.msg, "consumed bundle file is not declared: notes.txt"));
+    assert_int_equal(err.reason, CG_R_DIGEST_MISMATCH);
 
     /* same size, different content */
     char *t = tb_read(root, "trace.jsonl", NULL);
@@ -237,6 +251,7 @@ static void test_consumed_recheck(void **st) {
     free(t);
     assert_int_equal(cg_bundle_verify_consumed(root, &r, consumed, 2, &err), -1);
     assert_non_null(strstr(err.msg, "consumed bundle file \"trace.jsonl\" changed after initial verification"));
+    assert_int_equal(err.reason, CG_R_DIGEST_MISMATCH);
 
     /* replaced by a FIFO */
     char *tp = tb_join(root, "trace.jsonl");
@@ -244,6 +259,7 @@ static void test_consumed_recheck(void **st) {
     assert_int_equal(mkfifo(tp, 0644), 0);
     assert_int_equal(cg_bundle_verify_consumed(root, &r, consumed, 1, &err), -1);
     assert_non_null(strstr(err.msg, "consumed bundle path is no longer a regular file: "));
+    assert_int_equal(err.reason, CG_R_DIGEST_MISMATCH);
     free(tp);
 
     /* manifest bytes changed */
@@ -266,7 +282,7 @@ static void test_consumed_recheck(void **st) {
      * but the receipt's digest cannot exist; check a receipt with a wrong run id */
     cg_rm_rf(root);
     tb_make_bundle(root, "run-7");
-    assert_int_equal(cg_bundle_verify(root, &r, NULL, &err), 0);
+    assert_int_equal(cg_bundle_verify(root, &r, &err), 0);
     cg_bundle_receipt other = r;
     snprintf(other.run_id, sizeof other.run_id, "run-8");
     assert_int_equal(cg_bundle_verify_consumed(root, &other, consumed, 2, &err), -1);
@@ -289,10 +305,9 @@ static void test_file_swapped_for_fifo_is_not_regular_or_special(void **st) {
     unlink(tp);
     assert_int_equal(mkfifo(tp, 0644), 0);
     cg_bundle_receipt r;
-    cg_bundle_check c;
     cg_error err;
-    assert_int_equal(cg_bundle_verify(root, &r, &c, &err), -1); /* must not block on the FIFO */
-    assert_int_equal(c, CG_BCHK_SPECIAL_FILE);
+    assert_int_equal(cg_bundle_verify(root, &r, &err), -1); /* must not block on the FIFO */
+    assert_int_equal(err.reason, CG_R_SPECIAL_FILE);
     free(tp);
     cg_rm_rf(tmp);
     free(root);

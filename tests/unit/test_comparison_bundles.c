@@ -96,7 +96,7 @@ static void check_paths_agree(const char *const *base, size_t nb, const char *co
     for (size_t k = 0; k < nb + nc; k++) {
         const char *root = k < nb ? base[k] : cand[k - nb];
         cg_bundle_receipt rec;
-        if (cg_bundle_verify(root, &rec, NULL, &err) != 0) fail_msg("%s", err.msg);
+        if (cg_bundle_verify(root, &rec, &err) != 0) fail_msg("%s", err.msg);
         char *tp = cg_path_join(root, "trace.jsonl");
         cg_trace *t = cg_trace_read_file(tp, NULL, &err);
         free(tp);
