@@ -107,7 +107,8 @@ for n in $SIZES; do
     printf '  blob store: %.1f MB stored, stored/plain %s; GET %s: %s bytes; 64 KiB Range in its middle: %.3f s\n' \
       "$(awk -v x="$stored" 'BEGIN{print x/1e6}')" "$ratio" "$big" "$same" "$(awk -v a="$tr0" -v b="$tr1" 'BEGIN{print (b-a)/1e9}')"
   else
-    echo "  upload refused: $(head -c 300 "$W/resp")"
+    echo "  upload refused: $(jq -c .error "$W/resp" 2>/dev/null | head -c 300)"
+    grep -E '"level":"(error|warn)"' "$W/server.log" | tail -3 | cut -c1-300 | sed 's/^/  server: /'
   fi
   rm -rf "$W"
 done
