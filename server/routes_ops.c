@@ -37,10 +37,7 @@ enum MHD_Result srv_h_metrics(srv_req *r) {
     srv_blob_totals bt = {-1, -1, 0, 0, 0};
     cg_error err = {0};
     if (srv_store_blob_totals(r->s->pool, &bytes, &count, &err) < 0) bytes = count = -1;
-    /* the at-rest totals: a connection only for the pg store's own table */
-    PGconn *c = r->s->blobs.kind == SRV_BLOB_PG ? srv_pool_get(r->s->pool, &err) : NULL;
-    srv_blob_totals_get(&r->s->blobs, c, &bt);
-    if (c) srv_pool_put(r->s->pool, c);
+    srv_store_blob_at_rest(r->s, &bt);
     cg_buf b = CG_BUF_INIT;
     srv_metrics_render(&b, size, in_use, open, bytes, count, &bt);
     cg_buf_printf(&b,
