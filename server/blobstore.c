@@ -1,9 +1,11 @@
 /* blobstore.c — content-addressed blob stores keyed by SHA-256.
  *
- * fs (default): <data>/blobs/sha256/ab/<hex>. A put writes a temp file in
- *   <data>/blobs/tmp, fsyncs it, renames it into place and fsyncs the directory;
- *   an existing blob of the right size is kept (dedup) and its mtime refreshed,
- *   so the janitor's grace period protects it while the upload commits.
+ * fs (default): <data>/blobs/sha256/ab/<hex>, zstd-compressed at rest in the
+ *   seekable form of blobfmt.c (plain when incompressible; files of older
+ *   servers are plain and read as they are). A put writes a temp file in <data>/blobs/tmp, fsyncs
+ *   it, renames it into place and fsyncs the directory; an existing blob of the
+ *   right plain size is kept (dedup) and its mtime refreshed, so the janitor's
+ *   grace period protects it while the upload commits.
  * pg: chunked bytea rows (pg_blobs / pg_blob_chunks) written inside the ingest
  *   transaction, so a failed upload leaves no orphan; for several server
  *   instances that share no filesystem.
@@ -21,6 +23,13 @@
 #include "srv.h"
 
 #define CHUNK (1u << 20)
+
+/* /metrics totals of the fs store, cached (srv_blob_totals_get); a put that
+ * writes a new blob makes the next read walk again. */
+static pthread_mutex_t totals_mu = PTHREAD_MUTEX_INITIALIZER;
+static srv_blob_totals totals_cache;
+static time_t totals_at;
+static atomic_bool totals_stale; /* set by puts, which never wait for a walk */
 
 /* Blobs are 0600 in 0700 directories: only the server's user reads them (an
  * older store's 0755 directories are tightened here; without search permission
@@ -54,32 +63,14 @@ uint64_t srv_free_bytes(const char *path) {
     return (uint64_t)sv.f_bavail * (uint64_t)sv.f_frsize;
 }
 
-static int copy_fd(int in, int out, bool *enospc, cg_error *err) {
-    char *buf = malloc(CHUNK);
-    if (!buf) return cg_err_set(err, CG_ENOMEM, "out of memory");
-    int rc = 0;
-    for (;;) {
-        ssize_t n = read(in, buf, CHUNK);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-            rc = cg_err_set(err, CG_EIO, "read: %s", strerror(errno));
-            break;
-        }
-        if (n == 0) break;
-        for (ssize_t off = 0; off < n;) {
-            ssize_t w = cg_fault_write(out, buf + off, (size_t)(n - off));
-            if (w < 0 && errno == EINTR) continue;
-            if (w < 0) {
-                if (errno == ENOSPC || errno == EDQUOT) *enospc = true;
-                rc = cg_err_set(err, CG_EIO, "write: %s", strerror(errno));
-                goto done;
-            }
-            off += w;
-        }
-    }
-done:
-    free(buf);
-    return rc;
+/* Plain size of the blob file at path, UINT64_MAX when there is none. */
+static uint64_t stored_plain_size(const char *path) {
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return UINT64_MAX;
+    srv_blob_view v;
+    uint64_t n = srv_blob_view_open(fd, &v, NULL) == 0 ? v.plain_size : UINT64_MAX;
+    close(fd);
+    return n;
 }
 
 /* The source: a descriptor the caller opened (src_fd ≥ 0, read from its start)
@@ -94,8 +85,7 @@ static int put_fs(srv_blobstore *b, const char *src, int src_fd, const char *hex
                   cg_error *err) {
     char dst[PATH_MAX + 128], dir[PATH_MAX + 64], tmp[PATH_MAX + 128];
     srv_blob_path(b, hex, dst, sizeof dst);
-    struct stat st;
-    if (lstat(dst, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size == size) {
+    if (stored_plain_size(dst) == size) {
         utimensat(AT_FDCWD, dst, NULL, 0); /* restart the orphan grace period */
         return 0;
     }
@@ -109,7 +99,9 @@ static int put_fs(srv_blobstore *b, const char *src, int src_fd, const char *hex
         return cg_err_set(err, CG_EIO, "create blob temp file: %s", strerror(errno));
     }
     int in = open_src(src, src_fd);
-    int rc = in < 0 ? cg_err_set(err, CG_EIO, "open %s: %s", src, strerror(errno)) : copy_fd(in, out, enospc, err);
+    uint64_t stored = 0;
+    int rc = in < 0 ? cg_err_set(err, CG_EIO, "open %s: %s", src, strerror(errno))
+                    : srv_blob_encode(in, out, size, true, &stored, enospc, err);
     if (in >= 0) close(in);
     if (rc == 0 && fchmod(out, 0600) != 0) rc = cg_err_set(err, CG_EIO, "fchmod: %s", strerror(errno));
     if (rc == 0 && cg_fault_fsync(out) != 0) {
@@ -125,6 +117,7 @@ static int put_fs(srv_blobstore *b, const char *src, int src_fd, const char *hex
         unlink(tmp);
         return -1;
     }
+    atomic_store(&totals_stale, true);
     if (cg_fsync_path(dir, err) < 0) return -1;
     if (new_dir) {
         char parent[PATH_MAX + 16];
@@ -211,6 +204,12 @@ static int open_pg(srv_blobstore *b, PGconn *c, const char *hex, uint64_t *size,
     int fd = mkstemp(tmp);
     if (fd < 0) return cg_err_set(err, CG_EIO, "temp file: %s", strerror(errno));
     unlink(tmp);
+    /* the copy is a raw blob file, so whatever the content, it is read as plain bytes */
+    static const char zero[SRV_BLOB_HDR];
+    if (cg_fault_write(fd, zero, sizeof zero) != (ssize_t)sizeof zero) {
+        close(fd);
+        return cg_err_set(err, CG_EIO, "write: %s", strerror(errno));
+    }
     uint64_t total = 0;
     for (int idx = 0;; idx++) {
         char ix[16];
@@ -244,7 +243,10 @@ static int open_pg(srv_blobstore *b, PGconn *c, const char *hex, uint64_t *size,
         total += n;
         PQclear(x);
     }
-    lseek(fd, 0, SEEK_SET);
+    if (srv_blob_raw_seal(fd, total, err) < 0) {
+        close(fd);
+        return -1;
+    }
     *size = total;
     return fd;
 }
@@ -259,13 +261,46 @@ int srv_blob_open(srv_blobstore *b, PGconn *conn, const char *hex, uint64_t *siz
         *missing = errno == ENOENT;
         return cg_err_set(err, CG_EIO, "blob %s: %s", hex, strerror(errno));
     }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    srv_blob_view v;
+    if (srv_blob_view_open(fd, &v, err) < 0) {
         close(fd);
-        return cg_err_set(err, CG_EIO, "blob %s is not a regular file", hex);
+        return -1;
     }
-    *size = (uint64_t)st.st_size;
+    *size = v.plain_size;
     return fd;
+}
+
+/* Calls each(ctx, bytes, n) over the plain bytes of an open blob in order;
+ * returns the count read or -1 (damaged, unreadable, or each failed). */
+static int64_t for_each_chunk(int fd, int (*each)(void *, const char *, size_t), void *ctx, cg_error *err) {
+    srv_blob_view v;
+    if (srv_blob_view_open(fd, &v, err) < 0) return -1;
+    srv_blob_cursor *c = srv_blob_cursor_new(&v);
+    char *buf = malloc(CHUNK);
+    int64_t total = c && buf ? 0 : cg_err_set(err, CG_ENOMEM, "out of memory");
+    while (total >= 0) {
+        ssize_t n = srv_blob_pread(c, buf, CHUNK, (uint64_t)total, err);
+        if (n < 0) total = -1;
+        if (n <= 0) break;
+        if (each(ctx, buf, (size_t)n) < 0) total = -1;
+        else total += n;
+    }
+    free(buf);
+    srv_blob_cursor_free(c);
+    return total;
+}
+
+typedef struct mem_sink {
+    char *buf;
+    size_t len, cap;
+} mem_sink;
+
+static int to_mem(void *ctx, const char *p, size_t n) {
+    mem_sink *m = ctx;
+    if (n > m->cap - m->len) return -1;
+    memcpy(m->buf + m->len, p, n);
+    m->len += n;
+    return 0;
 }
 
 char *srv_blob_read(srv_blobstore *b, PGconn *conn, const char *hex, size_t max, size_t *len, cg_error *err) {
@@ -278,28 +313,132 @@ char *srv_blob_read(srv_blobstore *b, PGconn *conn, const char *hex, size_t max,
         cg_err_set(err, CG_ELIMIT, "blob %s is larger than %zu bytes", hex, max);
         return NULL;
     }
-    char *buf = malloc((size_t)size + 1);
-    if (!buf) {
-        close(fd);
-        cg_err_set(err, CG_ENOMEM, "out of memory");
+    mem_sink m = {malloc((size_t)size + 1), 0, (size_t)size};
+    int64_t got = m.buf ? for_each_chunk(fd, to_mem, &m, err) : cg_err_set(err, CG_ENOMEM, "out of memory");
+    close(fd);
+    if (got != (int64_t)size) {
+        free(m.buf);
+        if (got >= 0) cg_err_set(err, CG_EIO, "short read of blob %s", hex);
         return NULL;
     }
-    size_t got = 0;
-    while (got < size) {
-        ssize_t n = read(fd, buf + got, (size_t)size - got);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        got += (size_t)n;
+    m.buf[m.len] = 0;
+    *len = m.len;
+    return m.buf;
+}
+
+static int to_sha(void *ctx, const char *p, size_t n) {
+    cg_sha256_update(ctx, p, n);
+    return 0;
+}
+
+int srv_blob_hash(srv_blobstore *b, PGconn *conn, const char *hex, char got[65], uint64_t *plain, const char **form,
+                  bool *missing, cg_error *err) {
+    uint64_t size;
+    int fd = srv_blob_open(b, conn, hex, &size, missing, err);
+    if (fd < 0) return -1;
+    srv_blob_view v;
+    *form = srv_blob_view_open(fd, &v, NULL) == 0 && v.form == SRV_BLOBF_ZSTD ? "zstd"
+            : v.form == SRV_BLOBF_RAW                                        ? "raw"
+                                                                             : "plain";
+    cg_sha256 h;
+    cg_sha256_init(&h);
+    int64_t n = for_each_chunk(fd, to_sha, &h, err);
+    close(fd);
+    unsigned char dg[32];
+    cg_sha256_final(&h, dg);
+    cg_hex(dg, 32, got);
+    if (n < 0) snprintf(got, 65, "%s", "unreadable"); /* a damaged frame: the digest cannot match */
+    *plain = n < 0 ? 0 : (uint64_t)n;
+    return 0;
+}
+
+typedef struct fd_out {
+    int fd;
+    cg_error *err;
+} fd_out;
+
+/* A scratch copy for a derived view (not durable data): plain write(2), outside
+ * fault injection like the hard link it replaces. */
+static int to_fd(void *ctx, const char *p, size_t n) {
+    fd_out *o = ctx;
+    for (size_t off = 0; off < n;) {
+        ssize_t w = write(o->fd, p + off, n - off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) return cg_err_set(o->err, cg_errcode_of_errno(errno), "write: %s", strerror(errno));
+        off += (size_t)w;
+    }
+    return 0;
+}
+
+int srv_blob_place(srv_blobstore *b, int fd, const char *hex, const char *dst, cg_error *err) {
+    srv_blob_view v;
+    int rc = srv_blob_view_open(fd, &v, err);
+    uint64_t size = v.plain_size;
+    if (rc == 0 && b->kind == SRV_BLOB_FS && v.form == SRV_BLOBF_PLAIN) {
+        char src[PATH_MAX + 128];
+        srv_blob_path(b, hex, src, sizeof src);
+        if (link(src, dst) == 0) {
+            close(fd);
+            return 0;
+        }
+    }
+    fd_out o = {open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600), err};
+    if (rc == 0 && o.fd < 0) rc = cg_err_set(err, CG_EIO, "create %s: %s", dst, strerror(errno));
+    int64_t n = rc == 0 ? for_each_chunk(fd, to_fd, &o, err) : -1;
+    if (rc == 0 && n < 0) rc = -1;
+    else if (rc == 0 && (uint64_t)n != size) rc = cg_err_set(err, CG_EIO, "short read of blob %s", hex);
+    if (o.fd >= 0 && close(o.fd) != 0 && rc == 0) rc = cg_err_set(err, CG_EIO, "close %s: %s", dst, strerror(errno));
+    close(fd);
+    return rc;
+}
+
+/* ------------------------------------------------------------ totals */
+
+static cg_walk_action add_file(void *ctx, const cg_walk_entry *e) {
+    srv_blob_totals *t = ctx;
+    if (!S_ISREG(e->st.st_mode) || strlen(e->name) != 64) return CG_WALK_SKIP;
+    int fd = openat(e->dirfd, e->name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return CG_WALK_SKIP;
+    srv_blob_view v;
+    if (srv_blob_view_open(fd, &v, NULL) == 0) {
+        t->stored += (int64_t)v.stored_size;
+        t->plain += (int64_t)v.plain_size;
+        if (v.form == SRV_BLOBF_ZSTD) t->n_zstd++;
+        else if (v.form == SRV_BLOBF_RAW) t->n_raw++;
+        else t->n_plain++;
     }
     close(fd);
-    if (got != size) {
-        free(buf);
-        cg_err_set(err, CG_EIO, "short read of blob %s", hex);
-        return NULL;
+    return CG_WALK_SKIP;
+}
+
+static void walk_fs(srv_blobstore *b, srv_blob_totals *t) {
+    cg_error err = {0};
+    if (srv_blob_tree_walk(b, add_file, t, &err) < 0) t->stored = t->plain = -1;
+}
+
+void srv_blob_totals_get(srv_blobstore *b, PGconn *conn, srv_blob_totals *t) {
+    memset(t, 0, sizeof *t);
+    if (b->kind == SRV_BLOB_PG) {
+        t->stored = t->plain = -1;
+        PGresult *r = conn ? srv_q(conn, "SELECT coalesce(sum(bytes), 0), count(*) FROM pg_blobs", 0, NULL, NULL, NULL, NULL)
+                           : NULL;
+        if (r) {
+            t->stored = t->plain = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+            t->n_plain = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+        }
+        PQclear(r);
+        return;
     }
-    buf[got] = 0;
-    *len = got;
-    return buf;
+    pthread_mutex_lock(&totals_mu);
+    time_t now = time(NULL);
+    if (atomic_exchange(&totals_stale, false) || totals_at == 0 || now - totals_at >= 30 || now < totals_at) {
+        srv_blob_totals fresh = {0};
+        walk_fs(b, &fresh);
+        totals_cache = fresh;
+        totals_at = now;
+    }
+    *t = totals_cache;
+    pthread_mutex_unlock(&totals_mu);
 }
 
 int srv_blob_ready(srv_blobstore *b, PGconn *conn, cg_error *err) {

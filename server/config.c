@@ -15,7 +15,7 @@ void srv_config_defaults(srv_config *c) {
     c->require_signature = true;
     snprintf(c->pg_user, sizeof c->pg_user, "postgres");
     c->max_body_bytes = 256ull << 20;
-    c->max_decoded_bytes = 1ull << 30;
+    c->max_decoded_bytes = 8ull << 30; /* a 5M-record bundle decodes to about 4 GB (docs/deployment.md) */
     c->max_files = 100000;
     c->max_json_body = 1u << 20;
     c->min_free_bytes = 0;

@@ -4,51 +4,67 @@
  * exit 0 when nothing is missing or damaged (orphans are collectable, not damage),
  * 1 otherwise. Read-only. */
 #include <ctype.h>
-#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <sodium.h>
 
+#include "base/alloc.h"
 #include "srv.h"
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-static void list_fs_orphans(srv_blobstore *b, char **known, size_t n, cg_arena *a, cg_jv *out) {
+static bool hex2(const char *s) {
+    return strlen(s) == 2 && isxdigit((unsigned char)s[0]) && isxdigit((unsigned char)s[1]);
+}
+
+typedef struct blob_walk {
+    cg_walk_fn visit;
+    void *ctx;
+} blob_walk;
+
+static cg_walk_action blob_level(void *ctx, const cg_walk_entry *e) {
+    const blob_walk *w = ctx;
+    if (e->depth == 0) return S_ISDIR(e->st.st_mode) && hex2(e->name) ? CG_WALK_NEXT : CG_WALK_SKIP;
+    return w->visit(w->ctx, e);
+}
+
+int srv_blob_tree_walk(const srv_blobstore *b, cg_walk_fn visit, void *ctx, cg_error *err) {
     char root[PATH_MAX + 16];
-    snprintf(root, sizeof root, "%s/sha256", b->root);
-    DIR *d = opendir(root);
-    if (!d) return;
-    struct dirent *e;
-    /* collect then sort so the report is deterministic */
-    char **found = NULL;
-    size_t nf = 0, cap = 0;
-    while ((e = readdir(d))) {
-        if (strlen(e->d_name) != 2 || !isxdigit((unsigned char)e->d_name[0]) || !isxdigit((unsigned char)e->d_name[1])) continue;
-        char sub[PATH_MAX + 32];
-        if (snprintf(sub, sizeof sub, "%s/%s", root, e->d_name) >= (int)sizeof sub) continue;
-        DIR *d2 = opendir(sub);
-        if (!d2) continue;
-        struct dirent *f;
-        while ((f = readdir(d2))) {
-            if (!strcmp(f->d_name, ".") || !strcmp(f->d_name, "..")) continue;
-            const char *key = f->d_name;
-            if (bsearch(&key, known, n, sizeof *known, cmp_str)) continue;
-            if (nf == cap) {
-                cap = cap ? cap * 2 : 64;
-                char **nfound = realloc(found, cap * sizeof *found);
-                if (!nfound) break;
-                found = nfound;
-            }
-            found[nf++] = cg_arena_strdup(a, f->d_name);
-        }
-        closedir(d2);
-    }
-    closedir(d);
-    if (found) qsort(found, nf, sizeof *found, cmp_str);
-    for (size_t i = 0; i < nf; i++) cg_jv_arr_push(a, out, cg_jv_str(a, found[i]));
-    free(found);
+    if (snprintf(root, sizeof root, "%s/sha256", b->root) >= (int)sizeof root)
+        return cg_err_set(err, CG_ELIMIT, "blob store path too long");
+    blob_walk w = {visit, ctx};
+    return cg_walk(root, (cg_walk_limits){.max_depth = 1}, blob_level, &w, err);
+}
+
+typedef struct orphan_list {
+    char **known;
+    size_t n_known;
+    cg_arena *a;
+    char **found;
+    size_t n, cap;
+} orphan_list;
+
+static cg_walk_action note_orphan(void *ctx, const cg_walk_entry *e) {
+    orphan_list *o = ctx;
+    const char *key = e->name;
+    if (bsearch(&key, o->known, o->n_known, sizeof *o->known, cmp_str)) return CG_WALK_SKIP;
+    char **grown = cg_try_grow(o->found, &o->cap, o->n + 1, sizeof *o->found);
+    if (!grown) return CG_WALK_STOP;
+    o->found = grown;
+    o->found[o->n++] = cg_arena_strdup(o->a, e->name);
+    return CG_WALK_SKIP;
+}
+
+/* Stored blobs no bundle references, sorted so that the report is deterministic. */
+static void list_fs_orphans(srv_blobstore *b, char **known, size_t n, cg_arena *a, cg_jv *out) {
+    orphan_list o = {.known = known, .n_known = n, .a = a};
+    cg_error err = {0};
+    srv_blob_tree_walk(b, note_orphan, &o, &err); /* an unreadable store lists what it could */
+    if (o.found) qsort(o.found, o.n, sizeof *o.found, cmp_str);
+    for (size_t i = 0; i < o.n; i++) cg_jv_arr_push(a, out, cg_jv_str(a, o.found[i]));
+    free(o.found);
 }
 
 int srv_cmd_fsck(int argc, char **argv) {
@@ -93,34 +109,23 @@ int srv_cmd_fsck(int argc, char **argv) {
         uint64_t want = strtoull(PQgetvalue(r, i, 1), NULL, 10);
         known[i] = cg_arena_strdup(&a, hex);
         nblobs++;
-        uint64_t size = 0;
+        uint64_t total = 0;
         bool miss = false;
         cg_error e2 = {0};
-        int fd = srv_blob_open(&bs, c, hex, &size, &miss, &e2);
-        if (fd < 0) {
+        char got[65];
+        const char *form = "plain";
+        /* any at-rest form: decompressed and hashed (blobfmt.c) */
+        if (srv_blob_hash(&bs, c, hex, got, &total, &form, &miss, &e2) < 0) {
             cg_jv_arr_push(&a, missing, cg_jv_str(&a, hex));
             continue;
         }
-        cg_sha256 h;
-        cg_sha256_init(&h);
-        char buf[65536];
-        ssize_t n;
-        uint64_t total = 0;
-        while ((n = read(fd, buf, sizeof buf)) > 0) {
-            cg_sha256_update(&h, buf, (size_t)n);
-            total += (uint64_t)n;
-        }
-        close(fd);
-        unsigned char dg[32];
-        char got[65];
-        cg_sha256_final(&h, dg);
-        cg_hex(dg, 32, got);
-        if (n < 0 || strcmp(got, hex) != 0 || total != want || strcmp(PQgetvalue(r, i, 1), PQgetvalue(r, i, 2)) != 0) {
+        if (strcmp(got, hex) != 0 || total != want || strcmp(PQgetvalue(r, i, 1), PQgetvalue(r, i, 2)) != 0) {
             cg_jv *o = cg_jv_obj(&a);
             cg_jv_obj_put(&a, o, "sha256", cg_jv_str(&a, hex));
             cg_jv_obj_put(&a, o, "expected_bytes", cg_jv_u64(&a, want));
             cg_jv_obj_put(&a, o, "observed_bytes", cg_jv_u64(&a, total));
             cg_jv_obj_put(&a, o, "observed_sha256", cg_jv_str(&a, got));
+            cg_jv_obj_put(&a, o, "stored_form", cg_jv_str(&a, form));
             cg_jv_arr_push(&a, damaged, o);
         }
     }

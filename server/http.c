@@ -216,7 +216,7 @@ enum MHD_Result srv_reply_fd(srv_req *r, int fd, uint64_t size, const char *ctyp
     uint64_t off = 0, len = size;
     unsigned status = 200;
     if (srv_parse_range(srv_header(r, MHD_HTTP_HEADER_RANGE), size, &off, &len)) status = 206;
-    struct MHD_Response *resp = MHD_create_response_from_fd_at_offset64(len, fd, (int64_t)off);
+    struct MHD_Response *resp = srv_blob_response(fd, off, len);
     if (!resp) {
         close(fd);
         return MHD_NO;

@@ -239,13 +239,12 @@ static int backfill_compute(srv_server *s, cg_arena *a, const char *id, srv_fact
     char sha[65];
     snprintf(sha, sizeof sha, "%s", PQgetvalue(x, 0, 1));
     PQclear(x);
-    size_t len = 0;
-    char *data = srv_store_blob_read(s, sha, (size_t)16 << 30, &len, err);
-    if (!data) return -1;
+    uint64_t size;
+    bool missing, store_error;
+    int fd = srv_store_blob_open(s, sha, &size, &missing, err);
     cg_trace_limits tl;
     cg_trace_limits_default(&tl);
-    cg_trace *t = cg_trace_read_mem(data, len, "trace.jsonl", &tl, err);
-    free(data);
+    cg_trace *t = fd < 0 ? NULL : srv_blob_trace_fd(&s->blobs, fd, sha, (uint64_t)16 << 30, &tl, &store_error, err);
     if (!t) return -1;
     cg_health *h = cg_health_analyze(t);
     srv_facts_compute(a, id, run_id, t, h, ft);

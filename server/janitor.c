@@ -4,12 +4,11 @@
  * the grace period (janitor_grace_s). A blob's mtime is refreshed whenever an
  * upload reuses it, and re-checked right before removal, so an upload that is
  * about to commit keeps its blobs. */
-#include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "base/fs.h"
@@ -24,62 +23,57 @@ static bool older_than(const struct stat *st, unsigned grace_s) {
     return time(NULL) - st->st_mtime >= (time_t)grace_s;
 }
 
-static void sweep_dir(const char *dir, unsigned grace_s, bool recursive) {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        char p[PATH_MAX + 300];
-        if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) >= (int)sizeof p) continue;
-        struct stat st;
-        if (lstat(p, &st) != 0 || !older_than(&st, grace_s)) continue;
-        if (S_ISDIR(st.st_mode)) {
-            if (recursive) cg_rm_rf(p);
-        } else {
-            unlink(p);
-        }
-        srv_log("info", "janitor removed stale entry", "path", p, NULL);
+typedef struct sweep {
+    const char *dir;
+    unsigned grace_s;
+    bool recursive;
+    srv_server *s;
+    PGconn *c;
+} sweep;
+
+/* One entry of a temp or staging directory: removed once older than grace. */
+static cg_walk_action sweep_entry(void *ctx, const cg_walk_entry *e) {
+    const sweep *w = ctx;
+    if (!older_than(&e->st, w->grace_s)) return CG_WALK_SKIP;
+    char p[PATH_MAX + 300];
+    if (snprintf(p, sizeof p, "%s/%s", w->dir, e->name) >= (int)sizeof p) return CG_WALK_SKIP;
+    if (S_ISDIR(e->st.st_mode)) {
+        if (w->recursive) cg_rm_rf(p);
+    } else {
+        unlinkat(e->dirfd, e->name, 0);
     }
-    closedir(d);
+    srv_log("info", "janitor removed stale entry", "path", p, NULL);
+    return CG_WALK_SKIP;
+}
+
+static void sweep_dir(const char *dir, unsigned grace_s, bool recursive) {
+    sweep w = {.dir = dir, .grace_s = grace_s, .recursive = recursive};
+    cg_error err = {0};
+    cg_walk(dir, (cg_walk_limits){.max_depth = 0}, sweep_entry, &w, &err); /* missing: nothing to do */
+}
+
+/* One fs blob: removed when no bundle references it and it stayed older than
+ * grace (re-checked right before the unlink). */
+static cg_walk_action sweep_blob(void *ctx, const cg_walk_entry *e) {
+    const sweep *w = ctx;
+    if (!cg_is_sha256_hex(e->name) || !older_than(&e->st, w->grace_s)) return CG_WALK_SKIP;
+    cg_error err = {0};
+    const char *q[1] = {e->name};
+    PGresult *r = srv_q(w->c, "SELECT 1 FROM bundle_files WHERE sha256 = $1 LIMIT 1", 1, q, NULL, NULL, &err);
+    if (!r) return CG_WALK_STOP; /* database gone: try again next round */
+    bool referenced = PQntuples(r) > 0;
+    PQclear(r);
+    struct stat st;
+    if (!referenced && fstatat(e->dirfd, e->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && older_than(&st, w->grace_s) &&
+        unlinkat(e->dirfd, e->name, 0) == 0)
+        srv_log("info", "janitor removed orphan blob", "sha256", e->name, NULL);
+    return CG_WALK_SKIP;
 }
 
 static void sweep_blobs(srv_server *s, PGconn *c) {
-    char root[PATH_MAX + 16];
-    snprintf(root, sizeof root, "%s/sha256", s->blobs.root);
-    DIR *d = opendir(root);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (strlen(e->d_name) != 2 || !isxdigit((unsigned char)e->d_name[0]) || !isxdigit((unsigned char)e->d_name[1])) continue;
-        char sub[PATH_MAX + 32];
-        if (snprintf(sub, sizeof sub, "%s/%s", root, e->d_name) >= (int)sizeof sub) continue;
-        DIR *d2 = opendir(sub);
-        if (!d2) continue;
-        struct dirent *f;
-        while ((f = readdir(d2))) {
-            if (!cg_is_sha256_hex(f->d_name)) continue;
-            char p[PATH_MAX + 128];
-            if (snprintf(p, sizeof p, "%s/%s", sub, f->d_name) >= (int)sizeof p) continue;
-            struct stat st;
-            if (lstat(p, &st) != 0 || !older_than(&st, s->cfg.janitor_grace_s)) continue;
-            cg_error err = {0};
-            const char *q[1] = {f->d_name};
-            PGresult *r = srv_q(c, "SELECT 1 FROM bundle_files WHERE sha256 = $1 LIMIT 1", 1, q, NULL, NULL, &err);
-            if (!r) {
-                closedir(d2);
-                closedir(d);
-                return; /* database gone: try again next round */
-            }
-            bool referenced = PQntuples(r) > 0;
-            PQclear(r);
-            if (referenced) continue;
-            if (lstat(p, &st) == 0 && older_than(&st, s->cfg.janitor_grace_s) && unlink(p) == 0)
-                srv_log("info", "janitor removed orphan blob", "sha256", f->d_name, NULL);
-        }
-        closedir(d2);
-    }
-    closedir(d);
+    sweep w = {.grace_s = s->cfg.janitor_grace_s, .s = s, .c = c};
+    cg_error err = {0};
+    srv_blob_tree_walk(&s->blobs, sweep_blob, &w, &err);
 }
 
 void srv_janitor_sweep(srv_server *s, PGconn *c) {

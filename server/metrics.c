@@ -1,6 +1,6 @@
 /* metrics.c — Prometheus text exposition: requests by route/status, ingest
  * outcomes by code, ingest bytes and duration histograms, pool use and blob
- * store bytes. Counters live in fixed tables under one mutex. */
+ * store bytes (referenced, and stored/plain at rest). Counters live in fixed tables under one mutex. */
 #include <string.h>
 
 #include "srv.h"
@@ -70,8 +70,26 @@ static void hist(cg_buf *o, const char *name, const double *bounds, size_t nb, c
                   sum, name, (unsigned long long)count);
 }
 
+/* At-rest totals of the blob store (docs/deployment.md, "Metrics"). */
+static void blob_totals(cg_buf *o, const srv_blob_totals *t) {
+    if (t->stored < 0 || t->plain < 0) return;
+    double ratio = t->plain > 0 ? (double)t->stored / (double)t->plain : 1.0;
+    cg_buf_printf(o,
+                  "# HELP cg_blob_store_stored_bytes Bytes the stored blob files occupy (headers, zstd frames, "
+                  "frame indexes).\n# TYPE cg_blob_store_stored_bytes gauge\ncg_blob_store_stored_bytes %lld\n"
+                  "# HELP cg_blob_store_plain_bytes Plain (decompressed) bytes of the same blob files.\n"
+                  "# TYPE cg_blob_store_plain_bytes gauge\ncg_blob_store_plain_bytes %lld\n"
+                  "# HELP cg_blob_store_compression_ratio Stored bytes divided by plain bytes (1 when empty).\n"
+                  "# TYPE cg_blob_store_compression_ratio gauge\ncg_blob_store_compression_ratio %.6f\n"
+                  "# HELP cg_blob_store_files Stored blob files by at-rest form.\n"
+                  "# TYPE cg_blob_store_files gauge\ncg_blob_store_files{form=\"zstd\"} %lld\n"
+                  "cg_blob_store_files{form=\"raw\"} %lld\ncg_blob_store_files{form=\"plain\"} %lld\n",
+                  (long long)t->stored, (long long)t->plain, ratio, (long long)t->n_zstd, (long long)t->n_raw,
+                  (long long)t->n_plain);
+}
+
 void srv_metrics_render(cg_buf *o, unsigned pool_size, unsigned pool_in_use, unsigned pool_open,
-                        int64_t blob_bytes, int64_t blob_count) {
+                        int64_t blob_bytes, int64_t blob_count, const srv_blob_totals *bt) {
     pthread_mutex_lock(&mu);
     cg_buf_puts(o, "# HELP cg_http_requests_total HTTP requests by route and status.\n"
                    "# TYPE cg_http_requests_total counter\n");
@@ -107,4 +125,5 @@ void srv_metrics_render(cg_buf *o, unsigned pool_size, unsigned pool_in_use, uns
                       "# HELP cg_blob_store_blobs Distinct blobs referenced by bundles.\n"
                       "# TYPE cg_blob_store_blobs gauge\ncg_blob_store_blobs %lld\n",
                       (long long)blob_bytes, (long long)blob_count);
+    blob_totals(o, bt);
 }

@@ -15,45 +15,29 @@ static bool known_state(const char *s) {
     return false;
 }
 
-static cg_jv *text_or_null(cg_arena *a, PGresult *x, int row, int col) {
-    return PQgetisnull(x, row, col) ? cg_jv_null(a) : cg_jv_str(a, PQgetvalue(x, row, col));
-}
-
-static cg_jv *json_col(cg_arena *a, PGresult *x, int row, int col) {
-    cg_json_limits lim;
-    cg_json_limits_default(&lim);
-    cg_error err = {0};
-    cg_jv *v = cg_json_parse(a, PQgetvalue(x, row, col), (size_t)PQgetlength(x, row, col), &lim, &err);
-    return v ? v : cg_jv_null(a);
-}
-
-static cg_jv *f64_col(cg_arena *a, PGresult *x, int row, int col) {
-    return cg_jv_f64(a, strtod(PQgetvalue(x, row, col), NULL));
-}
-
 cg_jv *srv_alert_json(cg_arena *a, PGresult *x, int i) {
     cg_jv *o = cg_jv_obj(a);
     cg_jv_obj_put(a, o, "id", cg_jv_u64(a, strtoull(PQgetvalue(x, i, 0), NULL, 10)));
     cg_jv_obj_put(a, o, "state", cg_jv_str(a, PQgetvalue(x, i, 1)));
-    cg_jv_obj_put(a, o, "series", json_col(a, x, i, 2));
+    cg_jv_obj_put(a, o, "series", srv_col_json(a, x, i, 2));
     cg_jv_obj_put(a, o, "branch", cg_jv_str(a, PQgetvalue(x, i, 3)));
     cg_jv_obj_put(a, o, "metric", cg_jv_str(a, PQgetvalue(x, i, 4)));
     cg_jv_obj_put(a, o, "before_commit", cg_jv_str(a, PQgetvalue(x, i, 5)));
     cg_jv_obj_put(a, o, "after_commit", cg_jv_str(a, PQgetvalue(x, i, 6)));
-    cg_jv_obj_put(a, o, "delta_ns", f64_col(a, x, i, 7));
-    cg_jv_obj_put(a, o, "relative_change", f64_col(a, x, i, 8));
+    cg_jv_obj_put(a, o, "delta_ns", srv_col_f64(a, x, i, 7));
+    cg_jv_obj_put(a, o, "relative_change", srv_col_f64(a, x, i, 8));
     cg_jv *ci = cg_jv_obj(a);
-    cg_jv_obj_put(a, ci, "lower_ns", f64_col(a, x, i, 9));
-    cg_jv_obj_put(a, ci, "upper_ns", f64_col(a, x, i, 10));
+    cg_jv_obj_put(a, ci, "lower_ns", srv_col_f64(a, x, i, 9));
+    cg_jv_obj_put(a, ci, "upper_ns", srv_col_f64(a, x, i, 10));
     cg_jv_obj_put(a, o, "ci95", ci);
     cg_jv *in = cg_jv_obj(a);
-    cg_jv_obj_put(a, in, "baseline", json_col(a, x, i, 11));
-    cg_jv_obj_put(a, in, "candidate", json_col(a, x, i, 12));
+    cg_jv_obj_put(a, in, "baseline", srv_col_json(a, x, i, 11));
+    cg_jv_obj_put(a, in, "candidate", srv_col_json(a, x, i, 12));
     cg_jv_obj_put(a, o, "inputs", in);
     cg_jv_obj_put(a, o, "created_at", cg_jv_str(a, PQgetvalue(x, i, 13)));
     cg_jv_obj_put(a, o, "updated_at", cg_jv_str(a, PQgetvalue(x, i, 14)));
-    cg_jv_obj_put(a, o, "note", text_or_null(a, x, i, 15));
-    cg_jv_obj_put(a, o, "updated_by", text_or_null(a, x, i, 16));
+    cg_jv_obj_put(a, o, "note", srv_col_str(a, x, i, 15));
+    cg_jv_obj_put(a, o, "updated_by", srv_col_str(a, x, i, 16));
     return o;
 }
 

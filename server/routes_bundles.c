@@ -46,27 +46,6 @@ static int resolve(srv_req *r, char id[65], enum MHD_Result *res) {
     return rows == 1;
 }
 
-static cg_jv *parse_json_col(cg_arena *a, PGresult *x, int row, int col) {
-    if (PQgetisnull(x, row, col)) return cg_jv_null(a);
-    cg_json_limits lim;
-    cg_json_limits_default(&lim);
-    cg_error err = {0};
-    cg_jv *v = cg_json_parse(a, PQgetvalue(x, row, col), (size_t)PQgetlength(x, row, col), &lim, &err);
-    return v ? v : cg_jv_null(a);
-}
-
-static cg_jv *str_or_null(cg_arena *a, PGresult *x, int row, int col) {
-    return PQgetisnull(x, row, col) ? cg_jv_null(a) : cg_jv_str(a, PQgetvalue(x, row, col));
-}
-
-static cg_jv *u64_or_null(cg_arena *a, PGresult *x, int row, int col) {
-    return PQgetisnull(x, row, col) ? cg_jv_null(a) : cg_jv_u64(a, strtoull(PQgetvalue(x, row, col), NULL, 10));
-}
-
-static cg_jv *bool_col(cg_arena *a, PGresult *x, int row, int col) {
-    return cg_jv_bool(a, PQgetvalue(x, row, col)[0] == 't');
-}
-
 /* Resolves the id of the route (answering 400/404/503 when it does not). */
 #define WITH_BUNDLE(r, id)                                     \
     char id[65];                                               \
@@ -81,8 +60,8 @@ static void fail_set(srv_derive_fail *f, cg_reason reason, const char *limit, co
     if (snprintf(f->msg, sizeof f->msg, "%s", msg) < 0) f->msg[0] = 0; /* long messages are cut */
 }
 
-/* The stored trace.jsonl of id, read from the blob store and parsed; the
- * pooled connection is held only while the blob is read. */
+/* The stored trace.jsonl of id, parsed as it streams from the blob store; the
+ * pooled connection is held only while the blob is opened. */
 static cg_trace *load_trace(srv_req *r, const char *id, srv_derive_fail *f) {
     cg_error err = {0};
     char hex[65];
@@ -97,32 +76,16 @@ static cg_trace *load_trace(srv_req *r, const char *id, srv_derive_fail *f) {
         fail_set(f, CG_R_PAYLOAD_TOO_LARGE, "derived_trace_bytes", "the trace is too large for a derived view");
         return NULL;
     }
-    size_t len = 0;
-    char *data = srv_store_blob_read(r->s, hex, (size_t)SRV_DERIVED_MAX_TRACE_BYTES, &len, &err);
-    if (!data) {
-        fail_set(f, CG_R_INTERNAL, NULL, "the stored trace is missing or damaged; run candle-graph-server fsck");
-        return NULL;
-    }
-    cg_trace *t = cg_trace_read_mem(data, len, "trace.jsonl", NULL, &err);
-    free(data);
-    if (!t) fail_set(f, CG_R_TRACE_INVALID, NULL, err.msg);
+    bool missing, store_error = true;
+    int fd = srv_store_blob_open(r->s, hex, &bytes, &missing, &err);
+    cg_trace *t = fd < 0 ? NULL : srv_blob_trace_fd(&r->s->blobs, fd, hex, SRV_DERIVED_MAX_TRACE_BYTES, NULL, &store_error, &err);
+    if (!t) fail_set(f, store_error ? CG_R_INTERNAL : CG_R_TRACE_INVALID, NULL,
+                     store_error ? "the stored trace is missing or damaged; run candle-graph-server fsck" : err.msg);
     return t;
 }
 
-static int copy_fd(int in, const char *dst, cg_error *err) {
-    int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (out < 0) return cg_err_set(err, CG_EIO, "create %s: %s", dst, strerror(errno));
-    char buf[65536];
-    ssize_t n;
-    int rc = 0;
-    while (rc == 0 && (n = read(in, buf, sizeof buf)) > 0)
-        if (write(out, buf, (size_t)n) != n) rc = cg_err_set(err, CG_EIO, "write %s: %s", dst, strerror(errno));
-    if (close(out) != 0 && rc == 0) rc = cg_err_set(err, CG_EIO, "close %s: %s", dst, strerror(errno));
-    return rc;
-}
-
 /* Places the stored files of id whose path starts with prefix under dir:
- * hard links to the blobs (fs store: no bytes copied), copies otherwise.
+ * hard links to plain fs blobs, decompressed copies otherwise (srv_blob_place).
  * *n receives the count. */
 static int place_files(srv_req *r, const char *id, const char *prefix, const char *dir, size_t *n, cg_error *err) {
     *n = 0;
@@ -130,20 +93,14 @@ static int place_files(srv_req *r, const char *id, const char *prefix, const cha
     int rc = x && cg_mkdir_p(dir, err) == 0 ? 0 : -1;
     for (int i = 0; rc == 0 && i < PQntuples(x); i++) {
         char *dst = cg_path_join(dir, PQgetvalue(x, i, 0));
-        char parent[PATH_MAX], src[PATH_MAX];
+        char parent[PATH_MAX];
         cg_path_parent(dst, parent, sizeof parent);
         rc = cg_mkdir_p(parent, err);
-        bool linked = false;
-        if (rc == 0 && r->s->blobs.kind == SRV_BLOB_FS) {
-            srv_blob_path(&r->s->blobs, PQgetvalue(x, i, 1), src, sizeof src);
-            linked = link(src, dst) == 0;
-        }
-        if (rc == 0 && !linked) {
+        if (rc == 0) {
             uint64_t size;
             bool missing;
             int fd = srv_store_blob_open(r->s, PQgetvalue(x, i, 1), &size, &missing, err);
-            rc = fd < 0 ? -1 : copy_fd(fd, dst, err);
-            if (fd >= 0) close(fd);
+            rc = fd < 0 ? -1 : srv_blob_place(&r->s->blobs, fd, PQgetvalue(x, i, 1), dst, err);
         }
         free(dst);
         if (rc == 0) (*n)++;
@@ -271,35 +228,35 @@ static int derive_archive(srv_req *r, const char *id, const char *out, srv_deriv
 
 static cg_jv *summary_item(cg_arena *a, PGresult *x, int i) {
     cg_jv *o = cg_jv_obj(a);
-    cg_jv_obj_put(a, o, "id", str_or_null(a, x, i, 1));
-    cg_jv_obj_put(a, o, "run_id", str_or_null(a, x, i, 2));
-    cg_jv_obj_put(a, o, "entrypoint", str_or_null(a, x, i, 3));
-    cg_jv_obj_put(a, o, "phase", str_or_null(a, x, i, 4));
-    cg_jv_obj_put(a, o, "device", str_or_null(a, x, i, 5));
-    cg_jv_obj_put(a, o, "capture_step", u64_or_null(a, x, i, 6));
-    cg_jv_obj_put(a, o, "implementation_id", str_or_null(a, x, i, 7));
-    cg_jv_obj_put(a, o, "workload_id", str_or_null(a, x, i, 8));
-    cg_jv_obj_put(a, o, "outcome", str_or_null(a, x, i, 9));
+    cg_jv_obj_put(a, o, "id", srv_col_str(a, x, i, 1));
+    cg_jv_obj_put(a, o, "run_id", srv_col_str(a, x, i, 2));
+    cg_jv_obj_put(a, o, "entrypoint", srv_col_str(a, x, i, 3));
+    cg_jv_obj_put(a, o, "phase", srv_col_str(a, x, i, 4));
+    cg_jv_obj_put(a, o, "device", srv_col_str(a, x, i, 5));
+    cg_jv_obj_put(a, o, "capture_step", srv_col_u64(a, x, i, 6));
+    cg_jv_obj_put(a, o, "implementation_id", srv_col_str(a, x, i, 7));
+    cg_jv_obj_put(a, o, "workload_id", srv_col_str(a, x, i, 8));
+    cg_jv_obj_put(a, o, "outcome", srv_col_str(a, x, i, 9));
     cg_jv *h = cg_jv_obj(a);
-    cg_jv_obj_put(a, h, "structurally_valid", bool_col(a, x, i, 10));
-    cg_jv_obj_put(a, h, "capture_complete", bool_col(a, x, i, 11));
+    cg_jv_obj_put(a, h, "structurally_valid", srv_col_bool(a, x, i, 10));
+    cg_jv_obj_put(a, h, "capture_complete", srv_col_bool(a, x, i, 11));
     cg_jv_obj_put(a, o, "health", h);
     cg_jv *m = cg_jv_obj(a);
-    cg_jv_obj_put(a, m, "wall_ns", u64_or_null(a, x, i, 12));
-    cg_jv_obj_put(a, m, "measured_span_count", u64_or_null(a, x, i, 13));
+    cg_jv_obj_put(a, m, "wall_ns", srv_col_u64(a, x, i, 12));
+    cg_jv_obj_put(a, m, "measured_span_count", srv_col_u64(a, x, i, 13));
     cg_jv_obj_put(a, o, "measured", m);
-    cg_jv_obj_put(a, o, "signer", str_or_null(a, x, i, 14));
-    cg_jv_obj_put(a, o, "host", str_or_null(a, x, i, 15));
+    cg_jv_obj_put(a, o, "signer", srv_col_str(a, x, i, 14));
+    cg_jv_obj_put(a, o, "host", srv_col_str(a, x, i, 15));
     if (PQgetisnull(x, i, 16)) {
         cg_jv_obj_put(a, o, "campaign", cg_jv_null(a));
     } else {
         cg_jv *cp = cg_jv_obj(a);
-        cg_jv_obj_put(a, cp, "campaign_id", str_or_null(a, x, i, 16));
-        cg_jv_obj_put(a, cp, "planned", str_or_null(a, x, i, 17));
+        cg_jv_obj_put(a, cp, "campaign_id", srv_col_str(a, x, i, 16));
+        cg_jv_obj_put(a, cp, "planned", srv_col_str(a, x, i, 17));
         cg_jv_obj_put(a, o, "campaign", cp);
     }
-    cg_jv_obj_put(a, o, "uploaded_at", str_or_null(a, x, i, 18));
-    cg_jv_obj_put(a, o, "semantic", str_or_null(a, x, i, 19));
+    cg_jv_obj_put(a, o, "uploaded_at", srv_col_str(a, x, i, 18));
+    cg_jv_obj_put(a, o, "semantic", srv_col_str(a, x, i, 19));
     return o;
 }
 
@@ -359,55 +316,55 @@ enum MHD_Result srv_h_bundle_get(srv_req *r) {
     if (srv_store_bundle_detail(r->s->pool, id, &rows, &err) < 0) return srv_fail_unavailable(r, &err);
     PGresult *x = rows.row, *f = rows.files, *t = rows.tags;
     cg_jv *o = cg_jv_obj(a);
-    cg_jv_obj_put(a, o, "id", str_or_null(a, x, 0, 0));
-    cg_jv_obj_put(a, o, "run_id", str_or_null(a, x, 0, 1));
-    cg_jv_obj_put(a, o, "manifest", parse_json_col(a, x, 0, 2));
+    cg_jv_obj_put(a, o, "id", srv_col_str(a, x, 0, 0));
+    cg_jv_obj_put(a, o, "run_id", srv_col_str(a, x, 0, 1));
+    cg_jv_obj_put(a, o, "manifest", srv_col_json(a, x, 0, 2));
     cg_jv *files = cg_jv_arr(a);
     for (int i = 0; i < PQntuples(f); i++) {
         cg_jv *fo = cg_jv_obj(a);
-        cg_jv_obj_put(a, fo, "path", str_or_null(a, f, i, 0));
-        cg_jv_obj_put(a, fo, "bytes", u64_or_null(a, f, i, 1));
-        cg_jv_obj_put(a, fo, "sha256", str_or_null(a, f, i, 2));
+        cg_jv_obj_put(a, fo, "path", srv_col_str(a, f, i, 0));
+        cg_jv_obj_put(a, fo, "bytes", srv_col_u64(a, f, i, 1));
+        cg_jv_obj_put(a, fo, "sha256", srv_col_str(a, f, i, 2));
         cg_jv_arr_push(a, files, fo);
     }
     cg_jv_obj_put(a, o, "files", files);
-    cg_jv_obj_put(a, o, "file_count", u64_or_null(a, x, 0, 19));
-    cg_jv_obj_put(a, o, "total_bytes", u64_or_null(a, x, 0, 20));
-    cg_jv_obj_put(a, o, "provenance", parse_json_col(a, x, 0, 3));
-    cg_jv_obj_put(a, o, "identity", parse_json_col(a, x, 0, 4));
+    cg_jv_obj_put(a, o, "file_count", srv_col_u64(a, x, 0, 19));
+    cg_jv_obj_put(a, o, "total_bytes", srv_col_u64(a, x, 0, 20));
+    cg_jv_obj_put(a, o, "provenance", srv_col_json(a, x, 0, 3));
+    cg_jv_obj_put(a, o, "identity", srv_col_json(a, x, 0, 4));
     cg_jv *tags = cg_jv_obj(a);
     for (int i = 0; i < PQntuples(t); i++)
         cg_jv_obj_put(a, tags, cg_arena_strdup(a, PQgetvalue(t, i, 0)), cg_jv_str(a, PQgetvalue(t, i, 1)));
     cg_jv_obj_put(a, o, "tags", tags);
-    cg_jv_obj_put(a, o, "health", parse_json_col(a, x, 0, 5));
-    cg_jv_obj_put(a, o, "outcome", str_or_null(a, x, 0, 6));
+    cg_jv_obj_put(a, o, "health", srv_col_json(a, x, 0, 5));
+    cg_jv_obj_put(a, o, "outcome", srv_col_str(a, x, 0, 6));
     cg_jv *m = cg_jv_obj(a);
-    cg_jv_obj_put(a, m, "measurement_scope", str_or_null(a, x, 0, 21));
-    cg_jv_obj_put(a, m, "wall_ns", u64_or_null(a, x, 0, 7));
-    cg_jv_obj_put(a, m, "measured_span_count", u64_or_null(a, x, 0, 8));
+    cg_jv_obj_put(a, m, "measurement_scope", srv_col_str(a, x, 0, 21));
+    cg_jv_obj_put(a, m, "wall_ns", srv_col_u64(a, x, 0, 7));
+    cg_jv_obj_put(a, m, "measured_span_count", srv_col_u64(a, x, 0, 8));
     cg_jv_obj_put(a, o, "measured", m);
     cg_jv *sem = cg_jv_obj(a);
-    cg_jv_obj_put(a, sem, "status", str_or_null(a, x, 0, 16));
-    cg_jv_obj_put(a, sem, "evidence_schema", str_or_null(a, x, 0, 17));
+    cg_jv_obj_put(a, sem, "status", srv_col_str(a, x, 0, 16));
+    cg_jv_obj_put(a, sem, "evidence_schema", srv_col_str(a, x, 0, 17));
     cg_jv_obj_put(a, o, "semantic", sem);
     if (PQgetisnull(x, 0, 10)) {
         cg_jv_obj_put(a, o, "signature", cg_jv_null(a));
     } else {
         cg_jv *sg = cg_jv_obj(a);
         cg_jv_obj_put(a, sg, "algorithm", cg_jv_str(a, "ed25519"));
-        cg_jv_obj_put(a, sg, "key_id", str_or_null(a, x, 0, 10));
-        cg_jv_obj_put(a, sg, "signer_revoked", bool_col(a, x, 0, 11));
+        cg_jv_obj_put(a, sg, "key_id", srv_col_str(a, x, 0, 10));
+        cg_jv_obj_put(a, sg, "signer_revoked", srv_col_bool(a, x, 0, 11));
         cg_jv_obj_put(a, o, "signature", sg);
     }
-    cg_jv_obj_put(a, o, "uploader", str_or_null(a, x, 0, 12));
-    cg_jv_obj_put(a, o, "uploaded_at", str_or_null(a, x, 0, 13));
-    cg_jv_obj_put(a, o, "host", str_or_null(a, x, 0, 18));
+    cg_jv_obj_put(a, o, "uploader", srv_col_str(a, x, 0, 12));
+    cg_jv_obj_put(a, o, "uploaded_at", srv_col_str(a, x, 0, 13));
+    cg_jv_obj_put(a, o, "host", srv_col_str(a, x, 0, 18));
     if (PQgetisnull(x, 0, 14)) {
         cg_jv_obj_put(a, o, "campaign", cg_jv_null(a));
     } else {
         cg_jv *cp = cg_jv_obj(a);
-        cg_jv_obj_put(a, cp, "campaign_id", str_or_null(a, x, 0, 14));
-        cg_jv_obj_put(a, cp, "planned", str_or_null(a, x, 0, 15));
+        cg_jv_obj_put(a, cp, "campaign_id", srv_col_str(a, x, 0, 14));
+        cg_jv_obj_put(a, cp, "planned", srv_col_str(a, x, 0, 15));
         cg_jv_obj_put(a, o, "campaign", cp);
     }
     srv_store_bundle_rows_clear(&rows);
@@ -474,7 +431,7 @@ enum MHD_Result srv_h_bundle_signature(srv_req *r) {
         PQclear(x);
         return srv_fail(r, CG_R_NOT_FOUND, NULL, "bundle %s was uploaded without a signature", id);
     }
-    cg_jv *v = parse_json_col(&r->arena, x, 0, 0);
+    cg_jv *v = srv_col_json(&r->arena, x, 0, 0);
     PQclear(x);
     return srv_reply_json(r, 200, v);
 }

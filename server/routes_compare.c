@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "base/strmap.h"
+
+#include "base/alloc.h"
 #include "comparison/compare.h"
 #include "srv_compare.h"
 #include "srv_store.h"
@@ -378,11 +380,10 @@ static int load_tree(srv_req *r, const srv_cohort *ca, const srv_cohort *cb, ptr
     size_t n = (size_t)PQntuples(x);
     cg_strmap_init(&t->by_hash);
     t->n = n;
-    t->name = malloc((n + 1) * sizeof *t->name);
-    t->parent = malloc((n + 1) * sizeof *t->parent);
-    t->len = calloc(n + 1, sizeof *t->len);
-    const char **phex = malloc((n + 1) * sizeof *phex);
-    if (!t->name || !t->parent || !t->len || !phex) abort();
+    t->name = cg_xalloc(n + 1, sizeof *t->name);
+    t->parent = cg_xalloc(n + 1, sizeof *t->parent);
+    t->len = cg_xzalloc(n + 1, sizeof *t->len);
+    const char **phex = cg_xalloc(n + 1, sizeof *phex);
     for (size_t i = 0; i < n; i++) {
         cg_strmap_put(&t->by_hash, cg_arena_strdup(&r->arena, PQgetvalue(x, (int)i, 0)), i, NULL);
         phex[i] = PQgetisnull(x, (int)i, 1) ? NULL : cg_arena_strdup(&r->arena, PQgetvalue(x, (int)i, 1));
@@ -550,11 +551,10 @@ enum MHD_Result srv_h_compare_spans(srv_req *r) {
         ptree_free(&t);
         return res;
     }
-    diffrow *rows = malloc((na + nb + 1) * sizeof *rows);
-    group **oa = malloc((na + 1) * sizeof *oa), **ob = malloc((nb + 1) * sizeof *ob);
-    group **named = malloc((na + nb + 1) * sizeof *named);
-    size_t *stack = malloc((t.n + 1) * sizeof *stack);
-    if (!rows || !oa || !ob || !named || !stack) abort();
+    diffrow *rows = cg_xalloc(na + nb + 1, sizeof *rows);
+    group **oa = cg_xalloc(na + 1, sizeof *oa), **ob = cg_xalloc(nb + 1, sizeof *ob);
+    group **named = cg_xalloc(na + nb + 1, sizeof *named);
+    size_t *stack = cg_xalloc(t.n + 1, sizeof *stack);
     size_t nr = 0, noa = 0, nob = 0, nn = 0, i = 0, j = 0;
     while (i < na || j < nb) {
         int k = i >= na ? 1 : j >= nb ? -1 : cmp_group_key(&ga[i], &gb[j]);

@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "comparison/advice.h"
+
+#include "base/alloc.h"
 #include "comparison/compare.h"
 #include "comparison/stats.h"
 #include "srv_compare.h"
@@ -94,7 +96,7 @@ static void median_ci(const srv_point *p, cg_ci *out) {
     cg_sha256_buf(p->values, p->n * sizeof *p->values, key);
     size_t slot = ((size_t)key[0] | (size_t)key[1] << 8 | (size_t)key[2] << 16) % CI_CACHE_SLOTS;
     pthread_mutex_lock(&ci_mu);
-    if (!ci_cache && !(ci_cache = calloc(CI_CACHE_SLOTS, sizeof *ci_cache))) abort();
+    if (!ci_cache) ci_cache = cg_xzalloc(CI_CACHE_SLOTS, sizeof *ci_cache);
     bool hit = ci_cache[slot].used && !memcmp(ci_cache[slot].key, key, 32);
     if (hit) *out = ci_cache[slot].ci;
     pthread_mutex_unlock(&ci_mu);

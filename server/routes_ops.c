@@ -34,10 +34,12 @@ enum MHD_Result srv_h_metrics(srv_req *r) {
     unsigned size, in_use, open;
     srv_pool_stats(r->s->pool, &size, &in_use, &open);
     int64_t bytes = -1, count = -1;
+    srv_blob_totals bt = {-1, -1, 0, 0, 0};
     cg_error err = {0};
     if (srv_store_blob_totals(r->s->pool, &bytes, &count, &err) < 0) bytes = count = -1;
+    srv_store_blob_at_rest(r->s, &bt);
     cg_buf b = CG_BUF_INIT;
-    srv_metrics_render(&b, size, in_use, open, bytes, count);
+    srv_metrics_render(&b, size, in_use, open, bytes, count, &bt);
     cg_buf_printf(&b,
                   "# HELP cg_db_pool_held_at_reply_total Answers queued while the request still held a pooled "
                   "database connection (the store layer keeps this 0).\n"

@@ -77,7 +77,7 @@ static cg_jv *track_json(cg_arena *a, const srv_tl_track *t, uint64_t qs, uint64
         uint64_t s = S[i], e = E[i], c = coarse ? t->cn[i] : 1;
         if (e < qs || (e == qs && s < qs)) continue;
         in_window += c;
-        if (bn && s <= srv_sat_add(be, w)) {
+        if (bn && s <= cg_sat_add_u64(be, w)) {
             if (e > be) be = e;
             if (bname != NM[i]) bname = NULL;
             bn += c;

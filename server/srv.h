@@ -22,6 +22,7 @@
 #include "base/arena.h"
 #include "base/buf.h"
 #include "base/error.h"
+#include "base/fs.h"
 #include "base/json.h"
 #include "base/sha256.h"
 #include "fault.h" /* CG_FAULT wrappers for I/O and libpq calls */
@@ -136,6 +137,14 @@ PGconn *srv_db_connect(const char *conninfo, unsigned stmt_timeout_ms, cg_error 
  * with err set ("database: <message>") and *sqlstate copied (6 bytes) if given. */
 PGresult *srv_q(PGconn *c, const char *sql, int n, const char *const *params, const int *bin_lens,
                 char sqlstate[6], cg_error *err);
+/* One column of a result row as JSON (pg_row.c): text or null, an unsigned
+ * integer or null, a float (0 for NULL), a boolean ('t'), parsed JSON (null
+ * when NULL or unparsable). */
+cg_jv *srv_col_str(cg_arena *a, PGresult *x, int row, int col);
+cg_jv *srv_col_u64(cg_arena *a, PGresult *x, int row, int col);
+cg_jv *srv_col_f64(cg_arena *a, PGresult *x, int row, int col);
+cg_jv *srv_col_bool(cg_arena *a, PGresult *x, int row, int col);
+cg_jv *srv_col_json(cg_arena *a, PGresult *x, int row, int col);
 /* Runs a statement without result rows (BEGIN/COMMIT…). */
 int srv_exec(PGconn *c, const char *sql, cg_error *err);
 /* true when the SQLSTATE class means "database unreachable/overloaded" (→ 503). */
@@ -177,19 +186,81 @@ void srv_blob_path(const srv_blobstore *b, const char *hex, char *out, size_t ou
 /* Opens a blob for reading into a fresh unlinked temp fd (pg) or the file (fs).
  * Returns fd (blocking, caller/MHD closes) or -1 (missing: *missing = true). */
 int srv_blob_open(srv_blobstore *b, PGconn *conn, const char *hex, uint64_t *size, bool *missing, cg_error *err);
+/* Parses the trace.jsonl blob hex opened as fd (srv_blob_open; taken and
+ * closed) with the library's streaming reader, never holding its bytes whole,
+ * and without a database connection (blob_trace.c). Plain size > max is
+ * CG_ELIMIT. NULL on failure: *store_error when the blob is damaged, unreadable
+ * or too large, otherwise err holds the reader's message. */
+struct cg_trace;
+struct cg_trace_limits;
+struct cg_trace *srv_blob_trace_fd(srv_blobstore *b, int fd, const char *hex, uint64_t max,
+                                   const struct cg_trace_limits *lim, bool *store_error, cg_error *err);
 /* Reads a whole blob into memory (bounded by max). */
 char *srv_blob_read(srv_blobstore *b, PGconn *conn, const char *hex, size_t max, size_t *len, cg_error *err);
+/* Decompresses and hashes a stored blob (fsck): got = hex SHA-256 of its plain
+ * bytes, *plain their count, *form its at-rest form. -1 only when it cannot be
+ * opened (*missing when it does not exist); damage shows as a wrong digest. */
+int srv_blob_hash(srv_blobstore *b, PGconn *conn, const char *hex, char got[65], uint64_t *plain,
+                  const char **form, bool *missing, cg_error *err);
+/* Writes the plain bytes of blob hex, open as fd (srv_blob_open; taken and
+ * closed), to a new file dst (0600): a hard link for a plain fs blob, a streamed
+ * decompression otherwise. */
+int srv_blob_place(srv_blobstore *b, int fd, const char *hex, const char *dst, cg_error *err);
+/* Totals of the store for /metrics: stored (on disk: headers, frames, index)
+ * and plain bytes and blob files by form (pg: all plain). fs: a walk of sha256/, cached for
+ * 30 s; pg: from pg_blobs (stored = plain). -1 when unknown. */
+typedef struct srv_blob_totals {
+    int64_t stored, plain, n_zstd, n_raw, n_plain;
+} srv_blob_totals;
+void srv_blob_totals_get(srv_blobstore *b, PGconn *conn, srv_blob_totals *t);
 /* Reachability check for readyz: fs root writable / pg table readable. */
 int srv_blob_ready(srv_blobstore *b, PGconn *conn, cg_error *err);
 /* Free bytes on the data filesystem (UINT64_MAX when unknown). */
 uint64_t srv_free_bytes(const char *path);
+
+/* ------------------------------------------------------------ blobfmt.c */
+
+/* The at-rest form of a blob file (blobfmt.c has the layout): plain (the bytes
+ * alone: incompressible blobs, and every blob of older servers), raw (header +
+ * plain bytes: plain content that would read as a header) or zstd (header +
+ * independent zstd frames of SRV_BLOB_FRAME plain bytes + frame index). */
+#define SRV_BLOB_FRAME (256u << 10)
+#define SRV_BLOB_HDR 64u
+typedef enum srv_blob_form { SRV_BLOBF_PLAIN = 0, SRV_BLOBF_RAW = 1, SRV_BLOBF_ZSTD = 2 } srv_blob_form;
+typedef struct srv_blob_view {
+    int fd; /* not owned */
+    srv_blob_form form;
+    uint64_t plain_size, stored_size;
+    uint32_t frame_size, n_frames;
+    uint64_t index_off;
+} srv_blob_view;
+/* Reads the header of the blob file fd; a file without a valid header is plain. */
+int srv_blob_view_open(int fd, srv_blob_view *v, cg_error *err);
+/* Writes the blob form of exactly size plain bytes read from in to out (at its
+ * offset 0): zstd when compress and the first frame shrinks by 1/16 or more,
+ * else the plain bytes alone, or raw when those would read as a blob header. *stored receives the file's length. Memory: two frames. */
+int srv_blob_encode(int in, int out, uint64_t size, bool compress, uint64_t *stored, bool *enospc, cg_error *err);
+/* Makes fd, holding SRV_BLOB_HDR bytes of any content then plain bytes plain
+ * bytes long, a raw blob file (writes the header at offset 0). */
+int srv_blob_raw_seal(int fd, uint64_t plain, cg_error *err);
+/* A reader of plain bytes (one frame buffered; frame size + its zstd bound of
+ * memory). srv_blob_pread returns up to n bytes at plain offset off (fewer at a
+ * frame's end), 0 at the end, -1 when the blob is damaged or unreadable. */
+typedef struct srv_blob_cursor srv_blob_cursor;
+srv_blob_cursor *srv_blob_cursor_new(const srv_blob_view *v);
+ssize_t srv_blob_pread(srv_blob_cursor *c, void *buf, size_t n, uint64_t off, cg_error *err);
+void srv_blob_cursor_free(srv_blob_cursor *c);
+/* The body of plain bytes [off, off+len) of the file fd in any form (sendfile
+ * for plain and raw, frame-wise decompression for zstd). Takes fd on success;
+ * NULL (fd still the caller's) on failure. */
+struct MHD_Response *srv_blob_response(int fd, uint64_t off, uint64_t len);
 
 /* ------------------------------------------------------------ metrics.c */
 
 void srv_metrics_request(int route, int status);
 void srv_metrics_ingest(const char *outcome, uint64_t bytes, double seconds);
 void srv_metrics_render(cg_buf *out, unsigned pool_size, unsigned pool_in_use, unsigned pool_open,
-                        int64_t blob_bytes, int64_t blob_count);
+                        int64_t blob_bytes, int64_t blob_count, const srv_blob_totals *blob_totals);
 
 /* ------------------------------------------------------------ server state */
 
@@ -280,7 +351,8 @@ void srv_http_stop(srv_server *s, unsigned grace_s);
 enum MHD_Result srv_reply_json(srv_req *r, unsigned status, const cg_jv *v);
 enum MHD_Result srv_reply_bytes(srv_req *r, unsigned status, const char *ctype, const void *data, size_t len,
                                 const char *const *headers);
-/* Takes ownership of fd. Handles ETag/If-None-Match and a single Range. */
+/* Takes ownership of fd. Handles ETag/If-None-Match and a single Range; size is
+ * the plain size and fd may be a stored blob in any form (srv_blob_response). */
 enum MHD_Result srv_reply_fd(srv_req *r, int fd, uint64_t size, const char *ctype, const char *etag_hex,
                              bool immutable);
 /* Error envelope {"error": {code, message, detail?}} of reason (its code and
@@ -410,6 +482,10 @@ int srv_janitor_start(srv_server *s);
 void srv_janitor_stop(void);
 /* One sweep: stale temp/staging entries and unreferenced fs blobs older than grace. */
 void srv_janitor_sweep(srv_server *s, PGconn *c);
+/* Walks the fs blob store's sha256/<2 hex digits>/<blob> tree with base/fs.h's
+ * cg_walk (fd-relative, no symlink followed): visit sees the entries of the
+ * two-hex-digit directories only (depth 1). Returns cg_walk's result. */
+int srv_blob_tree_walk(const srv_blobstore *b, cg_walk_fn visit, void *ctx, cg_error *err);
 
 /* ------------------------------------------------------------ commands */
 

@@ -127,6 +127,9 @@ char *srv_store_blob_read(srv_server *s, const char *hex, size_t max, size_t *le
 void srv_store_ready(srv_server *s, bool *db_ok, bool *store_ok, cg_error *err);
 /* Distinct stored blob bytes and count (/metrics). */
 int srv_store_blob_totals(srv_pool *p, int64_t *bytes, int64_t *count, cg_error *err);
+/* The blob store at rest (/metrics): srv_blob_totals_get, with a pooled
+ * connection only for the pg store's own table; -1 totals when none is free. */
+void srv_store_blob_at_rest(srv_server *s, srv_blob_totals *t);
 
 /* ------------------------------------------------------------ store_campaigns.c */
 

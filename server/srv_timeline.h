@@ -14,6 +14,8 @@
 
 #include "srv.h"
 
+#include "base/num.h"
+
 typedef struct srv_tl_track {
     char *id, *label, *device; /* device: NULL for host tracks */
     const char *kind;          /* "span" | "op" | "device" (static) */
@@ -49,7 +51,6 @@ typedef struct srv_tl_index {
 } srv_tl_index;
 
 
-static inline uint64_t srv_sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
 /* The index of bundle id (full 64-hex) with a reference taken, built from the
  * store when needed (a pooled connection only for the lookup and the blob,

@@ -253,6 +253,18 @@ void srv_store_ready(srv_server *s, bool *db_ok, bool *store_ok, cg_error *err) 
     srv_pool_put(s->pool, c);
 }
 
+void srv_store_blob_at_rest(srv_server *s, srv_blob_totals *t) {
+    cg_error err = {0};
+    PGconn *c = s->blobs.kind == SRV_BLOB_PG ? srv_pool_get(s->pool, &err) : NULL;
+    if (s->blobs.kind == SRV_BLOB_PG && !c) {
+        memset(t, 0, sizeof *t);
+        t->stored = t->plain = -1;
+        return;
+    }
+    srv_blob_totals_get(&s->blobs, c, t);
+    if (c) srv_pool_put(s->pool, c);
+}
+
 int srv_store_blob_totals(srv_pool *p, int64_t *bytes, int64_t *count, cg_error *err) {
     PGresult *x = srv_store_q(p, SQL_BLOB_TOTALS, 0, NULL, NULL, err);
     if (!x) return -1;

@@ -13,6 +13,8 @@
 #include <time.h>
 
 #include "base/fs.h"
+#include "base/alloc.h"
+#include "base/hmap.h"
 #include "srv_store.h"
 #include "srv_timeline.h"
 #include "srv_web.h"
@@ -45,8 +47,7 @@ struct srv_timeline {
 static struct srv_timeline *tl_of(srv_server *s) {
     struct srv_timeline *T = atomic_load(&s->timeline);
     if (T) return T;
-    struct srv_timeline *n = calloc(1, sizeof *n);
-    if (!n) abort();
+    struct srv_timeline *n = cg_xzalloc(1, sizeof *n);
     n->server = s;
     pthread_mutex_init(&n->cache_mu, NULL);
     pthread_cond_init(&n->build_cv, NULL);
@@ -71,56 +72,45 @@ typedef struct tl_builder {
     /* pointer-keyed intern of names (trace strings are mostly interned): names maps a
      * trace string to its index in copies (arena copies owned by the index) */
     struct ptrmap *names;
-    const char **order;
+    size_t cap_copies;
     const char **copies;
 } tl_builder;
 
-static void *xrealloc(void *p, size_t n) {
-    void *q = realloc(p, n ? n : 1);
-    if (!q) abort();
-    return q;
+/* Pointer-keyed map (base/hmap.h): keys are kept in insertion order, and the
+ * value of a key is its insertion index. */
+typedef struct ptrmap {
+    const char **order;
+    size_t n, cap;
+    cg_hmap index;
+} ptrmap;
+
+static bool ptr_eq(const void *ctx, uint32_t id, const void *key) {
+    return ((const ptrmap *)ctx)->order[id] == key;
 }
 
-/* Pointer-keyed open-addressing map; keys are appended to *order in insertion order
- * and the value of a key is its insertion index. */
-typedef struct ptrmap { const char **k; uint32_t *v; size_t cap, n; } ptrmap;
-static uint32_t ptrmap_get(ptrmap *m, const char *p, const char ***order) {
-    if (m->n * 2 >= m->cap) {
-        size_t ncap = m->cap ? m->cap * 2 : 1024;
-        const char **nk = calloc(ncap, sizeof *nk);
-        uint32_t *nv = calloc(ncap, sizeof *nv);
-        if (!nk || !nv) abort();
-        for (size_t i = 0; i < m->cap; i++) {
-            if (!m->k[i]) continue;
-            size_t h = ((uintptr_t)m->k[i] >> 3) * 11400714819323198485ull & (ncap - 1);
-            while (nk[h]) h = (h + 1) & (ncap - 1);
-            nk[h] = m->k[i];
-            nv[h] = m->v[i];
-        }
-        free(m->k);
-        free(m->v);
-        m->k = nk;
-        m->v = nv;
-        m->cap = ncap;
-    }
-    size_t h = ((uintptr_t)p >> 3) * 11400714819323198485ull & (m->cap - 1);
-    while (m->k[h]) {
-        if (m->k[h] == p) return m->v[h];
-        h = (h + 1) & (m->cap - 1);
-    }
-    m->k[h] = p;
-    m->v[h] = (uint32_t)m->n;
-    *order = xrealloc(*order, (m->n + 1) * sizeof **order);
-    (*order)[m->n] = p;
+static uint32_t ptrmap_get(ptrmap *m, const char *p) {
+    if (!m->index.slot) cg_hmap_init(&m->index, 512);
+    uint64_t h = cg_hmap_mix((uintptr_t)p, 0);
+    size_t at = 0;
+    uint32_t id = cg_hmap_find(&m->index, h, ptr_eq, m, p, &at);
+    if (id != CG_HMAP_NONE) return id;
+    m->order = cg_xgrow(m->order, &m->cap, m->n + 1, sizeof *m->order);
+    m->order[m->n] = p;
+    cg_hmap_put_at(&m->index, at, h, (uint32_t)m->n);
     return (uint32_t)m->n++;
+}
+
+static void ptrmap_free(ptrmap *m) {
+    free(m->order);
+    cg_hmap_free(&m->index);
 }
 
 static const char *intern(tl_builder *b, const char *s) {
     if (!s) return NULL;
     size_t before = b->names->n;
-    uint32_t i = ptrmap_get(b->names, s, &b->order);
+    uint32_t i = ptrmap_get(b->names, s);
     if (b->names->n != before) {
-        b->copies = xrealloc(b->copies, b->names->n * sizeof *b->copies);
+        b->copies = cg_xgrow(b->copies, &b->cap_copies, b->names->n, sizeof *b->copies);
         b->copies[i] = cg_arena_strdup(&b->x->arena, s);
     }
     return b->copies[i];
@@ -130,7 +120,7 @@ static srv_tl_track *add_track(tl_builder *b, const char *kind, const char *devi
     srv_tl_index *x = b->x;
     if (x->n_tracks == b->cap_tracks) {
         b->cap_tracks = b->cap_tracks ? b->cap_tracks * 2 : 8;
-        x->tracks = xrealloc(x->tracks, b->cap_tracks * sizeof *x->tracks);
+        x->tracks = cg_xrealloc(x->tracks, b->cap_tracks, sizeof *x->tracks);
     }
     srv_tl_track *t = &x->tracks[x->n_tracks++];
     memset(t, 0, sizeof *t);
@@ -145,16 +135,15 @@ static srv_tl_track *add_track(tl_builder *b, const char *kind, const char *devi
 static void push(srv_tl_track *t, uint64_t s, uint64_t e, const char *name) {
     if (t->n == t->cap) {
         t->cap = t->cap ? t->cap * 2 : 64;
-        t->start = xrealloc(t->start, t->cap * sizeof *t->start);
-        t->end = xrealloc(t->end, t->cap * sizeof *t->end);
-        t->name = xrealloc(t->name, t->cap * sizeof *t->name);
+        t->start = cg_xrealloc(t->start, t->cap, sizeof *t->start);
+        t->end = cg_xrealloc(t->end, t->cap, sizeof *t->end);
+        t->name = cg_xrealloc(t->name, t->cap, sizeof *t->name);
     }
     t->start[t->n] = s;
     t->end[t->n] = e < s ? s : e;
     t->name[t->n] = name;
     t->n++;
 }
-
 
 /* Sorts a track by (start, end) and computes the running maximum of ends. */
 typedef struct tl_item { uint64_t s, e; const char *name; } tl_item;
@@ -165,11 +154,10 @@ static int cmp_item(const void *pa, const void *pb) {
     return 0;
 }
 static void finish_track(srv_tl_track *t) {
-    tl_item *it = malloc((t->n ? t->n : 1) * sizeof *it);
-    if (!it) abort();
+    tl_item *it = cg_xalloc(t->n, sizeof *it);
     for (size_t i = 0; i < t->n; i++) it[i] = (tl_item){t->start[i], t->end[i], t->name[i]};
     qsort(it, t->n, sizeof *it, cmp_item);
-    t->maxend = xrealloc(NULL, (t->n ? t->n : 1) * sizeof *t->maxend);
+    t->maxend = cg_xrealloc(NULL, (t->n ? t->n : 1), sizeof *t->maxend);
     uint64_t m = 0;
     for (size_t i = 0; i < t->n; i++) {
         t->start[i] = it[i].s;
@@ -184,8 +172,7 @@ static void finish_track(srv_tl_track *t) {
 /* Nesting depth of every span (index aligned with t->spans); cycles and
  * missing parents end the walk. */
 static int *span_depths(const cg_trace *t) {
-    int *d = malloc((t->n_spans ? t->n_spans : 1) * sizeof *d);
-    if (!d) abort();
+    int *d = cg_xalloc(t->n_spans, sizeof *d);
     for (size_t i = 0; i < t->n_spans; i++) d[i] = -1;
     for (size_t i = 0; i < t->n_spans; i++) {
         int depth = 0;
@@ -229,8 +216,7 @@ static int cmp_str(const void *a, const void *b) {
 }
 
 static srv_tl_index *index_build(const char *id, const cg_trace *t) {
-    srv_tl_index *x = calloc(1, sizeof *x);
-    if (!x) abort();
+    srv_tl_index *x = cg_xzalloc(1, sizeof *x);
     snprintf(x->id, sizeof x->id, "%s", id);
     cg_arena_init(&x->arena, 0);
     ptrmap names = {0};
@@ -249,21 +235,20 @@ static srv_tl_index *index_build(const char *id, const cg_trace *t) {
     }
     for (size_t i = 0; i < t->n_spans; i++) {
         const cg_span *s = &t->spans[i];
-        uint64_t e = s->closed ? srv_sat_add(s->start_ns, s->duration_ns) : s->start_ns;
+        uint64_t e = s->closed ? cg_sat_add_u64(s->start_ns, s->duration_ns) : s->start_ns;
         push(&x->tracks[first_span_track + (size_t)depth[i]], s->start_ns, e, intern(&b, s->name));
     }
     free(depth);
     if (t->n_ops) {
         srv_tl_track *ot = add_track(&b, "op", NULL, -1, "host ops");
         for (size_t i = 0; i < t->n_ops; i++)
-            push(ot, t->ops[i].timestamp_ns, srv_sat_add(t->ops[i].timestamp_ns, t->ops[i].duration_ns),
+            push(ot, t->ops[i].timestamp_ns, cg_sat_add_u64(t->ops[i].timestamp_ns, t->ops[i].duration_ns),
                  intern(&b, t->ops[i].op_name));
     }
     size_t host_tracks = x->n_tracks;
 
     /* device clocks: sorted distinct clock ids, then sorted devices per clock */
-    const char **clk = malloc((t->n_device_intervals ? t->n_device_intervals : 1) * sizeof *clk);
-    if (!clk) abort();
+    const char **clk = cg_xalloc(t->n_device_intervals, sizeof *clk);
     size_t nclk = 0;
     for (size_t i = 0; i < t->n_device_intervals; i++) clk[nclk++] = t->device_intervals[i].clock_id;
     qsort(clk, nclk, sizeof *clk, cmp_str);
@@ -271,13 +256,11 @@ static srv_tl_index *index_build(const char *id, const cg_trace *t) {
     for (size_t i = 0; i < nclk; i++)
         if (u == 0 || strcmp(clk[u - 1], clk[i]) != 0) clk[u++] = clk[i];
     nclk = u;
-    x->clocks = calloc(1 + nclk, sizeof *x->clocks);
-    if (!x->clocks) abort();
+    x->clocks = cg_xzalloc(1 + nclk, sizeof *x->clocks);
     x->n_clocks = 1 + nclk;
     x->clocks[0] = (srv_tl_clock){.clock = cg_arena_strdup(&x->arena, "host"), .host = true, .first_track = 0,
                               .n_tracks = host_tracks};
-    const char **devs = malloc((t->n_device_intervals ? t->n_device_intervals : 1) * sizeof *devs);
-    if (!devs) abort();
+    const char **devs = cg_xalloc(t->n_device_intervals, sizeof *devs);
     for (size_t c = 0; c < nclk; c++) {
         srv_tl_clock *ck = &x->clocks[1 + c];
         ck->clock = cg_arena_strdup(&x->arena, clk[c]);
@@ -303,7 +286,7 @@ static srv_tl_index *index_build(const char *id, const cg_trace *t) {
             for (size_t k = ck->first_track; k < ck->first_track + ck->n_tracks; k++) {
                 if (strcmp(x->tracks[k].device, di->device) != 0) continue;
                 const cg_span *sp = di->span_id ? cg_trace_find_span(t, di->span_id) : NULL;
-                push(&x->tracks[k], di->start_ns, srv_sat_add(di->start_ns, di->duration_ns),
+                push(&x->tracks[k], di->start_ns, cg_sat_add_u64(di->start_ns, di->duration_ns),
                      intern(&b, sp ? sp->name : di->span_id));
                 break;
             }
@@ -312,9 +295,7 @@ static srv_tl_index *index_build(const char *id, const cg_trace *t) {
     }
     free(devs);
     free(clk);
-    free(names.k);
-    free(names.v);
-    free(b.order);
+    ptrmap_free(&names);
     free(b.copies);
 
     for (size_t k = 0; k < x->n_tracks; k++) {
@@ -364,18 +345,16 @@ static void put_str(cg_buf *b, const char *s) {
 /* pointer → name number (names are interned, so equal pointers = equal names) */
 static int index_save(const srv_tl_index *x, const char *path, cg_error *err) {
     ptrmap m = {0};
-    const char **order = NULL;
-    uint32_t **ix = calloc(x->n_tracks ? x->n_tracks : 1, sizeof *ix);
-    if (!ix) abort();
+    uint32_t **ix = cg_xzalloc(x->n_tracks, sizeof *ix);
     for (size_t k = 0; k < x->n_tracks; k++) {
         const srv_tl_track *t = &x->tracks[k];
-        ix[k] = xrealloc(NULL, (t->n ? t->n : 1) * sizeof **ix);
-        for (size_t i = 0; i < t->n; i++) ix[k][i] = t->name[i] ? ptrmap_get(&m, t->name[i], &order) : NO_NAME;
+        ix[k] = cg_xrealloc(NULL, (t->n ? t->n : 1), sizeof **ix);
+        for (size_t i = 0; i < t->n; i++) ix[k][i] = t->name[i] ? ptrmap_get(&m, t->name[i]) : NO_NAME;
     }
     cg_buf b = CG_BUF_INIT;
     cg_buf_append(&b, IDX_MAGIC, 8);
     put_u32(&b, (uint32_t)m.n);
-    for (size_t i = 0; i < m.n; i++) put_str(&b, order[i]);
+    for (size_t i = 0; i < m.n; i++) put_str(&b, m.order[i]);
     put_u32(&b, (uint32_t)x->n_clocks);
     for (size_t c = 0; c < x->n_clocks; c++) {
         const srv_tl_clock *ck = &x->clocks[c];
@@ -403,9 +382,7 @@ static int index_save(const srv_tl_index *x, const char *path, cg_error *err) {
         free(ix[k]);
     }
     free(ix);
-    free(m.k);
-    free(m.v);
-    free(order);
+    ptrmap_free(&m);
     int rc = cg_write_file_atomic(path, b.data, b.len, err);
     cg_buf_free(&b);
     return rc;
@@ -444,8 +421,7 @@ static srv_tl_index *index_load(const char *id, const char *path) {
     if (!data) return NULL;
     rd r = {(const unsigned char *)data, (const unsigned char *)data + len, true};
     char magic[8];
-    srv_tl_index *x = calloc(1, sizeof *x);
-    if (!x) abort();
+    srv_tl_index *x = cg_xzalloc(1, sizeof *x);
     snprintf(x->id, sizeof x->id, "%s", id);
     cg_arena_init(&x->arena, 0);
     const char **names = NULL;
@@ -453,7 +429,7 @@ static srv_tl_index *index_load(const char *id, const char *path) {
     if (!rd_take(&r, magic, 8) || memcmp(magic, IDX_MAGIC, 8) != 0) r.ok = false;
     uint32_t n_names = rd_u32(&r);
     if (r.ok && n_names > (size_t)(r.end - r.p) / 4) r.ok = false;
-    if (r.ok) names = xrealloc(NULL, (n_names ? n_names : 1) * sizeof *names);
+    if (r.ok) names = cg_xrealloc(NULL, (n_names ? n_names : 1), sizeof *names);
     for (uint32_t i = 0; r.ok && i < n_names; i++) {
         names[i] = rd_str(&r, &x->arena, &none);
         if (none) r.ok = false;
@@ -461,8 +437,7 @@ static srv_tl_index *index_load(const char *id, const char *path) {
     uint32_t n_clocks = rd_u32(&r);
     if (r.ok && (n_clocks == 0 || n_clocks > (size_t)(r.end - r.p) / 48)) r.ok = false;
     if (r.ok) {
-        x->clocks = calloc(n_clocks, sizeof *x->clocks);
-        if (!x->clocks) abort();
+        x->clocks = cg_xzalloc(n_clocks, sizeof *x->clocks);
         x->n_clocks = n_clocks;
     }
     for (uint32_t c = 0; r.ok && c < n_clocks; c++) {
@@ -479,8 +454,7 @@ static srv_tl_index *index_load(const char *id, const char *path) {
     uint32_t n_tracks = rd_u32(&r);
     if (r.ok && n_tracks > (size_t)(r.end - r.p) / 28) r.ok = false;
     if (r.ok) {
-        x->tracks = calloc(n_tracks ? n_tracks : 1, sizeof *x->tracks);
-        if (!x->tracks) abort();
+        x->tracks = cg_xzalloc(n_tracks, sizeof *x->tracks);
     }
     for (uint32_t k = 0; r.ok && k < n_tracks; k++) {
         srv_tl_track *t = &x->tracks[k];
@@ -501,10 +475,10 @@ static srv_tl_index *index_load(const char *id, const char *path) {
             break;
         }
         t->n = t->cap = (size_t)n;
-        t->start = xrealloc(NULL, (n ? n : 1) * sizeof *t->start);
-        t->end = xrealloc(NULL, (n ? n : 1) * sizeof *t->end);
-        t->maxend = xrealloc(NULL, (n ? n : 1) * sizeof *t->maxend);
-        t->name = xrealloc(NULL, (n ? n : 1) * sizeof *t->name);
+        t->start = cg_xrealloc(NULL, (n ? n : 1), sizeof *t->start);
+        t->end = cg_xrealloc(NULL, (n ? n : 1), sizeof *t->end);
+        t->maxend = cg_xrealloc(NULL, (n ? n : 1), sizeof *t->maxend);
+        t->name = cg_xrealloc(NULL, (n ? n : 1), sizeof *t->name);
         rd_take(&r, t->start, n * sizeof *t->start);
         rd_take(&r, t->end, n * sizeof *t->end);
         rd_take(&r, t->maxend, n * sizeof *t->maxend);
@@ -532,7 +506,6 @@ static srv_tl_index *index_load(const char *id, const char *path) {
 }
 
 /* ---------------------------------------------------------------- cache */
-
 
 static srv_tl_index *cache_get(struct srv_timeline *T, const char *id) {
     srv_tl_index *hit = NULL;
@@ -608,12 +581,12 @@ static void build_coarse(srv_tl_track *t) {
     uint64_t g = (t->maxend[t->n - 1] - t->start[0]) / COARSE_BOXES;
     t->coarse_gap = g ? g : 1;
     size_t cap = 64;
-    t->cs = xrealloc(NULL, cap * sizeof *t->cs);
-    t->ce = xrealloc(NULL, cap * sizeof *t->ce);
-    t->cn = xrealloc(NULL, cap * sizeof *t->cn);
-    t->cname = xrealloc(NULL, cap * sizeof *t->cname);
+    t->cs = cg_xrealloc(NULL, cap, sizeof *t->cs);
+    t->ce = cg_xrealloc(NULL, cap, sizeof *t->ce);
+    t->cn = cg_xrealloc(NULL, cap, sizeof *t->cn);
+    t->cname = cg_xrealloc(NULL, cap, sizeof *t->cname);
     for (size_t i = 0; i < t->n; i++) {
-        if (t->nc && t->start[i] <= srv_sat_add(t->ce[t->nc - 1], t->coarse_gap)) {
+        if (t->nc && t->start[i] <= cg_sat_add_u64(t->ce[t->nc - 1], t->coarse_gap)) {
             size_t k = t->nc - 1;
             if (t->end[i] > t->ce[k]) t->ce[k] = t->end[i];
             if (t->cname[k] != t->name[i]) t->cname[k] = NULL;
@@ -622,10 +595,10 @@ static void build_coarse(srv_tl_track *t) {
         }
         if (t->nc == cap) {
             cap *= 2;
-            t->cs = xrealloc(t->cs, cap * sizeof *t->cs);
-            t->ce = xrealloc(t->ce, cap * sizeof *t->ce);
-            t->cn = xrealloc(t->cn, cap * sizeof *t->cn);
-            t->cname = xrealloc(t->cname, cap * sizeof *t->cname);
+            t->cs = cg_xrealloc(t->cs, cap, sizeof *t->cs);
+            t->ce = cg_xrealloc(t->ce, cap, sizeof *t->ce);
+            t->cn = cg_xrealloc(t->cn, cap, sizeof *t->cn);
+            t->cname = cg_xrealloc(t->cname, cap, sizeof *t->cname);
         }
         t->cs[t->nc] = t->start[i];
         t->ce[t->nc] = t->end[i];
@@ -634,7 +607,6 @@ static void build_coarse(srv_tl_track *t) {
         t->nc++;
     }
 }
-
 
 static double ms_since(const struct timespec *t0) {
     struct timespec t1;
@@ -667,17 +639,15 @@ static srv_tl_index *load_index(srv_server *s, const char *id, cg_error *err) {
         cg_err_setr(err, CG_R_NOT_FOUND, CG_EIO, "bundle %s has no trace.jsonl", id);
         return NULL;
     }
-    size_t len = 0;
-    char *data = srv_store_blob_read(s, hex, (size_t)s->cfg.max_decoded_bytes, &len, err);
-    if (!data) { /* indexed but unreadable: damage inside our store */
-        cg_err_reason(err, CG_R_INTERNAL);
-        return NULL;
-    }
+    uint64_t size;
+    bool missing, store_error = true;
+    int fd = srv_store_blob_open(s, hex, &size, &missing, err);
     double read_ms = ms_since(&t0);
-    cg_trace *t = cg_trace_read_mem(data, len, "trace.jsonl", NULL, err);
-    free(data);
+    /* streamed from the blob (decompressed frame by frame): parse time includes reading */
+    cg_trace *t = fd < 0 ? NULL : srv_blob_trace_fd(&s->blobs, fd, hex, s->cfg.max_decoded_bytes, NULL, &store_error, err);
     if (!t) {
-        cg_err_reason(err, CG_R_TRACE_INVALID);
+        /* indexed but unreadable is damage inside our store; else the trace itself */
+        cg_err_reason(err, store_error ? CG_R_INTERNAL : CG_R_TRACE_INVALID);
         return NULL;
     }
     double parse_ms = ms_since(&t0) - read_ms;
@@ -746,7 +716,6 @@ srv_tl_index *srv_timeline_acquire(srv_server *s, const char *id, cg_error *err)
 
 /* ---------------------------------------------------------------- warming after upload */
 
-
 static void *warm_main(void *arg) {
     struct srv_timeline *T = arg;
     for (;;) {
@@ -801,7 +770,6 @@ void srv_timeline_stop(srv_server *s) {
     pthread_cond_destroy(&T->warm_cv);
     free(T);
 }
-
 
 void srv_timeline_release(srv_server *s, srv_tl_index *x) { cache_release(tl_of(s), x); }
 

@@ -175,11 +175,18 @@ static void put_head(cg_arena *a, cg_jv *o, const char *status, const char *reas
     cg_jv_obj_put(a, o, "provenance_binding", binding(a, p));
 }
 
-cg_jv *cli_gpu_summary(cg_arena *a, cg_jv *p) {
+/* A new object with the GPU evidence's status and reason, then
+ * provenance_binding: the head of the summary and status views. */
+static cg_jv *evidence_head(cg_arena *a, cg_jv *p) {
     cg_jv *g = gpu_of(p), *o = cg_jv_obj(a);
     cg_jv_obj_put(a, o, "status", or_null(a, cg_jv_get(g, "status")));
     cg_jv_obj_put(a, o, "reason", or_null(a, cg_jv_get(g, "reason")));
     cg_jv_obj_put(a, o, "provenance_binding", binding(a, p));
+    return o;
+}
+
+cg_jv *cli_gpu_summary(cg_arena *a, cg_jv *p) {
+    cg_jv *g = gpu_of(p), *o = evidence_head(a, p);
     cg_jv_obj_put(a, o, "correlation", correlation_state(a, p));
     cg_jv_obj_put(a, o, "coverage", or_null(a, cg_jv_get(g, "coverage")));
     cg_jv_obj_put(a, o, "normalized_rows", normalized_rows(a, p));
@@ -219,10 +226,7 @@ static cg_jv *all_diagnostics(cg_arena *a, cg_jv *p) {
 }
 
 cg_jv *cli_query_gpu_status(cg_arena *a, cg_jv *p) {
-    cg_jv *g = gpu_of(p), *o = cg_jv_obj(a);
-    cg_jv_obj_put(a, o, "status", or_null(a, cg_jv_get(g, "status")));
-    cg_jv_obj_put(a, o, "reason", or_null(a, cg_jv_get(g, "reason")));
-    cg_jv_obj_put(a, o, "provenance_binding", binding(a, p));
+    cg_jv *g = gpu_of(p), *o = evidence_head(a, p);
     cg_jv_obj_put(a, o, "capabilities", gpu_capabilities(a, p));
     cg_jv_obj_put(a, o, "coverage", or_null(a, cg_jv_get(g, "coverage")));
     cg_jv_obj_put(a, o, "correlation", correlation_state(a, p));

@@ -1,6 +1,8 @@
 /* cli_spool.c — capture spool (see cli_spool.h). */
 #include "cli_spool.h"
 
+#include "base/alloc.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
@@ -15,7 +17,7 @@
 
 static char *join(const char *a, const char *b) {
     char *p = cg_path_join(a, b);
-    if (!p) abort(); /* allocation failure: the CLI's arena policy */
+    if (!p) cg_oom_exit(strlen(a) + strlen(b)); /* the CLI's OOM policy (base/alloc.h) */
     return p;
 }
 
@@ -141,12 +143,10 @@ int cli_spool_list(const char *spool, const char *state, char ***names, size_t *
         if (e->d_name[0] == '.') continue;
         if (*n == cap) {
             cap = cap ? cap * 2 : 16;
-            char **p = realloc(*names, cap * sizeof *p);
-            if (!p) abort();
+            char **p = cg_xrealloc(*names, cap, sizeof *p);
             *names = p;
         }
-        char *copy = strdup(e->d_name);
-        if (!copy) abort();
+        char *copy = cg_xstrdup(e->d_name);
         (*names)[(*n)++] = copy;
     }
     closedir(d);

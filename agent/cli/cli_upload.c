@@ -1,6 +1,8 @@
 /* cli_upload.c — HTTP upload of a bundle (see cli_upload.h). */
 #include "cli_upload.h"
 
+#include "base/alloc.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,8 +18,8 @@
 
 char *cli_upload_url(const char *server) {
     size_t sl = strlen(server);
-    char *url = malloc(sl + 16);
-    if (url) snprintf(url, sl + 16, "%.*s/bundles", (int)(sl && server[sl - 1] == '/' ? sl - 1 : sl), server);
+    char *url = cg_xalloc(sl + 16, 1);
+    snprintf(url, sl + 16, "%.*s/bundles", (int)(sl && server[sl - 1] == '/' ? sl - 1 : sl), server);
     return url;
 }
 
@@ -70,14 +72,12 @@ int cli_upload_prepare(const char *bundle_dir, const char *sidecar, size_t sidec
         if (f) fclose(f);
         return cg_err_set(err, CG_EIO, "cannot reopen the packed archive: %s", strerror(f ? errno : open_errno));
     }
-    cli_upload *u = calloc(1, sizeof *u);
-    if (!u) abort();
+    cli_upload *u = cg_xzalloc(1, sizeof *u);
     u->archive = f;
     u->size = (uint64_t)st.st_size;
     if (sidecar) {
         size_t b64 = sodium_base64_ENCODED_LEN(sidecar_len, sodium_base64_VARIANT_ORIGINAL);
-        u->sig_header = malloc(b64 + 32);
-        if (!u->sig_header) abort();
+        u->sig_header = cg_xalloc(b64 + 32, 1);
         memcpy(u->sig_header, "Candle-Graph-Signature: ", 24);
         sodium_bin2base64(u->sig_header + 24, b64, (const unsigned char *)sidecar, sidecar_len,
                           sodium_base64_VARIANT_ORIGINAL);
@@ -151,8 +151,7 @@ int cli_upload_send(cli_upload *u, const char *server, const char *token, const 
     CURL *c = NULL;
     char *url = cli_upload_url(server);
     size_t tl = strlen(token);
-    char *auth = malloc(tl + 32);
-    if (!url || !auth) abort();
+    char *auth = cg_xalloc(tl + 32, 1);
     snprintf(auth, tl + 32, "Authorization: Bearer %s", token);
     hdrs = curl_slist_append(hdrs, auth);
     hdrs = curl_slist_append(hdrs, "Content-Type: application/zstd");

@@ -68,7 +68,7 @@ int cli_upload_send(cli_upload *u, const char *server, const char *token, const 
                     cli_upload_result *out, cg_error *err);
 void cli_upload_free(cli_upload *u);
 
-/* <server>/bundles (one '/' between them); NULL when out of memory. */
+/* <server>/bundles (one '/' between them); malloc'd, never NULL (base/alloc.h). */
 char *cli_upload_url(const char *server);
 
 /* Prepare + one send + free (the daemon): sidecar_path is read (64 KiB cap)

@@ -25,6 +25,8 @@
 #include <unistd.h>
 
 #include "base/fs.h"
+
+#include "base/alloc.h"
 #include "base/json.h"
 #include "base/sha256.h"
 #include "bundle/publish.h"
@@ -306,8 +308,7 @@ static int write_nsight_manifest(const char *nsys, const char *nsight, const cg_
         if (e->d_name[0] == '.' || strcmp(e->d_name, "capture-manifest.json") == 0) continue;
         if (n == cap) {
             cap = cap ? cap * 2 : 16;
-            char **p = realloc(names, cap * sizeof *p);
-            if (!p) abort();
+            char **p = cg_xrealloc(names, cap, sizeof *p);
             names = p;
         }
         names[n++] = cg_arena_strdup(&a, e->d_name);
@@ -469,8 +470,7 @@ static int close_crashed_trace(const char *path, const char *reason, cg_error *e
             if (strcmp(k, "span_start") == 0 && cg_jv_as_u64(cg_jv_get(v, "start_ns"), &x)) {
                 if (n_spans == cap) {
                     cap = cap ? cap * 2 : 64;
-                    void *p = realloc(spans, cap * sizeof *spans);
-                    if (!p) abort();
+                    void *p = cg_xrealloc(spans, cap, sizeof *spans);
                     spans = p;
                 }
                 const cg_jv *id = cg_jv_get(v, "id");

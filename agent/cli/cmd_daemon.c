@@ -28,6 +28,8 @@
 #include <unistd.h>
 
 #include "base/fs.h"
+
+#include "base/alloc.h"
 #include "base/json.h"
 #include "cli_spool.h"
 #include "cli_upload.h"
@@ -133,10 +135,9 @@ static void body_summary(const char *body, char *out, size_t n) {
 
 static void upload_one(entry *job) {
     pthread_mutex_lock(&d.lock);
-    char *name = strdup(job->name);
+    char *name = cg_xstrdup(job->name);
     unsigned attempt = ++job->attempts;
     pthread_mutex_unlock(&d.lock);
-    if (!name) abort();
     char *ready = cg_path_join(d.spool, "ready"), *dir = cg_path_join(ready, name);
     char *bundle = cg_path_join(dir, "bundle"), *sidecar = cg_path_join(dir, "bundle.sig.json");
     cli_upload_result r;
@@ -257,12 +258,10 @@ static int rescan(cg_error *err) {
         }
         if (d.n == d.cap) {
             d.cap = d.cap ? d.cap * 2 : 64;
-            entry **p = realloc(d.e, d.cap * sizeof *p);
-            if (!p) abort();
+            entry **p = cg_xrealloc(d.e, d.cap, sizeof *p);
             d.e = p;
         }
-        entry *ne = calloc(1, sizeof *ne);
-        if (!ne) abort();
+        entry *ne = cg_xzalloc(1, sizeof *ne);
         ne->name = names[k];
         ne->seen = true;
         d.e[d.n++] = ne;

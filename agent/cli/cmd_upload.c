@@ -165,7 +165,6 @@ int cg_cmd_upload(int argc, char **argv) {
     }
     cg_buf_free(&sidecar);
     char *url = cli_upload_url(server);
-    if (!url) abort();
     progress prog = {isatty(STDERR_FILENO) != 0, 0, 0};
     cli_upload_opts opts = {.abort_stalled = true, .expect_continue = true, .body_max = BODY_MAX,
                             .progress = on_progress, .progress_ud = &prog};

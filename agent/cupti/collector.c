@@ -28,7 +28,10 @@
  *     the status file CG_CUPTI_STATUS (JSON, schema candle-graph/cupti-status/1)
  *     that `candle-graph capture` turns into trace tags.
  *   - Never does network I/O; never exits or aborts the host process: every
- *     failure disables the collector and is reported in the status.
+ *     failure disables the collector and is reported in the status. Out of
+ *     memory included (base/alloc.h's policy): its own allocations are
+ *     fallible, and its OOM handler releases an emergency reserve, disables
+ *     the collector and lets the capture library's allocation be retried.
  * Only InitializeInjection and the capture API are exported (version script). */
 #include <cupti.h>
 #include <dlfcn.h>
@@ -42,6 +45,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
+#include "base/fault.h"
 #include "capture/capture.h"
 #include "decoder.h"
 
@@ -93,10 +98,13 @@ static struct {
 #define ERR_MAX 8
 #define BUFFER_BYTES ((size_t)4 << 20)
 #define DRAIN_THRESHOLD 65536
+#define RESERVE_BYTES ((size_t)8 << 20)
 
 static struct {
     atomic_int initialized; /* InitializeInjection ran (once) */
     atomic_int active;      /* CUPTI set up successfully */
+    atomic_int oom;         /* ran out of memory: disabled for good */
+    _Atomic(void *) reserve; /* emergency memory released on the first OOM */
     uint32_t cupti_version;
     char kinds[256];        /* enabled activity kinds, comma-separated */
 
@@ -144,6 +152,18 @@ static void note(const char *fmt, ...) {
     pthread_mutex_unlock(&g.err_lock);
 }
 
+/* Feeding sessions: CUPTI set up and memory never ran out. */
+static bool collecting(void) { return atomic_load(&g.active) && !atomic_load(&g.oom); }
+
+/* base/alloc.h's OOM handler inside the host process: give the emergency
+ * reserve back, stop collecting for good, record why, and let the failed
+ * allocation be retried, so the host program goes on. */
+static bool collector_oom(size_t bytes) {
+    free(atomic_exchange(&g.reserve, NULL));
+    if (!atomic_exchange(&g.oom, 1)) note("out of memory (%zu bytes): collector disabled", bytes);
+    return true;
+}
+
 static const char *result_name(CUptiResult r) {
     const char *s = NULL;
     if (api.result_string && api.result_string(r, &s) == CUPTI_SUCCESS && s) return s;
@@ -180,7 +200,7 @@ static void write_status(void) {
     uint64_t written = g.written, write_failed = g.write_failed;
     pthread_mutex_unlock(&g.queue_lock);
     fprintf(f, "{\"schema\":\"candle-graph/cupti-status/1\",\"active\":%s,",
-            atomic_load(&g.active) ? "true" : "false");
+            collecting() ? "true" : "false");
     fprintf(f, "\"cupti_version\":%" PRIu32 ",\"cupti_api_version\":%d,\"kinds\":",
             g.cupti_version, CUPTI_API_VERSION);
     json_str(f, g.kinds);
@@ -246,6 +266,7 @@ static int emit_interval(void *ctx, cg_span_id span, const cg_device_interval_re
 /* Writes the queued intervals into the attached session. The caller holds the
  * attach lock (read or write); takes the queue lock. */
 static void drain_locked_session(void) {
+    if (atomic_load(&g.oom)) return;
     pthread_mutex_lock(&g.queue_lock);
     if (g.session) cg_cupti_queue_drain(&g.queue, corr_resolve, NULL, emit_interval, g.session);
     pthread_mutex_unlock(&g.queue_lock);
@@ -253,7 +274,7 @@ static void drain_locked_session(void) {
 
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
     *max_records = 0;
-    *buffer = aligned_alloc(8, BUFFER_BYTES);
+    *buffer = atomic_load(&g.oom) ? NULL : cg_try_alloc(BUFFER_BYTES, 1); /* malloc: 16-aligned */
     *size = *buffer ? BUFFER_BYTES : 0;
     if (!*buffer) atomic_fetch_add(&g.dropped_buffers, 1);
 }
@@ -353,7 +374,7 @@ EXPORT cg_session *cg_session_open(const char *path, const cg_profile_run *run, 
     cg_session *s = cg_cupti_real_session_open(path, run, err);
     if (!s) return NULL;
     pthread_rwlock_wrlock(&g.attach_lock);
-    if (!g.session) {
+    if (!g.session && !atomic_load(&g.oom)) {
         g.session = s;
         g.measured = 0;
     }
@@ -505,6 +526,7 @@ static bool launches_work(const char *name) {
 static void CUPTIAPI api_callback(void *userdata, CUpti_CallbackDomain domain,
                                   CUpti_CallbackId cbid, const void *cbdata) {
     (void)userdata;
+    if (atomic_load(&g.oom)) return;
     if (domain == CUPTI_CB_DOMAIN_NVTX) {
         if (g.nvtx) nvtx_callback(cbid, cbdata);
         return;
@@ -649,14 +671,18 @@ EXPORT int InitializeInjection(void); /* the entry point CUDA calls (CUDA_INJECT
 EXPORT int InitializeInjection(void) {
     int expected = 0;
     if (!atomic_compare_exchange_strong(&g.initialized, &expected, 1)) return 1;
+    cg_fault_thread_enable(); /* CG_FAULT (tests): count this thread's allocations */
+    cg_set_oom_handler(collector_oom);
+    atomic_store(&g.reserve, cg_try_alloc(RESERVE_BYTES, 1));
     const char *label = getenv("CG_CUPTI_MEASURE");
     if (label) snprintf(g.measure_label, sizeof g.measure_label, "%s", label);
     const char *nv = getenv("CG_CUPTI_NVTX");
     g.nvtx = nv && strcmp(nv, "1") == 0;
-    g.corr = calloc(CORR_SLOTS, sizeof *g.corr);
+    g.corr = cg_try_zalloc(CORR_SLOTS, sizeof *g.corr);
     cg_cupti_queue_init(&g.queue, env_u64("CG_CUPTI_MAX_EVENTS", 4u << 20));
     atexit(at_exit);
 
+    if (!g.corr) note("out of memory for the correlation table");
     if (!g.corr || !resolve_api()) {
         note("collector disabled: no device intervals will be recorded");
         write_status();

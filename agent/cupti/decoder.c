@@ -1,6 +1,7 @@
 /* decoder.c — CUPTI activity records → device intervals (see decoder.h).
  * Headers only: no CUPTI or CUDA function is called here. */
 #include "decoder.h"
+#include "base/alloc.h"
 
 #include <cupti_activity.h>
 #include <stdio.h>
@@ -158,7 +159,7 @@ int cg_cupti_queue_push(cg_cupti_queue *q, const cg_cupti_event *ev) {
     if (q->n == q->cap) {
         size_t cap = q->cap ? q->cap * 2 : 256;
         if (q->max_events && cap > q->max_events) cap = q->max_events;
-        cg_cupti_event *p = realloc(q->ev, cap * sizeof *p);
+        cg_cupti_event *p = cg_try_realloc(q->ev, cap, sizeof *p);
         if (!p) return -1;
         q->ev = p;
         q->cap = cap;

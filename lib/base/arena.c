@@ -1,5 +1,7 @@
 #include "base/arena.h"
 
+#include "base/alloc.h"
+
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -12,15 +14,6 @@ struct cg_arena_block {
     _Alignas(16) unsigned char data[];
 };
 
-static void *xmalloc(size_t n) {
-    void *p = malloc(n);
-    if (!p) {
-        fputs("candle-graph: out of memory\n", stderr);
-        abort();
-    }
-    return p;
-}
-
 void cg_arena_init(cg_arena *a, size_t block_size) {
     a->head = NULL;
     a->block_size = block_size ? block_size : 64 * 1024;
@@ -29,13 +22,13 @@ void cg_arena_init(cg_arena *a, size_t block_size) {
 
 void *cg_arena_alloc(cg_arena *a, size_t n) {
     size_t need = (n + 15u) & ~(size_t)15u;
-    if (need < n) abort();
+    if (need < n) cg_oom_exit(n);
     cg_arena_block *b = a->head;
     if (!b || b->cap - b->used < need) {
         size_t cap = a->block_size;
         if (need > cap / 4) {
             /* large allocation: own block, inserted behind the head so the head keeps filling */
-            cg_arena_block *big = xmalloc(sizeof *big + need);
+            cg_arena_block *big = cg_xalloc(1, sizeof *big + need);
             big->cap = need;
             big->used = need;
             if (b) {
@@ -48,7 +41,7 @@ void *cg_arena_alloc(cg_arena *a, size_t n) {
             a->total += need;
             return big->data;
         }
-        b = xmalloc(sizeof *b + cap);
+        b = cg_xalloc(1, sizeof *b + cap);
         b->cap = cap;
         b->used = 0;
         b->next = a->head;

@@ -1,7 +1,8 @@
 /* arena.h — bump allocator. Everything allocated from an arena is freed at once
  * by cg_arena_free (or cg_arena_reset, which keeps the first block for reuse).
- * Allocation failure aborts the process (out of memory is not recoverable here;
- * inputs are bounded by limits before they reach the arena). Not thread-safe. */
+ * Allocation failure follows the cg_x* policy of base/alloc.h (out of memory
+ * is not recoverable here; inputs are bounded by limits before they reach the
+ * arena). Not thread-safe. */
 #ifndef CG_BASE_ARENA_H
 #define CG_BASE_ARENA_H
 

@@ -1,22 +1,20 @@
 #include "base/buf.h"
 
+#include "base/alloc.h"
+
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 void cg_buf_reserve(cg_buf *b, size_t extra) {
     size_t need = b->len + extra + 1;
-    if (need < b->len) abort();
+    if (need < b->len) cg_oom_exit(SIZE_MAX);
     if (need <= b->cap) return;
     size_t cap = b->cap ? b->cap : 256;
     while (cap < need) cap = cap * 2;
-    char *p = realloc(b->data, cap);
-    if (!p) {
-        fputs("candle-graph: out of memory\n", stderr);
-        abort();
-    }
-    b->data = p;
+    b->data = cg_xrealloc(b->data, cap, 1);
     b->cap = cap;
 }
 

@@ -1,6 +1,6 @@
 /* buf.h — growable byte buffer (heap). The buffer owns `data`; cg_buf_free
  * releases it. `data` is always NUL-terminated after any append (len excludes it).
- * Allocation failure aborts. */
+ * Allocation failure follows the cg_x* policy of base/alloc.h. */
 #ifndef CG_BASE_BUF_H
 #define CG_BASE_BUF_H
 

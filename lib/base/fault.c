@@ -26,10 +26,10 @@ static atomic_bool armed;
 static _Atomic uint64_t calls[CG_FAULT_NOPS];
 static _Thread_local bool thread_enabled;
 
-static const char *const op_names[CG_FAULT_NOPS] = {"write", "fsync", "rename", "pq"};
+static const char *const op_names[CG_FAULT_NOPS] = {"write", "fsync", "rename", "pq", "alloc"};
 
 static const struct { const char *name; int value; } err_names[] = {
-    {"EIO", EIO}, {"ENOSPC", ENOSPC}, {"EDQUOT", EDQUOT}, {"EROFS", EROFS}, {"ECONNRESET", ECONNRESET},
+    {"EIO", EIO}, {"ENOSPC", ENOSPC}, {"EDQUOT", EDQUOT}, {"EROFS", EROFS}, {"ENOMEM", ENOMEM}, {"ECONNRESET", ECONNRESET},
     {"lost", ECONNRESET}, {"ECONNABORTED", ECONNABORTED}, {"lost-after", ECONNABORTED},
 };
 

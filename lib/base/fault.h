@@ -4,10 +4,12 @@
  * Arming: the environment variable CG_FAULT, read once when the process starts
  * (a constructor), holds one or more comma-separated rules
  *     OP:N:ERR[:persist]
- * OP is write, fsync, rename or pq (a libpq connect/exec call, see
- * server/fault.h); N ≥ 1 is the 1-based index of the call of that OP that fails;
- * ERR is EIO, ENOSPC, EDQUOT, EROFS, ECONNRESET (alias `lost`) or ECONNABORTED
- * (alias `lost-after`: for pq, the call runs and its reply is lost); with
+ * OP is write, fsync, rename, pq (a libpq connect/exec call, see
+ * server/fault.h) or alloc (a cg_try_* / cg_x* allocation, see base/alloc.h);
+ * N ≥ 1 is the 1-based index of the call of that OP that fails;
+ * ERR is EIO, ENOSPC, EDQUOT, EROFS, ENOMEM, ECONNRESET (alias `lost`) or
+ * ECONNABORTED (alias `lost-after`: for pq, the call runs and its reply is
+ * lost); with
  * `persist` every call from the N-th on fails (a disk that stays full),
  * otherwise only the N-th (transient). An invalid CG_FAULT is reported on
  * stderr and leaves injection off.
@@ -32,6 +34,7 @@ typedef enum cg_fault_op {
     CG_FAULT_FSYNC,
     CG_FAULT_RENAME,
     CG_FAULT_PQ,
+    CG_FAULT_ALLOC,
     CG_FAULT_NOPS
 } cg_fault_op;
 

@@ -1,4 +1,7 @@
 #include "base/fs.h"
+
+#include "base/alloc.h"
+#include "base/arena.h"
 #include "base/fault.h"
 
 #include <dirent.h>
@@ -273,13 +276,94 @@ const char *cg_path_base(const char *path) {
     return s ? s + 1 : path;
 }
 
-char *cg_path_join(const char *a, const char *b) {
+/* a "/" b into p (room for strlen(a) + strlen(b) + 2 bytes). */
+static char *join_into(char *p, const char *a, const char *b) {
     size_t la = strlen(a), lb = strlen(b);
-    char *p = malloc(la + lb + 2);
-    if (!p) return NULL;
     memcpy(p, a, la);
     size_t n = la;
     if (n && p[n - 1] != '/') p[n++] = '/';
     memcpy(p + n, b, lb + 1);
     return p;
+}
+
+char *cg_path_join(const char *a, const char *b) {
+    char *p = cg_try_alloc(strlen(a) + strlen(b) + 2, 1);
+    return p ? join_into(p, a, b) : NULL;
+}
+
+char *cg_path_join_arena(cg_arena *arena, const char *a, const char *b) {
+    return join_into(cg_arena_alloc(arena, strlen(a) + strlen(b) + 2), a, b);
+}
+
+/* ---- cg_walk ---- */
+typedef struct walker {
+    cg_walk_limits lim;
+    cg_walk_fn visit;
+    void *ctx;
+    cg_error *err;
+    const char *root;
+    uint64_t seen;
+    bool stop;
+    cg_buf path;
+} walker;
+
+static int walk_dir(walker *w, int fd, unsigned depth);
+
+/* Visits one entry of the directory d, and the tree under it. */
+static int walk_entry(walker *w, DIR *d, const char *name, unsigned depth) {
+    if (w->lim.max_entries && ++w->seen > w->lim.max_entries)
+        return cg_err_set(w->err, CG_ELIMIT, "%s holds more than %llu entries", w->root,
+                          (unsigned long long)w->lim.max_entries);
+    cg_walk_entry e = {.dirfd = dirfd(d), .name = name, .depth = depth};
+    if (fstatat(e.dirfd, name, &e.st, AT_SYMLINK_NOFOLLOW) != 0) return 0; /* gone meanwhile */
+    size_t base = w->path.len;
+    if (base) cg_buf_putc(&w->path, '/');
+    cg_buf_puts(&w->path, name);
+    e.path = w->path.data;
+    cg_walk_action a = w->visit(w->ctx, &e);
+    int rc = 0;
+    if (a == CG_WALK_STOP) {
+        w->stop = true;
+    } else if (a == CG_WALK_NEXT && S_ISDIR(e.st.st_mode) && depth < w->lim.max_depth) {
+        int fd = openat(e.dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        rc = fd < 0 ? cg_err_set(w->err, CG_EIO, "open %s/%s: %s", w->root, e.path, strerror(errno))
+                    : walk_dir(w, fd, depth + 1);
+    }
+    w->path.len = base;
+    w->path.data[base] = '\0';
+    return rc;
+}
+
+/* Walks the directory open on fd (closed here). */
+static int walk_dir(walker *w, int fd, unsigned depth) {
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        int e = errno;
+        close(fd);
+        return cg_err_set(w->err, CG_EIO, "read %s: %s", w->root, strerror(e));
+    }
+    int rc = 0;
+    for (;;) {
+        errno = 0;
+        struct dirent *de = readdir(d);
+        if (!de) {
+            if (errno) rc = cg_err_set(w->err, CG_EIO, "read %s: %s", w->root, strerror(errno));
+            break;
+        }
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+        if ((rc = walk_entry(w, d, de->d_name, depth)) != 0 || w->stop) break;
+    }
+    closedir(d);
+    return rc;
+}
+
+int cg_walk(const char *root, cg_walk_limits lim, cg_walk_fn visit, void *ctx, cg_error *err) {
+    int fd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return cg_err_set(err, CG_EIO, "open %s: %s", root, strerror(errno));
+    walker w = {.lim = lim, .visit = visit, .ctx = ctx, .err = err, .root = root, .path = CG_BUF_INIT};
+    cg_buf_reserve(&w.path, 256);
+    w.path.data[0] = '\0';
+    int rc = walk_dir(&w, fd, 0);
+    cg_buf_free(&w.path);
+    return rc;
 }

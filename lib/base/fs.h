@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "base/error.h"
 
@@ -36,7 +37,44 @@ int cg_copy_file(const char *src, const char *dst, cg_error *err);
 void cg_path_parent(const char *path, char *out, size_t outsz);
 /* Final component of path (pointer into path). */
 const char *cg_path_base(const char *path);
-/* Joins a and b with one '/'; returns a malloc'd string. */
+/* Joins a and b with one '/'; returns a malloc'd string, NULL when out of
+ * memory. */
 char *cg_path_join(const char *a, const char *b);
+/* The same join allocated from arena (never NULL: base/alloc.h's cg_x* policy). */
+struct cg_arena;
+char *cg_path_join_arena(struct cg_arena *arena, const char *a, const char *b);
+
+/* ---- the one directory walk ----
+ * Walks the tree under root fd-relatively (openat/fdopendir from the root's
+ * fd, never by path), never following a symbolic link: the root and every
+ * directory descended into are opened with O_NOFOLLOW | O_DIRECTORY, entries
+ * are lstat'ed (fstatat AT_SYMLINK_NOFOLLOW). visit sees every entry but "."
+ * and "..", pre-order, in readdir order; entries that vanish meanwhile are
+ * skipped. A directory is descended into when visit returns CG_WALK_NEXT and
+ * its depth is below max_depth (entries of root have depth 0, so max_depth 0
+ * lists root only); CG_WALK_SKIP does not descend, CG_WALK_STOP ends the walk.
+ * At most one directory fd per level is open at a time.
+ * Returns 0 (walked or stopped), or -1 with err: CG_EIO when root (or a
+ * directory below it) cannot be opened or read — the entries visited before
+ * stay visited —, CG_ELIMIT when more than max_entries (0 = no limit) entries
+ * were seen. */
+typedef enum cg_walk_action { CG_WALK_NEXT, CG_WALK_SKIP, CG_WALK_STOP } cg_walk_action;
+
+typedef struct cg_walk_entry {
+    int dirfd;        /* the directory holding the entry (valid during visit) */
+    const char *name; /* its name in that directory */
+    const char *path; /* root-relative path, "/"-joined (valid during visit) */
+    unsigned depth;   /* 0 for the entries of root */
+    struct stat st;   /* lstat of the entry */
+} cg_walk_entry;
+
+typedef cg_walk_action (*cg_walk_fn)(void *ctx, const cg_walk_entry *e);
+
+typedef struct cg_walk_limits {
+    unsigned max_depth;
+    uint64_t max_entries;
+} cg_walk_limits;
+
+int cg_walk(const char *root, cg_walk_limits lim, cg_walk_fn visit, void *ctx, cg_error *err);
 
 #endif

@@ -1,5 +1,7 @@
 #include "base/json.h"
 
+#include "base/alloc.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -725,8 +727,7 @@ const char *cg_jv_obj_dup_key(const cg_jv *obj) {
                 if (same_key(&obj->u.obj.m[i], &obj->u.obj.m[j])) return obj->u.obj.m[i].key;
         return NULL;
     }
-    dup_ref *v = malloc(n * sizeof *v);
-    if (!v) abort(); /* like the arena: out of memory is not recoverable here */
+    dup_ref *v = cg_xalloc(n, sizeof *v); /* like the arena (base/alloc.h) */
     for (size_t i = 0; i < n; i++) v[i] = (dup_ref){&obj->u.obj.m[i], i};
     qsort(v, n, sizeof *v, dup_ref_cmp);
     const char *key = NULL;

@@ -1,6 +1,7 @@
 #include "base/strmap.h"
 
-#include <stdio.h>
+#include "base/alloc.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,11 +42,7 @@ static cg_strmap_slot *find(const cg_strmap *m, const char *key, size_t len, uin
 
 static void grow(cg_strmap *m) {
     size_t ncap = m->cap ? m->cap * 2 : 64;
-    cg_strmap_slot *ns = calloc(ncap, sizeof *ns);
-    if (!ns) {
-        fputs("candle-graph: out of memory\n", stderr);
-        abort();
-    }
+    cg_strmap_slot *ns = cg_xzalloc(ncap, sizeof *ns);
     for (size_t i = 0; i < m->cap; i++) {
         cg_strmap_slot *s = &m->slots[i];
         if (!s->key) continue;

@@ -1,6 +1,7 @@
 /* strmap.h — open-addressing hash map from strings to size_t values.
  * Keys are NOT copied: they must outlive the map (arena strings, literals).
- * The map owns only its slot array (cg_strmap_free). Allocation failure aborts. */
+ * The map owns only its slot array (cg_strmap_free). Allocation failure follows the
+ * cg_x* policy of base/alloc.h. */
 #ifndef CG_BASE_STRMAP_H
 #define CG_BASE_STRMAP_H
 

@@ -20,7 +20,9 @@
 #include <zstd.h>
 #include <zstd_errors.h>
 
+#include "base/alloc.h"
 #include "base/fs.h"
+#include "base/hmap.h"
 #include "base/sha256.h"
 #include "bundle/dirnames.h"
 #include "bundle/manifest.h"
@@ -484,48 +486,37 @@ static la_ssize_t unpack_read_cb(struct archive *a, void *ctx, const void **buf)
     return r;
 }
 
-/* ---- string set for duplicate detection ---- */
+/* ---- string set for duplicate detection (base/hmap.h) ---- */
 typedef struct strset {
-    char **slot;
-    size_t cap, n;
+    char **key; /* owned copies, in insertion order */
+    size_t n, cap;
+    cg_hmap index;
 } strset;
 
-static uint64_t fnv(const char *s) {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
+static bool strset_eq(const void *ctx, uint32_t id, const void *key) {
+    return strcmp(((const strset *)ctx)->key[id], key) == 0;
 }
 
 /* 1 inserted, 0 already present, -1 out of memory. */
 static int strset_add(strset *s, const char *key) {
-    if ((s->n + 1) * 2 > s->cap) {
-        size_t nc = s->cap ? s->cap * 2 : 256;
-        char **ns = calloc(nc, sizeof *ns);
-        if (!ns) return -1;
-        for (size_t i = 0; i < s->cap; i++) {
-            if (!s->slot[i]) continue;
-            size_t j = fnv(s->slot[i]) & (nc - 1);
-            while (ns[j]) j = (j + 1) & (nc - 1);
-            ns[j] = s->slot[i];
-        }
-        free(s->slot);
-        s->slot = ns;
-        s->cap = nc;
-    }
-    size_t j = fnv(key) & (s->cap - 1);
-    while (s->slot[j]) {
-        if (!strcmp(s->slot[j], key)) return 0;
-        j = (j + 1) & (s->cap - 1);
-    }
-    s->slot[j] = strdup(key);
-    if (!s->slot[j]) return -1;
-    s->n++;
+    if (!s->index.slot) cg_hmap_init(&s->index, 128);
+    size_t len = strlen(key), at = 0;
+    uint64_t h = cg_hmap_mix(cg_hmap_hash_bytes(0, key, len), 0);
+    if (cg_hmap_find(&s->index, h, strset_eq, s, key, &at) != CG_HMAP_NONE) return 0;
+    char **grown = s->n < UINT32_MAX - 1 ? cg_try_grow(s->key, &s->cap, s->n + 1, sizeof *s->key) : NULL;
+    if (!grown) return -1;
+    s->key = grown;
+    char *copy = cg_try_strndup(key, len);
+    if (!copy) return -1;
+    s->key[s->n] = copy;
+    cg_hmap_put_at(&s->index, at, h, (uint32_t)s->n++);
     return 1;
 }
 
 static void strset_free(strset *s) {
-    for (size_t i = 0; i < s->cap; i++) free(s->slot[i]);
-    free(s->slot);
+    for (size_t i = 0; i < s->n; i++) free(s->key[i]);
+    free(s->key);
+    cg_hmap_free(&s->index);
 }
 
 typedef struct unpack_state {

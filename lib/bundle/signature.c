@@ -1,6 +1,8 @@
 /* signature.c — candle-graph/signature/1 (Ed25519 via libsodium; PEM key files). */
 #include "bundle/signature.h"
 
+#include "base/alloc.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -36,8 +38,7 @@ void cg_sig_key_id(const unsigned char pk[CG_SIG_PUBLIC_BYTES], char out[CG_SIG_
 
 static void b64_append(cg_buf *out, const unsigned char *bin, size_t n) {
     size_t cap = sodium_base64_ENCODED_LEN(n, sodium_base64_VARIANT_ORIGINAL);
-    char *tmp = malloc(cap);
-    if (!tmp) abort();
+    char *tmp = cg_xalloc(cap, 1);
     sodium_bin2base64(tmp, cap, bin, n, sodium_base64_VARIANT_ORIGINAL);
     cg_buf_puts(out, tmp);
     free(tmp);

@@ -1,6 +1,8 @@
 /* manifest.c — campaign/1 parsing, validation and bundle path resolution. */
 #include "campaign/campaign.h"
 
+#include "base/alloc.h"
+
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,9 +87,8 @@ int cg_campaign_manifest_validate(const cg_campaign_manifest *m, cg_error *err) 
         return cg_err_set(err, CG_EINVAL, "campaign manifest requires at least one planned capture");
     /* repeats found by sorting (O(n log n); a pairwise scan let a large plan burn CPU for minutes) */
     size_t n = m->n_planned;
-    plan_ref *r = malloc(n * sizeof *r);
-    unsigned char *rep = calloc(n, 1); /* bit 0: repeats a step, bit 1: repeats a bundle */
-    if (!r || !rep) abort();
+    plan_ref *r = cg_xalloc(n, sizeof *r);
+    unsigned char *rep = cg_xzalloc(n, 1); /* bit 0: repeats a step, bit 1: repeats a bundle */
     for (size_t i = 0; i < n; i++) r[i] = (plan_ref){&m->planned[i], i};
     qsort(r, n, sizeof *r, by_step);
     for (size_t j = 1; j < n; j++)
@@ -136,11 +137,7 @@ char *cg_campaign_resolve_bundle(cg_arena *a, const char *manifest_path, const c
     char parent[4096];
     cg_path_parent(manifest_path, parent, sizeof parent);
     if (!parent[0]) return cg_arena_printf(a, "./%s", bundle);
-    char *j = cg_path_join(parent, bundle);
-    if (!j) abort();
-    char *r = cg_arena_strdup(a, j);
-    free(j);
-    return r;
+    return cg_path_join_arena(a, parent, bundle);
 }
 
 bool cg_campaign_bundle_path_is_safe(const char *path) {

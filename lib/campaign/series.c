@@ -2,6 +2,8 @@
  * filtering and the series document. */
 #include "campaign/series.h"
 
+#include "base/alloc.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,10 +54,7 @@ void cg_series_point_from_trace(cg_arena *a, const cg_trace *t, const char *bund
 int cg_series_point_from_bundle(cg_arena *a, const char *root, cg_series_point *out, cg_error *err) {
     cg_bundle_receipt receipt;
     if (cg_bundle_verify(root, &receipt, err) != 0) return cg_err_context(err, "verify series bundle %s", root);
-    char *trace_path = cg_path_join(root, "trace.jsonl");
-    if (!trace_path) abort();
-    cg_trace *t = cg_trace_read_file(trace_path, NULL, err);
-    free(trace_path);
+    cg_trace *t = cg_trace_read_file(cg_path_join_arena(a, root, "trace.jsonl"), NULL, err);
     if (!t) return cg_err_context(err, "parse trace of series bundle %s", root);
     cg_series_point_from_trace(a, t, root, receipt.run_id, receipt.manifest_sha256, out);
     cg_trace_free(t);
@@ -153,8 +152,7 @@ cg_jv *cg_build_series_from_points(cg_arena *a, const cg_series_point *pts, size
             }
     }
     /* capture-step order (steps are unique now) */
-    size_t *order = malloc(n * sizeof *order);
-    if (!order) abort();
+    size_t *order = cg_xalloc(n, sizeof *order);
     for (size_t i = 0; i < n; i++) order[i] = i;
     for (size_t i = 1; i < n; i++) {
         size_t v = order[i], j = i;
@@ -183,9 +181,8 @@ cg_jv *cg_build_series_from_points(cg_arena *a, const cg_series_point *pts, size
                       p->measured_regions == 1 ? cg_jv_u64(a, p->measured_duration_ns) : cg_jv_null(a));
         cg_jv_arr_push(a, timing, tp);
     }
-    series_ref *sr = malloc((n_stats ? n_stats : 1) * sizeof *sr);
-    series_ref *gr = malloc((n_grads ? n_grads : 1) * sizeof *gr);
-    if (!sr || !gr) abort();
+    series_ref *sr = cg_xalloc(n_stats, sizeof *sr);
+    series_ref *gr = cg_xalloc(n_grads, sizeof *gr);
     size_t ns = 0, ng = 0;
     for (size_t k = 0; k < n; k++) {
         const cg_series_point *p = &pts[order[k]];

@@ -2,6 +2,8 @@
  * status document (shared by the filesystem path and index-backed callers). */
 #include "campaign/campaign.h"
 
+#include "base/alloc.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -63,10 +65,7 @@ void cg_capture_state_reconcile(cg_arena *a, const cg_campaign_manifest *m, cons
         out->message = cg_arena_strdup(a, err.msg);
         return;
     }
-    char *trace_path = cg_path_join(root, "trace.jsonl");
-    if (!trace_path) abort();
-    cg_trace *t = cg_trace_read_file(trace_path, NULL, &err);
-    free(trace_path);
+    cg_trace *t = cg_trace_read_file(cg_path_join_arena(a, root, "trace.jsonl"), NULL, &err);
     if (!t) {
         out->kind = CG_CAPTURE_VERIFICATION_FAILED;
         out->message = cg_arena_strdup(a, err.msg);
@@ -78,8 +77,7 @@ void cg_capture_state_reconcile(cg_arena *a, const cg_campaign_manifest *m, cons
 }
 
 size_t *cg_campaign_step_order(const cg_campaign_manifest *m) {
-    size_t *idx = malloc((m->n_planned ? m->n_planned : 1) * sizeof *idx);
-    if (!idx) abort();
+    size_t *idx = cg_xalloc(m->n_planned, sizeof *idx);
     for (size_t i = 0; i < m->n_planned; i++) idx[i] = i;
     /* insertion sort keeps this reentrant and stable; manifests are small */
     for (size_t i = 1; i < m->n_planned; i++) {

@@ -8,6 +8,8 @@
  * touches the buffer. */
 #include "capture/capture.h"
 
+#include "base/alloc.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -66,12 +68,6 @@ static uint64_t thread_serial(void) {
 }
 
 /* ---- small helpers ---- */
-
-static void *xrealloc(void *p, size_t n) {
-    void *q = realloc(p, n);
-    if (!q) abort(); /* library policy: allocation failure aborts (see base/buf.h) */
-    return q;
-}
 
 static uint64_t mono_ns(void) {
     struct timespec ts;
@@ -175,7 +171,7 @@ static span_info *span_get(cg_session *s, cg_span_id id) {
 static cg_span_id span_add(cg_session *s, span_info info) {
     if (s->n_spans == s->cap_spans) {
         s->cap_spans = s->cap_spans ? s->cap_spans * 2 : 64;
-        s->spans = xrealloc(s->spans, s->cap_spans * sizeof *s->spans);
+        s->spans = cg_xrealloc(s->spans, s->cap_spans, sizeof *s->spans);
     }
     s->spans[s->n_spans++] = info;
     return (cg_span_id)s->n_spans;
@@ -192,7 +188,7 @@ static void stack_push(cg_session *s, uint64_t thread, cg_span_id id) {
     if (!t) {
         if (s->n_stacks == s->cap_stacks) {
             s->cap_stacks = s->cap_stacks ? s->cap_stacks * 2 : 8;
-            s->stacks = xrealloc(s->stacks, s->cap_stacks * sizeof *s->stacks);
+            s->stacks = cg_xrealloc(s->stacks, s->cap_stacks, sizeof *s->stacks);
         }
         t = &s->stacks[s->n_stacks++];
         memset(t, 0, sizeof *t);
@@ -200,7 +196,7 @@ static void stack_push(cg_session *s, uint64_t thread, cg_span_id id) {
     }
     if (t->n == t->cap) {
         t->cap = t->cap ? t->cap * 2 : 16;
-        t->ids = xrealloc(t->ids, t->cap * sizeof *t->ids);
+        t->ids = cg_xrealloc(t->ids, t->cap, sizeof *t->ids);
     }
     t->ids[t->n++] = id;
 }
@@ -269,13 +265,18 @@ cg_session *cg_session_open(const char *path, const cg_profile_run *run, cg_erro
         return NULL;
     }
 
-    cg_session *s = calloc(1, sizeof *s);
-    if (!s) abort();
+    cg_session *s = cg_try_zalloc(1, sizeof *s);
+    char *spath = cg_try_strndup(path, strlen(path));
+    if (!s || !spath) {
+        free(s);
+        free(spath);
+        close(fd);
+        cg_err_set(err, CG_ENOMEM, "out of memory");
+        return NULL;
+    }
     pthread_mutex_init(&s->mu, NULL);
     s->fd = fd;
-    size_t plen = strlen(path);
-    s->path = xrealloc(NULL, plen + 1);
-    memcpy(s->path, path, plen + 1);
+    s->path = spath;
     cg_arena_init(&s->scratch, 16384);
     s->start_mono_ns = mono_ns();
 

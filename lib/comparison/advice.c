@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "comparison/advice.h"
+
+#include "base/alloc.h"
 #include "comparison/compare.h"
 #include "comparison/stats.h"
 
@@ -17,8 +19,7 @@ static sample samples_of(const cg_jv *cmp, const char *side) {
     sample s = {NULL, 0};
     const cg_jv *arr = cg_jv_get(cg_jv_get(cmp, side), "samples_ns");
     if (!arr || arr->type != CG_JARR) return s;
-    s.v = malloc((cg_jv_len(arr) + 1) * sizeof *s.v);
-    if (!s.v) abort();
+    s.v = cg_xalloc((cg_jv_len(arr) + 1), sizeof *s.v);
     for (size_t i = 0; i < cg_jv_len(arr); i++)
         if (cg_jv_as_u64(cg_jv_at(arr, i), &s.v[s.n])) s.n++;
     return s;

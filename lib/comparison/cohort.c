@@ -1,6 +1,8 @@
 /* cohort.c — one run's comparison facts (cg_cohort_row) and their stable JSON. */
 #include "comparison/cohort.h"
 
+#include "base/num.h"
+
 #include <string.h>
 
 #include "base/strmap.h"
@@ -24,10 +26,6 @@ static cg_comparison_identity *identity_copy(cg_arena *a, const cg_comparison_id
     id->device_state = dup_opt(a, src->device_state);
     id->pair_id = dup_opt(a, src->pair_id);
     return id;
-}
-
-static uint64_t sat_add(uint64_t x, uint64_t y) {
-    return x > UINT64_MAX - y ? UINT64_MAX : x + y;
 }
 
 /* Groups the run's tensor_stats events by label, first-seen order. */
@@ -63,7 +61,7 @@ static void collect_tensor_stats(cg_arena *a, const cg_trace *t, cg_cohort_row *
         s->rms[s->n] = t->tensor_stats[i].rms;
         s->abs_max[s->n] = t->tensor_stats[i].abs_max;
         s->n++;
-        s->non_finite = sat_add(s->non_finite, t->tensor_stats[i].non_finite);
+        s->non_finite = cg_sat_add_u64(s->non_finite, t->tensor_stats[i].non_finite);
     }
     out->tensor_stats = ts;
     out->n_tensor_stats = ng;

@@ -2,6 +2,11 @@
  * the tensor-stats comparison (the upstream compare_documents). */
 #include "comparison/compare.h"
 
+#include "base/hmap.h"
+#include "base/num.h"
+
+#include "base/alloc.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -78,8 +83,7 @@ static int cmp_strp(const void *x, const void *y) {
 static bool has_duplicate_run_ids(const cohort *b, const cohort *c) {
     size_t n = b->n + c->n;
     if (n < 2) return false;
-    const char **ids = malloc(n * sizeof *ids);
-    if (!ids) abort();
+    const char **ids = cg_xalloc(n, sizeof *ids);
     for (size_t i = 0; i < b->n; i++) ids[i] = b->rows[i].run_id;
     for (size_t i = 0; i < c->n; i++) ids[b->n + i] = c->rows[i].run_id;
     qsort(ids, n, sizeof *ids, cmp_strp);
@@ -194,8 +198,7 @@ static bool pairing_requested(const cohort *b, const cohort *c) {
 /* Builds the cohort's pair map (sorted by pair ID). Returns false after adding
  * the reason that stops pairing. *out is malloc'd (caller frees). */
 static bool pair_map(cg_arena *a, cg_jv *reasons, const cohort *c, pair_entry **out) {
-    pair_entry *m = malloc((c->n ? c->n : 1) * sizeof *m);
-    if (!m) abort();
+    pair_entry *m = cg_xalloc(c->n, sizeof *m);
     *out = m;
     for (size_t i = 0; i < c->n; i++) {
         const cg_cohort_row *r = &c->rows[i];
@@ -232,8 +235,7 @@ static cg_pair *check_pairing(cg_arena *a, cg_jv *reasons, const cohort *b, cons
         add_reason(a, reasons, "pair_sets_mismatch", "baseline and candidate pair-ID sets must match exactly");
         goto done;
     }
-    pairs = malloc((b->n ? b->n : 1) * sizeof *pairs);
-    if (!pairs) abort();
+    pairs = cg_xalloc(b->n, sizeof *pairs);
     for (size_t i = 0; i < b->n; i++) {
         pairs[i].baseline = mb[i].sample;
         pairs[i].candidate = mc[i].sample;
@@ -254,66 +256,42 @@ typedef struct label_agg {
 } label_agg;
 
 typedef struct label_map {
-    label_agg *items;
+    label_agg *items; /* in first-seen order */
     size_t n, cap;
-    size_t *slots; /* open addressing; index+1, 0 = empty */
-    size_t nslots;
+    cg_hmap index;    /* label -> position in items (base/hmap.h) */
 } label_map;
 
-static uint64_t hash_str(const char *s) {
-    uint64_t h = 1469598103934665603ULL;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
+static uint64_t label_hash(const char *label) {
+    return cg_hmap_mix(cg_hmap_hash_bytes(0, label, strlen(label)), 0);
 }
 
-static void map_grow(label_map *m) {
-    size_t ns = m->nslots ? m->nslots * 2 : 64;
-    size_t *slots = calloc(ns, sizeof *slots);
-    if (!slots) abort();
-    for (size_t i = 0; i < m->n; i++) {
-        size_t s = hash_str(m->items[i].label) & (ns - 1);
-        while (slots[s]) s = (s + 1) & (ns - 1);
-        slots[s] = i + 1;
-    }
-    free(m->slots);
-    m->slots = slots;
-    m->nslots = ns;
+static bool label_eq(const void *ctx, uint32_t id, const void *key) {
+    return strcmp(((const label_map *)ctx)->items[id].label, key) == 0;
 }
 
 static label_agg *map_get(label_map *m, const char *label) {
-    if ((m->n + 1) * 2 > m->nslots) map_grow(m);
-    size_t s = hash_str(label) & (m->nslots - 1);
-    while (m->slots[s]) {
-        label_agg *e = &m->items[m->slots[s] - 1];
-        if (!strcmp(e->label, label)) return e;
-        s = (s + 1) & (m->nslots - 1);
-    }
-    if (m->n == m->cap) {
-        m->cap = m->cap ? m->cap * 2 : 16;
-        m->items = realloc(m->items, m->cap * sizeof *m->items);
-        if (!m->items) abort();
-    }
+    if (!m->index.slot) cg_hmap_init(&m->index, 16);
+    size_t at = 0;
+    uint64_t h = label_hash(label);
+    uint32_t id = cg_hmap_find(&m->index, h, label_eq, m, label, &at);
+    if (id != CG_HMAP_NONE) return &m->items[id];
+    m->items = cg_xgrow(m->items, &m->cap, m->n + 1, sizeof *m->items);
     label_agg *e = &m->items[m->n];
     memset(e, 0, sizeof *e);
     e->label = label;
-    m->slots[s] = ++m->n;
+    cg_hmap_put_at(&m->index, at, h, (uint32_t)m->n++);
     return e;
 }
 
 static label_agg *map_find(const label_map *m, const char *label) {
-    if (!m->nslots) return NULL;
-    size_t s = hash_str(label) & (m->nslots - 1);
-    while (m->slots[s]) {
-        label_agg *e = &m->items[m->slots[s] - 1];
-        if (!strcmp(e->label, label)) return e;
-        s = (s + 1) & (m->nslots - 1);
-    }
-    return NULL;
+    if (!m->index.slot) return NULL;
+    uint32_t id = cg_hmap_find(&m->index, label_hash(label), label_eq, m, label, NULL);
+    return id == CG_HMAP_NONE ? NULL : &m->items[id];
 }
 
 static void map_free(label_map *m) {
     free(m->items);
-    free(m->slots);
+    cg_hmap_free(&m->index);
 }
 
 static void aggregate(const cohort *c, label_map *m) {
@@ -326,7 +304,7 @@ static void aggregate(const cohort *c, label_map *m) {
                 e->rms_sum += s->rms[j];
                 e->abs_max_sum += s->abs_max[j];
             }
-            e->non_finite = e->non_finite > UINT64_MAX - s->non_finite ? UINT64_MAX : e->non_finite + s->non_finite;
+            e->non_finite = cg_sat_add_u64(e->non_finite, s->non_finite);
             e->samples += s->n;
             e->runs++;
         }
@@ -365,8 +343,7 @@ static int cmp_agg_label(const void *x, const void *y) {
 }
 
 static cg_jv *sorted_unmatched(cg_arena *a, const label_map *mine, const label_map *other) {
-    const label_agg **only = malloc((mine->n ? mine->n : 1) * sizeof *only);
-    if (!only) abort();
+    const label_agg **only = cg_xalloc(mine->n, sizeof *only);
     size_t n = 0;
     for (size_t i = 0; i < mine->n; i++)
         if (!map_find(other, mine->items[i].label)) only[n++] = &mine->items[i];
@@ -385,8 +362,7 @@ static cg_jv *tensor_stats_comparison(cg_arena *a, const cohort *b, const cohort
     label_map ma = {0}, mb = {0};
     aggregate(b, &ma);
     aggregate(c, &mb);
-    matched_row *rows = malloc((ma.n ? ma.n : 1) * sizeof *rows);
-    if (!rows) abort();
+    matched_row *rows = cg_xalloc(ma.n, sizeof *rows);
     size_t n = 0;
     for (size_t i = 0; i < ma.n; i++) {
         const label_agg *x = &ma.items[i], *y = map_find(&mb, x->label);
@@ -438,8 +414,7 @@ static cg_jv *tensor_stats_comparison(cg_arena *a, const cohort *b, const cohort
 /* ------------------------------------------------------------ statistics */
 
 static uint64_t *samples_of(const cohort *c) {
-    uint64_t *s = malloc((c->n ? c->n : 1) * sizeof *s);
-    if (!s) abort();
+    uint64_t *s = cg_xalloc(c->n, sizeof *s);
     for (size_t i = 0; i < c->n; i++) s[i] = c->rows[i].measured_regions ? c->rows[i].measured_duration_ns : 0;
     return s;
 }
@@ -515,8 +490,7 @@ static cg_jv *compare_core(cg_arena *a, const cohort *b, const cohort *c, cg_com
     cg_jv *jc = sample_stats_json(a, sc, c->n, &stc);
     double median_delta;
     if (paired) {
-        int64_t *d = malloc(np * sizeof *d);
-        if (!d) abort();
+        int64_t *d = cg_xalloc(np, sizeof *d);
         for (size_t i = 0; i < np; i++) d[i] = (int64_t)(pairs[i].candidate - pairs[i].baseline);
         median_delta = cg_stats_integer_median(d, np);
         free(d);
@@ -586,8 +560,7 @@ cg_jv *cg_compare_rows_with_receipts(cg_arena *a, const cg_cohort_row *baseline,
 
 /* The receipts carried by rows, in row order (rows without one are skipped). */
 static cg_cohort_receipt *row_receipts(const cg_cohort_row *rows, size_t n, size_t *nr) {
-    cg_cohort_receipt *r = malloc((n ? n : 1) * sizeof *r);
-    if (!r) abort();
+    cg_cohort_receipt *r = cg_xalloc(n, sizeof *r);
     *nr = 0;
     for (size_t i = 0; i < n; i++)
         if (rows[i].has_receipt) r[(*nr)++] = rows[i].receipt;
@@ -614,8 +587,7 @@ bool cg_comparison_is_ineligible(const cg_jv *comparison) {
 void cg_comparison_ineligible_message(const cg_jv *comparison, cg_buf *out) {
     const cg_jv *reasons = cg_jv_get(comparison, "reasons");
     size_t n = cg_jv_len(reasons);
-    const char **codes = malloc((n ? n : 1) * sizeof *codes);
-    if (!codes) abort();
+    const char **codes = cg_xalloc(n, sizeof *codes);
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         const char *c = cg_jv_as_str(cg_jv_get(cg_jv_at(reasons, i), "code"));

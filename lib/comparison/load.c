@@ -40,8 +40,7 @@ int cg_cohort_row_from_bundle(cg_arena *a, const char *root, const char *cohort_
     cg_bundle_receipt receipt;
     if (cg_bundle_verify(root, &receipt, err) != 0)
         return cg_err_context(err, "verify %s bundle %zu at %s", cohort_name, index, root);
-    char *trace_path = cg_path_join(root, "trace.jsonl");
-    if (!trace_path) abort();
+    char *trace_path = cg_path_join_arena(a, root, "trace.jsonl");
     int rc = -1;
     cg_trace *t = cg_trace_read_file(trace_path, NULL, err);
     if (!t) {
@@ -65,7 +64,6 @@ int cg_cohort_row_from_bundle(cg_arena *a, const char *root, const char *cohort_
     rc = 0;
 done:
     cg_trace_free(t);
-    free(trace_path);
     return rc;
 }
 

@@ -1,17 +1,13 @@
 /* stats.c — percentiles, MAD and the deterministic bootstrap of comparison/6. */
 #include "comparison/stats.h"
 
+#include "base/alloc.h"
+
 #include "comparison/fastmod.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void *xmalloc(size_t n) {
-    void *p = malloc(n ? n : 1);
-    if (!p) abort();
-    return p;
-}
 
 static int cmp_u64(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -76,7 +72,7 @@ static double percentile_u64_sorted(const uint64_t *sorted, size_t n, double q) 
 
 double cg_stats_percentile_u64(const uint64_t *values, size_t n, double q) {
     if (n == 0) return 0.0;
-    uint64_t *c = xmalloc(n * sizeof *c);
+    uint64_t *c = cg_xalloc(n, sizeof *c);
     memcpy(c, values, n * sizeof *c);
     qsort(c, n, sizeof *c, cmp_u64);
     double r = percentile_u64_sorted(c, n, q);
@@ -87,13 +83,13 @@ double cg_stats_percentile_u64(const uint64_t *values, size_t n, double q) {
 void cg_stats_sample(const uint64_t *samples, size_t n, cg_sample_stats *out) {
     out->median_ns = out->p95_ns = out->mad_ns = 0.0;
     if (n == 0) return;
-    uint64_t *c = xmalloc(n * sizeof *c);
+    uint64_t *c = cg_xalloc(n, sizeof *c);
     memcpy(c, samples, n * sizeof *c);
     qsort(c, n, sizeof *c, cmp_u64);
     out->median_ns = percentile_u64_sorted(c, n, 0.5);
     out->p95_ns = percentile_u64_sorted(c, n, 0.95);
     double center = round(out->median_ns); /* half away from zero */
-    double *dev = xmalloc(n * sizeof *dev);
+    double *dev = cg_xalloc(n, sizeof *dev);
     for (size_t i = 0; i < n; i++) dev[i] = fabs((double)samples[i] - center);
     qsort(dev, n, sizeof *dev, cmp_f64_total);
     out->mad_ns = cg_stats_percentile_sorted(dev, n, 0.5);
@@ -171,7 +167,7 @@ static void select_u64(uint64_t *v, size_t lo, size_t hi, size_t k) {
 }
 
 static void finish_ci(const double *deltas, cg_ci *out) {
-    uint64_t *keys = xmalloc(CG_BOOTSTRAP_ITERATIONS * sizeof *keys);
+    uint64_t *keys = cg_xalloc(CG_BOOTSTRAP_ITERATIONS, sizeof *keys);
     for (size_t i = 0; i < CG_BOOTSTRAP_ITERATIONS; i++) keys[i] = total_key(deltas[i]);
     select_u64(keys, 0, CG_BOOTSTRAP_ITERATIONS, CG_CI_UPPER_INDEX);
     /* keys[0, 9749) are now the 9749 smallest, so rank 249 lies among them */
@@ -210,8 +206,8 @@ static size_t lower_bound_u64(const uint64_t *sorted, size_t n, uint64_t x) {
 static void resampler_init(resampler *r, size_t n, size_t lo, size_t hi) {
     r->n = n;
     r->mod = cg_fastmod_init(n);
-    r->rank = xmalloc(n * sizeof *r->rank);
-    r->count = xmalloc(n * sizeof *r->count);
+    r->rank = cg_xalloc(n, sizeof *r->rank);
+    r->count = cg_xalloc(n, sizeof *r->count);
     r->lo = lo;
     r->hi = hi;
 }
@@ -240,7 +236,7 @@ static inline void resampler_pick(const resampler *r, size_t *rlo, size_t *rhi) 
 void cg_stats_bootstrap_paired(const cg_pair *pairs, size_t n, cg_ci *out) {
     out->lower_delta_ns = out->upper_delta_ns = 0.0;
     if (n == 0) return;
-    int64_t *sorted = xmalloc(n * sizeof *sorted);
+    int64_t *sorted = cg_xalloc(n, sizeof *sorted);
     for (size_t k = 0; k < n; k++) sorted[k] = delta_of(&pairs[k]);
     sort_i64(sorted, n);
     /* integer median: odd → position n/2; even → positions n/2 − 1 and n/2 */
@@ -258,7 +254,7 @@ void cg_stats_bootstrap_paired(const cg_pair *pairs, size_t n, cg_ci *out) {
         }
         r.rank[k] = lo;
     }
-    double *deltas = xmalloc(CG_BOOTSTRAP_ITERATIONS * sizeof *deltas);
+    double *deltas = cg_xalloc(CG_BOOTSTRAP_ITERATIONS, sizeof *deltas);
     uint64_t s = CG_BOOTSTRAP_SEED;
     for (size_t it = 0; it < CG_BOOTSTRAP_ITERATIONS; it++) {
         resampler_draw(&r, &s);
@@ -274,7 +270,7 @@ void cg_stats_bootstrap_paired(const cg_pair *pairs, size_t n, cg_ci *out) {
 
 /* Sorted copy of `v` and the rank table of a resampler for percentile(0.5). */
 static uint64_t *median_resampler(const uint64_t *v, size_t n, resampler *r, double *w) {
-    uint64_t *sorted = xmalloc(n * sizeof *sorted);
+    uint64_t *sorted = cg_xalloc(n, sizeof *sorted);
     memcpy(sorted, v, n * sizeof *sorted);
     qsort(sorted, n, sizeof *sorted, cmp_u64);
     /* the same position arithmetic as percentile_u64_sorted(…, 0.5) */
@@ -294,7 +290,7 @@ void cg_stats_bootstrap_unpaired(const uint64_t *baseline, size_t nb, const uint
     double wb, wc;
     uint64_t *sb = median_resampler(baseline, nb, &rb, &wb);
     uint64_t *sc = median_resampler(candidate, nc, &rc, &wc);
-    double *deltas = xmalloc(CG_BOOTSTRAP_ITERATIONS * sizeof *deltas);
+    double *deltas = cg_xalloc(CG_BOOTSTRAP_ITERATIONS, sizeof *deltas);
     uint64_t s = CG_BOOTSTRAP_SEED;
     for (size_t it = 0; it < CG_BOOTSTRAP_ITERATIONS; it++) {
         resampler_draw(&rb, &s); /* baseline first, then candidate, one stream */
@@ -321,7 +317,7 @@ void cg_stats_bootstrap_median(const uint64_t *v, size_t n, cg_ci *out) {
     resampler r;
     double w;
     uint64_t *sv = median_resampler(v, n, &r, &w);
-    double *meds = xmalloc(CG_BOOTSTRAP_ITERATIONS * sizeof *meds);
+    double *meds = cg_xalloc(CG_BOOTSTRAP_ITERATIONS, sizeof *meds);
     uint64_t s = CG_BOOTSTRAP_SEED;
     for (size_t it = 0; it < CG_BOOTSTRAP_ITERATIONS; it++) {
         resampler_draw(&r, &s);

@@ -9,6 +9,8 @@
 
 #include "nsight/nsight_internal.h"
 
+#include "base/num.h"
+
 static int cmp_str_ptr(const void *x, const void *y) {
     return strcmp(*(const char *const *)x, *(const char *const *)y);
 }
@@ -42,8 +44,6 @@ uint64_t cg_nsi_union_clipped(cg_nsi_interval *iv, size_t n, uint64_t lo, uint64
     return total + (ce - cs);
 }
 
-static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
-
 static bool key_eq(const char *range_key, const char *row_key) {
     return !range_key || (row_key && strcmp(range_key, row_key) == 0);
 }
@@ -61,7 +61,7 @@ static size_t joined_rows(cg_arena *a, const cg_nsight_timeline_table *gpu, uint
                           const cg_nsight_timeline_row *range, cg_nsi_interval **iv, size_t *n_iv,
                           size_t *cap_iv) {
     uint64_t ps = range->projected_start_ns;
-    uint64_t pe = sat_add(ps, range->projected_duration_ns);
+    uint64_t pe = cg_sat_add_u64(ps, range->projected_duration_ns);
     uint64_t lo_start = ps > max_dur ? ps - max_dur : 0;
     size_t lo = 0, hi = gpu->n;
     while (lo < hi) {
@@ -72,7 +72,7 @@ static size_t joined_rows(cg_arena *a, const cg_nsight_timeline_table *gpu, uint
     size_t count = 0;
     for (size_t i = lo; i < gpu->n && gpu->rows[i].start_ns < pe; i++) {
         const cg_nsight_timeline_row *g = &gpu->rows[i];
-        uint64_t ge = sat_add(g->start_ns, g->duration_ns);
+        uint64_t ge = cg_sat_add_u64(g->start_ns, g->duration_ns);
         if (!(g->start_ns < pe && ge > ps)) continue;
         if (!key_eq(range->correlation_id, g->correlation_id) || !key_eq(range->device, g->device) ||
             !key_eq(range->context, g->context) || !key_eq(range->stream, g->stream))
@@ -191,7 +191,7 @@ void cg_nsi_attribute(cg_arena *a, cg_nsight_evidence *ev) {
         pa.projected_start_ns = r->projected_start_ns;
         pa.projected_duration_ns = r->projected_duration_ns;
         pa.gpu_busy_ns = cg_nsi_union_clipped(iv, n_iv, r->projected_start_ns,
-                                              sat_add(r->projected_start_ns, r->projected_duration_ns));
+                                              cg_sat_add_u64(r->projected_start_ns, r->projected_duration_ns));
         pa.gpu_operation_count = (uint64_t)joined;
         pa.join_keys.items = cg_arena_alloc(a, 4 * sizeof(char *));
         if (r->correlation_id) pa.join_keys.items[pa.join_keys.n++] = "correlation_id";

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "base/sha256.h"
+
+#include "base/alloc.h"
 #include "trace/trace.h"
 
 
@@ -82,8 +84,7 @@ static bool keyed_same(const keyed *x, const keyed *y) {
 }
 
 static keyed *keyed_alloc(size_t n) {
-    keyed *k = calloc(n ? n : 1, sizeof *k);
-    if (!k) abort();
+    keyed *k = cg_xzalloc(n, sizeof *k);
     return k;
 }
 
@@ -130,8 +131,7 @@ void cg_gradient_manifest_digest(const cg_expected_gradient *e, size_t n, char o
 
 /* Marks, in original order, every element whose key occurred earlier (k is sorted). */
 static bool *repeats(keyed *k, size_t n) {
-    bool *rep = calloc(n ? n : 1, sizeof *rep);
-    if (!rep) abort();
+    bool *rep = cg_xzalloc(n, sizeof *rep);
     qsort(k, n, sizeof *k, keyed_cmp);
     for (size_t i = 1; i < n; i++)
         if (keyed_same(&k[i - 1], &k[i])) rep[k[i].idx] = true;

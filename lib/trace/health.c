@@ -33,6 +33,10 @@
  * keys'. */
 #include "trace/health.h"
 
+#include "base/alloc.h"
+#include "base/hmap.h"
+#include "base/num.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -41,7 +45,7 @@
 
 const char *cg_severity_name(cg_severity s) { return s == CG_SEV_ERROR ? "error" : "warning"; }
 
-/* ---- hash table of record indices ---------------------------------------- */
+/* ---- record indices by key (base/hmap.h) -------------------------------- */
 
 typedef struct hkey {
     const char *a, *b;
@@ -49,56 +53,23 @@ typedef struct hkey {
 } hkey;
 typedef hkey (*hkey_of)(const void *ctx, uint32_t id);
 
+/* A table of record ids and the function that gives a record's key. */
 typedef struct hmap {
-    uint64_t *slot; /* 0 = empty, else (hash >> 32) << 32 | (id + 1) */
-    size_t mask, count;
+    cg_hmap t;
     hkey_of key;
     const void *ctx;
 } hmap;
 
-#define HNONE UINT32_MAX
+#define HNONE CG_HMAP_NONE
 
-static void *xcalloc(size_t n, size_t size) {
-    void *p = calloc(n ? n : 1, size);
-    if (!p) abort();
-    return p;
-}
-
-static void *xrealloc(void *p, size_t n) {
-    void *q = realloc(p, n ? n : 1);
-    if (!q) abort();
-    return q;
-}
-
-/* Word-at-a-time string hash (strlen is vectorised by libc); the final
- * avalanche in hkey_hash spreads the bits. Length is mixed in, so adjacent
- * strings of a two-string key cannot trade bytes. */
 static uint64_t str_hash(uint64_t h, const char *s) {
-    if (!s) return h ^ 0x9e3779b97f4a7c15ULL;
-    size_t n = strlen(s);
-    const unsigned char *p = (const unsigned char *)s;
-    uint64_t w;
-    h ^= (uint64_t)n * 0xff51afd7ed558ccdULL;
-    while (n >= 8) {
-        memcpy(&w, p, 8);
-        h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
-        h ^= h >> 29;
-        p += 8;
-        n -= 8;
-    }
-    w = 0;
-    memcpy(&w, p, n);
-    h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
-    return h ^ (h >> 32);
+    return s ? cg_hmap_hash_bytes(h, s, strlen(s)) : h ^ 0x9e3779b97f4a7c15ULL;
 }
 
 static uint64_t hkey_hash(hkey k) {
     uint64_t h = str_hash(0xcbf29ce484222325ULL, k.a);
     h = str_hash(h * 0x100000001b3ULL, k.b);
-    h ^= k.n * 0xc4ceb9fe1a85ec53ULL;
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 33;
+    h = cg_hmap_mix(h, k.n);
     h *= 0xc4ceb9fe1a85ec53ULL;
     h ^= h >> 33;
     return h;
@@ -112,60 +83,28 @@ static bool str_eq(const char *x, const char *y) {
 
 static bool hkey_eq(hkey x, hkey y) { return x.n == y.n && str_eq(x.a, y.a) && str_eq(x.b, y.b); }
 
+static bool hmap_eq(const void *ctx, uint32_t id, const void *key) {
+    const hmap *m = ctx;
+    return hkey_eq(m->key(m->ctx, id), *(const hkey *)key);
+}
+
 static void hmap_init(hmap *m, size_t expect, hkey_of key, const void *ctx) {
-    size_t cap = 16;
-    while (cap / 2 < expect) cap <<= 1;
-    m->slot = xcalloc(cap, sizeof *m->slot);
-    m->mask = cap - 1;
-    m->count = 0;
+    cg_hmap_init(&m->t, expect);
     m->key = key;
     m->ctx = ctx;
 }
 
-static void hmap_free(hmap *m) {
-    free(m->slot);
-    m->slot = NULL;
-}
-
-static void hmap_place(uint64_t *slot, size_t mask, uint64_t h, uint32_t id) {
-    size_t i = (size_t)h & mask;
-    while (slot[i]) i = (i + 1) & mask;
-    slot[i] = (h >> 32 << 32) | ((uint64_t)id + 1);
-}
-
-static void hmap_grow(hmap *m) {
-    size_t cap = (m->mask + 1) * 2;
-    uint64_t *ns = xcalloc(cap, sizeof *ns);
-    for (size_t i = 0; i <= m->mask; i++) {
-        if (!m->slot[i]) continue;
-        uint32_t id = (uint32_t)(m->slot[i] & 0xffffffffu) - 1;
-        hmap_place(ns, cap - 1, hkey_hash(m->key(m->ctx, id)), id);
-    }
-    free(m->slot);
-    m->slot = ns;
-    m->mask = cap - 1;
-}
+static void hmap_free(hmap *m) { cg_hmap_free(&m->t); }
 
 /* Returns the id stored under k. When absent: inserts put_id (unless HNONE)
  * and returns HNONE. */
 static uint32_t hmap_get_or_put(hmap *m, hkey k, uint32_t put_id) {
     uint64_t h = hkey_hash(k);
-    uint64_t tag = h >> 32 << 32;
-    size_t i = (size_t)h & m->mask;
-    while (m->slot[i]) {
-        if ((m->slot[i] & ~(uint64_t)0xffffffffu) == tag) {
-            uint32_t id = (uint32_t)(m->slot[i] & 0xffffffffu) - 1;
-            if (hkey_eq(m->key(m->ctx, id), k)) return id;
-        }
-        i = (i + 1) & m->mask;
-    }
-    if (put_id == HNONE) return HNONE;
-    m->slot[i] = tag | ((uint64_t)put_id + 1);
-    if (++m->count * 2 > m->mask + 1) hmap_grow(m);
-    return HNONE;
+    if (put_id == HNONE) return cg_hmap_find(&m->t, h, hmap_eq, m, &k, NULL);
+    return cg_hmap_find_or_put(&m->t, h, hmap_eq, m, &k, put_id);
 }
 
-static uint32_t hmap_get(const hmap *m, hkey k) { return hmap_get_or_put((hmap *)m, k, HNONE); }
+static uint32_t hmap_get(const hmap *m, hkey k) { return cg_hmap_find(&m->t, hkey_hash(k), hmap_eq, m, &k, NULL); }
 
 static hkey key1(const char *a) { return (hkey){a, NULL, 0}; }
 
@@ -189,7 +128,7 @@ static void add_issue(hctx *c, cg_severity sev, const char *code, const char *fm
 static void add_issue(hctx *c, cg_severity sev, const char *code, const char *fmt, ...) {
     if (c->n == c->cap) {
         c->cap = c->cap ? c->cap * 2 : 16;
-        c->v = xrealloc(c->v, c->cap * sizeof *c->v);
+        c->v = cg_xrealloc(c->v, c->cap, sizeof *c->v);
     }
     va_list ap, ap2;
     va_start(ap, fmt);
@@ -206,7 +145,6 @@ static void add_issue(hctx *c, cg_severity sev, const char *code, const char *fm
 /* The crate's required_semantic_label_issue: an error, a warning when the capture failed. */
 static cg_severity sev_f(const hctx *c) { return c->failed ? CG_SEV_WARNING : CG_SEV_ERROR; }
 
-static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
 static unsigned long long ull(uint64_t v) { return (unsigned long long)v; }
 
@@ -228,7 +166,7 @@ static uint32_t find_span(hctx *c, const char *id) {
     return ix;
 }
 
-static uint64_t span_end(const cg_span *s) { return sat_add(s->start_ns, s->duration_ns); }
+static uint64_t span_end(const cg_span *s) { return cg_sat_add_u64(s->start_ns, s->duration_ns); }
 
 /* ---- run provenance and terminal ------------------------------------------- */
 
@@ -284,8 +222,8 @@ enum { CYC_NEW = 0, CYC_PATH, CYC_OK, CYC_BAD };
 /* Marks every span whose parent walk revisits a span (on or leading into a
  * cycle) as CYC_BAD: one colouring pass over the parent links, O(n). */
 static unsigned char *cycle_states(const uint32_t *parent, size_t n) {
-    unsigned char *state = xcalloc(n, 1);
-    uint32_t *path = xcalloc(n, sizeof *path);
+    unsigned char *state = cg_xzalloc(n, 1);
+    uint32_t *path = cg_xzalloc(n, sizeof *path);
     for (size_t i = 0; i < n; i++) {
         if (state[i] != CYC_NEW) continue;
         size_t len = 0;
@@ -314,7 +252,7 @@ static unsigned char *cycle_states(const uint32_t *parent, size_t n) {
 static void check_span_tree(hctx *c) {
     const cg_trace *t = c->t;
     size_t n = t->n_spans;
-    uint32_t *parent = xcalloc(n, sizeof *parent);
+    uint32_t *parent = cg_xzalloc(n, sizeof *parent);
     for (size_t i = 0; i < n; i++) parent[i] = find_span(c, t->spans[i].parent_id);
     unsigned char *state = cycle_states(parent, n);
     for (size_t i = 0; i < n; i++) {
@@ -371,7 +309,7 @@ static void check_records_inside_spans(hctx *c) {
     for (size_t i = 0; i < t->n_ops; i++) {
         const cg_op *o = &t->ops[i];
         const cg_span *s = closed_span(c, o->span_id);
-        if (s && (o->timestamp_ns < s->start_ns || sat_add(o->timestamp_ns, o->duration_ns) > span_end(s)))
+        if (s && (o->timestamp_ns < s->start_ns || cg_sat_add_u64(o->timestamp_ns, o->duration_ns) > span_end(s)))
             add_issue(c, CG_SEV_ERROR, "operation_outside_span", "operation `%s` lies outside span `%s`",
                       o->op_name, o->span_id);
     }
@@ -401,7 +339,7 @@ static hkey strvec_key(const void *ctx, uint32_t id) { return key1(((const strve
 static void strvec_push(strvec *v, const char *s) {
     if (v->n == v->cap) {
         v->cap = v->cap ? v->cap * 2 : 16;
-        v->s = xrealloc(v->s, v->cap * sizeof *v->s);
+        v->s = cg_xrealloc(v->s, v->cap, sizeof *v->s);
     }
     v->s[v->n++] = s;
 }
@@ -409,7 +347,7 @@ static void strvec_push(strvec *v, const char *s) {
 /* Marks which data-edge endpoints are known tensors (tensor events ∪ op inputs
  * ∪ op outputs); endpoints hold the distinct non-empty endpoint strings. */
 static unsigned char *known_endpoints(const cg_trace *t, const hmap *ends, size_t n_ends) {
-    unsigned char *known = xcalloc(n_ends, 1);
+    unsigned char *known = cg_xzalloc(n_ends, 1);
     uint32_t id;
     for (size_t i = 0; i < t->n_tensors; i++)
         if ((id = hmap_get(ends, key1(t->tensors[i].tensor_id))) != HNONE) known[id] = 1;
@@ -421,7 +359,6 @@ static unsigned char *known_endpoints(const cg_trace *t, const hmap *ends, size_
     }
     return known;
 }
-
 
 static bool blank_id(const char *s) { return !s || !*s; }
 
@@ -523,25 +460,24 @@ static int mem_order_cmp(const void *pa, const void *pb) {
 static void alias_add(memwalk *w, hmap *aliases, uint32_t event, uint32_t live_id) {
     if (w->n_al == w->cap_al) {
         w->cap_al = w->cap_al ? w->cap_al * 2 : 64;
-        w->al = xrealloc(w->al, w->cap_al * sizeof *w->al);
+        w->al = cg_xrealloc(w->al, w->cap_al, sizeof *w->al);
     }
     w->al[w->n_al] = (alias_ent){w->t->memory[event].tensor_id, live_id};
     hmap_get_or_put(aliases, alias_key(w, (uint32_t)w->n_al), (uint32_t)w->n_al);
     w->n_al++;
 }
 
-
 /* Memory events in timestamp order (stable). */
 static uint32_t *memory_order(const cg_trace *t) {
     size_t n = t->n_memory;
-    uint32_t *order = xcalloc(n, sizeof *order);
+    uint32_t *order = cg_xzalloc(n, sizeof *order);
     bool sorted = true;
     for (size_t i = 0; i < n; i++) {
         order[i] = (uint32_t)i;
         if (i && t->memory[i].timestamp_ns < t->memory[i - 1].timestamp_ns) sorted = false;
     }
     if (!sorted) {
-        mem_order *mo = xcalloc(n, sizeof *mo);
+        mem_order *mo = cg_xzalloc(n, sizeof *mo);
         for (size_t i = 0; i < n; i++) mo[i] = (mem_order){t->memory[i].timestamp_ns, (uint32_t)i};
         qsort(mo, n, sizeof *mo, mem_order_cmp);
         for (size_t i = 0; i < n; i++) order[i] = mo[i].idx;
@@ -554,7 +490,7 @@ static storage_state *storage_of(memwalk *w, hmap *storages, uint32_t ei) {
     const cg_memory *m = &w->t->memory[ei];
     if (w->n_st == w->cap_st) {
         w->cap_st = w->cap_st ? w->cap_st * 2 : 64;
-        w->st = xrealloc(w->st, w->cap_st * sizeof *w->st);
+        w->st = cg_xrealloc(w->st, w->cap_st, sizeof *w->st);
     }
     w->st[w->n_st] = (storage_state){m->device, m->storage_id, 0, 0}; /* tentative new key */
     uint32_t si = hmap_get_or_put(storages, (hkey){m->device, m->storage_id, 0}, (uint32_t)w->n_st);
@@ -626,7 +562,6 @@ static hkey expected_key(const void *ctx, uint32_t id) {
 static hkey family_key(const void *ctx, uint32_t id) {
     return key1(((const cg_gradient_contract *)ctx)->families[id].family);
 }
-
 
 /* GradientState::norm_is_valid */
 static bool norm_is_valid(const cg_gradient *g) {
@@ -712,9 +647,9 @@ static int observed_cmp(const void *pa, const void *pb) {
 
 /* Distinct (root, key) observations in BTreeMap order, with first event and count. */
 static observed_key *observed_keys(const cg_trace *t, hmap *obs, size_t *n_out) {
-    observed_key *o = xcalloc(t->n_gradients, sizeof *o);
+    observed_key *o = cg_xzalloc(t->n_gradients, sizeof *o);
     size_t n = 0;
-    uint32_t *slot = xcalloc(t->n_gradients, sizeof *slot);
+    uint32_t *slot = cg_xzalloc(t->n_gradients, sizeof *slot);
     for (size_t i = 0; i < t->n_gradients; i++) {
         uint32_t first = hmap_get_or_put(obs, grad_param_key(t, (uint32_t)i), (uint32_t)i);
         if (first == HNONE) {
@@ -784,7 +719,7 @@ static void check_gradient_families(hctx *c, const cg_gradient_contract *gc, hma
     hmap fams;
     hmap_init(&fams, gc->n_families, family_key, gc);
     for (size_t i = 0; i < gc->n_families; i++) hmap_get_or_put(&fams, family_key(gc, (uint32_t)i), (uint32_t)i);
-    family_tally *ft = xcalloc(gc->n_families, sizeof *ft);
+    family_tally *ft = cg_xzalloc(gc->n_families, sizeof *ft);
     for (size_t i = 0; i < gc->n_expected; i++) {
         uint32_t fi = hmap_get(&fams, key1(gc->expected[i].family));
         if (fi == HNONE) continue; /* impossible after validation */
@@ -859,7 +794,7 @@ static bool label_set_has(const hmap *m, const char *s) { return hmap_get(m, key
 static void check_required_labels(hctx *c, const hmap *req_set) {
     const cg_trace *t = c->t;
     const cg_strlist *req = &t->run.contract.required_semantic_labels;
-    uint64_t *matches = xcalloc(req->n, sizeof *matches);
+    uint64_t *matches = cg_xzalloc(req->n, sizeof *matches);
     if (req->n)
         for (size_t i = 0; i < t->n_spans; i++) {
             uint32_t id = hmap_get(req_set, key1(t->spans[i].name));
@@ -968,7 +903,7 @@ static void count_coverage(const cg_trace *t, cg_evidence_coverage *cov) {
 }
 
 cg_health *cg_health_analyze(const cg_trace *t) {
-    cg_health *h = xcalloc(1, sizeof *h);
+    cg_health *h = cg_xzalloc(1, sizeof *h);
     cg_arena_init(&h->arena, 0);
     hctx c = {.t = t, .h = h, .failed = t->terminal.outcome == CG_OUTCOME_FAILED};
     hmap_init(&c.spans, t->n_spans, span_key, t);

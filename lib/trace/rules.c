@@ -7,7 +7,7 @@
 
 #include "trace/trace.h"
 
-static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+#include "base/num.h"
 
 cg_terminal_reason_rule cg_rule_terminal_reason(const cg_terminal *t) {
     if (t->outcome == CG_OUTCOME_COMPLETE && t->reason) return CG_TERMINAL_COMPLETE_WITH_REASON;
@@ -20,11 +20,11 @@ uint64_t cg_rule_latest_host_evidence_end(const cg_trace *t) {
     uint64_t end = 0;
     for (size_t i = 0; i < t->n_spans; i++) {
         const cg_span *s = &t->spans[i];
-        uint64_t e = sat_add(s->start_ns, s->closed ? s->duration_ns : 0);
+        uint64_t e = cg_sat_add_u64(s->start_ns, s->closed ? s->duration_ns : 0);
         if (e > end) end = e;
     }
     for (size_t i = 0; i < t->n_ops; i++) {
-        uint64_t e = sat_add(t->ops[i].timestamp_ns, t->ops[i].duration_ns);
+        uint64_t e = cg_sat_add_u64(t->ops[i].timestamp_ns, t->ops[i].duration_ns);
         if (e > end) end = e;
     }
     for (size_t i = 0; i < t->n_memory; i++)

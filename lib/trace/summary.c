@@ -3,6 +3,8 @@
 #include <string.h>
 
 #include "base/strmap.h"
+
+#include "base/alloc.h"
 #include "trace/trace.h"
 
 typedef struct mem_ev {
@@ -19,8 +21,7 @@ static int cmp_mem_ev(const void *x, const void *y) {
 /* Simultaneous logical peak (§8): groups of equal timestamp, key (device, storage_id). */
 static bool logical_peak(const cg_trace *t, uint64_t *peak_out) {
     if (!t->n_memory) return false;
-    mem_ev *ev = malloc(t->n_memory * sizeof *ev);
-    if (!ev) abort();
+    mem_ev *ev = cg_xalloc(t->n_memory, sizeof *ev);
     for (size_t i = 0; i < t->n_memory; i++) {
         ev[i].ts = t->memory[i].timestamp_ns;
         ev[i].idx = i;
@@ -89,11 +90,10 @@ static uint64_t walk_depth(const cg_trace *t, size_t i, uint32_t *seen, uint32_t
 
 static uint64_t max_depth(const cg_trace *t) {
     size_t n = t->n_spans;
-    uint64_t *depth = calloc(n ? n : 1, sizeof *depth), best = 0;
-    size_t *stack = malloc((n ? n : 1) * sizeof *stack);
-    unsigned char *state = calloc(n ? n : 1, 1); /* 0 new, 1 on the walk, 2 done, 3 cyclic */
-    uint32_t *seen = calloc(n ? n : 1, sizeof *seen);
-    if (!depth || !stack || !state || !seen) abort();
+    uint64_t *depth = cg_xzalloc(n, sizeof *depth), best = 0;
+    size_t *stack = cg_xalloc(n, sizeof *stack);
+    unsigned char *state = cg_xzalloc(n, 1); /* 0 new, 1 on the walk, 2 done, 3 cyclic */
+    uint32_t *seen = cg_xzalloc(n, sizeof *seen);
     for (size_t i = 0; i < n; i++) {
         size_t sp = 0, cur = i;
         uint64_t base = 0;

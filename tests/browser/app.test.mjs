@@ -7,70 +7,29 @@
 //   CG_WEB_TL                      bundle with device intervals (20,000 records)
 //   CG_WEB_CAMPAIGN                campaign with every capture state (web-camp)
 //   CG_SCREENSHOT_DIR, CG_CHROMIUM
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createRequire } from 'node:module';
-import { mkdirSync, readFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { env, useBrowser, ready, openApp, assertClean, screenshotDir } from './lib.mjs';
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const require = createRequire(join(root, 'web', 'package.json'));
-const { chromium } = require('playwright-core');
-const env = (k) => process.env[k] || '';
 const URL0 = env('CG_WEB_URL'), TOKEN = env('CG_WEB_TOKEN');
 const A = env('CG_WEB_A').split(',').filter(Boolean), B = env('CG_WEB_B').split(',').filter(Boolean);
 const X = env('CG_WEB_X').split(',').filter(Boolean), TL = env('CG_WEB_TL'), CAMPAIGN = env('CG_WEB_CAMPAIGN');
-const shotDir = env('CG_SCREENSHOT_DIR') || join(root, 'build', 'screenshots');
 assert.ok(URL0 && TOKEN && A.length === 5 && B.length === 5 && TL && CAMPAIGN, 'CG_WEB_* must be set (run tests/integration/test_web_app.sh)');
-mkdirSync(shotDir, { recursive: true });
-
-let browser;
-before(async () => {
-  browser = await chromium.launch({ executablePath: env('CG_CHROMIUM') || '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu', '--font-render-hinting=none'] });
-});
-after(async () => { if (browser) await browser.close(); });
+const shotDir = screenshotDir();
+const browser = useBrowser();
 
 async function api(path) {
   const r = await fetch(URL0 + path, { headers: { Authorization: 'Bearer ' + TOKEN } });
   return { status: r.status, body: await r.json().catch(() => null) };
 }
 
-// Opens the app at hash; every request outside the server's origin is recorded and aborted.
-async function open(hash, { token = TOKEN, viewport = { width: 1280, height: 720 } } = {}) {
-  const context = await browser.newContext({ viewport, acceptDownloads: true });
-  const log = { external: [], consoleErrors: [], pageErrors: [], failed: [] };
-  await context.route('**/*', (route) => {
-    const u = route.request().url();
-    if (u.startsWith(URL0 + '/')) return route.continue();
-    log.external.push(u);
-    return route.abort();
-  });
-  if (token) await context.addInitScript((t) => sessionStorage.setItem('cg.token', t), token);
-  const page = await context.newPage();
-  page.on('console', (m) => { if (m.type() === 'error') log.consoleErrors.push(m.text()); });
-  page.on('pageerror', (e) => log.pageErrors.push(String(e)));
-  await page.goto(URL0 + '/' + hash, { waitUntil: 'load' });
-  await ready(page);
-  return { context, page, log };
-}
-function assertClean(log, expectedStatusErrors = 0) {
-  assert.deepEqual(log.pageErrors, [], 'page errors');
-  assert.deepEqual(log.external, [], 'external requests');
-  // a failed fetch (4xx) is logged by Chromium as a console error "Failed to load resource"
-  const other = log.consoleErrors.filter((m) => !/Failed to load resource: the server responded with a status of/.test(m));
-  assert.deepEqual(other, [], 'console errors');
-  assert.equal(log.consoleErrors.length - other.length, expectedStatusErrors, 'failed resource loads: ' + log.consoleErrors.join(' | '));
-}
+// Opens the app at hash (lib.mjs openApp: external requests recorded and aborted).
+const open = (hash, { token = TOKEN, viewport = { width: 1280, height: 720 } } = {}) =>
+  openApp(browser(), URL0, hash, { token, viewport, acceptDownloads: true });
 const shot = (page, name) => page.screenshot({ path: join(shotDir, name), fullPage: false });
 const rows = (page) => page.$$eval('table.wa-bundles tbody tr', (trs) => trs.map((t) => t.dataset.id));
-// Waits until the page of the *current* route has finished rendering (a hash-only
-// navigation leaves the previous route's finished page in place for a moment).
-const ready = (page, sel = '') =>
-  page.waitForFunction((s) => {
-    const p = document.querySelector('.wa-page[data-ready="true"]');
-    return !!p && p.dataset.route === location.hash && (!s || !!p.querySelector(s));
-  }, sel);
 
 test('static files: index, modules, viewer code and vendor are served with types and ETags; traversal is refused', async () => {
   const idx = await fetch(URL0 + '/');

@@ -5,59 +5,19 @@
 //   CG_HIST_SHIFT, CG_HIST_PREV  commit of the planted (confirmed) shift of web-h and its predecessor
 //   CG_HIST_UNCONF             commit of web-u's change point whose cohort has 3 runs
 //   CG_SCREENSHOT_DIR, CG_CHROMIUM
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createRequire } from 'node:module';
-import { mkdirSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { env, useBrowser, ready, openApp, assertClean, screenshotDir } from './lib.mjs';
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const require = createRequire(join(root, 'web', 'package.json'));
-const { chromium } = require('playwright-core');
-const env = (k) => process.env[k] || '';
 const URL0 = env('CG_WEB_URL'), TOKEN = env('CG_WEB_TOKEN');
 const SHIFT = env('CG_HIST_SHIFT'), PREV = env('CG_HIST_PREV'), UNCONF = env('CG_HIST_UNCONF');
-const shotDir = env('CG_SCREENSHOT_DIR') || join(root, 'build', 'screenshots');
 assert.ok(URL0 && TOKEN && SHIFT && PREV && UNCONF, 'CG_WEB_* / CG_HIST_* must be set (run tests/integration/test_web_history.sh)');
-mkdirSync(shotDir, { recursive: true });
+const shotDir = screenshotDir();
+const browser = useBrowser();
 
-let browser;
-before(async () => {
-  browser = await chromium.launch({ executablePath: env('CG_CHROMIUM') || '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu', '--font-render-hinting=none'] });
-});
-after(async () => { if (browser) await browser.close(); });
-
-const ready = (page, sel = '') =>
-  page.waitForFunction((s) => {
-    const p = document.querySelector('.wa-page[data-ready="true"]');
-    return !!p && p.dataset.route === location.hash && (!s || !!p.querySelector(s));
-  }, sel);
-
-async function open(hash) {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  const log = { external: [], pageErrors: [], consoleErrors: [] };
-  await context.route('**/*', (route) => {
-    const u = route.request().url();
-    if (u.startsWith(URL0 + '/')) return route.continue();
-    log.external.push(u);
-    return route.abort();
-  });
-  await context.addInitScript((t) => sessionStorage.setItem('cg.token', t), TOKEN);
-  const page = await context.newPage();
-  page.on('console', (m) => { if (m.type() === 'error') log.consoleErrors.push(m.text()); });
-  page.on('pageerror', (e) => log.pageErrors.push(String(e)));
-  await page.goto(URL0 + '/' + hash, { waitUntil: 'load' });
-  await ready(page);
-  return { context, page, log };
-}
-function clean(log, failedLoads = 0) {
-  assert.deepEqual(log.pageErrors, [], 'page errors');
-  assert.deepEqual(log.external, [], 'external requests');
-  const other = log.consoleErrors.filter((m) => !/Failed to load resource: the server responded with a status of/.test(m));
-  assert.deepEqual(other, [], 'console errors');
-  assert.equal(log.consoleErrors.length - other.length, failedLoads, 'failed loads: ' + log.consoleErrors.join(' | '));
-}
+const open = (hash) => openApp(browser(), URL0, hash, { token: TOKEN, viewport: { width: 1280, height: 900 } });
+const clean = assertClean;
 
 test('History: median with its band, the planted change point confirmed, a point opens its bundles and the comparison with the previous commit', async () => {
   const { context, page, log } = await open('#/history?workload_id=web-h&branch=main');

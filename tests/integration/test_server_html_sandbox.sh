@@ -6,12 +6,8 @@
 # chromium) opens GET /bundles/{id}/viewer and the two files after the app's
 # origin stored its token: the script runs in an opaque origin and reads nothing.
 . "${CG_SOURCE_DIR:-.}/tests/support/server_lib.sh"
-CHROMIUM="${CG_CHROMIUM:-/usr/bin/chromium}"
-command -v node >/dev/null || die "node is not installed (make bootstrap)"
-[ -x "$CHROMIUM" ] || die "chromium is not installed at $CHROMIUM (make bootstrap)"
-[ -d "$SRC/web/node_modules/playwright-core" ] || (cd "$SRC/web" && npm ci --no-audit --no-fund --loglevel=error) || die "npm ci failed"
-srv_setup
-TOK=$("$SERVER" admin bootstrap --database-url "$DBURL" | jq -r .token) || die "bootstrap failed"
+browser_deps
+srv_setup_admin
 srv_start sandbox --require-signature no
 
 make_bundle "$T/s" run-sandbox
@@ -31,10 +27,10 @@ cat >"$T/s/viewer.html" <<'HTML'
 HTML
 cp "$T/s/viewer.html" "$T/s/probe.html"
 manifest "$T/s" run-sandbox; pack "$T/s" "$T/s.tar"
-upload "$T/s.tar" "$TOK"; expect 201 "" "bundle with script-carrying HTML files" || die "upload failed"
+upload "$T/s.tar" "$ADMIN"; expect 201 "" "bundle with script-carrying HTML files" || die "upload failed"
 SID=$(jq -r .id "$T/body")
 
-export CG_WEB_URL="$URL" CG_WEB_TOKEN="$TOK" CG_SANDBOX_ID="$SID" CG_CHROMIUM="$CHROMIUM"
+export CG_WEB_URL="$URL" CG_WEB_TOKEN="$ADMIN" CG_SANDBOX_ID="$SID" CG_CHROMIUM="$CHROMIUM"
 (cd "$SRC" && node --test --test-reporter=spec tests/browser/sandbox.test.mjs) && pass "uploaded HTML is sandboxed in the browser" \
   || fail "browser sandbox tests"
 

@@ -8,14 +8,10 @@
 # tests/browser/app.test.mjs; screenshots go to $CG_SCREENSHOT_DIR
 # (docs/screenshots when run with CG_SCREENSHOT_DIR=docs/screenshots).
 . "${CG_SOURCE_DIR:-.}/tests/support/server_lib.sh"
-CHROMIUM="${CG_CHROMIUM:-/usr/bin/chromium}"
 TOY=$BIN/agent/toy_train
 [ -x "$TOY" ] || die "missing $TOY (build the toy_train target)"
-command -v node >/dev/null || die "node is not installed (make bootstrap)"
-[ -x "$CHROMIUM" ] || die "chromium is not installed at $CHROMIUM (make bootstrap)"
-[ -d "$SRC/web/node_modules/playwright-core" ] || (cd "$SRC/web" && npm ci --no-audit --no-fund --loglevel=error) || die "npm ci failed"
-srv_setup
-ADMIN=$("$SERVER" admin bootstrap --database-url "$DBURL" | jq -r .token) || die "admin bootstrap failed"
+browser_deps
+srv_setup_admin
 srv_start web --require-signature no --max-body-bytes 400000000 --max-decoded-bytes 800000000
 
 # toy_bundle DIR RUN_ARGS…: a bundle/1 directory around one toy_train capture

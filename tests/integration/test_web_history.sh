@@ -6,12 +6,8 @@
 # branch/commit filters. The checks live in tests/browser/history.test.mjs.
 . "${CG_SOURCE_DIR:-.}/tests/support/server_lib.sh"
 . "${CG_SOURCE_DIR:-.}/tests/support/history_lib.sh"
-CHROMIUM="${CG_CHROMIUM:-/usr/bin/chromium}"
-command -v node >/dev/null || die "node is not installed (make bootstrap)"
-[ -x "$CHROMIUM" ] || die "chromium is not installed at $CHROMIUM (make bootstrap)"
-[ -d "$SRC/web/node_modules/playwright-core" ] || (cd "$SRC/web" && npm ci --no-audit --no-fund --loglevel=error) || die "npm ci failed"
-srv_setup
-ADMIN=$("$SERVER" admin bootstrap --database-url "$DBURL" | jq -r .token) || die "admin bootstrap failed"
+browser_deps
+srv_setup_admin
 srv_start web --require-signature no
 W=$T/work; mkdir -p "$W"
 # series WL COMMITS SHIFT_AT FACTOR_PERMILLE SHORT_COMMIT (runs 3 there, else 5)

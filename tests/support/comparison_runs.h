@@ -1,6 +1,6 @@
 /* comparison_runs.h — builds trace/10 texts, cohort rows and bundle
  * directories for the comparison unit tests (tests/unit/test_comparison_*.c,
- * test_review_comparison.c). Buffers are the caller's (cg_buf); rows live in
+ * test_comparison_review.c). Buffers are the caller's (cg_buf); rows live in
  * the caller's arena. Functions return 0 or -1 (with err where one is taken). */
 #ifndef CG_TEST_COMPARISON_RUNS_H
 #define CG_TEST_COMPARISON_RUNS_H

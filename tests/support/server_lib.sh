@@ -25,6 +25,22 @@ srv_deps() {
   [ -n "$PG_BIN" ] && [ -x "$PG_BIN/initdb" ] || die "PostgreSQL server binaries not installed (make bootstrap)"
 }
 
+# The browser tests' tools: node, headless Chromium ($CG_CHROMIUM, default
+# /usr/bin/chromium, exported as CHROMIUM) and web/'s playwright-core.
+browser_deps() {
+  CHROMIUM="${CG_CHROMIUM:-/usr/bin/chromium}"
+  command -v node >/dev/null || die "node is not installed (make bootstrap)"
+  [ -x "$CHROMIUM" ] || die "chromium is not installed at $CHROMIUM (make bootstrap)"
+  [ -d "$SRC/web/node_modules/playwright-core" ] || (cd "$SRC/web" && npm ci --no-audit --no-fund --loglevel=error) \
+    || die "npm ci failed"
+}
+
+# srv_setup, then an admin token in ADMIN (admin bootstrap).
+srv_setup_admin() {
+  srv_setup
+  ADMIN=$("$SERVER" admin bootstrap --database-url "$DBURL" | jq -r .token) || die "admin bootstrap failed"
+}
+
 as_pg() { # run a PostgreSQL tool as the cluster owner
   if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
 }

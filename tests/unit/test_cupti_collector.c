@@ -143,6 +143,7 @@ static int reset(void **st) {
     unsetenv("CG_CUPTI_NVTX");
     unsetenv("CG_CUPTI_MEASURE");
     unsetenv("CG_STUB_SUBSCRIBE_BUSY");
+    unsetenv("CG_FAULT");
     return 0;
 }
 
@@ -390,8 +391,69 @@ static void test_flush_before_device_reset(void **st) {
     cg_trace_free(t);
 }
 
+/* ---- scenario 5: out of memory inside the host process ----------------- */
+static void oom_body(void) {
+    child_inject(); /* CG_FAULT=alloc:N:ENOMEM armed in the collector */
+    cg_error err;
+    cg_session *s = NULL;
+    cg_profile_run *run = capi.training("train", 1, "cuda:0");
+    if (run) {
+        s = capi.open(trace_path, run, &err); /* may report out of memory */
+        capi.run_free(run);
+    }
+    if (s) {
+        cg_span_id m;
+        if (capi.begin_measurement(s, "step", &m, &err) == 0) {
+            stub.launch(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 0, 7, 1000, 1100, "_Z1fv");
+            capi.end_span(s, m, &err);
+        }
+        capi.finish(s, &err);
+        capi.free(s);
+    }
+    /* the program goes on: exit(0) below runs the collector's exit flush */
+}
+
+/* Whether the status's errors mention `what`. */
+static bool status_error_has(cg_jv *st, const char *what) {
+    const cg_jv *errors = cg_jv_get(st, "errors");
+    for (size_t i = 0; errors && i < errors->u.arr.n; i++)
+        if (strstr(errors->u.arr.items[i]->u.str.s, what)) return true;
+    return false;
+}
+
+/* The N-th allocation counted in the collector's process fails, for N = 1, 2,
+ * … until, past the capture library's allocations, a run captures normally:
+ * the host always exits normally, and an allocation failure disables the
+ * collector with the reason in its status. */
+static void test_out_of_memory_never_ends_host(void **st) {
+    (void)st;
+    unsigned own = 0, library = 0, clean = 0;
+    for (unsigned n = 1; n <= 64 && !(clean > 0 && library > 0); n++) {
+        char spec[64];
+        snprintf(spec, sizeof spec, "alloc:%u:ENOMEM", n);
+        setenv("CG_FAULT", spec, 1);
+        remove(status_path);
+        if (run_child(oom_body) != 0) fail_msg("host did not exit normally with %s", spec);
+        cg_arena a;
+        cg_arena_init(&a, 0);
+        cg_jv *s = read_status(&a);
+        bool oom_own = status_error_has(s, "out of memory for the correlation table");
+        bool oom_lib = status_error_has(s, "): collector disabled");
+        own += oom_own;
+        library += oom_lib;
+        if (oom_own || oom_lib) assert_true(cg_jv_get(s, "active")->u.b == false);
+        else if (library && cg_jv_get(s, "active")->u.b && status_u64(s, "written") == 1) clean = n;
+        cg_arena_free(&a);
+    }
+    unsetenv("CG_FAULT");
+    assert_int_equal(own, 1);    /* the correlation table */
+    assert_true(library >= 1);   /* allocations inside the capture library */
+    assert_true(clean > 0);      /* past the last allocation: a normal capture */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_out_of_memory_never_ends_host, reset),
         cmocka_unit_test_setup(test_instrumented_attribution, reset),
         cmocka_unit_test_setup(test_flush_before_device_reset, reset),
         cmocka_unit_test_setup(test_nvtx_spans_flush_at_exit, reset),

@@ -1,4 +1,4 @@
-/* test_server7_compare.c — unit tests of issue 7's server pieces that need no
+/* test_server_compare.c — unit tests of issue 7's server pieces that need no
  * database: per-path span/op/device totals of a trace (span-diff input), the
  * comparison answer cache (keys, copies, LRU eviction, size cap) and the
  * routes of the compare/campaign/series table. Runs from the source root. */

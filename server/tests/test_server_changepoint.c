@@ -1,4 +1,4 @@
-/* test_changepoint.c — unit tests of server/changepoint.c (issue 15): the
+/* test_server_changepoint.c — unit tests of server/changepoint.c (issue 15): the
  * Student-t tail through the incomplete beta, Welch's test, planted shifts
  * found at their exact positions, flat and noisy series without change
  * points, and incremental detection (re-running the sweep from a changed

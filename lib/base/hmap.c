@@ -1,0 +1,46 @@
+/* hmap.c — growth of the generic hash table (see hmap.h). */
+#include "base/hmap.h"
+
+#include <stdlib.h>
+
+#include "base/alloc.h"
+
+/* A zeroed slot array of cap = 2^bits slots. */
+static void set_capacity(cg_hmap *m, unsigned bits) {
+    m->slot = cg_xzalloc((size_t)1 << bits, sizeof *m->slot);
+    m->mask = ((size_t)1 << bits) - 1;
+    m->shift = 32 - bits;
+}
+
+void cg_hmap_init(cg_hmap *m, size_t expect) {
+    unsigned bits = 4;
+    while (bits < 32 && ((size_t)1 << bits) / 2 < expect) bits++;
+    set_capacity(m, bits);
+    m->count = 0;
+}
+
+void cg_hmap_free(cg_hmap *m) {
+    free(m->slot);
+    m->slot = NULL;
+    m->mask = m->count = 0;
+}
+
+static void grow(cg_hmap *m) {
+    uint64_t *old = m->slot;
+    size_t n = m->mask + 1;
+    unsigned bits = 32 - m->shift + 1;
+    if (bits > 32) return; /* 2^32 slots: the id limit is reached first */
+    set_capacity(m, bits);
+    for (size_t i = 0; i < n; i++) {
+        if (!old[i]) continue;
+        size_t j = cg_hmap_home(m, (uint32_t)(old[i] >> 32));
+        while (m->slot[j]) j = (j + 1) & m->mask;
+        m->slot[j] = old[i];
+    }
+    free(old);
+}
+
+void cg_hmap_put_at(cg_hmap *m, size_t at, uint64_t h, uint32_t id) {
+    m->slot[at] = (h >> 32 << 32) | ((uint64_t)id + 1);
+    if (++m->count * 2 > m->mask + 1) grow(m);
+}

@@ -1,0 +1,97 @@
+/* hmap.h — the generic hash table of candle-graph: open addressing with
+ * linear probing over 32-bit record ids. The table stores no keys: the caller
+ * keeps its records (an array, an arena) and supplies the 64-bit hash of a key
+ * and an equality test of a key against record `id`. Each slot is 8 bytes —
+ * the hash's top 32 bits and id + 1 (0 = empty) — so a probe reads a record
+ * only when 32 hash bits agree, and growth rehashes from the stored bits (no
+ * callback). The home slot is the Fibonacci hash of those 32 bits.
+ *
+ * Lookups are static inline so that the caller's (constant) equality function
+ * is inlined on hot paths (the trace health checks). cg_strmap (strmap.h) is
+ * the string-keyed map built for callers that want the table to hold the key.
+ *
+ * Limits: ids < CG_HMAP_NONE (2^32 - 1); at most 2^31 entries; load ≤ 1/2.
+ * Ownership: the table owns its slot array (cg_hmap_free). Allocation failure
+ * follows the cg_x* policy of base/alloc.h. Not thread-safe; concurrent
+ * lookups without writers are fine. */
+#ifndef CG_BASE_HMAP_H
+#define CG_BASE_HMAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define CG_HMAP_NONE UINT32_MAX
+
+typedef struct cg_hmap {
+    uint64_t *slot;
+    size_t mask, count;
+    unsigned shift; /* 32 - log2(capacity) */
+} cg_hmap;
+
+/* Equality of the caller's key with record id. */
+typedef bool (*cg_hmap_eq)(const void *ctx, uint32_t id, const void *key);
+
+/* A table sized for `expect` entries without growing. */
+void cg_hmap_init(cg_hmap *m, size_t expect);
+void cg_hmap_free(cg_hmap *m);
+/* Stores id under hash h in the empty slot `at` that cg_hmap_find returned
+ * (the table must not have changed since); grows when half full. */
+void cg_hmap_put_at(cg_hmap *m, size_t at, uint64_t h, uint32_t id);
+
+static inline size_t cg_hmap_home(const cg_hmap *m, uint32_t tag) {
+    return (size_t)((uint32_t)(tag * 0x9e3779b1u) >> m->shift) & m->mask;
+}
+
+/* The id of the record equal to key under hash h, or CG_HMAP_NONE; *at (when
+ * not NULL) receives the empty slot where such a record would be stored. */
+static inline uint32_t cg_hmap_find(const cg_hmap *m, uint64_t h, cg_hmap_eq eq, const void *ctx,
+                                    const void *key, size_t *at) {
+    uint32_t tag = (uint32_t)(h >> 32);
+    size_t i = cg_hmap_home(m, tag);
+    for (uint64_t s; (s = m->slot[i]) != 0; i = (i + 1) & m->mask)
+        if ((uint32_t)(s >> 32) == tag && eq(ctx, (uint32_t)s - 1, key)) return (uint32_t)s - 1;
+    if (at) *at = i;
+    return CG_HMAP_NONE;
+}
+
+/* Finds key; when absent, stores id under it. Returns the id found, or
+ * CG_HMAP_NONE when id was stored. */
+static inline uint32_t cg_hmap_find_or_put(cg_hmap *m, uint64_t h, cg_hmap_eq eq, const void *ctx,
+                                           const void *key, uint32_t id) {
+    size_t at = 0;
+    uint32_t found = cg_hmap_find(m, h, eq, ctx, key, &at);
+    if (found == CG_HMAP_NONE) cg_hmap_put_at(m, at, h, id);
+    return found;
+}
+
+/* Hash of n bytes continued from h (word at a time; the length is mixed in,
+ * so adjacent fields of a composite key cannot trade bytes). Finish with
+ * cg_hmap_mix before use: the slot tag is the top 32 bits. */
+static inline uint64_t cg_hmap_hash_bytes(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    uint64_t w;
+    h ^= (uint64_t)n * 0xff51afd7ed558ccdULL;
+    while (n >= 8) {
+        memcpy(&w, b, 8);
+        h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
+        h ^= h >> 29;
+        b += 8;
+        n -= 8;
+    }
+    w = 0;
+    memcpy(&w, b, n);
+    h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
+    return h ^ (h >> 32);
+}
+/* Mixes a 64-bit value into a hash (for composite keys and integer keys). */
+static inline uint64_t cg_hmap_mix(uint64_t h, uint64_t v) {
+    h ^= v * 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    return h;
+}
+
+#endif
