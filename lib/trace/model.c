@@ -324,3 +324,13 @@ void cg_rust_display_f64(cg_buf *b, double d) {
         cg_buf_append(b, digits + kk, (size_t)(nd - kk));
     }
 }
+
+cg_comparison_identity *cg_comparison_identity_copy(cg_arena *a, const cg_comparison_identity *id) {
+    if (!id) return NULL;
+    cg_comparison_identity *c = cg_arena_alloc(a, sizeof *c);
+    *c = *id;
+    const char **strs[] = {&c->implementation_id, &c->workload_id, &c->model_id, &c->config_id, &c->data_id,
+                           &c->seed_policy, &c->precision, &c->device_state, &c->pair_id};
+    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) *strs[i] = cg_arena_strdup_opt(a, *strs[i]);
+    return c;
+}
