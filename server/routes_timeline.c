@@ -55,6 +55,16 @@ static size_t first_overlap(const srv_tl_track *t, uint64_t qs) {
     return lo;
 }
 
+/* One box [start, end, records, name or null] of a track's answer. */
+static void push_box(cg_arena *a, cg_jv *boxes, uint64_t bs, uint64_t be, uint64_t bn, const char *bname) {
+    cg_jv *bx = cg_jv_arr(a);
+    cg_jv_arr_push(a, bx, cg_jv_u64(a, bs));
+    cg_jv_arr_push(a, bx, cg_jv_u64(a, be));
+    cg_jv_arr_push(a, bx, cg_jv_u64(a, bn));
+    cg_jv_arr_push(a, bx, bname ? cg_jv_str_nocopy(a, bname) : cg_jv_null(a));
+    cg_jv_arr_push(a, boxes, bx);
+}
+
 static cg_jv *track_json(cg_arena *a, const srv_tl_track *t, uint64_t qs, uint64_t qe, unsigned px) {
     cg_jv *o = cg_jv_obj(a);
     cg_jv_obj_put(a, o, "id", cg_jv_str(a, t->id));
@@ -83,27 +93,13 @@ static cg_jv *track_json(cg_arena *a, const srv_tl_track *t, uint64_t qs, uint64
             bn += c;
             continue;
         }
-        if (bn) {
-            cg_jv *bx = cg_jv_arr(a);
-            cg_jv_arr_push(a, bx, cg_jv_u64(a, bs));
-            cg_jv_arr_push(a, bx, cg_jv_u64(a, be));
-            cg_jv_arr_push(a, bx, cg_jv_u64(a, bn));
-            cg_jv_arr_push(a, bx, bname ? cg_jv_str_nocopy(a, bname) : cg_jv_null(a));
-            cg_jv_arr_push(a, boxes, bx);
-        }
+        if (bn) push_box(a, boxes, bs, be, bn, bname);
         bs = s;
         be = e;
         bn = c;
         bname = NM[i];
     }
-    if (bn) {
-        cg_jv *bx = cg_jv_arr(a);
-        cg_jv_arr_push(a, bx, cg_jv_u64(a, bs));
-        cg_jv_arr_push(a, bx, cg_jv_u64(a, be));
-        cg_jv_arr_push(a, bx, cg_jv_u64(a, bn));
-        cg_jv_arr_push(a, bx, bname ? cg_jv_str_nocopy(a, bname) : cg_jv_null(a));
-        cg_jv_arr_push(a, boxes, bx);
-    }
+    if (bn) push_box(a, boxes, bs, be, bn, bname);
     cg_jv_obj_put(a, o, "window_records", cg_jv_u64(a, in_window));
     cg_jv_obj_put(a, o, "boxes", boxes);
     return o;

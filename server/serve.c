@@ -11,6 +11,7 @@
 
 #include <sodium.h>
 
+#include "base/alloc.h"
 #include "base/fs.h"
 #include "srv.h"
 #include "srv_web.h"
@@ -33,6 +34,22 @@ static int prepare_dirs(const srv_config *cfg, cg_error *err) {
     return private_dir(p, err);
 }
 
+/* base/alloc.h's OOM handler of the server: the first exhaustion gives back
+ * an emergency reserve; every one writes one log line (with write(2): the
+ * heap is exhausted) and lets the allocation be retried once, so the request
+ * in progress and every other one go on instead of the process ending. */
+#define OOM_RESERVE_BYTES ((size_t)16 << 20)
+static _Atomic(void *) oom_reserve;
+
+static bool server_oom(size_t bytes) {
+    static const char line[] = "{\"level\":\"error\",\"msg\":\"out of memory: allocation retried\"}\n";
+    (void)bytes;
+    free(atomic_exchange(&oom_reserve, NULL));
+    ssize_t w = write(STDERR_FILENO, line, sizeof line - 1);
+    (void)w;
+    return true;
+}
+
 int srv_cmd_serve(int argc, char **argv) {
     srv_server *s = calloc(1, sizeof *s);
     if (!s) return 1;
@@ -46,6 +63,8 @@ int srv_cmd_serve(int argc, char **argv) {
         }
     }
     signal(SIGPIPE, SIG_IGN);
+    atomic_store(&oom_reserve, cg_try_alloc(OOM_RESERVE_BYTES, 1)); /* untouched: costs no RSS */
+    cg_set_oom_handler(server_oom);
     if (sodium_init() < 0) {
         fprintf(stderr, "candle-graph-server: libsodium initialisation failed\n");
         return 1;

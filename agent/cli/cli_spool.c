@@ -141,11 +141,7 @@ int cli_spool_list(const char *spool, const char *state, char ***names, size_t *
     struct dirent *e;
     while ((e = readdir(d))) {
         if (e->d_name[0] == '.') continue;
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 16;
-            char **p = cg_xrealloc(*names, cap, sizeof *p);
-            *names = p;
-        }
+        if (*n == cap) *names = cg_xgrow(*names, &cap, *n + 1, sizeof **names);
         char *copy = cg_xstrdup(e->d_name);
         (*names)[(*n)++] = copy;
     }

@@ -306,11 +306,7 @@ static int write_nsight_manifest(const char *nsys, const char *nsight, const cg_
     struct dirent *e;
     while ((e = readdir(d))) {
         if (e->d_name[0] == '.' || strcmp(e->d_name, "capture-manifest.json") == 0) continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            char **p = cg_xrealloc(names, cap, sizeof *p);
-            names = p;
-        }
+        if (n == cap) names = cg_xgrow(names, &cap, n + 1, sizeof *names);
         names[n++] = cg_arena_strdup(&a, e->d_name);
     }
     closedir(d);
@@ -468,11 +464,7 @@ static int close_crashed_trace(const char *path, const char *reason, cg_error *e
             uint64_t x = 0, d = 0;
             if (strcmp(k, "terminal") == 0) has_terminal = true;
             if (strcmp(k, "span_start") == 0 && cg_jv_as_u64(cg_jv_get(v, "start_ns"), &x)) {
-                if (n_spans == cap) {
-                    cap = cap ? cap * 2 : 64;
-                    void *p = cg_xrealloc(spans, cap, sizeof *spans);
-                    spans = p;
-                }
+                if (n_spans == cap) spans = cg_xgrow(spans, &cap, n_spans + 1, sizeof *spans);
                 const cg_jv *id = cg_jv_get(v, "id");
                 spans[n_spans].id = id && id->type == CG_JSTR ? (char *)id->u.str.s : "";
                 spans[n_spans++].start = x;

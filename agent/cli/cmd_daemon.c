@@ -256,11 +256,7 @@ static int rescan(cg_error *err) {
             d.e[i]->seen = true;
             continue;
         }
-        if (d.n == d.cap) {
-            d.cap = d.cap ? d.cap * 2 : 64;
-            entry **p = cg_xrealloc(d.e, d.cap, sizeof *p);
-            d.e = p;
-        }
+        if (d.n == d.cap) d.e = cg_xgrow(d.e, &d.cap, d.n + 1, sizeof *d.e);
         entry *ne = cg_xzalloc(1, sizeof *ne);
         ne->name = names[k];
         ne->seen = true;

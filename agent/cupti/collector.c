@@ -408,31 +408,29 @@ EXPORT int cg_session_end_span(cg_session *s, cg_span_id id, cg_error *err) {
     return cg_cupti_real_session_end_span(s, id, err);
 }
 
-EXPORT int cg_session_finish(cg_session *s, cg_error *err) {
-    bool attached;
+/* Before a session finishes: when it is the attached one, its device
+ * intervals are flushed into it and it is detached. Returns whether it was. */
+static bool flush_and_detach(cg_session *s) {
     pthread_rwlock_rdlock(&g.attach_lock);
-    attached = s && g.session == s;
+    bool attached = s && g.session == s;
     pthread_rwlock_unlock(&g.attach_lock);
     if (attached) {
         flush_into_session();
         detach(s);
         report_dropped();
     }
+    return attached;
+}
+
+EXPORT int cg_session_finish(cg_session *s, cg_error *err) {
+    bool attached = flush_and_detach(s);
     int rc = cg_cupti_real_session_finish(s, err);
     if (attached) write_status();
     return rc;
 }
 
 EXPORT int cg_session_finish_failed(cg_session *s, const char *reason, cg_error *err) {
-    bool attached;
-    pthread_rwlock_rdlock(&g.attach_lock);
-    attached = s && g.session == s;
-    pthread_rwlock_unlock(&g.attach_lock);
-    if (attached) {
-        flush_into_session();
-        detach(s);
-        report_dropped();
-    }
+    bool attached = flush_and_detach(s);
     int rc = cg_cupti_real_session_finish_failed(s, reason, err);
     if (attached) write_status();
     return rc;

@@ -9,7 +9,9 @@
  *     cg_try_* family below, report failure as CG_ENOMEM "out of memory" and
  *     never abort. The server answers such a request with a retryable 503
  *     from its error table (server/errors.c) and keeps serving; a CLI command
- *     prints the message and exits 1.
+ *     prints the message and exits 1. The server also installs an OOM handler
+ *     (server/serve.c) that gives back an emergency reserve, logs one line and
+ *     asks for the retry, so an exhausted container does not end it either.
  *   - Containers whose API cannot fail (cg_arena, cg_buf, cg_strmap, working
  *     arrays of the analyses) use the cg_x* family: on failure it calls
  *     cg_oom(), which asks the process's OOM handler (cg_set_oom_handler) and

@@ -81,6 +81,8 @@ char *cg_arena_printf(cg_arena *a, const char *fmt, ...) {
     return p;
 }
 
+char *cg_arena_strdup_opt(cg_arena *a, const char *s) { return s ? cg_arena_strdup(a, s) : NULL; }
+
 void cg_arena_reset(cg_arena *a) {
     /* keep one ordinary block (the last in the chain is the oldest) */
     cg_arena_block *keep = NULL;

@@ -20,6 +20,7 @@ void *cg_arena_alloc(cg_arena *a, size_t n);         /* 16-byte aligned, uniniti
 void *cg_arena_zalloc(cg_arena *a, size_t n);        /* zeroed */
 char *cg_arena_strndup(cg_arena *a, const char *s, size_t n); /* NUL-terminated copy */
 char *cg_arena_strdup(cg_arena *a, const char *s);
+char *cg_arena_strdup_opt(cg_arena *a, const char *s); /* NULL stays NULL */
 char *cg_arena_printf(cg_arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cg_arena_reset(cg_arena *a);
 void cg_arena_free(cg_arena *a);

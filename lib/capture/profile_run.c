@@ -84,7 +84,6 @@ int cg_profile_run_run_id(cg_profile_run *r, const char *run_id) {
     return 0;
 }
 
-static const char *dup_opt(cg_arena *a, const char *s) { return s ? cg_arena_strdup(a, s) : NULL; }
 
 static int copy_strlist(cg_arena *a, cg_strlist *dst, const cg_strlist *src) {
     dst->n = src->n;
@@ -143,18 +142,7 @@ int cg_profile_run_capture_contract(cg_profile_run *r, const cg_capture_contract
 
 int cg_profile_run_comparison_identity(cg_profile_run *r, const cg_comparison_identity *id) {
     if (!r || !id) return -1;
-    cg_arena *a = &r->arena;
-    cg_comparison_identity *c = cg_arena_zalloc(a, sizeof *c);
-    *c = *id;
-    c->implementation_id = dup_opt(a, id->implementation_id);
-    c->workload_id = dup_opt(a, id->workload_id);
-    c->model_id = dup_opt(a, id->model_id);
-    c->config_id = dup_opt(a, id->config_id);
-    c->data_id = dup_opt(a, id->data_id);
-    c->seed_policy = dup_opt(a, id->seed_policy);
-    c->precision = dup_opt(a, id->precision);
-    c->device_state = dup_opt(a, id->device_state);
-    c->pair_id = dup_opt(a, id->pair_id);
+    cg_comparison_identity *c = cg_comparison_identity_copy(&r->arena, id);
     if (!c->workload_id || !c->model_id || !c->config_id || !c->data_id || !c->seed_policy ||
         !c->precision || !c->device_state)
         return -1;

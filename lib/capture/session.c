@@ -194,10 +194,7 @@ static void stack_push(cg_session *s, uint64_t thread, cg_span_id id) {
         memset(t, 0, sizeof *t);
         t->thread = thread;
     }
-    if (t->n == t->cap) {
-        t->cap = t->cap ? t->cap * 2 : 16;
-        t->ids = cg_xrealloc(t->ids, t->cap, sizeof *t->ids);
-    }
+    if (t->n == t->cap) t->ids = cg_xgrow(t->ids, &t->cap, t->n + 1, sizeof *t->ids);
     t->ids[t->n++] = id;
 }
 

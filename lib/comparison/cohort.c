@@ -5,29 +5,6 @@
 
 #include <string.h>
 
-#include "base/strmap.h"
-
-static const char *dup_opt(cg_arena *a, const char *s) {
-    return s ? cg_arena_strdup(a, s) : NULL;
-}
-
-static cg_comparison_identity *identity_copy(cg_arena *a, const cg_comparison_identity *src) {
-    if (!src) return NULL;
-    cg_comparison_identity *id = cg_arena_zalloc(a, sizeof *id);
-    id->implementation_id = dup_opt(a, src->implementation_id);
-    id->workload_id = dup_opt(a, src->workload_id);
-    id->model_id = dup_opt(a, src->model_id);
-    id->config_id = dup_opt(a, src->config_id);
-    id->data_id = dup_opt(a, src->data_id);
-    id->seed_policy = dup_opt(a, src->seed_policy);
-    id->physical_batch = src->physical_batch;
-    id->accumulation_steps = src->accumulation_steps;
-    id->precision = dup_opt(a, src->precision);
-    id->device_state = dup_opt(a, src->device_state);
-    id->pair_id = dup_opt(a, src->pair_id);
-    return id;
-}
-
 /* Groups the run's tensor_stats events by label, first-seen order. */
 static void collect_tensor_stats(cg_arena *a, const cg_trace *t, cg_cohort_row *out) {
     size_t n = t->n_tensor_stats;
@@ -94,7 +71,7 @@ void cg_cohort_row_from_trace(cg_arena *a, const cg_trace *t, const cg_health *h
         cg_arena_free(&tmp);
     }
     out->measurement_scope = m->contract.measurement_scope;
-    out->identity = identity_copy(a, m->identity);
+    out->identity = cg_comparison_identity_copy(a, m->identity);
     out->structurally_valid = h->structurally_valid;
     out->capture_complete = h->capture_complete;
     for (size_t i = 0; i < t->n_spans; i++) {

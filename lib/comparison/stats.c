@@ -191,17 +191,22 @@ typedef struct resampler {
     size_t lo, hi;     /* positions in the sorted resample the median reads */
 } resampler;
 
-static size_t lower_bound_u64(const uint64_t *sorted, size_t n, uint64_t x) {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (sorted[mid] < x)
-            lo = mid + 1;
-        else
-            hi = mid;
+/* First position in sorted[0..n) whose value is not below x (its rank). */
+#define LOWER_BOUND(name, T)                                      \
+    static size_t name(const T *sorted, size_t n, T x) {          \
+        size_t lo = 0, hi = n;                                    \
+        while (lo < hi) {                                         \
+            size_t mid = lo + (hi - lo) / 2;                      \
+            if (sorted[mid] < x)                                  \
+                lo = mid + 1;                                     \
+            else                                                  \
+                hi = mid;                                         \
+        }                                                         \
+        return lo;                                                \
     }
-    return lo;
-}
+LOWER_BOUND(lower_bound_u64, uint64_t)
+LOWER_BOUND(lower_bound_i64, int64_t)
+#undef LOWER_BOUND
 
 static void resampler_init(resampler *r, size_t n, size_t lo, size_t hi) {
     r->n = n;
@@ -242,18 +247,7 @@ void cg_stats_bootstrap_paired(const cg_pair *pairs, size_t n, cg_ci *out) {
     /* integer median: odd → position n/2; even → positions n/2 − 1 and n/2 */
     resampler r;
     resampler_init(&r, n, n % 2 ? n / 2 : n / 2 - 1, n / 2);
-    for (size_t k = 0; k < n; k++) {
-        int64_t d = delta_of(&pairs[k]);
-        size_t lo = 0, hi = n;
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (sorted[mid] < d)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        r.rank[k] = lo;
-    }
+    for (size_t k = 0; k < n; k++) r.rank[k] = lower_bound_i64(sorted, n, delta_of(&pairs[k]));
     double *deltas = cg_xalloc(CG_BOOTSTRAP_ITERATIONS, sizeof *deltas);
     uint64_t s = CG_BOOTSTRAP_SEED;
     for (size_t it = 0; it < CG_BOOTSTRAP_ITERATIONS; it++) {

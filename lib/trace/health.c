@@ -126,10 +126,7 @@ static void add_issue(hctx *c, cg_severity sev, const char *code, const char *fm
     __attribute__((format(printf, 4, 5)));
 
 static void add_issue(hctx *c, cg_severity sev, const char *code, const char *fmt, ...) {
-    if (c->n == c->cap) {
-        c->cap = c->cap ? c->cap * 2 : 16;
-        c->v = cg_xrealloc(c->v, c->cap, sizeof *c->v);
-    }
+    if (c->n == c->cap) c->v = cg_xgrow(c->v, &c->cap, c->n + 1, sizeof *c->v);
     va_list ap, ap2;
     va_start(ap, fmt);
     va_copy(ap2, ap);
@@ -337,10 +334,7 @@ typedef struct strvec {
 static hkey strvec_key(const void *ctx, uint32_t id) { return key1(((const strvec *)ctx)->s[id]); }
 
 static void strvec_push(strvec *v, const char *s) {
-    if (v->n == v->cap) {
-        v->cap = v->cap ? v->cap * 2 : 16;
-        v->s = cg_xrealloc(v->s, v->cap, sizeof *v->s);
-    }
+    if (v->n == v->cap) v->s = cg_xgrow(v->s, &v->cap, v->n + 1, sizeof *v->s);
     v->s[v->n++] = s;
 }
 

@@ -307,3 +307,13 @@ void cg_rust_display_f64(cg_buf *b, double d) {
 }
 
 void cg_serde_unexpected(cg_buf *b, const cg_jv *v) { wire_unexpected(b, v); }
+
+cg_comparison_identity *cg_comparison_identity_copy(cg_arena *a, const cg_comparison_identity *id) {
+    if (!id) return NULL;
+    cg_comparison_identity *c = cg_arena_alloc(a, sizeof *c);
+    *c = *id;
+    const char **strs[] = {&c->implementation_id, &c->workload_id, &c->model_id, &c->config_id, &c->data_id,
+                           &c->seed_policy, &c->precision, &c->device_state, &c->pair_id};
+    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) *strs[i] = cg_arena_strdup_opt(a, *strs[i]);
+    return c;
+}

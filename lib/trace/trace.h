@@ -283,6 +283,8 @@ bool cg_dense_bytes(const cg_shape *s, const char *dtype, uint64_t *out);
 cg_jv *cg_run_meta_to_json(cg_arena *a, const cg_run_meta *m);
 cg_jv *cg_capture_contract_to_json(cg_arena *a, const cg_capture_contract *c);
 cg_jv *cg_comparison_identity_to_json(cg_arena *a, const cg_comparison_identity *id);
+/* A deep copy of id in a (its strings copied); NULL for NULL. */
+cg_comparison_identity *cg_comparison_identity_copy(cg_arena *a, const cg_comparison_identity *id);
 cg_jv *cg_shape_to_json(cg_arena *a, const cg_shape *s);
 cg_jv *cg_strlist_to_json(cg_arena *a, const cg_strlist *l);
 /* Wire events ("kind": …). The *_derived dense-bytes values are omitted on write
