@@ -58,4 +58,9 @@ typedef enum { SRV_TL_OK = 0, SRV_TL_UNAVAILABLE, SRV_TL_NO_TRACE, SRV_TL_STORE,
 srv_tl_index *srv_timeline_acquire(srv_server *s, PGconn *c, const char *id, srv_tl_status *st, cg_error *err);
 void srv_timeline_release(srv_server *s, srv_tl_index *x);
 
+/* Nesting depth of every span of t (malloc'd, indexed like t->spans; the caller
+ * frees it); a missing parent or a cycle ends the walk. */
+struct cg_trace;
+int *srv_tl_span_depths(const struct cg_trace *t);
+
 #endif

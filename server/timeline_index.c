@@ -182,7 +182,7 @@ static void finish_track(srv_tl_track *t) {
 
 /* Nesting depth of every span (index aligned with t->spans); cycles and
  * missing parents end the walk. */
-static int *span_depths(const cg_trace *t) {
+int *srv_tl_span_depths(const cg_trace *t) {
     int *d = malloc((t->n_spans ? t->n_spans : 1) * sizeof *d);
     if (!d) abort();
     for (size_t i = 0; i < t->n_spans; i++) d[i] = -1;
@@ -236,7 +236,7 @@ static srv_tl_index *index_build(const char *id, const cg_trace *t) {
     tl_builder b = {.x = x, .names = &names};
 
     /* host clock: span lanes by depth, then one op lane */
-    int *depth = span_depths(t);
+    int *depth = srv_tl_span_depths(t);
     int max_depth = -1;
     for (size_t i = 0; i < t->n_spans; i++)
         if (depth[i] > max_depth) max_depth = depth[i];
