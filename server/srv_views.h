@@ -108,6 +108,9 @@ typedef enum { SRV_VW_OK = 0, SRV_VW_UNAVAILABLE, SRV_VW_NO_TRACE, SRV_VW_STORE,
  * to the pool before any parsing. NULL with *st and err on failure. */
 srv_vw_index *srv_views_acquire(srv_server *s, PGconn *c, const char *id, srv_vw_status *st, cg_error *err);
 void srv_views_release(srv_server *s, srv_vw_index *x);
+/* Builds the index of a freshly published bundle ahead of its first request
+ * (called by the upload warm-up worker of timeline_index.c, one at a time). */
+void srv_views_warm(srv_server *s, const char *id);
 /* Frees the server's view cache (at shutdown, after HTTP stopped). */
 void srv_views_stop(srv_server *s);
 

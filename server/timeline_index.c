@@ -14,6 +14,7 @@
 
 #include "base/fs.h"
 #include "srv_timeline.h"
+#include "srv_views.h"
 #include "srv_web.h"
 #include "trace/trace.h"
 
@@ -787,6 +788,7 @@ static void *warm_main(void *arg) {
         srv_tl_status st;
         srv_tl_index *ix = srv_timeline_acquire(T->server, c, id, &st, &err);
         if (ix) cache_release(T, ix);
+        srv_views_warm(T->server, id); /* then the dashboard views of the bundle (view_index.c) */
     }
 }
 

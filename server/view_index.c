@@ -485,6 +485,16 @@ void srv_views_release(srv_server *s, srv_vw_index *x) {
     if (free_it) index_free(x);
 }
 
+void srv_views_warm(srv_server *s, const char *id) {
+    cg_error err = {0};
+    PGconn *c = srv_pool_get(s->pool, &err);
+    if (!c) return;
+    srv_vw_status st;
+    srv_vw_index *x = srv_views_acquire(s, c, id, &st, &err);
+    if (x) srv_views_release(s, x);
+    else srv_log("warning", "view index not built", "id", id, "error", err.msg, NULL);
+}
+
 void srv_views_stop(srv_server *s) {
     struct srv_views *V = atomic_load(&s->views);
     if (!V) return;
