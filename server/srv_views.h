@@ -130,6 +130,15 @@ enum MHD_Result srv_h_views_memory(srv_req *r);
 enum MHD_Result srv_h_views_gpu(srv_req *r);
 enum MHD_Result srv_h_views_evidence(srv_req *r);
 
+/* view_index.c / view_store.c: an empty index (arena and order mutex ready),
+ * freeing one, and its on-disk copy (<data_dir>/views/<id>.idx): save writes it
+ * atomically; load returns NULL when the file is absent or does not read back
+ * exactly (then the index is rebuilt from the trace). */
+srv_vw_index *srv_vw_new(const char *id);
+void srv_vw_free(srv_vw_index *x);
+int srv_vw_save(const srv_vw_index *x, const char *path, cg_error *err);
+srv_vw_index *srv_vw_load(const char *id, const char *path);
+
 /* store_views.c: the stored files of a bundle the views read. */
 /* Resolves r->params[0] (a full id or a unique prefix of >= 12 hex) to id.
  * Returns 1, or 0 after answering (400/404/503). */

@@ -58,7 +58,16 @@ static void *xmalloc(size_t n) {
     return p;
 }
 
-static void index_free(srv_vw_index *x) {
+srv_vw_index *srv_vw_new(const char *id) {
+    srv_vw_index *x = calloc(1, sizeof *x);
+    if (!x) abort();
+    snprintf(x->id, sizeof x->id, "%s", id);
+    cg_arena_init(&x->arena, 0);
+    pthread_mutex_init(&x->order_mu, NULL);
+    return x;
+}
+
+void srv_vw_free(srv_vw_index *x) {
     if (!x) return;
     free(x->spans);
     free(x->ops);
@@ -320,11 +329,7 @@ static void build_sections(builder *b, const cg_evidence *e, cg_arena *tmp) {
 
 /* Builds the index from a parsed trace and the placed nsight directory (NULL = none). */
 static srv_vw_index *index_build(const char *id, const cg_trace *t, const char *nsdir, cg_error *err) {
-    srv_vw_index *x = calloc(1, sizeof *x);
-    if (!x) abort();
-    snprintf(x->id, sizeof x->id, "%s", id);
-    cg_arena_init(&x->arena, 0);
-    pthread_mutex_init(&x->order_mu, NULL);
+    srv_vw_index *x = srv_vw_new(id);
     builder b = {.x = x};
     cg_strmap_init(&b.names);
     cg_arena tmp;
@@ -337,7 +342,7 @@ static srv_vw_index *index_build(const char *id, const cg_trace *t, const char *
         if (e) cg_evidence_free(e);
         cg_arena_free(&tmp);
         cg_strmap_free(&b.names);
-        index_free(x);
+        srv_vw_free(x);
         return NULL;
     }
     x->complete = e->health->capture_complete;
@@ -353,11 +358,43 @@ static srv_vw_index *index_build(const char *id, const cg_trace *t, const char *
     return x;
 }
 
+/* The orders the tabs open with: spans by start and by total time, ops by time, costs by total. */
+static void first_orders(srv_vw_index *x) {
+    srv_views_order(x, SRV_VW_SPANS, 4);
+    srv_views_order(x, SRV_VW_SPANS, 7);
+    srv_views_order(x, SRV_VW_OPS, 4);
+    srv_views_order(x, SRV_VW_COSTS, 4);
+}
+
 /* ---------------------------------------------------------------- loading */
+
+/* The index of bundle id: its on-disk copy when it reads back, else built from
+ * the verified files (and saved). Always returns c to the pool. */
+static srv_vw_index *build_from_store(srv_server *s, PGconn *c, const char *id, srv_vw_status *st, cg_error *err);
+
+static srv_vw_index *load_index(srv_server *s, PGconn *c, const char *id, srv_vw_status *st, cg_error *err) {
+    char dir[PATH_MAX + 16], path[PATH_MAX + 96];
+    snprintf(dir, sizeof dir, "%s/views", s->cfg.data_dir);
+    snprintf(path, sizeof path, "%s/%s.idx", dir, id);
+    srv_vw_index *x = srv_vw_load(id, path);
+    if (x) {
+        srv_pool_put(s->pool, c);
+        srv_log("info", "view index loaded", "id", id, NULL);
+    } else {
+        x = build_from_store(s, c, id, st, err);
+        cg_error serr = {0};
+        if (x && (cg_mkdir_p(dir, &serr) < 0 || srv_vw_save(x, path, &serr) < 0))
+            srv_log("warning", "view index not saved", "id", id, "error", serr.msg, NULL);
+    }
+    if (!x) return NULL;
+    first_orders(x);
+    *st = SRV_VW_OK;
+    return x;
+}
 
 /* Reads the verified files of bundle id and builds its index. Always returns c
  * to the pool (before parsing). */
-static srv_vw_index *load_index(srv_server *s, PGconn *c, const char *id, srv_vw_status *st, cg_error *err) {
+static srv_vw_index *build_from_store(srv_server *s, PGconn *c, const char *id, srv_vw_status *st, cg_error *err) {
     char hex[65];
     uint64_t bytes = 0;
     int found = srv_views_trace_blob(c, id, hex, &bytes, err);
@@ -435,7 +472,7 @@ static srv_vw_index *cache_put(struct srv_views *V, srv_vw_index *x) {
     x->refs++;
     x->last_use = ++V->clock;
     pthread_mutex_unlock(&V->mu);
-    index_free(drop);
+    srv_vw_free(drop);
     return x;
 }
 
@@ -482,7 +519,7 @@ void srv_views_release(srv_server *s, srv_vw_index *x) {
     x->refs--;
     bool free_it = x->refs == UNCACHED;
     pthread_mutex_unlock(&V->mu);
-    if (free_it) index_free(x);
+    if (free_it) srv_vw_free(x);
 }
 
 void srv_views_warm(srv_server *s, const char *id) {
@@ -498,7 +535,7 @@ void srv_views_warm(srv_server *s, const char *id) {
 void srv_views_stop(srv_server *s) {
     struct srv_views *V = atomic_load(&s->views);
     if (!V) return;
-    for (size_t i = 0; i < SRV_VIEWS_CACHE_SLOTS; i++) index_free(V->cache[i]);
+    for (size_t i = 0; i < SRV_VIEWS_CACHE_SLOTS; i++) srv_vw_free(V->cache[i]);
     atomic_store(&s->views, NULL);
     pthread_mutex_destroy(&V->mu);
     pthread_cond_destroy(&V->cv);
