@@ -14,8 +14,8 @@
  * Indexes are shared and reference counted like the Timeline index:
  * srv_views_acquire takes one reference (building the index when needed; a
  * request for an index being built waits for that build), srv_views_release
- * drops it. The cache (SRV_VIEWS_CACHE_SLOTS bundles, least recently used
- * evicted) lives in the server (srv_server.views), created on first use and
+ * drops it. The cache (at most SRV_VIEWS_CACHE_SLOTS bundles and about
+ * SRV_VIEWS_CACHE_BYTES, least recently used evicted) lives in the server (srv_server.views), created on first use and
  * freed by srv_views_stop. Sort orders of the span and op tables are computed
  * on first use per column and kept with the index.
  *
@@ -28,6 +28,7 @@
 #include "srv.h"
 
 #define SRV_VIEWS_CACHE_SLOTS 3
+#define SRV_VIEWS_CACHE_BYTES ((uint64_t)1 << 30) /* approximate heap of the cached indexes */
 
 typedef struct srv_vw_span {
     const char *id, *parent_id, *name; /* parent_id NULL for a root */
@@ -98,6 +99,7 @@ typedef struct srv_vw_index {
     bool complete, valid;
     pthread_mutex_t order_mu;
     uint32_t *order[SRV_VW_SORTABLE][SRV_VW_MAX_COLS]; /* ascending permutations, made on first use */
+    uint64_t bytes;    /* approximate heap bytes (cache bound) */
     unsigned refs;     /* guarded by the cache mutex */
     uint64_t last_use; /* guarded by the cache mutex */
 } srv_vw_index;

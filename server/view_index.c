@@ -358,6 +358,15 @@ static srv_vw_index *index_build(const char *id, const cg_trace *t, const char *
     return x;
 }
 
+/* Approximate heap bytes of an index: rows, sort orders, strings, memory points. */
+static uint64_t index_bytes(const srv_vw_index *x) {
+    uint64_t b = x->n_spans * (sizeof *x->spans + 4 * sizeof(uint32_t)) + x->n_ops * (sizeof *x->ops + sizeof(uint32_t)) +
+                 x->n_costs * (sizeof *x->costs + sizeof(uint32_t)) + x->n_mem * 2 * sizeof(uint64_t);
+    for (size_t i = 0; i < x->n_spans; i++) b += strlen(x->spans[i].id) + 1 + (x->spans[i].parent_id ? strlen(x->spans[i].parent_id) + 1 : 0);
+    for (int t = 0; t < SRV_VW_GPU_TABLES; t++) b += x->gpu[t].n * sizeof *x->gpu[t].rows;
+    return b + (1u << 20); /* interned names and JSON sections: small beside the rows */
+}
+
 /* The orders the tabs open with: spans by start and by total time, ops by time, costs by total. */
 static void first_orders(srv_vw_index *x) {
     srv_views_order(x, SRV_VW_SPANS, 4);
@@ -388,6 +397,7 @@ static srv_vw_index *load_index(srv_server *s, PGconn *c, const char *id, srv_vw
     }
     if (!x) return NULL;
     first_orders(x);
+    x->bytes = index_bytes(x);
     *st = SRV_VW_OK;
     return x;
 }
@@ -456,23 +466,33 @@ static srv_vw_index *find_locked(struct srv_views *V, const char *id) {
  * served uncached (marked so that the last release frees it). */
 #define UNCACHED (UINT32_MAX / 2)
 static srv_vw_index *cache_put(struct srv_views *V, srv_vw_index *x) {
-    srv_vw_index *drop = NULL;
+    srv_vw_index *drop[SRV_VIEWS_CACHE_SLOTS] = {0};
+    size_t nd = 0, slot = SRV_VIEWS_CACHE_SLOTS;
     pthread_mutex_lock(&V->mu);
-    size_t slot = SRV_VIEWS_CACHE_SLOTS;
+    /* room for x: a free slot and at most SRV_VIEWS_CACHE_BYTES in all, evicting the
+     * least recently used entries nobody holds (indexes in use are never evicted) */
+    for (;;) {
+        uint64_t total = x->bytes;
+        size_t used = 0, lru = SRV_VIEWS_CACHE_SLOTS;
+        for (size_t i = 0; i < SRV_VIEWS_CACHE_SLOTS; i++) {
+            srv_vw_index *c = V->cache[i];
+            if (!c) continue;
+            total += c->bytes;
+            used++;
+            if (c->refs == 0 && (lru == SRV_VIEWS_CACHE_SLOTS || c->last_use < V->cache[lru]->last_use)) lru = i;
+        }
+        if ((used < SRV_VIEWS_CACHE_SLOTS && total <= SRV_VIEWS_CACHE_BYTES) || lru == SRV_VIEWS_CACHE_SLOTS) break;
+        drop[nd++] = V->cache[lru];
+        V->cache[lru] = NULL;
+    }
     for (size_t i = 0; i < SRV_VIEWS_CACHE_SLOTS && slot == SRV_VIEWS_CACHE_SLOTS; i++)
         if (!V->cache[i]) slot = i;
-    if (slot == SRV_VIEWS_CACHE_SLOTS) {
-        for (size_t i = 0; i < SRV_VIEWS_CACHE_SLOTS; i++)
-            if (V->cache[i]->refs == 0 && (slot == SRV_VIEWS_CACHE_SLOTS || V->cache[i]->last_use < V->cache[slot]->last_use))
-                slot = i;
-        if (slot != SRV_VIEWS_CACHE_SLOTS) drop = V->cache[slot];
-    }
     if (slot != SRV_VIEWS_CACHE_SLOTS) V->cache[slot] = x;
     else x->refs = UNCACHED;
     x->refs++;
     x->last_use = ++V->clock;
     pthread_mutex_unlock(&V->mu);
-    srv_vw_free(drop);
+    for (size_t i = 0; i < nd; i++) srv_vw_free(drop[i]);
     return x;
 }
 
