@@ -6,6 +6,7 @@
 #include "srv_compare.h"
 #include "srv_web.h"
 #include "srv_history.h"
+#include "srv_views.h"
 
 const srv_route srv_routes[] = {
     {"GET", "/healthz", SRV_SCOPE_NONE, SRV_BODY_NONE, srv_h_healthz},
@@ -24,6 +25,13 @@ const srv_route srv_routes[] = {
     {"GET", "/bundles/{id}/viewer", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_bundle_viewer},
     {"GET", "/bundles/{id}/timeline", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_bundle_timeline},
     {"GET", "/bundles/{id}/export", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_bundle_export},
+    /* issue 14: dashboard views from the verified trace and evidence */
+    {"GET", "/bundles/{id}/views/spans", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_views_spans},
+    {"GET", "/bundles/{id}/views/ops", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_views_ops},
+    {"GET", "/bundles/{id}/views/costs", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_views_costs},
+    {"GET", "/bundles/{id}/views/memory", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_views_memory},
+    {"GET", "/bundles/{id}/views/gpu", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_views_gpu},
+    {"GET", "/bundles/{id}/views/evidence", SRV_SCOPE_READ, SRV_BODY_NONE, srv_h_views_evidence},
     {"POST", "/tokens", SRV_SCOPE_ADMIN, SRV_BODY_JSON, srv_h_tokens_create},
     {"GET", "/tokens", SRV_SCOPE_ADMIN, SRV_BODY_NONE, srv_h_tokens_list},
     {"DELETE", "/tokens/{id}", SRV_SCOPE_ADMIN, SRV_BODY_NONE, srv_h_tokens_delete},

@@ -16,6 +16,7 @@
 #include "srv.h"
 #include "srv_web.h"
 #include "srv_history.h"
+#include "srv_views.h"
 
 /* The data dir and its upload/staging areas are private to the server's user
  * (0700; the embedded cluster's user is let through the data dir by pgembed). */
@@ -138,6 +139,7 @@ fail:
     fprintf(stderr, "candle-graph-server: %s\n", err.msg);
 done:
     srv_timeline_stop(s);
+    srv_views_stop(s);
     srv_pool_free(s->pool);
     srv_pgembed_stop(&pg);
     if (rc == 0) srv_log("info", "stopped", NULL);

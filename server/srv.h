@@ -279,6 +279,7 @@ typedef struct srv_server {
     pthread_cond_t upload_cv;
     unsigned upload_slots; /* free ingest slots (guarded by upload_mu) */
     _Atomic(struct srv_timeline *) timeline; /* Timeline index cache (timeline_index.c), made on first use */
+    _Atomic(struct srv_views *) views;       /* dashboard view cache (view_index.c), made on first use */
 } srv_server;
 
 /* ------------------------------------------------------------ router.c */

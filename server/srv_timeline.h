@@ -60,4 +60,9 @@ typedef struct srv_tl_index {
 srv_tl_index *srv_timeline_acquire(srv_server *s, const char *id, cg_error *err);
 void srv_timeline_release(srv_server *s, srv_tl_index *x);
 
+/* Nesting depth of every span of t (malloc'd, indexed like t->spans; the caller
+ * frees it); a missing parent or a cycle ends the walk. */
+struct cg_trace;
+int *srv_tl_span_depths(const struct cg_trace *t);
+
 #endif

@@ -28,8 +28,8 @@ enum MHD_Result srv_h_bundle_timeline(srv_req *r);
 
 /* Drops every cached timeline index nobody is using. */
 void srv_timeline_cache_clear(srv_server *s);
-/* Queues a freshly published bundle (full 64-hex id) so its timeline index is
- * built in the background (one worker thread, started on first use; at most 16
+/* Queues a freshly published bundle (full 64-hex id) so its timeline index,
+ * then its dashboard view index (srv_views_warm), is built in the background (one worker thread, started on first use; at most 16
  * queued, further ids are dropped and built on first request instead). Call
  * after the publishing transaction committed. */
 void srv_timeline_warm(srv_server *s, const char *id);

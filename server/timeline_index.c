@@ -17,6 +17,7 @@
 #include "base/hmap.h"
 #include "srv_store.h"
 #include "srv_timeline.h"
+#include "srv_views.h"
 #include "srv_web.h"
 #include "trace/trace.h"
 
@@ -171,8 +172,8 @@ static void finish_track(srv_tl_track *t) {
 
 /* Nesting depth of every span (index aligned with t->spans); cycles and
  * missing parents end the walk. */
-static int *span_depths(const cg_trace *t) {
-    int *d = cg_xalloc(t->n_spans, sizeof *d);
+int *srv_tl_span_depths(const cg_trace *t) {
+    int *d = cg_xalloc(t->n_spans ? t->n_spans : 1, sizeof *d);
     for (size_t i = 0; i < t->n_spans; i++) d[i] = -1;
     for (size_t i = 0; i < t->n_spans; i++) {
         int depth = 0;
@@ -223,7 +224,7 @@ static srv_tl_index *index_build(const char *id, const cg_trace *t) {
     tl_builder b = {.x = x, .names = &names};
 
     /* host clock: span lanes by depth, then one op lane */
-    int *depth = span_depths(t);
+    int *depth = srv_tl_span_depths(t);
     int max_depth = -1;
     for (size_t i = 0; i < t->n_spans; i++)
         if (depth[i] > max_depth) max_depth = depth[i];
@@ -738,6 +739,7 @@ static void *warm_main(void *arg) {
         cg_error err = {0};
         srv_tl_index *ix = srv_timeline_acquire(T->server, id, &err);
         if (ix) cache_release(T, ix);
+        srv_views_warm(T->server, id); /* then the dashboard views of the bundle (view_index.c) */
     }
 }
 

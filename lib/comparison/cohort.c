@@ -5,6 +5,8 @@
 
 #include <string.h>
 
+#include "base/strmap.h"
+
 /* Groups the run's tensor_stats events by label, first-seen order. */
 static void collect_tensor_stats(cg_arena *a, const cg_trace *t, cg_cohort_row *out) {
     size_t n = t->n_tensor_stats;

@@ -1,22 +1,14 @@
 // bundle.js — one bundle. The header comes from GET /bundles/{id}; the sections
-// Evidence, Trace, Span costs, Memory and GPU are drawn by the shared viewer code
-// (web/viewer: CG.views.*) from the viewer/5 payload embedded in
-// GET /bundles/{id}/viewer, fetched only when one of them is first opened (for a
-// large trace the server analyses it on that request); Timeline (LOD from
-// GET /bundles/{id}/timeline) and Files (downloads, signature) need no payload.
-// The open section is kept in the URL (?tab=).
-import { getJson, getText, getToken } from './api.js';
+// Evidence, Trace, Span costs, Memory and GPU are drawn by views.js from the
+// server's views of the verified trace and evidence (GET /bundles/{id}/views/...,
+// paged and aggregated on the server), never from the uploaded viewer.html;
+// Timeline (LOD from GET /bundles/{id}/timeline) and Files (downloads, signature,
+// the offline viewer as a sandboxed download). The open section is kept in the
+// URL (?tab=).
+import { getJson, getToken } from './api.js';
 import { h, badge, errorPanel, fmtBytes, fmtNs, healthState, shortId, tabs } from './ui.js';
 import { mountTimeline } from './timeline.js';
-
-/* The viewer HTML carries its payload as JSON in <script id="cg-payload">; it is
- * parsed as an inert document (scripts never run). */
-export function payloadFromViewerHtml(html) {
-  const doc = new DOMParser().parseFromString(html, 'text/html');
-  const el = doc.getElementById('cg-payload');
-  if (!el) throw new Error('the viewer page carries no payload');
-  return JSON.parse(el.textContent);
-}
+import { renderCosts, renderEvidence, renderGpu, renderMemory, renderTrace } from './views.js';
 
 async function download(path, name) {
   const headers = {};
@@ -82,12 +74,12 @@ function header(b) {
       fact('Uploaded', (b.uploaded_at || '').replace('T', ' ').replace(/\.\d+Z$|Z$/, ' UTC'))));
 }
 
-const VIEWER_SECTIONS = [
-  { id: 'evidence', label: 'Evidence', view: 'evidence' },
-  { id: 'trace', label: 'Trace', view: 'trace' },
-  { id: 'span_costs', label: 'Span costs', view: 'costs' },
-  { id: 'memory', label: 'Memory', view: 'memory' },
-  { id: 'gpu', label: 'GPU', view: 'gpu' },
+const SECTIONS = [
+  { id: 'evidence', label: 'Evidence', render: renderEvidence },
+  { id: 'trace', label: 'Trace', render: renderTrace },
+  { id: 'span_costs', label: 'Span costs', render: renderCosts },
+  { id: 'memory', label: 'Memory', render: renderMemory },
+  { id: 'gpu', label: 'GPU', render: renderGpu },
 ];
 
 export async function renderBundle(host, id, ctx) {
@@ -100,17 +92,7 @@ export async function renderBundle(host, id, ctx) {
   }
   if (!ctx.isCurrent()) return;
   const fullId = b.id;
-  let payloadP = null;
-  const payload = () => payloadP || (payloadP = getText('/bundles/' + fullId + '/viewer').then(payloadFromViewerHtml));
-  const defs = VIEWER_SECTIONS.map((s) => ({ id: s.id, label: s.label, render: async (pane) => {
-    const wait = h('p', { class: 'wa-loading' }, 'Loading the ' + s.label + ' section\u2026');
-    pane.append(wait);
-    let p;
-    try { p = await payload(); } catch (e) { wait.remove(); pane.append(errorPanel(e, 'Viewer payload')); return; }
-    wait.remove();
-    window.CG.views[s.view](pane, p);
-    if (pane.cgOnShow && !pane.hidden) pane.cgOnShow();
-  } }));
+  const defs = SECTIONS.map((x) => ({ id: x.id, label: x.label, render: (pane) => x.render(pane, fullId) }));
   defs.push({ id: 'timeline', label: 'Timeline', render: (pane) => mountTimeline(pane, fullId) },
     { id: 'files', label: 'Files', render: (pane) => renderFiles(pane, fullId, b) });
   body.textContent = '';

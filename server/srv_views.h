@@ -1,0 +1,154 @@
+/* srv_views.h — the dashboard views of a bundle (view_index.c), read by the
+ * GET /bundles/{id}/views/... routes (routes_views.c) that draw every tab of
+ * the web app's bundle page.
+ *
+ * A view index is derived only from the bundle's verified files: trace.jsonl
+ * (its digest was checked at ingest) and the stored nsight/ files, through the
+ * same cg_evidence_build the server uses to rederive evidence.json. Nothing of
+ * an uploaded viewer.html is read. The index holds compact copies (strings in
+ * its arena): span and op rows, span costs aggregated by (kind, name), the
+ * logical memory timeline, the GPU tables, and small bounded JSON sections
+ * (evidence, memory peak, GPU overview); the trace itself is freed after the
+ * build.
+ *
+ * Indexes are shared and reference counted like the Timeline index:
+ * srv_views_acquire takes one reference (building the index when needed; a
+ * request for an index being built waits for that build), srv_views_release
+ * drops it. The cache (at most SRV_VIEWS_CACHE_SLOTS bundles and about
+ * SRV_VIEWS_CACHE_BYTES, least recently used evicted) lives in the server (srv_server.views), created on first use and
+ * freed by srv_views_stop. Sort orders of the span and op tables are computed
+ * on first use per column and kept with the index.
+ *
+ * Thread safety: everything reachable from an acquired index is read-only,
+ * except the sort orders, which srv_views_order creates under the index's
+ * mutex. */
+#ifndef SRV_VIEWS_H
+#define SRV_VIEWS_H
+
+#include "srv.h"
+
+#define SRV_VIEWS_CACHE_SLOTS 3
+#define SRV_VIEWS_CACHE_BYTES ((uint64_t)1 << 30) /* approximate heap of the cached indexes */
+
+typedef struct srv_vw_span {
+    const char *id, *parent_id, *name; /* parent_id NULL for a root */
+    uint64_t start_ns, duration_ns;    /* duration 0 while open */
+    uint64_t self_ns, total_ns;        /* graph host times; valid when has_times */
+    uint64_t ops;                      /* ops recorded in this span */
+    uint32_t depth;
+    uint8_t kind, step; /* cg_span_kind, cg_step */
+    bool closed, measured, has_times;
+} srv_vw_span;
+
+typedef struct srv_vw_op {
+    const char *span_id, *name, *device, *dtype;
+    uint64_t timestamp_ns, duration_ns, output_bytes; /* output_bytes valid when has_output_bytes */
+    bool has_output_bytes;
+} srv_vw_op;
+
+/* Span costs: graph nodes (spans and ops) of one (kind, name). self_ns is the
+ * sum of host self times; without a graph (failed or invalid capture) the
+ * totals are the closed span / op durations and has_self is false. */
+typedef struct srv_vw_cost {
+    const char *name, *kind;
+    uint64_t count, self_ns, total_ns, max_total_ns;
+    bool has_self;
+} srv_vw_cost;
+
+/* A summary table (kernels, runtime calls, memory operations) or a timeline
+ * table (NVTX ranges, GPU operations) of the Nsight device plane, or the
+ * device timing planes of the trace; one struct covers every column. */
+typedef struct srv_vw_gpu_row {
+    const char *name, *category, *kind, *device, *context, *stream, *correlation_id, *clock_id;
+    uint64_t total_ns, count, average_ns, minimum_ns, maximum_ns;
+    uint64_t start_ns, duration_ns;
+} srv_vw_gpu_row;
+
+enum {
+    SRV_VW_KERNELS = 0,
+    SRV_VW_RUNTIME_CALLS,
+    SRV_VW_MEMORY_OPERATIONS,
+    SRV_VW_NVTX_RANGES,
+    SRV_VW_GPU_TIMELINE,
+    SRV_VW_DEVICE_CLOCKS,
+    SRV_VW_DEVICE_SPANS,
+    SRV_VW_GPU_TABLES
+};
+extern const char *const srv_vw_gpu_table_names[SRV_VW_GPU_TABLES];
+
+typedef struct srv_vw_table {
+    srv_vw_gpu_row *rows;
+    size_t n;
+} srv_vw_table;
+
+/* Sortable tables (the sort parameter names a column of one). */
+enum { SRV_VW_SPANS = 0, SRV_VW_OPS = 1, SRV_VW_COSTS = 2, SRV_VW_SORTABLE = 3 };
+#define SRV_VW_MAX_COLS 10
+
+typedef struct srv_vw_index {
+    char id[65];
+    cg_arena arena; /* strings, JSON sections */
+    srv_vw_span *spans; size_t n_spans;   /* trace order (sorted by id) */
+    srv_vw_op *ops; size_t n_ops;         /* document order */
+    srv_vw_cost *costs; size_t n_costs;   /* sorted by (kind, name) */
+    uint64_t *mem_ts, *mem_live; size_t n_mem; /* logical timeline (sorted by time) */
+    srv_vw_table gpu[SRV_VW_GPU_TABLES];
+    cg_jv *evidence;    /* {provenance, health, capabilities, findings, facts, gaps, truncation} */
+    cg_jv *memory;      /* {logical: {counts, peak, by_device}|null, physical: {by_device}|null, truncation} */
+    cg_jv *gpu_summary; /* {status, reason, coverage, correlation, provenance, diagnostics, limits, truncation} */
+    bool complete, valid;
+    pthread_mutex_t order_mu;
+    uint32_t *order[SRV_VW_SORTABLE][SRV_VW_MAX_COLS]; /* ascending permutations, made on first use */
+    uint64_t bytes;    /* approximate heap bytes (cache bound) */
+    unsigned refs;     /* guarded by the cache mutex */
+    uint64_t last_use; /* guarded by the cache mutex */
+} srv_vw_index;
+
+typedef enum { SRV_VW_OK = 0, SRV_VW_UNAVAILABLE, SRV_VW_NO_TRACE, SRV_VW_STORE, SRV_VW_INVALID, SRV_VW_TOO_LARGE } srv_vw_status;
+
+/* The index of bundle id (full 64-hex) with a reference taken. Always returns c
+ * to the pool before any parsing. NULL with *st and err on failure. */
+srv_vw_index *srv_views_acquire(srv_server *s, PGconn *c, const char *id, srv_vw_status *st, cg_error *err);
+void srv_views_release(srv_server *s, srv_vw_index *x);
+/* Builds the index of a freshly published bundle ahead of its first request
+ * (called by the upload warm-up worker of timeline_index.c, one at a time). */
+void srv_views_warm(srv_server *s, const char *id);
+/* Frees the server's view cache (at shutdown, after HTTP stopped). */
+void srv_views_stop(srv_server *s);
+
+/* The ascending order of table (SRV_VW_SPANS/OPS/COSTS) by column col (ties:
+ * row index), computed once; owned by the index. */
+const uint32_t *srv_views_order(srv_vw_index *x, int table, int col);
+/* Column names of a table, in column-number order; NULL-terminated. */
+extern const char *const srv_vw_span_cols[];
+extern const char *const srv_vw_op_cols[];
+extern const char *const srv_vw_cost_cols[];
+
+/* routes_views.c */
+enum MHD_Result srv_h_views_spans(srv_req *r);
+enum MHD_Result srv_h_views_ops(srv_req *r);
+enum MHD_Result srv_h_views_costs(srv_req *r);
+enum MHD_Result srv_h_views_memory(srv_req *r);
+enum MHD_Result srv_h_views_gpu(srv_req *r);
+enum MHD_Result srv_h_views_evidence(srv_req *r);
+
+/* view_index.c / view_store.c: an empty index (arena and order mutex ready),
+ * freeing one, and its on-disk copy (<data_dir>/views/<id>.idx): save writes it
+ * atomically; load returns NULL when the file is absent or does not read back
+ * exactly (then the index is rebuilt from the trace). */
+srv_vw_index *srv_vw_new(const char *id);
+void srv_vw_free(srv_vw_index *x);
+int srv_vw_save(const srv_vw_index *x, const char *path, cg_error *err);
+srv_vw_index *srv_vw_load(const char *id, const char *path);
+
+/* store_views.c: the stored files of a bundle the views read. */
+/* Resolves r->params[0] (a full id or a unique prefix of >= 12 hex) to id.
+ * Returns 1, or 0 after answering (400/404/503). */
+int srv_views_resolve(srv_req *r, PGconn *c, char id[65], enum MHD_Result *res);
+/* Digest and size of the bundle's trace.jsonl; 1 found, 0 none, -1 error. */
+int srv_views_trace_blob(PGconn *c, const char *id, char hex[65], uint64_t *bytes, cg_error *err);
+/* Places the bundle's nsight/ files under dir (hard links on the fs store,
+ * copies otherwise); *n receives their count. */
+int srv_views_place_nsight(srv_server *s, PGconn *c, const char *id, const char *dir, size_t *n, cg_error *err);
+
+#endif
