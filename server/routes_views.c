@@ -49,7 +49,7 @@ typedef struct vparams {
 } vparams;
 
 static enum MHD_Result bad(srv_req *r, const char *name, const char *msg) {
-    return srv_fail(r, "invalid_parameter", srv_detail_param(r, name), "%s", msg);
+    return srv_fail(r, CG_R_INVALID_PARAMETER, srv_detail_param(r, name), "%s", msg);
 }
 
 /* The string parameter name: NULL when absent; *ok false (answered) when it is
@@ -60,7 +60,7 @@ static const char *str_param(srv_req *r, const char *name, bool *ok, enum MHD_Re
     size_t n = strlen(v);
     if (n > MAX_FILTER_BYTES || !cg_utf8_valid(v, n)) {
         *ok = false;
-        *res = srv_fail(r, "invalid_parameter", srv_detail_param(r, name), "%s must be UTF-8 of at most %d bytes", name,
+        *res = srv_fail(r, CG_R_INVALID_PARAMETER, srv_detail_param(r, name), "%s must be UTF-8 of at most %d bytes", name,
                         MAX_FILTER_BYTES);
     }
     return v;
@@ -72,7 +72,7 @@ static bool u64_param(srv_req *r, const char *name, uint64_t def, uint64_t lo, u
     *out = def;
     if (!v) return true;
     if (srv_parse_u64(v, hi, out) && *out >= lo) return true;
-    *res = srv_fail(r, "invalid_parameter", srv_detail_param(r, name), "%s must be an integer from %llu to %llu", name,
+    *res = srv_fail(r, CG_R_INVALID_PARAMETER, srv_detail_param(r, name), "%s must be an integer from %llu to %llu", name,
                     (unsigned long long)lo, (unsigned long long)hi);
     return false;
 }
@@ -142,13 +142,13 @@ static srv_vw_index *open_index(srv_req *r, enum MHD_Result *res) {
     srv_vw_index *x = srv_views_acquire(r->s, c, id, &st, &err);
     if (x) return x;
     if (st == SRV_VW_UNAVAILABLE) *res = srv_fail_unavailable(r, &err);
-    else if (st == SRV_VW_NO_TRACE) *res = srv_fail(r, "not_found", NULL, "%s", err.msg);
-    else if (st == SRV_VW_INVALID) *res = srv_fail(r, "trace_invalid", NULL, "%s", err.msg);
+    else if (st == SRV_VW_NO_TRACE) *res = srv_fail(r, CG_R_NOT_FOUND, NULL, "%s", err.msg);
+    else if (st == SRV_VW_INVALID) *res = srv_fail(r, CG_R_TRACE_INVALID, NULL, "%s", err.msg);
     else if (st == SRV_VW_TOO_LARGE) {
         cg_jv *d = cg_jv_obj(&r->arena);
         cg_jv_obj_put(&r->arena, d, "limit", cg_jv_str(&r->arena, "max_decoded_bytes"));
-        *res = srv_fail(r, "payload_too_large", d, "%s", err.msg);
-    } else *res = srv_fail(r, "internal", NULL, "cannot build the views of bundle %s: %s", id, err.msg);
+        *res = srv_fail(r, CG_R_PAYLOAD_TOO_LARGE, d, "%s", err.msg);
+    } else *res = srv_fail(r, CG_R_INTERNAL, NULL, "cannot build the views of bundle %s: %s", id, err.msg);
     return NULL;
 }
 
@@ -161,7 +161,7 @@ static enum MHD_Result answer(srv_req *r, srv_vw_index *x, const cg_jv *o) {
     if (b.len > SRV_VIEWS_MAX_ANSWER) {
         cg_jv *d = cg_jv_obj(&r->arena);
         cg_jv_obj_put(&r->arena, d, "limit", cg_jv_str(&r->arena, "view_answer_bytes"));
-        res = srv_fail(r, "payload_too_large", d, "the answer would be %zu bytes (limit %zu)", b.len,
+        res = srv_fail(r, CG_R_PAYLOAD_TOO_LARGE, d, "the answer would be %zu bytes (limit %zu)", b.len,
                        SRV_VIEWS_MAX_ANSWER);
     } else {
         res = srv_reply_bytes(r, 200, JSON_CT, b.data, b.len, NULL);
@@ -376,7 +376,7 @@ static cg_jv *mem_buckets(cg_arena *a, const srv_vw_index *x, uint64_t qs, uint6
     bool have = i > 0;
     uint64_t cur = have ? x->mem_live[i - 1] : 0;
     for (uint64_t b = 0; b < nb; b++) {
-        uint64_t bs = qs + b * *w, be = srv_sat_add(bs, *w);
+        uint64_t bs = qs + b * *w, be = cg_sat_add_u64(bs, *w);
         if (bs >= qe) break;
         if (be > qe) be = qe;
         uint64_t mn = cur, mx = cur, pts = 0;
@@ -409,7 +409,7 @@ enum MHD_Result srv_h_views_memory(srv_req *r) {
     if (!x) return res;
     cg_arena *a = &r->arena;
     if (!srv_query(r, "start_ns")) qs = x->n_mem ? x->mem_ts[0] : 0;
-    if (!srv_query(r, "end_ns")) qe = x->n_mem ? srv_sat_add(x->mem_ts[x->n_mem - 1], 1) : srv_sat_add(qs, 1);
+    if (!srv_query(r, "end_ns")) qe = x->n_mem ? cg_sat_add_u64(x->mem_ts[x->n_mem - 1], 1) : cg_sat_add_u64(qs, 1);
     if (qe <= qs) {
         srv_views_release(r->s, x);
         return bad(r, "end_ns", "end_ns must be greater than start_ns");

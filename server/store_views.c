@@ -19,7 +19,7 @@ int srv_views_resolve(srv_req *r, PGconn *c, char id[65], enum MHD_Result *res) 
     bool hex = n >= 12 && n <= 64;
     for (size_t i = 0; hex && i < n; i++) hex = (p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f');
     if (!hex) {
-        *res = srv_fail(r, "invalid_parameter", srv_detail_param(r, "id"),
+        *res = srv_fail(r, CG_R_INVALID_PARAMETER, srv_detail_param(r, "id"),
                         "a bundle id is 12 to 64 lowercase hex characters");
         return 0;
     }
@@ -34,11 +34,11 @@ int srv_views_resolve(srv_req *r, PGconn *c, char id[65], enum MHD_Result *res) 
     if (rows == 1) snprintf(id, 65, "%s", PQgetvalue(x, 0, 0));
     PQclear(x);
     if (rows == 0) {
-        *res = srv_fail(r, "not_found", NULL, "no bundle with id %s", p);
+        *res = srv_fail(r, CG_R_NOT_FOUND, NULL, "no bundle with id %s", p);
         return 0;
     }
     if (rows > 1) {
-        *res = srv_fail(r, "invalid_parameter", srv_detail_param(r, "id"), "bundle id prefix %s is ambiguous", p);
+        *res = srv_fail(r, CG_R_INVALID_PARAMETER, srv_detail_param(r, "id"), "bundle id prefix %s is ambiguous", p);
         return 0;
     }
     return 1;

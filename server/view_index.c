@@ -11,6 +11,7 @@
 
 #include "analysis/evidence.h"
 #include "analysis/graph.h"
+#include "base/num.h"
 #include "base/fs.h"
 #include "base/strmap.h"
 #include "srv_timeline.h"
@@ -168,8 +169,11 @@ static void copy_spans(builder *b, const cg_trace *t, const cg_graph *g) {
     }
     for (size_t i = 0; g && i < g->n_nodes; i++) {
         const cg_graph_node *n = &g->nodes[i];
-        if (n->origin != CG_ORIGIN_SPAN || n->origin_index >= x->n_spans) continue;
-        srv_vw_span *r = &x->spans[n->origin_index];
+        /* node ids are unique (the graph refuses a span id that collides with
+         * a synthesized op or tensor id), so a node whose id is a span's is it */
+        const cg_span *sp = n->kind == CG_NODE_TENSOR ? NULL : cg_trace_find_span(t, n->id);
+        if (!sp) continue;
+        srv_vw_span *r = &x->spans[sp - t->spans];
         r->self_ns = n->host_self_time_ns;
         r->total_ns = n->host_total_time_ns;
         r->has_times = true;
@@ -205,7 +209,7 @@ static void build_costs(builder *b, const cg_trace *t, const cg_graph *g) {
     if (g) {
         for (size_t i = 0; i < g->n_nodes; i++) {
             const cg_graph_node *nd = &g->nodes[i];
-            if (nd->origin == CG_ORIGIN_TENSOR) continue;
+            if (nd->kind == CG_NODE_TENSOR) continue;
             it[n++] = (cost_item){intern(b, cg_node_kind_name(nd->kind)), intern(b, nd->name), nd->host_self_time_ns,
                                   nd->host_total_time_ns, true};
         }
@@ -226,8 +230,8 @@ static void build_costs(builder *b, const cg_trace *t, const cg_graph *g) {
             *c = (srv_vw_cost){.name = it[i].name, .kind = it[i].kind, .has_self = it[i].has_self};
         }
         c->count++;
-        c->self_ns = srv_sat_add(c->self_ns, it[i].self);
-        c->total_ns = srv_sat_add(c->total_ns, it[i].total);
+        c->self_ns = cg_sat_add_u64(c->self_ns, it[i].self);
+        c->total_ns = cg_sat_add_u64(c->total_ns, it[i].total);
         if (it[i].total > c->max_total_ns) c->max_total_ns = it[i].total;
     }
     free(it);
