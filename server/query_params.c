@@ -49,3 +49,22 @@ int srv_bundle_filters_add(srv_req *r, struct srv_where *w, enum MHD_Result *res
     }
     return 1;
 }
+
+int srv_bundle_id_param(srv_req *r, char id[65], enum MHD_Result *res) {
+    const char *p = r->params[0];
+    size_t n = strlen(p);
+    bool hex = n >= 12 && n <= 64;
+    for (size_t i = 0; hex && i < n; i++) hex = (p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f');
+    if (!hex) {
+        *res = srv_fail(r, CG_R_INVALID_PARAMETER, srv_detail_param(r, "id"),
+                        "a bundle id is 12 to 64 lowercase hex characters");
+        return 0;
+    }
+    cg_error err = {0};
+    int rows = srv_store_bundle_resolve(r->s->pool, p, id, &err);
+    if (rows == 1) return 1;
+    if (rows < 0) *res = srv_fail_unavailable(r, &err);
+    else if (rows == 0) *res = srv_fail(r, CG_R_NOT_FOUND, NULL, "no bundle with id %s", p);
+    else *res = srv_fail(r, CG_R_INVALID_PARAMETER, srv_detail_param(r, "id"), "bundle id prefix %s is ambiguous", p);
+    return 0;
+}

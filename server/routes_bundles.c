@@ -84,31 +84,6 @@ static cg_trace *load_trace(srv_req *r, const char *id, srv_derive_fail *f) {
     return t;
 }
 
-/* Places the stored files of id whose path starts with prefix under dir:
- * hard links to plain fs blobs, decompressed copies otherwise (srv_blob_place).
- * *n receives the count. */
-static int place_files(srv_req *r, const char *id, const char *prefix, const char *dir, size_t *n, cg_error *err) {
-    *n = 0;
-    PGresult *x = srv_store_files_under(r->s->pool, id, prefix, err);
-    int rc = x && cg_mkdir_p(dir, err) == 0 ? 0 : -1;
-    for (int i = 0; rc == 0 && i < PQntuples(x); i++) {
-        char *dst = cg_path_join(dir, PQgetvalue(x, i, 0));
-        char parent[PATH_MAX];
-        cg_path_parent(dst, parent, sizeof parent);
-        rc = cg_mkdir_p(parent, err);
-        if (rc == 0) {
-            uint64_t size;
-            bool missing;
-            int fd = srv_store_blob_open(r->s, PQgetvalue(x, i, 1), &size, &missing, err);
-            rc = fd < 0 ? -1 : srv_blob_place(&r->s->blobs, fd, PQgetvalue(x, i, 1), dst, err);
-        }
-        free(dst);
-        if (rc == 0) (*n)++;
-    }
-    PQclear(x);
-    return rc;
-}
-
 static void staging_for(srv_req *r, const char *what, char *out, size_t outsz) {
     if (snprintf(out, outsz, "%s/staging/%s-%s", r->s->cfg.data_dir, what, r->id) >= (int)outsz) out[0] = 0;
 }
@@ -153,7 +128,7 @@ static int derive_packet(srv_req *r, const char *id, const char *out, bool html,
     size_t n_ns = 0;
     cg_error err = {0};
     int rc = -1;
-    if (!nsdir[0] || place_files(r, id, "nsight/", nsdir, &n_ns, &err) < 0) {
+    if (!nsdir[0] || srv_store_place_files(r->s, id, "nsight/", nsdir, &n_ns, &err) < 0) {
         fail_set(f, CG_R_UNAVAILABLE, NULL, err.msg[0] ? err.msg : "cannot read the stored nsight files");
         goto out;
     }
@@ -213,7 +188,7 @@ static int derive_archive(srv_req *r, const char *id, const char *out, srv_deriv
     snprintf(bdir, sizeof bdir, "%s/b", dir);
     size_t n = 0;
     cg_error err = {0};
-    int rc = dir[0] ? place_files(r, id, "", bdir, &n, &err) : -1;
+    int rc = dir[0] ? srv_store_place_files(r->s, id, "", bdir, &n, &err) : -1;
     if (rc == 0) rc = cg_archive_pack(bdir, out, true, &err);
     if (dir[0]) cg_rm_rf(dir);
     if (rc < 0) {

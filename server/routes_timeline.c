@@ -129,18 +129,9 @@ enum MHD_Result srv_h_bundle_timeline(srv_req *r) {
         return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "px must be an integer from 1 to %d", PX_MAX);
 
     cg_error err = {0};
-    /* resolve the id (full or unique prefix of >= 12 hex) */
-    const char *pid = r->params[0];
-    size_t n = strlen(pid);
-    bool hex = n >= 12 && n <= 64;
-    for (size_t i = 0; hex && i < n; i++) hex = (pid[i] >= '0' && pid[i] <= '9') || (pid[i] >= 'a' && pid[i] <= 'f');
-    if (!hex) return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "a bundle id is 12 to 64 lowercase hex characters");
     char id[65] = "";
-    int rows = srv_store_bundle_resolve(r->s->pool, pid, id, &err);
-    if (rows < 0) return srv_fail_unavailable(r, &err);
-    if (rows != 1)
-        return rows == 0 ? srv_fail(r, CG_R_NOT_FOUND, NULL, "no bundle with id %s", pid)
-                         : srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "bundle id prefix %s is ambiguous", pid);
+    enum MHD_Result res;
+    if (!srv_bundle_id_param(r, id, &res)) return res;
 
     srv_tl_index *ix = srv_timeline_acquire(r->s, id, &err);
     if (!ix && err.reason == CG_R_INTERNAL)
@@ -189,7 +180,7 @@ enum MHD_Result srv_h_bundle_timeline(srv_req *r) {
         cg_jv_arr_push(a, tracks, track_json(a, &ix->tracks[t], qs, qe, (unsigned)pxv));
     cg_jv_obj_put(a, o, "tracks", tracks);
     /* the names in o point into the index: write the answer before releasing it */
-    enum MHD_Result res = srv_reply_json(r, 200, o);
+    res = srv_reply_json(r, 200, o);
     srv_timeline_release(r->s, ix);
     return res;
 }

@@ -128,18 +128,10 @@ static bool contains_ci(const char *hay, const char *needle) {
 /* Resolves the bundle and takes a reference on its view index; NULL after answering. */
 static srv_vw_index *open_index(srv_req *r, enum MHD_Result *res) {
     cg_error err = {0};
-    PGconn *c = srv_pool_get(r->s->pool, &err);
-    if (!c) {
-        *res = srv_fail_unavailable(r, &err);
-        return NULL;
-    }
     char id[65];
-    if (!srv_views_resolve(r, c, id, res)) {
-        srv_pool_put(r->s->pool, c);
-        return NULL;
-    }
+    if (!srv_bundle_id_param(r, id, res)) return NULL;
     srv_vw_status st;
-    srv_vw_index *x = srv_views_acquire(r->s, c, id, &st, &err);
+    srv_vw_index *x = srv_views_acquire(r->s, id, &st, &err);
     if (x) return x;
     if (st == SRV_VW_UNAVAILABLE) *res = srv_fail_unavailable(r, &err);
     else if (st == SRV_VW_NO_TRACE) *res = srv_fail(r, CG_R_NOT_FOUND, NULL, "%s", err.msg);

@@ -391,6 +391,10 @@ cg_jv *srv_detail_param(srv_req *r, const char *name);
 /* query_params.c: a decimal integer 0..max (digits only, no sign, no overflow);
  * out may be NULL. */
 bool srv_parse_u64(const char *s, uint64_t max, uint64_t *out);
+/* The bundle of path parameter r->params[0] (a full id or a unique prefix of
+ * >= 12 lowercase hex) as its full id. Returns 1, or 0 with *res the answer
+ * (400 invalid_parameter, 404 not_found, 503). */
+int srv_bundle_id_param(srv_req *r, char id[65], enum MHD_Result *res);
 /* Adds each bundle-list filter of the request (entrypoint, phase, device,
  * implementation_id, workload_id, campaign, capture_step, outcome, signer,
  * since, until, commit, branch, tag=k:v) to w (srv_store.h). Returns 1, or 0

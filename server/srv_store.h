@@ -120,6 +120,10 @@ int srv_store_evidence_ref(srv_pool *p, const char *id, char hex[65], cg_error *
 /* path, sha256 of the files whose path starts with prefix, by path. */
 PGresult *srv_store_files_under(srv_pool *p, const char *id, const char *prefix, cg_error *err);
 
+/* Places the stored files of bundle id whose path starts with prefix under dir
+ * (hard links to plain fs blobs, decompressed copies otherwise); *n receives
+ * their count. 0 or -1 with err. */
+int srv_store_place_files(srv_server *s, const char *id, const char *prefix, const char *dir, size_t *n, cg_error *err);
 /* Blob reads through the store: a connection is taken only for the pg kind. */
 int srv_store_blob_open(srv_server *s, const char *hex, uint64_t *size, bool *missing, cg_error *err);
 char *srv_store_blob_read(srv_server *s, const char *hex, size_t max, size_t *len, cg_error *err);

@@ -106,9 +106,10 @@ typedef struct srv_vw_index {
 
 typedef enum { SRV_VW_OK = 0, SRV_VW_UNAVAILABLE, SRV_VW_NO_TRACE, SRV_VW_STORE, SRV_VW_INVALID, SRV_VW_TOO_LARGE } srv_vw_status;
 
-/* The index of bundle id (full 64-hex) with a reference taken. Always returns c
- * to the pool before any parsing. NULL with *st and err on failure. */
-srv_vw_index *srv_views_acquire(srv_server *s, PGconn *c, const char *id, srv_vw_status *st, cg_error *err);
+/* The index of bundle id (full 64-hex) with a reference taken, built from the
+ * store when needed (the store takes a pooled connection only for each lookup;
+ * none is held while parsing or building). NULL with *st and err on failure. */
+srv_vw_index *srv_views_acquire(srv_server *s, const char *id, srv_vw_status *st, cg_error *err);
 void srv_views_release(srv_server *s, srv_vw_index *x);
 /* Builds the index of a freshly published bundle ahead of its first request
  * (called by the upload warm-up worker of timeline_index.c, one at a time). */
@@ -140,15 +141,5 @@ srv_vw_index *srv_vw_new(const char *id);
 void srv_vw_free(srv_vw_index *x);
 int srv_vw_save(const srv_vw_index *x, const char *path, cg_error *err);
 srv_vw_index *srv_vw_load(const char *id, const char *path);
-
-/* store_views.c: the stored files of a bundle the views read. */
-/* Resolves r->params[0] (a full id or a unique prefix of >= 12 hex) to id.
- * Returns 1, or 0 after answering (400/404/503). */
-int srv_views_resolve(srv_req *r, PGconn *c, char id[65], enum MHD_Result *res);
-/* Digest and size of the bundle's trace.jsonl; 1 found, 0 none, -1 error. */
-int srv_views_trace_blob(PGconn *c, const char *id, char hex[65], uint64_t *bytes, cg_error *err);
-/* Places the bundle's nsight/ files under dir (hard links on the fs store,
- * copies otherwise); *n receives their count. */
-int srv_views_place_nsight(srv_server *s, PGconn *c, const char *id, const char *dir, size_t *n, cg_error *err);
 
 #endif

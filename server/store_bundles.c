@@ -273,3 +273,28 @@ int srv_store_blob_totals(srv_pool *p, int64_t *bytes, int64_t *count, cg_error 
     PQclear(x);
     return 0;
 }
+
+/* Places the stored files of id whose path starts with prefix under dir:
+ * hard links to plain fs blobs, decompressed copies otherwise (srv_blob_place).
+ * *n receives the count. */
+int srv_store_place_files(srv_server *s, const char *id, const char *prefix, const char *dir, size_t *n, cg_error *err) {
+    *n = 0;
+    PGresult *x = srv_store_files_under(s->pool, id, prefix, err);
+    int rc = x && cg_mkdir_p(dir, err) == 0 ? 0 : -1;
+    for (int i = 0; rc == 0 && i < PQntuples(x); i++) {
+        char *dst = cg_path_join(dir, PQgetvalue(x, i, 0));
+        char parent[PATH_MAX];
+        cg_path_parent(dst, parent, sizeof parent);
+        rc = cg_mkdir_p(parent, err);
+        if (rc == 0) {
+            uint64_t size;
+            bool missing;
+            int fd = srv_store_blob_open(s, PQgetvalue(x, i, 1), &size, &missing, err);
+            rc = fd < 0 ? -1 : srv_blob_place(&s->blobs, fd, PQgetvalue(x, i, 1), dst, err);
+        }
+        free(dst);
+        if (rc == 0) (*n)++;
+    }
+    PQclear(x);
+    return rc;
+}

@@ -15,6 +15,7 @@
 #include "base/fs.h"
 #include "base/strmap.h"
 #include "srv_timeline.h"
+#include "srv_store.h"
 #include "srv_views.h"
 #include "trace/trace.h"
 
@@ -382,19 +383,18 @@ static void first_orders(srv_vw_index *x) {
 /* ---------------------------------------------------------------- loading */
 
 /* The index of bundle id: its on-disk copy when it reads back, else built from
- * the verified files (and saved). Always returns c to the pool. */
-static srv_vw_index *build_from_store(srv_server *s, PGconn *c, const char *id, srv_vw_status *st, cg_error *err);
+ * the verified files (and saved). */
+static srv_vw_index *build_from_store(srv_server *s, const char *id, srv_vw_status *st, cg_error *err);
 
-static srv_vw_index *load_index(srv_server *s, PGconn *c, const char *id, srv_vw_status *st, cg_error *err) {
+static srv_vw_index *load_index(srv_server *s, const char *id, srv_vw_status *st, cg_error *err) {
     char dir[PATH_MAX + 16], path[PATH_MAX + 96];
     snprintf(dir, sizeof dir, "%s/views", s->cfg.data_dir);
     snprintf(path, sizeof path, "%s/%s.idx", dir, id);
     srv_vw_index *x = srv_vw_load(id, path);
     if (x) {
-        srv_pool_put(s->pool, c);
         srv_log("info", "view index loaded", "id", id, NULL);
     } else {
-        x = build_from_store(s, c, id, st, err);
+        x = build_from_store(s, id, st, err);
         cg_error serr = {0};
         if (x && (cg_mkdir_p(dir, &serr) < 0 || srv_vw_save(x, path, &serr) < 0))
             srv_log("warning", "view index not saved", "id", id, "error", serr.msg, NULL);
@@ -406,20 +406,18 @@ static srv_vw_index *load_index(srv_server *s, PGconn *c, const char *id, srv_vw
     return x;
 }
 
-/* Reads the verified files of bundle id and builds its index. Always returns c
- * to the pool (before parsing). */
-static srv_vw_index *build_from_store(srv_server *s, PGconn *c, const char *id, srv_vw_status *st, cg_error *err) {
+/* Reads the verified files of bundle id (the trace streamed from its blob) and
+ * builds its index. */
+static srv_vw_index *build_from_store(srv_server *s, const char *id, srv_vw_status *st, cg_error *err) {
     char hex[65];
     uint64_t bytes = 0;
-    int found = srv_views_trace_blob(c, id, hex, &bytes, err);
+    int found = srv_store_file_ref(s->pool, id, "trace.jsonl", hex, &bytes, err);
     if (found <= 0) {
-        srv_pool_put(s->pool, c);
         if (found == 0) cg_err_set(err, CG_EIO, "bundle %s has no trace.jsonl", id);
         *st = found == 0 ? SRV_VW_NO_TRACE : SRV_VW_UNAVAILABLE;
         return NULL;
     }
     if (bytes > s->cfg.max_decoded_bytes) {
-        srv_pool_put(s->pool, c);
         cg_err_set(err, CG_EIO, "the trace of bundle %s is larger than the server's decoded limit", id);
         *st = SRV_VW_TOO_LARGE;
         return NULL;
@@ -433,20 +431,18 @@ static srv_vw_index *build_from_store(srv_server *s, PGconn *c, const char *id, 
         staged = mkdtemp(stage) != NULL;
     }
     snprintf(ns, sizeof ns, "%s/nsight", stage);
-    if (!staged || srv_views_place_nsight(s, c, id, stage, &n_ns, err) < 0) {
-        srv_pool_put(s->pool, c);
+    if (!staged || srv_store_place_files(s, id, "nsight/", stage, &n_ns, err) < 0) {
         if (staged) cg_rm_rf(stage);
         if (!err->msg[0]) cg_err_set(err, CG_EIO, "cannot stage the nsight files of bundle %s", id);
         *st = SRV_VW_STORE;
         return NULL;
     }
-    size_t len = 0;
-    char *data = srv_blob_read(&s->blobs, c, hex, (size_t)s->cfg.max_decoded_bytes, &len, err);
-    srv_pool_put(s->pool, c);
-    cg_trace *t = data ? cg_trace_read_mem(data, len, "trace.jsonl", NULL, err) : NULL;
-    free(data);
+    uint64_t size;
+    bool missing, store_error = true;
+    int fd = srv_store_blob_open(s, hex, &size, &missing, err);
+    cg_trace *t = fd < 0 ? NULL : srv_blob_trace_fd(&s->blobs, fd, hex, s->cfg.max_decoded_bytes, NULL, &store_error, err);
     srv_vw_index *x = t ? index_build(id, t, n_ns ? ns : NULL, err) : NULL;
-    *st = x ? SRV_VW_OK : data ? SRV_VW_INVALID : SRV_VW_STORE;
+    *st = x ? SRV_VW_OK : t || !store_error ? SRV_VW_INVALID : SRV_VW_STORE;
     if (t) cg_trace_free(t);
     cg_rm_rf(stage);
     if (x) {
@@ -500,7 +496,7 @@ static srv_vw_index *cache_put(struct srv_views *V, srv_vw_index *x) {
     return x;
 }
 
-srv_vw_index *srv_views_acquire(srv_server *s, PGconn *c, const char *id, srv_vw_status *st, cg_error *err) {
+srv_vw_index *srv_views_acquire(srv_server *s, const char *id, srv_vw_status *st, cg_error *err) {
     struct srv_views *V = views_of(s);
     int slot = -1;
     pthread_mutex_lock(&V->mu);
@@ -510,7 +506,6 @@ srv_vw_index *srv_views_acquire(srv_server *s, PGconn *c, const char *id, srv_vw
             hit->refs++;
             hit->last_use = ++V->clock;
             pthread_mutex_unlock(&V->mu);
-            srv_pool_put(s->pool, c);
             *st = SRV_VW_OK;
             return hit;
         }
@@ -526,7 +521,7 @@ srv_vw_index *srv_views_acquire(srv_server *s, PGconn *c, const char *id, srv_vw
             snprintf(V->building[i], sizeof V->building[i], "%s", id);
         }
     pthread_mutex_unlock(&V->mu);
-    srv_vw_index *x = load_index(s, c, id, st, err);
+    srv_vw_index *x = load_index(s, id, st, err);
     srv_vw_index *out = x ? cache_put(V, x) : NULL;
     if (slot >= 0) {
         pthread_mutex_lock(&V->mu);
@@ -548,10 +543,8 @@ void srv_views_release(srv_server *s, srv_vw_index *x) {
 
 void srv_views_warm(srv_server *s, const char *id) {
     cg_error err = {0};
-    PGconn *c = srv_pool_get(s->pool, &err);
-    if (!c) return;
     srv_vw_status st;
-    srv_vw_index *x = srv_views_acquire(s, c, id, &st, &err);
+    srv_vw_index *x = srv_views_acquire(s, id, &st, &err);
     if (x) srv_views_release(s, x);
     else srv_log("warning", "view index not built", "id", id, "error", err.msg, NULL);
 }
