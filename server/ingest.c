@@ -394,13 +394,22 @@ static enum MHD_Result run(ingest *g) {
     /* run-ID binding and semantic verification, as `candle-graph verify --semantic` */
     cg_semantic_result sres = CG_SEMANTIC_NOT_REDERIVABLE;
     char *schema = NULL;
-    if (cg_bundle_verify_semantic_handle(&g->bundle, &rcpt, true, &sres, &g->trace, &schema, &err) < 0) {
+    cg_semantic_diff diff;
+    if (cg_bundle_verify_semantic_handle(&g->bundle, &rcpt, true, &sres, &g->trace, &schema, &diff, &err) < 0) {
         cg_jv *d = NULL;
         if (err.reason == CG_R_TRACE_INVALID)
             d = detail_kv(a, "path", cg_jv_str(a, "trace.jsonl"), err.line ? "line" : NULL,
                           cg_jv_u64(a, (uint64_t)err.line));
         else if (err.reason == CG_R_SEMANTIC_MISMATCH)
-            d = detail_kv(a, "path", cg_jv_str(a, "evidence.json"), NULL, NULL);
+            d = detail_kv(a, "path", cg_jv_str(a, "evidence.json"), diff.member[0] ? "member" : NULL,
+                          cg_jv_str(a, diff.member));
+        /* the library's message names the unpack directory; the uploader is
+         * told the first differing member instead */
+        if (err.reason == CG_R_SEMANTIC_MISMATCH && diff.member[0])
+            return reject(g, err.reason, d,
+                          cg_arena_printf(a, "semantic verification failed: evidence.json differs from the evidence "
+                                             "rederived from the bundle trace (first difference at `%s`)",
+                                          diff.member));
         return reject_err(g, &err, d);
     }
     /* the evidence schema is the one the semantic step found */

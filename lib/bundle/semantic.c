@@ -49,6 +49,7 @@ typedef struct sem_io {
     const char *root, *tp, *ep, *np;    /* display */
     const char *t_in, *e_in, *n_in;     /* read; n_in NULL: no nsight/ directory */
     const cg_bundle_handle *h;
+    cg_semantic_diff *diff;             /* may be NULL */
 } sem_io;
 
 /* err->msg with every occurrence of from replaced by to (reader messages name
@@ -148,11 +149,12 @@ static int compare_evidence(const sem_io *io, cg_arena *a, const cg_trace *t, bo
     if (!rebuilt)
         return semfail(err, CG_R_SEMANTIC_MISMATCH,
                        "semantic verification failed: evidence cannot be rebuilt from trace.jsonl: %s", terr.msg);
-    if (!cg_jv_equal(stored, rebuilt))
+    if (!cg_jv_equal(stored, rebuilt)) {
+        if (io->diff) snprintf(io->diff->member, sizeof io->diff->member, "%s", first_difference(stored, rebuilt));
         return semfail(err, CG_R_SEMANTIC_MISMATCH,
-                       "semantic verification failed: evidence.json differs from the evidence rederived from the "
-                       "bundle trace (first difference at `%s`)",
-                       first_difference(stored, rebuilt));
+                       "semantic verification failed: rederived evidence differs from published evidence.json for %s",
+                       io->root);
+    }
     return 0;
 }
 
@@ -160,6 +162,7 @@ static int semantic_run(const sem_io *io, const cg_bundle_receipt *receipt, bool
                         cg_semantic_result *result, cg_trace **trace_out,
                         char **schema_out, cg_error *err) {
     if (trace_out) *trace_out = NULL;
+    if (io->diff) io->diff->member[0] = 0;
     char *schema = NULL;
     cg_arena a;
     cg_arena_init(&a, 0);
@@ -200,11 +203,11 @@ out:
 
 int cg_bundle_verify_semantic(const char *root, const cg_bundle_receipt *receipt, bool allow_not_rederivable,
                               cg_semantic_result *result, cg_error *err) {
-    return cg_bundle_verify_semantic_trace(root, receipt, allow_not_rederivable, result, NULL, err);
+    return cg_bundle_verify_semantic_trace(root, receipt, allow_not_rederivable, result, NULL, NULL, err);
 }
 
 int cg_bundle_verify_semantic_trace(const char *root, const cg_bundle_receipt *receipt, bool allow_not_rederivable,
-                                    cg_semantic_result *result, cg_trace **trace_out,
+                                    cg_semantic_result *result, cg_trace **trace_out, cg_semantic_diff *diff,
                                     cg_error *err) {
     if (trace_out) *trace_out = NULL;
     char *tp = cg_path_join(root, "trace.jsonl"), *ep = cg_path_join(root, "evidence.json"),
@@ -213,7 +216,7 @@ int cg_bundle_verify_semantic_trace(const char *root, const cg_bundle_receipt *r
     if (!tp || !ep || !np) {
         cg_err_set(err, CG_ENOMEM, "out of memory");
     } else {
-        sem_io io = {root, tp, ep, np, tp, ep, cg_is_dir(np) ? np : NULL, NULL};
+        sem_io io = {root, tp, ep, np, tp, ep, cg_is_dir(np) ? np : NULL, NULL, diff};
         rc = semantic_run(&io, receipt, allow_not_rederivable, result, trace_out, NULL, err);
     }
     free(tp);
@@ -224,7 +227,7 @@ int cg_bundle_verify_semantic_trace(const char *root, const cg_bundle_receipt *r
 
 int cg_bundle_verify_semantic_handle(const cg_bundle_handle *h, const cg_bundle_receipt *receipt,
                                      bool allow_not_rederivable, cg_semantic_result *result,
-                                     cg_trace **trace_out, char **evidence_schema,
+                                     cg_trace **trace_out, char **evidence_schema, cg_semantic_diff *diff,
                                      cg_error *err) {
     if (trace_out) *trace_out = NULL;
     if (evidence_schema) *evidence_schema = NULL;
@@ -240,7 +243,7 @@ int cg_bundle_verify_semantic_handle(const cg_bundle_handle *h, const cg_bundle_
         /* a file that cannot be opened is read by its display name, so that the
          * readers report it missing in their own words */
         sem_io io = {h->root, tp, ep, np, tfd >= 0 ? cg_bundle_fd_name(tfd, tn) : tp,
-                     efd >= 0 ? cg_bundle_fd_name(efd, en) : ep, nfd >= 0 ? cg_bundle_fd_name(nfd, nn) : NULL, h};
+                     efd >= 0 ? cg_bundle_fd_name(efd, en) : ep, nfd >= 0 ? cg_bundle_fd_name(nfd, nn) : NULL, h, diff};
         rc = semantic_run(&io, receipt, allow_not_rederivable, result, trace_out, evidence_schema, err);
     }
     if (tfd >= 0) close(tfd);

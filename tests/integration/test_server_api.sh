@@ -123,6 +123,8 @@ make_bundle "$T/b4" run-b4; printf '{"kind":"meta"}\nnot json\n' >"$T/b4/trace.j
 upload "$T/b4.tar" "$UP"; expect 422 trace_invalid "unparsable trace → trace_invalid"
 make_bundle "$T/b5" run-b5; printf '{\n  "schema": "candle-graph/evidence/4",\n  "x": 1\n}\n' >"$T/b5/evidence.json"; manifest "$T/b5" run-b5; pack "$T/b5" "$T/b5.tar"
 upload "$T/b5.tar" "$UP"; expect 422 semantic_mismatch "wrong evidence/4 → semantic_mismatch"
+jq -e '.error.detail == {"path": "evidence.json", "member": "x"} and (.error.message | endswith("(first difference at `x`)"))' \
+  "$T/body" >/dev/null && pass "semantic_mismatch names the first differing member" || fail "semantic_mismatch answer: $(cat "$T/body")"
 [ "$(bundle_count)" = 1 ] && pass "no rows after rejections" || fail "rows after rejections: $(bundle_count)"
 
 # ---------------------------------------------------------------- fixture corpus

@@ -128,9 +128,21 @@ static void run_case(const char *fixtures, const char *name) {
     if (cg_bundle_verify(dest, &r, &err) != 0) fail_msg("%s: plain verification: %s", name, err.msg);
     char *want = tb_trim(tb_read(case_dir, "expected_semantic.txt", NULL));
     char *want_kind = tb_trim(tb_read(case_dir, "expected_semantic_failure.txt", NULL));
+    char *member_file = tb_join(case_dir, "expected_semantic_member.txt");
+    char *want_member = cg_path_exists(member_file) ? tb_trim(tb_read(case_dir, "expected_semantic_member.txt", NULL))
+                                                    : NULL;
     cg_semantic_result res = CG_SEMANTIC_NOT_REDERIVABLE;
+    cg_semantic_diff diff = {"stale"};
     cg_err_clear(&err);
-    int rc = cg_bundle_verify_semantic(dest, &r, false, &res, &err);
+    int rc = cg_bundle_verify_semantic_trace(dest, &r, false, &res, NULL, &diff, &err);
+    /* the first differing member is reported beside the crate's message */
+    if (strcmp(diff.member, want_member ? want_member : ""))
+        fail_msg("%s: first difference `%s`, want `%s`", name, diff.member, want_member ? want_member : "");
+    if (want_member) { /* the crate's whole message names the bundle as given */
+        char full[4096];
+        snprintf(full, sizeof full, "%s %s", want, dest);
+        assert_string_equal(err.msg, full);
+    }
     if (!strcmp(want, "rederived_match")) {
         if (rc != 0) fail_msg("%s: %s", name, err.msg);
         assert_int_equal(res, CG_SEMANTIC_REDERIVED_MATCH);
@@ -143,6 +155,8 @@ static void run_case(const char *fixtures, const char *name) {
     if (rc == 0 && reason_of_step(want_kind) != CG_R_NONE) fail_msg("%s: passed, want failure %s", name, want_kind);
     free(want);
     free(want_kind);
+    free(want_member);
+    free(member_file);
     free(tamper);
     cg_rm_rf(tmp);
     free(ns);
