@@ -325,4 +325,16 @@ int srv_store_history_max_pos(srv_pool *p, const char *sid, long *max_pos, cg_er
 PGresult *srv_store_history_change_points(srv_pool *p, const char *sid, const char *metric, const char *from,
                                           cg_error *err);
 
+/* ------------------------------------------------------------ store_maintenance.c */
+
+/* On the caller's connection (fsck, the janitor). Every referenced blob:
+ * sha256, min(bytes), max(bytes), by sha256. */
+PGresult *srv_store_blob_refs(PGconn *c, cg_error *err);
+/* sha256 of the pg_blobs rows no bundle file references, by sha256. */
+PGresult *srv_store_pg_blob_orphans(PGconn *c, cg_error *err);
+/* Every bundle's id and exact manifest bytes (binary results), by seq. */
+PGresult *srv_store_manifests(PGconn *c, cg_error *err);
+/* Whether a bundle file references blob hex: 1, 0, or -1. */
+int srv_store_blob_referenced(PGconn *c, const char *hex, cg_error *err);
+
 #endif
