@@ -12,6 +12,7 @@
 
 #include "base/alloc.h"
 #include "srv.h"
+#include "srv_store.h"
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
@@ -99,8 +100,7 @@ int srv_cmd_fsck(int argc, char **argv) {
     cg_jv *missing = cg_jv_arr(&a), *damaged = cg_jv_arr(&a), *orphans = cg_jv_arr(&a), *bad_manifest = cg_jv_arr(&a);
     int rc = 1;
     uint64_t nblobs = 0, nbundles = 0;
-    PGresult *r = srv_q(c, "SELECT sha256, min(bytes), max(bytes) FROM bundle_files GROUP BY sha256 ORDER BY sha256", 0,
-                        NULL, NULL, NULL, &err);
+    PGresult *r = srv_store_blob_refs(c, &err);
     if (!r) goto out;
     char **known = malloc(((size_t)PQntuples(r) + 1) * sizeof *known);
     if (!known) goto out;
@@ -135,10 +135,7 @@ int srv_cmd_fsck(int argc, char **argv) {
     if (bs.kind == SRV_BLOB_FS) {
         list_fs_orphans(&bs, known, nknown, &a, orphans);
     } else {
-        PGresult *o = srv_q(c,
-                            "SELECT sha256 FROM pg_blobs p WHERE NOT EXISTS (SELECT 1 FROM bundle_files f WHERE "
-                            "f.sha256 = p.sha256) ORDER BY sha256",
-                            0, NULL, NULL, NULL, &err);
+        PGresult *o = srv_store_pg_blob_orphans(c, &err);
         if (!o) {
             free(known);
             goto out;
@@ -147,12 +144,8 @@ int srv_cmd_fsck(int argc, char **argv) {
         PQclear(o);
     }
     free(known);
-    PGresult *m = PQexecParams(c, "SELECT id, manifest FROM bundles ORDER BY seq", 0, NULL, NULL, NULL, NULL, 1);
-    if (PQresultStatus(m) != PGRES_TUPLES_OK) {
-        cg_err_set(&err, CG_EIO, "database: %s", PQresultErrorMessage(m));
-        PQclear(m);
-        goto out;
-    }
+    PGresult *m = srv_store_manifests(c, &err);
+    if (!m) goto out;
     for (int i = 0; i < PQntuples(m); i++) {
         char hex[65];
         cg_sha256_hex(PQgetvalue(m, i, 1), (size_t)PQgetlength(m, i, 1), hex);

@@ -10,14 +10,13 @@
 #include "srv_compare.h"
 #include "srv_history.h"
 #include "srv_index.h"
+#include "srv_store.h"
 
 const char *const srv_series_fields[] = {
     "workload_id", "model_id", "config_id", "data_id", "seed_policy", "physical_batch", "accumulation_steps",
     "precision", "device_state", "entrypoint", "phase", "device",
 };
 const size_t srv_n_series_fields = sizeof srv_series_fields / sizeof srv_series_fields[0];
-
-#define LOCK_CLASS "1500015"
 
 /* ------------------------------------------------------------ revision */
 
@@ -78,62 +77,6 @@ static const char *series_key(cg_arena *a, const cg_trace *t) {
     return k;
 }
 
-static PGresult *q1(PGconn *c, const char *sql, int n, const char *const *p, char ss[6], cg_error *err) {
-    return srv_q(c, sql, n, p, NULL, ss, err);
-}
-
-static int exec_p(PGconn *c, const char *sql, int n, const char *const *p, char ss[6], cg_error *err) {
-    PGresult *x = q1(c, sql, n, p, ss, err);
-    if (!x) return -1;
-    PQclear(x);
-    return 0;
-}
-
-/* Position of the commit's point, inserting it (and shifting later points
- * when an older commit arrives late). */
-static int point_pos(PGconn *c, const char *sid, const char *commit, const char *ctime, long *pos, char ss[6],
-                     cg_error *err) {
-    const char *p[3] = {sid, commit, ctime};
-    PGresult *x = q1(c, "SELECT pos FROM history_points WHERE series_id = $1::bigint AND commit_sha = $2", 2, p, ss, err);
-    if (!x) return -1;
-    if (PQntuples(x) == 1) {
-        *pos = strtol(PQgetvalue(x, 0, 0), NULL, 10);
-        PQclear(x);
-        return 0;
-    }
-    PQclear(x);
-    x = q1(c,
-           "SELECT pos, ($3::timestamptz, $2::text) > (commit_time, commit_sha) FROM history_points "
-           "WHERE series_id = $1::bigint ORDER BY pos DESC LIMIT 1",
-           3, p, ss, err);
-    if (!x) return -1;
-    bool append = PQntuples(x) == 0 || !strcmp(PQgetvalue(x, 0, 1), "t");
-    *pos = PQntuples(x) == 0 ? 0 : strtol(PQgetvalue(x, 0, 0), NULL, 10) + 1;
-    PQclear(x);
-    if (!append) {
-        x = q1(c,
-               "SELECT count(*) FROM history_points WHERE series_id = $1::bigint AND "
-               "(commit_time, commit_sha) < ($3::timestamptz, $2::text)",
-               3, p, ss, err);
-        if (!x) return -1;
-        *pos = strtol(PQgetvalue(x, 0, 0), NULL, 10);
-        PQclear(x);
-        char ps[24];
-        snprintf(ps, sizeof ps, "%ld", *pos);
-        const char *pu[2] = {sid, ps};
-        if (exec_p(c, "UPDATE history_points SET pos = pos + 1 WHERE series_id = $1::bigint AND pos >= $2::int", 2, pu,
-                   ss, err) < 0)
-            return -1;
-    }
-    char ps[24];
-    snprintf(ps, sizeof ps, "%ld", *pos);
-    const char *pi[4] = {sid, commit, ctime, ps};
-    return exec_p(c,
-                  "INSERT INTO history_points (series_id, commit_sha, commit_time, pos) "
-                  "VALUES ($1::bigint, $2, $3::timestamptz, $4::int)",
-                  4, pi, ss, err);
-}
-
 int srv_history_index(PGconn *c, const char *bundle_id, const cg_trace *t, long long *series_id, char ss[6],
                       cg_error *err) {
     *series_id = -1;
@@ -150,33 +93,15 @@ int srv_history_index(PGconn *c, const char *bundle_id, const cg_trace *t, long 
     cg_arena a;
     cg_arena_init(&a, 0);
     int rc = -1;
-    const char *p1[2] = {series_key(&a, t), branch};
-    PGresult *x = q1(c,
-                     "INSERT INTO history_series (series_key, branch, identity) VALUES ($1::text, $2, $1::text::jsonb) "
-                     "ON CONFLICT (series_key, branch) DO UPDATE SET series_key = EXCLUDED.series_key RETURNING id",
-                     2, p1, ss, err);
-    if (!x) goto out;
     char sid[24];
-    snprintf(sid, sizeof sid, "%s", PQgetvalue(x, 0, 0));
-    PQclear(x);
-    const char *pl[1] = {sid};
-    if (exec_p(c, "SELECT pg_advisory_xact_lock(" LOCK_CLASS ", ($1::bigint % 2147483647)::int)", 1, pl, ss, err) < 0)
-        goto out;
+    if (srv_store_history_series_put(c, series_key(&a, t), branch, sid, ss, err) < 0) goto out;
     char nss[24];
     snprintf(nss, sizeof nss, "%" PRIu64, ns);
-    const char *p2[8] = {bundle_id, sid, commit, branch, ctime, tag_of(m, "vcs.repository"), tag_of(m, "ci.run_url"), nss};
-    if (exec_p(c,
-               "INSERT INTO bundle_revisions (bundle_id, series_id, commit_sha, branch, commit_time, repository, "
-               "run_url, measured_ns) VALUES ($1, $2::bigint, $3, $4, $5::timestamptz, $6, $7, $8::numeric)",
-               8, p2, ss, err) < 0)
-        goto out;
+    const char *rev[8] = {bundle_id, sid, commit, branch, ctime, tag_of(m, "vcs.repository"), tag_of(m, "ci.run_url"),
+                          nss};
     long pos;
-    if (point_pos(c, sid, commit, ctime, &pos, ss, err) < 0) goto out;
-    char ps[24];
-    snprintf(ps, sizeof ps, "%ld", pos);
-    const char *p3[2] = {sid, ps};
-    if (exec_p(c, "UPDATE history_series SET dirty_from = LEAST(COALESCE(dirty_from, $2::int), $2::int) WHERE id = $1::bigint",
-               2, p3, ss, err) < 0)
+    if (srv_store_revision_put(c, rev, ss, err) < 0 || srv_store_history_point_pos(c, sid, commit, ctime, &pos, ss, err) < 0 ||
+        srv_store_history_mark(c, sid, pos, ss, err) < 0)
         goto out;
     *series_id = strtoll(sid, NULL, 10);
     rc = 0;
@@ -226,22 +151,12 @@ static bool metric_parse(cg_arena *a, const char *metric, const char **kind, con
     return true;
 }
 
-int srv_history_points(PGconn *c, cg_arena *a, long long series_id, const char *metric, long from_pos,
-                       srv_point **out, size_t *n, cg_error *err) {
+int srv_history_points(srv_pool *pool, PGconn *c, cg_arena *a, long long series_id, const char *metric,
+                       long from_pos, srv_point **out, size_t *n, cg_error *err) {
     const char *kind, *path;
     if (!metric_parse(a, metric, &kind, &path)) return cg_err_set(err, CG_EINVAL, "unknown metric %s", metric);
-    const char *p[4] = {cg_arena_printf(a, "%lld", series_id), cg_arena_printf(a, "%ld", from_pos), kind, path};
-    const char *join = kind ? "LEFT JOIN bundle_span_totals v ON v.bundle_id = r.bundle_id AND v.kind = $3 AND v.path_hash = sha256(convert_to($4, 'UTF8')) "
-                            : "CROSS JOIN LATERAL (SELECT r.measured_ns AS total_ns) v ";
-    char *sql = cg_arena_printf(a,
-                                "SELECT p.pos, p.commit_sha, to_char(p.commit_time AT TIME ZONE 'UTC', "
-                                "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), string_agg(r.bundle_id, ',' ORDER BY r.bundle_id), "
-                                "coalesce(string_agg(v.total_ns::text, ',' ORDER BY r.bundle_id), '') "
-                                "FROM history_points p JOIN bundle_revisions r ON r.series_id = p.series_id AND "
-                                "r.commit_sha = p.commit_sha %s WHERE p.series_id = $1::bigint AND p.pos >= $2::int "
-                                "%s GROUP BY p.pos, p.commit_sha, p.commit_time ORDER BY p.pos",
-                                join, kind ? "AND $3::text IS NOT NULL AND $4::text IS NOT NULL" : "");
-    PGresult *x = srv_q(c, sql, kind ? 4 : 2, p, NULL, NULL, err);
+    PGresult *x = srv_store_history_points(pool, c, cg_arena_printf(a, "%lld", series_id),
+                                           cg_arena_printf(a, "%ld", from_pos), kind, path, err);
     if (!x) return -1;
     int rows = PQntuples(x);
     srv_point *pt = cg_arena_zalloc(a, ((size_t)rows + 1) * sizeof *pt);
@@ -261,12 +176,9 @@ int srv_history_points(PGconn *c, cg_arena *a, long long series_id, const char *
 
 /* ------------------------------------------------------------ confirmation */
 
-static int load_rows(PGconn *c, cg_arena *a, const srv_point *pt, cg_cohort_row **rows, size_t *n, cg_error *err) {
-    const char *p[1] = {srv_id_array(a, pt->ids, pt->n_ids)};
-    PGresult *x = srv_q(c,
-                        "SELECT f.cohort_row FROM unnest($1::text[]) WITH ORDINALITY AS u(id, ord) "
-                        "JOIN bundle_facts f ON f.bundle_id = u.id ORDER BY u.ord",
-                        1, p, NULL, NULL, err);
+static int load_rows(srv_pool *pool, PGconn *c, cg_arena *a, const srv_point *pt, cg_cohort_row **rows, size_t *n,
+                     cg_error *err) {
+    PGresult *x = srv_store_history_cohort_rows(pool, c, srv_id_array(a, pt->ids, pt->n_ids), err);
     if (!x) return -1;
     *n = (size_t)PQntuples(x);
     *rows = cg_arena_zalloc(a, (*n + 1) * sizeof **rows);
@@ -285,12 +197,12 @@ static double num(const cg_jv *v) {
     return d;
 }
 
-int srv_history_confirm(PGconn *c, cg_arena *a, const char *metric, const srv_point *before, const srv_point *after,
-                        srv_confirmation *out, cg_error *err) {
+int srv_history_confirm(srv_pool *pool, PGconn *c, cg_arena *a, const char *metric, const srv_point *before,
+                        const srv_point *after, srv_confirmation *out, cg_error *err) {
     memset(out, 0, sizeof *out);
     cg_cohort_row *rb, *rc;
     size_t nb, nc;
-    if (load_rows(c, a, before, &rb, &nb, err) < 0 || load_rows(c, a, after, &rc, &nc, err) < 0) return -1;
+    if (load_rows(pool, c, a, before, &rb, &nb, err) < 0 || load_rows(pool, c, a, after, &rc, &nc, err) < 0) return -1;
     cg_jv *cmp = cg_compare_rows(a, rb, nb, rc, nc, CG_CMP_VERIFIED_BUNDLES);
     out->comparison = cmp;
     out->reasons = cg_jv_arr(a);
@@ -355,8 +267,7 @@ static const char *f64s(cg_arena *a, double d) { return cg_arena_printf(a, "%.17
 static int alert_upsert(PGconn *c, cg_arena *a, const char *sid, const char *metric, const srv_point *before,
                         const srv_point *after, const srv_confirmation *cf, long long *alert_id, const char **event,
                         cg_error *err) {
-    *event = NULL;
-    const char *p[10] = {sid,
+    const char *q[10] = {sid,
                          metric,
                          before->commit,
                          after->commit,
@@ -366,46 +277,14 @@ static int alert_upsert(PGconn *c, cg_arena *a, const char *sid, const char *met
                          f64s(a, cf->ci_upper),
                          srv_id_array(a, before->ids, before->n_ids),
                          srv_id_array(a, after->ids, after->n_ids)};
-    PGresult *x = srv_q(c,
-                        "INSERT INTO alerts (series_id, metric, before_commit, after_commit, delta_ns, relative_change, "
-                        "ci_lower_ns, ci_upper_ns, baseline, candidate) VALUES ($1::bigint, $2, $3, $4, $5::float8, "
-                        "$6::float8, $7::float8, $8::float8, $9::text[], $10::text[]) "
-                        "ON CONFLICT (series_id, metric, before_commit, after_commit) DO NOTHING RETURNING id",
-                        10, p, NULL, NULL, err);
-    if (!x) return -1;
-    if (PQntuples(x) == 1) {
-        *alert_id = strtoll(PQgetvalue(x, 0, 0), NULL, 10);
-        *event = "alert.opened";
-        PQclear(x);
-        return 0;
-    }
-    PQclear(x);
-    x = srv_q(c,
-              "UPDATE alerts SET delta_ns = $5::float8, relative_change = $6::float8, ci_lower_ns = $7::float8, "
-              "ci_upper_ns = $8::float8, baseline = $9::text[], candidate = $10::text[], updated_at = now() "
-              "WHERE series_id = $1::bigint AND metric = $2 AND before_commit = $3 AND after_commit = $4 AND "
-              "(delta_ns, ci_lower_ns, ci_upper_ns, baseline, candidate) IS DISTINCT FROM "
-              "($5::float8, $7::float8, $8::float8, $9::text[], $10::text[]) RETURNING id",
-              10, p, NULL, NULL, err);
-    if (!x) return -1;
-    if (PQntuples(x) == 1) *event = "alert.updated";
-    PQclear(x);
-    const char *q[4] = {sid, metric, before->commit, after->commit};
-    x = srv_q(c,
-              "SELECT id FROM alerts WHERE series_id = $1::bigint AND metric = $2 AND before_commit = $3 AND "
-              "after_commit = $4",
-              4, q, NULL, NULL, err);
-    if (!x) return -1;
-    *alert_id = PQntuples(x) ? strtoll(PQgetvalue(x, 0, 0), NULL, 10) : -1;
-    PQclear(x);
-    return 0;
+    return srv_store_alert_upsert(c, q, alert_id, event, err);
 }
 
 /* Confirms one change point, raises/refreshes its alert and stores it. */
 static int record_cp(PGconn *c, cg_arena *a, const char *sid, const srv_cp *cp, const srv_point *before,
                      const srv_point *after, bool *kick, cg_error *err) {
     srv_confirmation cf;
-    if (srv_history_confirm(c, a, SRV_METRIC_OUTER, before, after, &cf, err) < 0) return -1;
+    if (srv_history_confirm(NULL, c, a, SRV_METRIC_OUTER, before, after, &cf, err) < 0) return -1;
     long long alert_id = -1;
     if (cf.confirmed) {
         const char *event;
@@ -418,7 +297,7 @@ static int record_cp(PGconn *c, cg_arena *a, const char *sid, const srv_cp *cp, 
     }
     cg_buf rb = CG_BUF_INIT;
     cg_json_write(&rb, cf.reasons, false);
-    const char *p[12] = {sid,
+    const char *q[12] = {sid,
                          SRV_METRIC_OUTER,
                          cg_arena_printf(a, "%zu", cp->pos),
                          cg_arena_printf(a, "%zu", cp->detected_pos),
@@ -431,15 +310,7 @@ static int record_cp(PGconn *c, cg_arena *a, const char *sid, const srv_cp *cp, 
                          cg_arena_strndup(a, rb.data, rb.len),
                          alert_id >= 0 ? cg_arena_printf(a, "%lld", alert_id) : NULL};
     cg_buf_free(&rb);
-    return exec_p(c,
-                  "INSERT INTO history_change_points (series_id, metric, pos, detected_pos, commit_sha, before_commit, "
-                  "p_value, relative_change, state, verdict, reasons, alert_id) VALUES ($1::bigint, $2, $3::int, "
-                  "$4::int, $5, $6, $7::float8, $8::float8, $9, $10, $11::jsonb, $12::bigint) "
-                  "ON CONFLICT (series_id, metric, pos) DO UPDATE SET detected_pos = EXCLUDED.detected_pos, "
-                  "commit_sha = EXCLUDED.commit_sha, before_commit = EXCLUDED.before_commit, p_value = "
-                  "EXCLUDED.p_value, relative_change = EXCLUDED.relative_change, state = EXCLUDED.state, verdict = "
-                  "EXCLUDED.verdict, reasons = EXCLUDED.reasons, alert_id = EXCLUDED.alert_id",
-                  12, p, NULL, err);
+    return srv_store_change_point_put(c, q, err);
 }
 
 /* ------------------------------------------------------------ detection */
@@ -447,24 +318,15 @@ static int record_cp(PGconn *c, cg_arena *a, const char *sid, const srv_cp *cp, 
 /* The sweep from position k (the series is locked, the transaction open). */
 static int sweep(PGconn *c, cg_arena *a, const char *sid, long k, const srv_cp_params *prm, bool *kick,
                  cg_error *err) {
-    const char *p[3] = {sid, SRV_METRIC_OUTER, cg_arena_printf(a, "%ld", k)};
-    PGresult *x = srv_q(c,
-                        "SELECT coalesce(max(pos), 0) FROM history_change_points WHERE series_id = $1::bigint AND "
-                        "metric = $2 AND detected_pos < $3::int",
-                        3, p, NULL, NULL, err);
-    if (!x) return -1;
-    size_t last = strtoull(PQgetvalue(x, 0, 0), NULL, 10);
-    PQclear(x);
-    if (exec_p(c,
-               "DELETE FROM history_change_points WHERE series_id = $1::bigint AND metric = $2 AND detected_pos >= $3::int",
-               3, p, NULL, err) < 0)
-        return -1;
+    long kept;
+    if (srv_store_history_cp_reset(c, sid, SRV_METRIC_OUTER, k, &kept, err) < 0) return -1;
+    size_t last = kept > 0 ? (size_t)kept : 0;
     long base = k + 1 - (long)prm->window;
     if (base < (long)last) base = (long)last;
     if (base < 0) base = 0;
     srv_point *pt;
     size_t n;
-    if (srv_history_points(c, a, strtoll(sid, NULL, 10), SRV_METRIC_OUTER, base, &pt, &n, err) < 0) return -1;
+    if (srv_history_points(NULL, c, a, strtoll(sid, NULL, 10), SRV_METRIC_OUTER, base, &pt, &n, err) < 0) return -1;
     double *v = cg_arena_zalloc(a, (n + 1) * sizeof *v);
     for (size_t i = 0; i < n; i++) {
         if (pt[i].pos != base + (long)i) return cg_err_set(err, CG_ESTATE, "history points of series %s are not dense", sid);
@@ -484,31 +346,23 @@ static int sweep(PGconn *c, cg_arena *a, const char *sid, long k, const srv_cp_p
 int srv_history_redetect(PGconn *c, long long series_id, cg_error *err) {
     cg_arena a;
     cg_arena_init(&a, 0);
-    const char *sid = cg_arena_printf(&a, "%lld", series_id);
-    const char *p[1] = {sid};
+    const char *sid = cg_arena_printf(&a, "%lld", series_id), *params;
     bool kick = false;
     int rc = -1;
-    PGresult *x = NULL;
-    if (srv_exec(c, "BEGIN", err) < 0) goto out;
-    if (exec_p(c, "SELECT pg_advisory_xact_lock(" LOCK_CLASS ", ($1::bigint % 2147483647)::int)", 1, p, NULL, err) < 0)
-        goto fail;
-    x = srv_q(c, "SELECT dirty_from, params::text FROM history_series WHERE id = $1::bigint", 1, p, NULL, NULL, err);
-    if (!x) goto fail;
-    if (PQntuples(x) == 1 && !PQgetisnull(x, 0, 0)) {
-        long k = strtol(PQgetvalue(x, 0, 0), NULL, 10);
+    long k;
+    if (srv_store_history_detect_open(c, &a, sid, &k, &params, err) < 0) goto out;
+    if (k >= 0) {
         srv_cp_params prm;
-        srv_history_params(PQgetvalue(x, 0, 1), &prm);
-        if (sweep(c, &a, sid, k, &prm, &kick, err) < 0) goto fail;
-        if (exec_p(c, "UPDATE history_series SET dirty_from = NULL WHERE id = $1::bigint", 1, p, NULL, err) < 0) goto fail;
+        srv_history_params(params, &prm);
+        if (sweep(c, &a, sid, k, &prm, &kick, err) < 0) {
+            srv_store_history_detect_abort(c);
+            goto out;
+        }
     }
-    if (srv_exec(c, "COMMIT", err) < 0) goto fail;
+    if (srv_store_history_detect_close(c, sid, k >= 0, err) < 0) goto out;
     rc = 0;
     if (kick) srv_webhook_kick();
-    goto out;
-fail:
-    srv_exec(c, "ROLLBACK", &(cg_error){0});
 out:
-    if (x) PQclear(x);
     cg_arena_free(&a);
     return rc;
 }

@@ -13,6 +13,7 @@
 
 #include "base/fs.h"
 #include "srv.h"
+#include "srv_store.h"
 
 static pthread_t thr;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -58,11 +59,8 @@ static cg_walk_action sweep_blob(void *ctx, const cg_walk_entry *e) {
     const sweep *w = ctx;
     if (!cg_is_sha256_hex(e->name) || !older_than(&e->st, w->grace_s)) return CG_WALK_SKIP;
     cg_error err = {0};
-    const char *q[1] = {e->name};
-    PGresult *r = srv_q(w->c, "SELECT 1 FROM bundle_files WHERE sha256 = $1 LIMIT 1", 1, q, NULL, NULL, &err);
-    if (!r) return CG_WALK_STOP; /* database gone: try again next round */
-    bool referenced = PQntuples(r) > 0;
-    PQclear(r);
+    int referenced = srv_store_blob_referenced(w->c, e->name, &err);
+    if (referenced < 0) return CG_WALK_STOP; /* database gone: try again next round */
     struct stat st;
     if (!referenced && fstatat(e->dirfd, e->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && older_than(&st, w->grace_s) &&
         unlinkat(e->dirfd, e->name, 0) == 0)

@@ -12,6 +12,7 @@
 #include "comparison/stats.h"
 #include "srv_compare.h"
 #include "srv_history.h"
+#include "srv_store.h"
 
 #define HISTORY_SCHEMA "candle-graph/history/1"
 #define MAX_POINTS 10000
@@ -25,32 +26,17 @@ static cg_jv *parse_json(cg_arena *a, const char *s) {
 }
 
 /* The one series the request's filters select; 0 after answering. */
-static int find_series(srv_req *r, PGconn *c, long long *sid, cg_jv **identity, const char **branch,
-                       const char **params, enum MHD_Result *res) {
+static int find_series(srv_req *r, long long *sid, cg_jv **identity, const char **branch, const char **params,
+                       enum MHD_Result *res) {
     cg_arena *a = &r->arena;
     if (!srv_query(r, "workload_id")) {
         *res = srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "the series filters need at least workload_id");
         return 0;
     }
-    const char *p[16];
-    int np = 0;
-    cg_buf where = CG_BUF_INIT;
-    cg_buf_puts(&where, "true");
-    for (size_t i = 0; i < srv_n_series_fields; i++) {
-        const char *v = srv_query(r, srv_series_fields[i]);
-        if (!v) continue;
-        p[np++] = v;
-        cg_buf_printf(&where, " AND identity->>'%s' = $%d", srv_series_fields[i], np);
-    }
-    const char *br = srv_query(r, "branch");
-    if (br) p[np++] = br, cg_buf_printf(&where, " AND branch = $%d", np);
-    char *sql = cg_arena_printf(a,
-                                "SELECT id, identity::text, branch, params::text FROM history_series WHERE %s "
-                                "ORDER BY id LIMIT 51",
-                                where.data);
-    cg_buf_free(&where);
+    const char **values = cg_arena_zalloc(a, (srv_n_series_fields + 1) * sizeof *values);
+    for (size_t i = 0; i < srv_n_series_fields; i++) values[i] = srv_query(r, srv_series_fields[i]);
     cg_error err = {0};
-    PGresult *x = srv_q(c, sql, np, p, NULL, NULL, &err);
+    PGresult *x = srv_store_history_series_find(r->s->pool, values, srv_query(r, "branch"), &err);
     if (!x) {
         *res = srv_fail_unavailable(r, &err);
         return 0;
@@ -147,13 +133,9 @@ static cg_jv *cp_json(cg_arena *a, const char *commit, const char *before, doubl
     return o;
 }
 
-static int stored_cps(PGconn *c, cg_arena *a, long long sid, long from, cg_jv *out, cg_error *err) {
-    const char *p[3] = {cg_arena_printf(a, "%lld", sid), SRV_METRIC_OUTER, cg_arena_printf(a, "%ld", from)};
-    PGresult *x = srv_q(c,
-                        "SELECT commit_sha, before_commit, p_value, relative_change, state, verdict, reasons::text, "
-                        "alert_id FROM history_change_points WHERE series_id = $1::bigint AND metric = $2 AND "
-                        "pos >= $3::int ORDER BY pos",
-                        3, p, NULL, NULL, err);
+static int stored_cps(srv_pool *pool, cg_arena *a, long long sid, long from, cg_jv *out, cg_error *err) {
+    PGresult *x = srv_store_history_change_points(pool, cg_arena_printf(a, "%lld", sid), SRV_METRIC_OUTER,
+                                                  cg_arena_printf(a, "%ld", from), err);
     if (!x) return -1;
     for (int i = 0; i < PQntuples(x); i++)
         cg_jv_arr_push(a, out,
@@ -167,7 +149,7 @@ static int stored_cps(PGconn *c, cg_arena *a, long long sid, long from, cg_jv *o
 }
 
 /* Detection over the given points (those with a value), confirmed now. */
-static int computed_cps(PGconn *c, cg_arena *a, long long sid, const char *metric, const srv_point *pt, size_t n,
+static int computed_cps(srv_pool *pool, cg_arena *a, long long sid, const char *metric, const srv_point *pt, size_t n,
                         const srv_cp_params *prm, cg_jv *out, cg_error *err) {
     const srv_point **use = cg_arena_zalloc(a, (n + 1) * sizeof *use);
     double *v = cg_arena_zalloc(a, (n + 1) * sizeof *v);
@@ -180,15 +162,11 @@ static int computed_cps(PGconn *c, cg_arena *a, long long sid, const char *metri
     for (size_t i = 0; i < k && i < cap; i++) {
         const srv_point *b = use[cps[i].pos - 1], *af = use[cps[i].pos];
         srv_confirmation cf;
-        if (srv_history_confirm(c, a, metric, b, af, &cf, err) < 0) return -1;
-        const char *p[4] = {cg_arena_printf(a, "%lld", sid), metric, b->commit, af->commit};
-        PGresult *x = srv_q(c,
-                            "SELECT id FROM alerts WHERE series_id = $1::bigint AND metric = $2 AND before_commit = $3 "
-                            "AND after_commit = $4",
-                            4, p, NULL, NULL, err);
-        if (!x) return -1;
-        cg_jv *aid = cf.confirmed && PQntuples(x) ? cg_jv_u64(a, strtoull(PQgetvalue(x, 0, 0), NULL, 10)) : cg_jv_null(a);
-        PQclear(x);
+        if (srv_history_confirm(pool, NULL, a, metric, b, af, &cf, err) < 0) return -1;
+        const char *key[4] = {cg_arena_printf(a, "%lld", sid), metric, b->commit, af->commit};
+        long long id = -1;
+        if (cf.confirmed && srv_store_alert_id(pool, NULL, key, &id, err) < 0) return -1;
+        cg_jv *aid = id >= 0 ? cg_jv_u64(a, (uint64_t)id) : cg_jv_null(a);
         cg_jv_arr_push(a, out,
                        cp_json(a, af->commit, b->commit, cps[i].p_value, cps[i].relative_change,
                                cf.confirmed ? "confirmed" : "unconfirmed", cf.verdict ? cf.verdict : "ineligible",
@@ -234,34 +212,30 @@ enum MHD_Result srv_h_history(srv_req *r) {
     if (detect && strcmp(detect, "stored") && strcmp(detect, "full"))
         return srv_fail(r, CG_R_INVALID_PARAMETER, NULL, "detect must be stored or full");
     long limit = lim ? strtol(lim, NULL, 10) : 1000;
-    cg_error err = {0};
-    PGconn *c = srv_pool_get(r->s->pool, &err);
-    if (!c) return srv_fail_unavailable(r, &err);
+    srv_pool *pool = r->s->pool;
     enum MHD_Result res;
     long long sid;
     cg_jv *identity;
     const char *branch, *params;
     srv_cp_params prm;
     bool custom = false;
-    if (!find_series(r, c, &sid, &identity, &branch, &params, &res)) goto done;
+    if (!find_series(r, &sid, &identity, &branch, &params, &res)) return res;
     srv_history_params(params, &prm);
-    if (!overrides(r, &prm, &custom, &res)) goto done;
-    const char *ps[1] = {cg_arena_printf(a, "%lld", sid)};
-    PGresult *x = srv_q(c, "SELECT coalesce(max(pos), -1) FROM history_points WHERE series_id = $1::bigint", 1, ps, NULL,
-                        NULL, &err);
-    if (!x) goto unavailable;
-    long maxpos = strtol(PQgetvalue(x, 0, 0), NULL, 10);
-    PQclear(x);
+    if (!overrides(r, &prm, &custom, &res)) return res;
+    cg_error err = {0};
+    long maxpos;
+    if (srv_store_history_max_pos(pool, cg_arena_printf(a, "%lld", sid), &maxpos, &err) < 0)
+        return srv_fail_unavailable(r, &err);
     long from = maxpos + 1 - limit > 0 ? maxpos + 1 - limit : 0;
     srv_point *pt;
     size_t n;
-    if (srv_history_points(c, a, sid, metric, from, &pt, &n, &err) < 0) goto unavailable;
+    if (srv_history_points(pool, NULL, a, sid, metric, from, &pt, &n, &err) < 0) return srv_fail_unavailable(r, &err);
     cg_jv *points = cg_jv_arr(a), *cps = cg_jv_arr(a);
     for (size_t i = 0; i < n; i++) cg_jv_arr_push(a, points, point_json(a, &pt[i]));
     bool stored = !strcmp(metric, SRV_METRIC_OUTER) && !custom && !(detect && !strcmp(detect, "full"));
-    if (stored ? stored_cps(c, a, sid, from, cps, &err) < 0 : computed_cps(c, a, sid, metric, pt, n, &prm, cps, &err) < 0)
-        goto unavailable;
-    srv_pool_put(r->s->pool, c);
+    if (stored ? stored_cps(pool, a, sid, from, cps, &err) < 0
+               : computed_cps(pool, a, sid, metric, pt, n, &prm, cps, &err) < 0)
+        return srv_fail_unavailable(r, &err);
     cg_jv *o = cg_jv_obj(a);
     cg_jv_obj_put(a, o, "schema", cg_jv_str(a, HISTORY_SCHEMA));
     cg_jv_obj_put(a, o, "series", identity);
@@ -270,11 +244,6 @@ enum MHD_Result srv_h_history(srv_req *r) {
     cg_jv_obj_put(a, o, "points", points);
     cg_jv_obj_put(a, o, "change_points", cps);
     return srv_reply_json(r, 200, o);
-unavailable:
-    res = srv_fail_unavailable(r, &err);
-done:
-    srv_pool_put(r->s->pool, c);
-    return res;
 }
 
 /* ------------------------------------------------------------ advice */

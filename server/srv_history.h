@@ -51,9 +51,12 @@ typedef struct srv_point {
 
 /* Loads the points at positions ≥ from_pos (all when 0) of a series for a
  * metric (outer_wall_time_ns, span:/op:/device: paths). Points whose cohort
- * has no value for the metric are kept with n = 0. 0 or -1. */
-int srv_history_points(PGconn *c, cg_arena *a, long long series_id, const char *metric, long from_pos,
-                       srv_point **out, size_t *n, cg_error *err);
+ * has no value for the metric are kept with n = 0. 0 or -1.
+ * Connections (here and in srv_history_confirm): c is the caller's
+ * connection (its transaction); NULL takes one from pool for each read and
+ * returns it before computing (the request path, GET /history). */
+int srv_history_points(srv_pool *pool, PGconn *c, cg_arena *a, long long series_id, const char *metric,
+                       long from_pos, srv_point **out, size_t *n, cg_error *err);
 
 /* Confirmation of a change point between two commit cohorts (fail-closed):
  * comparison/6 of the stored cohort rows must be comparable with an interval
@@ -67,8 +70,8 @@ typedef struct srv_confirmation {
     cg_jv *comparison; /* comparison/6 */
     double delta_ns, relative_change, ci_lower, ci_upper;
 } srv_confirmation;
-int srv_history_confirm(PGconn *c, cg_arena *a, const char *metric, const srv_point *before, const srv_point *after,
-                        srv_confirmation *out, cg_error *err);
+int srv_history_confirm(srv_pool *pool, PGconn *c, cg_arena *a, const char *metric, const srv_point *before,
+                        const srv_point *after, srv_confirmation *out, cg_error *err);
 
 /* Detection parameters of a series: defaults overridden by its params JSON. */
 void srv_history_params(const char *params_json, srv_cp_params *p);

@@ -267,4 +267,74 @@ PGresult *srv_store_alerts_page(srv_pool *p, const char *const filters[SRV_ALERT
 int srv_store_alert_triage(srv_pool *p, long long id, const char *state, const char *note, const char *token_id,
                            cg_arena *a, cg_jv **alert, cg_error *err);
 
+/* ------------------------------------------------------------ store_history.c */
+
+/* In the ingest transaction (srv_history_index): upserts the series of
+ * (series_key, branch), fills its id and takes the series lock. */
+int srv_store_history_series_put(PGconn *c, const char *series_key, const char *branch, char sid[24], char ss[6],
+                                 cg_error *err);
+/* The revision row: bundle_id, series_id, commit, branch, commit_time,
+ * repository, run_url, measured_ns (repository and run_url may be NULL). */
+int srv_store_revision_put(PGconn *c, const char *const q[8], char ss[6], cg_error *err);
+/* Position of the commit's point, inserting it (later points move up one
+ * when an older commit arrives late). */
+int srv_store_history_point_pos(PGconn *c, const char *sid, const char *commit, const char *ctime, long *pos,
+                                char ss[6], cg_error *err);
+/* Marks the series for re-detection from pos. */
+int srv_store_history_mark(PGconn *c, const char *sid, long pos, char ss[6], cg_error *err);
+
+/* The next three run on c when given (the caller's transaction), otherwise on
+ * a pooled connection taken and returned before they return. */
+/* Points at positions >= from: pos, commit, commit_time, ids (comma list,
+ * ascending), values (comma list, same order). kind NULL: the outer metric;
+ * else kind "span"/"op"/"device" and the path of bundle_span_totals. */
+PGresult *srv_store_history_points(srv_pool *p, PGconn *c, const char *sid, const char *from, const char *kind,
+                                   const char *path, cg_error *err);
+/* The cohort_row fact of each id of a text[] literal that has one, in order. */
+PGresult *srv_store_history_cohort_rows(srv_pool *p, PGconn *c, const char *id_array, cg_error *err);
+/* The alert of key (series id, metric, before commit, after commit): *id, or -1 when none. */
+int srv_store_alert_id(srv_pool *p, PGconn *c, const char *const key[4], long long *id, cg_error *err);
+
+/* Re-detection on the caller's connection: open begins the transaction, takes
+ * the series lock and reads dirty_from (-1: not marked) and params (arena a);
+ * close clears the mark when swept and commits; abort rolls back. open and
+ * close roll back themselves on failure. */
+int srv_store_history_detect_open(PGconn *c, cg_arena *a, const char *sid, long *dirty_from, const char **params,
+                                  cg_error *err);
+int srv_store_history_detect_close(PGconn *c, const char *sid, bool swept, cg_error *err);
+void srv_store_history_detect_abort(PGconn *c);
+/* Drops the change points detected at or after k; *last: the highest kept position (0: none). */
+int srv_store_history_cp_reset(PGconn *c, const char *sid, const char *metric, long k, long *last, cg_error *err);
+/* Upserts one change point: series id, metric, pos, detected_pos, commit,
+ * before commit, p_value, relative_change, state, verdict, reasons JSON, alert id|NULL. */
+int srv_store_change_point_put(PGconn *c, const char *const q[12], cg_error *err);
+/* Opens or refreshes the alert of a confirmed change point: series id, metric,
+ * before, after, delta, relative change, ci lower, ci upper, baseline and
+ * candidate text[] literals. *event: "alert.opened", "alert.updated" or NULL (unchanged). */
+int srv_store_alert_upsert(PGconn *c, const char *const q[10], long long *alert_id, const char **event,
+                           cg_error *err);
+
+/* GET /history: the series matching the given identity values (one per
+ * srv_series_fields entry, NULL = any) and branch: id, identity, branch,
+ * params; at most 51 rows by id. */
+PGresult *srv_store_history_series_find(srv_pool *p, const char *const values[], const char *branch, cg_error *err);
+/* Highest point position of a series (-1: none). */
+int srv_store_history_max_pos(srv_pool *p, const char *sid, long *max_pos, cg_error *err);
+/* Stored change points at positions >= from: commit, before commit, p_value,
+ * relative_change, state, verdict, reasons, alert_id|NULL; by position. */
+PGresult *srv_store_history_change_points(srv_pool *p, const char *sid, const char *metric, const char *from,
+                                          cg_error *err);
+
+/* ------------------------------------------------------------ store_maintenance.c */
+
+/* On the caller's connection (fsck, the janitor). Every referenced blob:
+ * sha256, min(bytes), max(bytes), by sha256. */
+PGresult *srv_store_blob_refs(PGconn *c, cg_error *err);
+/* sha256 of the pg_blobs rows no bundle file references, by sha256. */
+PGresult *srv_store_pg_blob_orphans(PGconn *c, cg_error *err);
+/* Every bundle's id and exact manifest bytes (binary results), by seq. */
+PGresult *srv_store_manifests(PGconn *c, cg_error *err);
+/* Whether a bundle file references blob hex: 1, 0, or -1. */
+int srv_store_blob_referenced(PGconn *c, const char *hex, cg_error *err);
+
 #endif

@@ -150,6 +150,11 @@ http GET "/compare?a=bogus:1&b=branch:feature/x" -H "$(auth "$RD")"; expect 400 
 make_bundle "$W/plain" run-plain; pack "$W/plain" "$W/plain.tar"; upload "$W/plain.tar" "$ADMIN"; expect 201 "" "untagged upload"
 [ "$(psqlc "SELECT count(*) FROM bundle_revisions WHERE bundle_id = '$(sha256sum "$W/plain/bundle.json" | cut -d' ' -f1)'")" = 0 ] \
   && pass "untagged bundle has no revision" || fail "untagged revision"
+# issue 13: GET /history (stored and detect=full, span metric) read through the store
+http GET /metrics; expect 200 "" "GET /metrics"
+held=$(awk '$1 == "cg_db_pool_held_at_reply_total" {print $2}' "$T/body")
+[ "$held" = 0 ] && pass "history answers were queued with no pooled connection held" \
+  || fail "answers queued while holding a connection: ${held:-missing}"
 
 srv_stop
 exit $((FAILS > 0))
