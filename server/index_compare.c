@@ -4,6 +4,7 @@
  * the parsed trace at ingest (or once from the stored trace for bundles that
  * predate migration 0002), so the routes never read traces. */
 #include <inttypes.h>
+#include "base/alloc.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,10 +57,10 @@ static size_t node_of(ptb *b, size_t parent, const char *name) {
     srv_path_totals *pt = b->pt;
     if (pt->n_nodes == b->cap) {
         b->cap = b->cap ? b->cap * 2 : 256;
-        pt->nodes = realloc(pt->nodes, b->cap * sizeof *pt->nodes);
-        b->acc = realloc(b->acc, b->cap * sizeof *b->acc);
+        pt->nodes = cg_xrealloc(pt->nodes, b->cap, sizeof *pt->nodes);
+        b->acc = cg_xrealloc(b->acc, b->cap, sizeof *b->acc);
         cg_sha256 *ns = aligned_alloc(_Alignof(cg_sha256), b->cap * sizeof *ns);
-        if (!pt->nodes || !b->acc || !ns) abort();
+        if (!ns) cg_oom_exit(b->cap * sizeof *ns); /* aligned: no cg_x* variant */
         if (pt->n_nodes) memcpy(ns, b->state, pt->n_nodes * sizeof *ns);
         free(b->state);
         b->state = ns;
@@ -86,9 +87,8 @@ static void add_total(ptb *b, size_t node, char kind, uint64_t ns) {
  * costs O(depth) once. A parent that is missing (or a cycle) ends the chain. */
 static size_t *span_nodes(ptb *b, const cg_trace *t) {
     size_t n = t->n_spans ? t->n_spans : 1;
-    size_t *node = malloc(n * sizeof *node), *chain = malloc(n * sizeof *chain);
-    unsigned char *state = calloc(n, 1); /* 0 new, 1 on the chain, 2 done */
-    if (!node || !chain || !state) abort();
+    size_t *node = cg_xalloc(n, sizeof *node), *chain = cg_xalloc(n, sizeof *chain);
+    unsigned char *state = cg_xzalloc(n, 1); /* 0 new, 1 on the chain, 2 done */
     for (size_t i = 0; i < t->n_spans; i++) {
         if (state[i] == 2) continue;
         size_t depth = 0, k = i;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "analysis/evidence.h"
 #include "analysis/graph.h"
 #include "base/num.h"
@@ -43,8 +44,7 @@ struct srv_views {
 static struct srv_views *views_of(srv_server *s) {
     struct srv_views *V = atomic_load(&s->views);
     if (V) return V;
-    struct srv_views *n = calloc(1, sizeof *n);
-    if (!n) abort();
+    struct srv_views *n = cg_xzalloc(1, sizeof *n);
     pthread_mutex_init(&n->mu, NULL);
     pthread_cond_init(&n->cv, NULL);
     if (atomic_compare_exchange_strong(&s->views, &V, n)) return n;
@@ -54,15 +54,8 @@ static struct srv_views *views_of(srv_server *s) {
     return V;
 }
 
-static void *xmalloc(size_t n) {
-    void *p = malloc(n ? n : 1);
-    if (!p) abort();
-    return p;
-}
-
 srv_vw_index *srv_vw_new(const char *id) {
-    srv_vw_index *x = calloc(1, sizeof *x);
-    if (!x) abort();
+    srv_vw_index *x = cg_xzalloc(1, sizeof *x);
     snprintf(x->id, sizeof x->id, "%s", id);
     cg_arena_init(&x->arena, 0);
     pthread_mutex_init(&x->order_mu, NULL);
@@ -153,7 +146,7 @@ static cg_jv *pick(cg_arena *a, const cg_jv *src, const char *const *keys, const
 static void copy_spans(builder *b, const cg_trace *t, const cg_graph *g) {
     srv_vw_index *x = b->x;
     x->n_spans = t->n_spans;
-    x->spans = xmalloc(t->n_spans * sizeof *x->spans);
+    x->spans = cg_xalloc(t->n_spans, sizeof *x->spans);
     int *depth = srv_tl_span_depths(t);
     for (size_t i = 0; i < t->n_spans; i++) {
         const cg_span *s = &t->spans[i];
@@ -184,7 +177,7 @@ static void copy_spans(builder *b, const cg_trace *t, const cg_graph *g) {
 static void copy_ops(builder *b, const cg_trace *t) {
     srv_vw_index *x = b->x;
     x->n_ops = t->n_ops;
-    x->ops = xmalloc(t->n_ops * sizeof *x->ops);
+    x->ops = cg_xalloc(t->n_ops, sizeof *x->ops);
     for (size_t i = 0; i < t->n_ops; i++) {
         const cg_op *o = &t->ops[i];
         x->ops[i] = (srv_vw_op){.span_id = intern(b, o->span_id), .name = intern(b, o->op_name),
@@ -206,7 +199,7 @@ static int cmp_cost(const void *pa, const void *pb) {
 static void build_costs(builder *b, const cg_trace *t, const cg_graph *g) {
     srv_vw_index *x = b->x;
     size_t cap = g ? g->n_nodes : t->n_spans + t->n_ops, n = 0;
-    cost_item *it = xmalloc(cap * sizeof *it);
+    cost_item *it = cg_xalloc(cap, sizeof *it);
     if (g) {
         for (size_t i = 0; i < g->n_nodes; i++) {
             const cg_graph_node *nd = &g->nodes[i];
@@ -223,7 +216,7 @@ static void build_costs(builder *b, const cg_trace *t, const cg_graph *g) {
             it[n++] = (cost_item){intern(b, "op"), intern(b, t->ops[i].op_name), 0, t->ops[i].duration_ns, false};
     }
     qsort(it, n, sizeof *it, cmp_cost);
-    x->costs = xmalloc(n * sizeof *x->costs);
+    x->costs = cg_xalloc(n, sizeof *x->costs);
     for (size_t i = 0; i < n; i++) {
         srv_vw_cost *c = x->n_costs ? &x->costs[x->n_costs - 1] : NULL;
         if (!c || c->kind != it[i].kind || c->name != it[i].name) {
@@ -242,7 +235,7 @@ static void build_costs(builder *b, const cg_trace *t, const cg_graph *g) {
 
 static void copy_summary(builder *b, srv_vw_table *dst, const cg_nsight_summary_table *src) {
     dst->n = src->n;
-    dst->rows = xmalloc(src->n * sizeof *dst->rows);
+    dst->rows = cg_xalloc(src->n, sizeof *dst->rows);
     for (size_t i = 0; i < src->n; i++) {
         const cg_nsight_summary_row *r = &src->rows[i];
         dst->rows[i] = (srv_vw_gpu_row){.name = intern(b, r->name), .category = intern(b, r->category),
@@ -253,7 +246,7 @@ static void copy_summary(builder *b, srv_vw_table *dst, const cg_nsight_summary_
 
 static void copy_timeline(builder *b, srv_vw_table *dst, const cg_nsight_timeline_table *src) {
     dst->n = src->n;
-    dst->rows = xmalloc(src->n * sizeof *dst->rows);
+    dst->rows = cg_xalloc(src->n, sizeof *dst->rows);
     for (size_t i = 0; i < src->n; i++) {
         const cg_nsight_timeline_row *r = &src->rows[i];
         dst->rows[i] = (srv_vw_gpu_row){.name = intern(b, r->name), .kind = r->is_nvtx ? "nvtx_range" : "gpu_operation",
@@ -273,13 +266,13 @@ static void copy_gpu(builder *b, const cg_evidence *e) {
     const cg_timing_profile *tp = e->timing;
     srv_vw_table *dc = &x->gpu[SRV_VW_DEVICE_CLOCKS], *ds = &x->gpu[SRV_VW_DEVICE_SPANS];
     dc->n = tp->n_device_clocks;
-    dc->rows = xmalloc(dc->n * sizeof *dc->rows);
+    dc->rows = cg_xalloc(dc->n, sizeof *dc->rows);
     for (size_t i = 0; i < dc->n; i++)
         dc->rows[i] = (srv_vw_gpu_row){.device = intern(b, tp->device_clocks[i].device),
                                        .clock_id = intern(b, tp->device_clocks[i].clock_id),
                                        .count = tp->device_clocks[i].interval_count, .total_ns = tp->device_clocks[i].busy_ns};
     ds->n = tp->n_device_spans;
-    ds->rows = xmalloc(ds->n * sizeof *ds->rows);
+    ds->rows = cg_xalloc(ds->n, sizeof *ds->rows);
     for (size_t i = 0; i < ds->n; i++) {
         const cg_device_span_timing *d = &tp->device_spans[i];
         const cg_span *sp = cg_trace_find_span(e->trace, d->span_id);
@@ -324,8 +317,8 @@ static void build_sections(builder *b, const cg_evidence *e, cg_arena *tmp) {
 
     const cg_logical_memory *l = e->memory->logical;
     x->n_mem = l ? l->n_timeline : 0;
-    x->mem_ts = xmalloc(x->n_mem * sizeof *x->mem_ts);
-    x->mem_live = xmalloc(x->n_mem * sizeof *x->mem_live);
+    x->mem_ts = cg_xalloc(x->n_mem, sizeof *x->mem_ts);
+    x->mem_live = cg_xalloc(x->n_mem, sizeof *x->mem_live);
     for (size_t i = 0; i < x->n_mem; i++) {
         x->mem_ts[i] = l->timeline[i].timestamp_ns;
         x->mem_live[i] = l->timeline[i].live_bytes;
@@ -605,16 +598,16 @@ const uint32_t *srv_views_order(srv_vw_index *x, int table, int col) {
     uint32_t *o = x->order[table][col];
     if (!o) {
         size_t n = table == SRV_VW_SPANS ? x->n_spans : table == SRV_VW_OPS ? x->n_ops : x->n_costs;
-        o = xmalloc(n * sizeof *o);
+        o = cg_xalloc(n, sizeof *o);
         uint64_t num = 0;
         if (col < (table == SRV_VW_COSTS ? 2 : 4)) { /* the string columns come first */
-            key_str *k = xmalloc(n * sizeof *k);
+            key_str *k = cg_xalloc(n, sizeof *k);
             for (size_t i = 0; i < n; i++) k[i] = (key_str){str_key(x, table, col, i, &num), (uint32_t)i};
             qsort(k, n, sizeof *k, cmp_strk);
             for (size_t i = 0; i < n; i++) o[i] = k[i].i;
             free(k);
         } else {
-            key_num *k = xmalloc(n * sizeof *k);
+            key_num *k = cg_xalloc(n, sizeof *k);
             for (size_t i = 0; i < n; i++) {
                 str_key(x, table, col, i, &num);
                 k[i] = (key_num){num, (uint32_t)i};

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/fs.h"
 #include "base/strmap.h"
 #include "srv_views.h"
@@ -43,8 +44,7 @@ static uint32_t sid(wr *w, const char *s) {
     if (v) return (uint32_t)*v;
     if (w->n == w->cap) {
         w->cap = w->cap ? w->cap * 2 : 1024;
-        w->strs = realloc(w->strs, w->cap * sizeof *w->strs);
-        if (!w->strs) abort();
+        w->strs = cg_xrealloc(w->strs, w->cap, sizeof *w->strs);
     }
     w->strs[w->n] = s;
     cg_strmap_put(&w->ids, s, w->n, NULL);
@@ -163,11 +163,7 @@ static size_t r_count(rd *r, size_t min_row) {
     if (!r->ok || n > (uint64_t)(r->end - r->p) / min_row) r->ok = false;
     return r->ok ? (size_t)n : 0;
 }
-static void *r_alloc(size_t n, size_t sz) {
-    void *p = calloc(n ? n : 1, sz);
-    if (!p) abort();
-    return p;
-}
+static void *r_alloc(size_t n, size_t sz) { return cg_xzalloc(n, sz); }
 static cg_jv *r_json(rd *r, cg_arena *a) {
     uint32_t n = r_u32(r);
     if (!r->ok || n > (size_t)(r->end - r->p)) {

@@ -1,6 +1,7 @@
 /* evidence.c — EvidencePacket::from_document as the crate builds it
  * (src/evidence.rs at 4abcd63f): findings, facts and gaps. */
 #include "analysis/evidence.h"
+#include "base/alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -132,8 +133,7 @@ static int cmp_str(const void *x, const void *y) { return strcmp(*(const char *c
 
 static void build_gaps(cg_arena *a, cg_evidence *e) {
     size_t cap = e->health->n_issues + CG_CAPK_COUNT, n = 0;
-    const char **items = malloc(cap * sizeof *items);
-    if (!items) abort();
+    const char **items = cg_xalloc(cap, sizeof *items);
     for (size_t i = 0; i < e->health->n_issues; i++)
         if (e->health->issues[i].severity == CG_SEV_WARNING) items[n++] = e->health->issues[i].message;
     for (int k = 0; k < CG_CAPK_COUNT; k++)

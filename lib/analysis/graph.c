@@ -1,22 +1,13 @@
 /* graph.c — execution graph construction (graph/5, spec §6). */
 #include "analysis/graph.h"
+#include "base/alloc.h"
+#include "base/num.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #define NONE CG_GRAPH_NONE
 
-static void *xmalloc(size_t n) {
-    void *p = malloc(n ? n : 1);
-    if (!p) abort();
-    return p;
-}
-static void *xcalloc(size_t n, size_t sz) {
-    void *p = calloc(n ? n : 1, sz ? sz : 1);
-    if (!p) abort();
-    return p;
-}
-static uint64_t sat_add(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX : a + b; }
 
 const char *cg_node_kind_name(cg_node_kind k) {
     switch (k) {
@@ -214,7 +205,7 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
     /* distinct tensor ids: tensor events ∪ op inputs ∪ op outputs */
     size_t n_tref = t->n_tensors;
     for (size_t i = 0; i < no; i++) n_tref += t->ops[i].inputs.n + (t->ops[i].output ? 1 : 0);
-    const char **tids = xmalloc(n_tref * sizeof *tids);
+    const char **tids = cg_xalloc(n_tref, sizeof *tids);
     size_t nt = 0;
     for (size_t i = 0; i < t->n_tensors; i++) tids[nt++] = t->tensors[i].tensor_id;
     for (size_t i = 0; i < no; i++) {
@@ -238,25 +229,25 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
     cg_graph_node *nodes = g->nodes;
 
     /* span tree */
-    size_t *par = xmalloc((ns ? ns : 1) * sizeof *par);
-    size_t *nch = xcalloc(ns + 1, sizeof *nch);
-    uint64_t *op_sum = xcalloc(ns, sizeof *op_sum);
+    size_t *par = cg_xalloc((ns ? ns : 1), sizeof *par);
+    size_t *nch = cg_xzalloc(ns + 1, sizeof *nch);
+    uint64_t *op_sum = cg_xzalloc(ns, sizeof *op_sum);
     for (size_t i = 0; i < ns; i++) {
         par[i] = span_index(t, t->spans[i].parent_id);
         if (par[i] != NONE) nch[par[i] + 1]++;
     }
     for (size_t i = 0; i < ns; i++) nch[i + 1] += nch[i];
-    size_t *child = xmalloc((ns ? ns : 1) * sizeof *child), *fill = xmalloc((ns ? ns : 1) * sizeof *fill);
+    size_t *child = cg_xalloc((ns ? ns : 1), sizeof *child), *fill = cg_xalloc((ns ? ns : 1), sizeof *fill);
     memcpy(fill, nch, ns * sizeof *fill);
     for (size_t i = 0; i < ns; i++)
         if (par[i] != NONE) child[fill[par[i]]++] = i;
-    size_t *op_span = xmalloc((no ? no : 1) * sizeof *op_span);
+    size_t *op_span = cg_xalloc((no ? no : 1), sizeof *op_span);
     for (size_t i = 0; i < no; i++) {
         op_span[i] = span_index(t, t->ops[i].span_id);
-        if (op_span[i] != NONE) op_sum[op_span[i]] = sat_add(op_sum[op_span[i]], t->ops[i].duration_ns);
+        if (op_span[i] != NONE) op_sum[op_span[i]] = cg_sat_add_u64(op_sum[op_span[i]], t->ops[i].duration_ns);
     }
-    size_t *order = xmalloc((ns ? ns : 1) * sizeof *order), *stack = xmalloc((ns ? ns : 1) * sizeof *stack);
-    size_t *tin = xmalloc((ns ? ns : 1) * sizeof *tin), *tout = xmalloc((ns ? ns : 1) * sizeof *tout);
+    size_t *order = cg_xalloc((ns ? ns : 1), sizeof *order), *stack = cg_xalloc((ns ? ns : 1), sizeof *stack);
+    size_t *tin = cg_xalloc((ns ? ns : 1), sizeof *tin), *tout = cg_xalloc((ns ? ns : 1), sizeof *tout);
     for (size_t i = 0; i < ns; i++) tin[i] = tout[i] = NONE;
     size_t reached = 0;
     for (size_t r = 0; r < ns; r++) {
@@ -303,7 +294,7 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
         size_t v = order[k - 1];
         if (t->spans[v].duration_ns > 0) continue;
         uint64_t tot = op_sum[v];
-        for (size_t c = nch[v]; c < nch[v + 1]; c++) tot = sat_add(tot, nodes[child[c]].host_total_time_ns);
+        for (size_t c = nch[v]; c < nch[v + 1]; c++) tot = cg_sat_add_u64(tot, nodes[child[c]].host_total_time_ns);
         nodes[v].host_total_time_ns = tot;
     }
     /* subtree extents */
@@ -315,7 +306,7 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
     }
 
     /* op nodes */
-    size_t *op_counter = xcalloc(ns, sizeof *op_counter);
+    size_t *op_counter = cg_xzalloc(ns, sizeof *op_counter);
     for (size_t i = 0; i < no; i++) {
         const cg_op *o = &t->ops[i];
         cg_graph_node *n = &nodes[ns + i];
@@ -335,7 +326,7 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
     }
 
     /* tensor nodes: the first tensor event of the id carries the metadata (none: bare node) */
-    sref *tev = xmalloc((t->n_tensors ? t->n_tensors : 1) * sizeof *tev);
+    sref *tev = cg_xalloc((t->n_tensors ? t->n_tensors : 1), sizeof *tev);
     for (size_t i = 0; i < t->n_tensors; i++) tev[i] = (sref){t->tensors[i].tensor_id, i};
     sort_sref(tev, t->n_tensors);
     for (size_t u = 0, p = 0; u < nu; u++) {
@@ -361,7 +352,7 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
     /* duplicate node ids */
     int rc = 0;
     {
-        sref *ids = xmalloc((g->n_nodes ? g->n_nodes : 1) * sizeof *ids);
+        sref *ids = cg_xalloc((g->n_nodes ? g->n_nodes : 1), sizeof *ids);
         for (size_t i = 0; i < g->n_nodes; i++) ids[i] = (sref){nodes[i].id, i};
         sort_sref(ids, g->n_nodes);
         size_t *by_id = cg_arena_alloc(a, (g->n_nodes ? g->n_nodes : 1) * sizeof *by_id);
@@ -380,13 +371,13 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
     if (!rc) apply_memory_metrics(t, memory, nodes, a);
 
     /* self time: children (spans and ops) by parent, CSR over span nodes */
-    size_t *cfirst = xcalloc(ns + 1, sizeof *cfirst);
-    size_t *clist = xmalloc((ns + no ? ns + no : 1) * sizeof *clist);
-    cg_interval *ivs = xmalloc((ns + no ? ns + no : 1) * sizeof *ivs);
+    size_t *cfirst = cg_xzalloc(ns + 1, sizeof *cfirst);
+    size_t *clist = cg_xalloc((ns + no ? ns + no : 1), sizeof *clist);
+    cg_interval *ivs = cg_xalloc((ns + no ? ns + no : 1), sizeof *ivs);
     for (size_t i = 0; i < ns + no; i++)
         if (nodes[i].parent != NONE) cfirst[nodes[i].parent + 1]++;
     for (size_t i = 0; i < ns; i++) cfirst[i + 1] += cfirst[i];
-    size_t *cfill = xmalloc((ns ? ns : 1) * sizeof *cfill);
+    size_t *cfill = cg_xalloc((ns ? ns : 1), sizeof *cfill);
     memcpy(cfill, cfirst, ns * sizeof *cfill);
     for (size_t i = 0; i < ns + no; i++)
         if (nodes[i].parent != NONE) clist[cfill[nodes[i].parent]++] = i;
@@ -491,7 +482,7 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
         const cg_graph_node *mn = &nodes[meas];
         sum->outer_wall_time_ns = mn->host_total_time_ns;
         cg_interval mw = node_interval(mn);
-        bool *ancestor = xcalloc(ns, sizeof *ancestor);
+        bool *ancestor = cg_xzalloc(ns, sizeof *ancestor);
         size_t steps = 0;
         for (size_t v = par[meas]; v != NONE && steps < ns; v = par[v], steps++) ancestor[v] = true;
         for (size_t i = 0; i < ns + no; i++) {
@@ -499,11 +490,11 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
             nodes[i].in_measured_subtree =
                 sv != NONE && tin[sv] != NONE && tin[sv] >= tin[meas] && tin[sv] < tout[meas];
         }
-        cg_host_span_cost *hc = xmalloc((ns ? ns : 1) * sizeof *hc);
+        cg_host_span_cost *hc = cg_xalloc((ns ? ns : 1), sizeof *hc);
         size_t nh = 0;
         dref *dc = NULL;
         size_t nd = 0, dcap = 0;
-        href *hv = xmalloc((ns ? ns : 1) * sizeof *hv);
+        href *hv = cg_xalloc((ns ? ns : 1), sizeof *hv);
         size_t nhv = 0;
         for (size_t i = 0; i < ns; i++) {
             const cg_graph_node *n = &nodes[i];
@@ -535,8 +526,7 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
             for (size_t k = 0; k < n->n_device_timings; k++) {
                 if (nd == dcap) {
                     dcap = dcap ? 2 * dcap : 16;
-                    dref *grown = realloc(dc, dcap * sizeof *dc);
-                    if (!grown) abort();
+                    dref *grown = cg_xrealloc(dc, dcap, sizeof *dc);
                     dc = grown;
                 }
                 dc[nd].c = (cg_device_span_cost){n->id, n->name, n->device_timings[k].device,

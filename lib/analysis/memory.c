@@ -1,23 +1,14 @@
 /* memory.c — logical and physical memory planes (spec §8) and per-span logical
  * metrics for the graph. */
 #include "analysis/memory.h"
+#include "base/alloc.h"
+#include "base/num.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #define NONE ((size_t)-1)
 
-static void *xmalloc(size_t n) {
-    void *p = malloc(n ? n : 1);
-    if (!p) abort();
-    return p;
-}
-static void *xcalloc(size_t n, size_t sz) {
-    void *p = calloc(n ? n : 1, sz ? sz : 1);
-    if (!p) abort();
-    return p;
-}
-static uint64_t sat_add(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX : a + b; }
 
 /* ---------------------------------------------------------------- logical */
 
@@ -181,7 +172,7 @@ static void finish_lifetimes(cg_logical_memory *lm, cg_arena *a, wlife *lives, s
                              size_t n_al, size_t peak_limit) {
     /* tensor ids per lifetime (final and at the peak) */
     qsort(al, n_al, sizeof *al, cmp_alias);
-    size_t *al_first = xmalloc((n_lives + 1) * sizeof *al_first);
+    size_t *al_first = cg_xalloc((n_lives + 1), sizeof *al_first);
     for (size_t k = 0, l = 0; l <= n_lives; l++) {
         while (k < n_al && al[k].life < l) k++;
         al_first[l] = k;
@@ -190,12 +181,12 @@ static void finish_lifetimes(cg_logical_memory *lm, cg_arena *a, wlife *lives, s
         lives[l].l.tensor_ids =
             alias_ids(a, al, al_first[l], al_first[l + 1], NONE, &lives[l].l.n_tensor_ids);
     /* order (start, device, storage_id) */
-    lorder *lo = xmalloc((n_lives ? n_lives : 1) * sizeof *lo);
+    lorder *lo = cg_xalloc((n_lives ? n_lives : 1), sizeof *lo);
     for (size_t l = 0; l < n_lives; l++)
         lo[l] = (lorder){lives[l].l.start_timestamp_ns, lives[l].l.device, lives[l].l.storage_id,
                          lives[l].open_pos, l};
     qsort(lo, n_lives, sizeof *lo, cmp_life_order);
-    size_t *order = xmalloc((n_lives ? n_lives : 1) * sizeof *order);
+    size_t *order = cg_xalloc((n_lives ? n_lives : 1), sizeof *order);
     for (size_t l = 0; l < n_lives; l++) order[l] = lo[l].life;
     free(lo);
     lm->lifetimes = cg_arena_alloc(a, (n_lives ? n_lives : 1) * sizeof *lm->lifetimes);
@@ -225,28 +216,28 @@ static void finish_lifetimes(cg_logical_memory *lm, cg_arena *a, wlife *lives, s
 static cg_logical_memory *logical_analyze(const cg_trace *t, cg_arena *a) {
     size_t n = t->n_memory;
     cg_logical_memory *lm = cg_arena_zalloc(a, sizeof *lm);
-    mref *r = xmalloc(n * sizeof *r);
+    mref *r = cg_xalloc(n, sizeof *r);
     for (size_t i = 0; i < n; i++) {
         r[i].m = &t->memory[i];
         r[i].idx = i;
     }
-    size_t *key_of = xmalloc(n * sizeof *key_of), *dev_of = xmalloc(n * sizeof *dev_of);
+    size_t *key_of = cg_xalloc(n, sizeof *key_of), *dev_of = cg_xalloc(n, sizeof *dev_of);
     size_t n_keys = intern_keys(t, a, r, key_of, dev_of, lm);
     size_t nd = lm->n_devices;
     walk w = {0};
-    w.dev_live = xcalloc(nd, sizeof *w.dev_live);
-    w.dev_active = xcalloc(nd, sizeof *w.dev_active);
-    w.dev_stamp = xmalloc(nd * sizeof *w.dev_stamp);
+    w.dev_live = cg_xzalloc(nd, sizeof *w.dev_live);
+    w.dev_active = cg_xzalloc(nd, sizeof *w.dev_active);
+    w.dev_stamp = cg_xalloc(nd, sizeof *w.dev_stamp);
     for (size_t d = 0; d < nd; d++) w.dev_stamp[d] = NONE;
-    w.touched = xmalloc(nd * sizeof *w.touched);
+    w.touched = cg_xalloc(nd, sizeof *w.touched);
 
     /* walk in (timestamp, index) order, by groups of equal timestamp */
     qsort(r, n, sizeof *r, cmp_by_time);
-    size_t *live = xmalloc(n_keys * sizeof *live);
+    size_t *live = cg_xalloc(n_keys, sizeof *live);
     for (size_t k = 0; k < n_keys; k++) live[k] = NONE;
-    wlife *lives = xmalloc(n * sizeof *lives);
+    wlife *lives = cg_xalloc(n, sizeof *lives);
     size_t n_lives = 0;
-    alias *al = xmalloc(2 * n * sizeof *al);
+    alias *al = cg_xalloc(2 * n, sizeof *al);
     size_t n_al = 0;
     lm->timeline = cg_arena_alloc(a, n * sizeof *lm->timeline);
     lm->changes = cg_arena_alloc(a, n * sizeof *lm->changes);
@@ -276,9 +267,9 @@ static cg_logical_memory *logical_analyze(const cg_trace *t, cg_arena *a) {
                     wl->close_pos = NONE;
                     live[key] = n_lives++;
                     lm->storage_allocation_count++;
-                    lm->total_allocated_bytes = sat_add(lm->total_allocated_bytes, m->bytes);
+                    lm->total_allocated_bytes = cg_sat_add_u64(lm->total_allocated_bytes, m->bytes);
                     lm->devices[d].storage_allocation_count++;
-                    lm->devices[d].total_allocated_bytes = sat_add(lm->devices[d].total_allocated_bytes, m->bytes);
+                    lm->devices[d].total_allocated_bytes = cg_sat_add_u64(lm->devices[d].total_allocated_bytes, m->bytes);
                     walk_change(&w, d, m->category, m->bytes, true);
                 }
                 al[n_al++] = (alias){live[key], m->tensor_id, j};
@@ -350,7 +341,7 @@ static cg_physical_memory *physical_analyze(const cg_trace *t, cg_arena *a) {
     pm->n_timeline = n;
     for (size_t i = 0; i < n; i++) pm->timeline[i] = &t->device_memory[i];
     qsort(pm->timeline, n, sizeof *pm->timeline, cmp_dm_time);
-    const cg_device_memory **byd = xmalloc(n * sizeof *byd);
+    const cg_device_memory **byd = cg_xalloc(n, sizeof *byd);
     memcpy(byd, pm->timeline, n * sizeof *byd);
     qsort(byd, n, sizeof *byd, cmp_dm_dev);
     size_t nd = 0;
@@ -459,7 +450,7 @@ static fnode fnode_join(const fnode *l, const fnode *r) {
 static void ftree_init(ftree *f, size_t m) {
     f->size = 1;
     while (f->size < m) f->size *= 2;
-    f->n = xcalloc(2 * f->size, sizeof *f->n); /* all-zero leaves are x -> max(x, 0) = x */
+    f->n = cg_xzalloc(2 * f->size, sizeof *f->n); /* all-zero leaves are x -> max(x, 0) = x */
 }
 
 /* adds (or removes) bytes to leaf k's A, F or Z sum (which: 0, 1, 2) */
@@ -534,21 +525,21 @@ typedef struct stree {
 
 static void stree_build(stree *T, const cg_trace *t) {
     size_t ns = T->ns = t->n_spans;
-    T->par = xmalloc(ns * sizeof *T->par);
-    T->nch = xcalloc(ns + 1, sizeof *T->nch);
+    T->par = cg_xalloc(ns, sizeof *T->par);
+    T->nch = cg_xzalloc(ns + 1, sizeof *T->nch);
     for (size_t i = 0; i < ns; i++) {
         const cg_span *ps = t->spans[i].parent_id ? cg_trace_find_span(t, t->spans[i].parent_id) : NULL;
         T->par[i] = ps ? (size_t)(ps - t->spans) : NONE;
         if (T->par[i] != NONE) T->nch[T->par[i] + 1]++;
     }
     for (size_t i = 0; i < ns; i++) T->nch[i + 1] += T->nch[i];
-    T->child = xmalloc(ns * sizeof *T->child);
-    size_t *fill = xmalloc(ns * sizeof *fill), *order = xmalloc(ns * sizeof *order), *stack = xmalloc(ns * sizeof *stack);
+    T->child = cg_xalloc(ns, sizeof *T->child);
+    size_t *fill = cg_xalloc(ns, sizeof *fill), *order = cg_xalloc(ns, sizeof *order), *stack = cg_xalloc(ns, sizeof *stack);
     memcpy(fill, T->nch, ns * sizeof *fill);
     for (size_t i = 0; i < ns; i++)
         if (T->par[i] != NONE) T->child[fill[T->par[i]]++] = i;
-    T->tin = xmalloc(ns * sizeof *T->tin);
-    T->tout = xmalloc(ns * sizeof *T->tout);
+    T->tin = cg_xalloc(ns, sizeof *T->tin);
+    T->tout = cg_xalloc(ns, sizeof *T->tout);
     for (size_t i = 0; i < ns; i++) T->tin[i] = T->tout[i] = NONE;
     T->reached = 0;
     for (size_t root = 0; root < ns; root++) {
@@ -593,8 +584,8 @@ typedef struct slives {
 static void slives_collect(slives *L, const cg_trace *t, const cg_logical_memory *lm, const stree *T,
                            cg_span_memory *out) {
     size_t nl = lm->n_lifetimes, nx = 0;
-    L->ls = xmalloc((nl ? nl : 1) * sizeof *L->ls);
-    L->xs = xmalloc((nl ? 2 * nl : 1) * sizeof *L->xs);
+    L->ls = cg_xalloc((nl ? nl : 1), sizeof *L->ls);
+    L->xs = cg_xalloc((nl ? 2 * nl : 1), sizeof *L->xs);
     L->nls = 0;
     for (size_t k = 0; k < nl; k++) {
         const cg_lifetime *l = &lm->lifetimes[k];
@@ -602,7 +593,7 @@ static void slives_collect(slives *L, const cg_trace *t, const cg_logical_memory
         if (!sp) continue;
         size_t s = (size_t)(sp - t->spans);
         out[s].has_allocated = true;
-        out[s].allocated_bytes = sat_add(out[s].allocated_bytes, l->bytes);
+        out[s].allocated_bytes = cg_sat_add_u64(out[s].allocated_bytes, l->bytes);
         if (T->tin[s] == NONE) continue;
         L->ls[L->nls++] = (slife){s, T->tin[s], k, 0, 0, l->bytes, l->has_end && l->end_timestamp_ns == l->start_timestamp_ns};
         L->xs[nx++] = l->start_timestamp_ns;
@@ -618,7 +609,7 @@ static void slives_collect(slives *L, const cg_trace *t, const cg_logical_memory
         L->ls[k].k1 = count_below(L->xs, L->m, lifetime_end(l), false);
     }
     qsort(L->ls, L->nls, sizeof *L->ls, cmp_slife_tin);
-    L->pref = xmalloc((T->reached + 1) * sizeof *L->pref);
+    L->pref = cg_xalloc((T->reached + 1), sizeof *L->pref);
     for (size_t i = 0, k = 0; i <= T->reached; i++) {
         while (k < L->nls && L->ls[k].tin < i) k++;
         L->pref[i] = k;
@@ -633,7 +624,7 @@ static void slives_free(slives *L) {
 
 /* Heavy child of every reachable span: the child with the most subtree lifetimes. */
 static size_t *heavy_children(const stree *T, const slives *L) {
-    size_t *heavy = xmalloc(T->ns * sizeof *heavy);
+    size_t *heavy = cg_xalloc(T->ns, sizeof *heavy);
     for (size_t i = 0; i < T->ns; i++) {
         heavy[i] = NONE;
         if (T->tin[i] == NONE) continue;
@@ -684,7 +675,7 @@ static void subtree_walk(cg_span_memory *out, const cg_trace *t, const stree *T,
     size_t *heavy = heavy_children(T, L);
     ftree f;
     ftree_init(&f, L->m ? L->m : 1);
-    frame *fs = xmalloc(T->ns * sizeof *fs);
+    frame *fs = cg_xalloc(T->ns, sizeof *fs);
     const size_t *nch = T->nch, *child = T->child, *tin = T->tin, *tout = T->tout, *pref = L->pref;
     for (size_t root = 0; root < T->ns; root++) {
         if (T->par[root] != NONE || tin[root] == NONE) continue;
@@ -767,7 +758,7 @@ cg_op_memory *cg_memory_op_metrics(const cg_trace *t, const cg_memory_profile *p
     if (!p || !p->logical) return NULL;
     size_t no = t->n_ops;
     cg_op_memory *out = cg_arena_zalloc(a, (no ? no : 1) * sizeof *out);
-    opref *r = xmalloc(no * sizeof *r);
+    opref *r = cg_xalloc(no, sizeof *r);
     for (size_t i = 0; i < no; i++) r[i] = (opref){t->ops[i].span_id, t->ops[i].op_name, i};
     qsort(r, no, sizeof *r, cmp_opref);
     const cg_logical_memory *lm = p->logical;
@@ -780,7 +771,7 @@ cg_op_memory *cg_memory_op_metrics(const cg_trace *t, const cg_memory_profile *p
             continue; /* ambiguous within the span: span-level attribution only */
         cg_op_memory *o = &out[r[i].idx];
         o->has_allocated = true;
-        o->allocated_bytes = sat_add(o->allocated_bytes, l->bytes);
+        o->allocated_bytes = cg_sat_add_u64(o->allocated_bytes, l->bytes);
     }
     free(r);
     return out;

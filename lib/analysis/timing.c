@@ -1,5 +1,7 @@
 /* timing.c — interval union and the device timing plane (spec §7). */
 #include "analysis/timing.h"
+#include "base/alloc.h"
+#include "base/num.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +13,6 @@ static int cmp_interval(const void *pa, const void *pb) {
     return 0;
 }
 
-static uint64_t sat_add(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX : a + b; }
 
 uint64_t cg_union_length(cg_interval *iv, size_t n) {
     if (n == 0) return 0;
@@ -24,12 +25,12 @@ uint64_t cg_union_length(cg_interval *iv, size_t n) {
         if (s <= ce) {
             if (e > ce) ce = e;
         } else {
-            total = sat_add(total, ce - cs);
+            total = cg_sat_add_u64(total, ce - cs);
             cs = s;
             ce = e;
         }
     }
-    return sat_add(total, ce - cs);
+    return cg_sat_add_u64(total, ce - cs);
 }
 
 /* ---- grouping ---- */
@@ -78,11 +79,6 @@ static const char **sorted_unique(cg_arena *a, const char **strs, size_t n, size
     return out;
 }
 
-static void *xmalloc(size_t n) {
-    void *p = malloc(n ? n : 1);
-    if (!p) abort();
-    return p;
-}
 
 cg_timing_profile *cg_timing_analyze(const cg_trace *t, cg_arena *a) {
     cg_timing_profile *p = cg_arena_zalloc(a, sizeof *p);
@@ -91,9 +87,9 @@ cg_timing_profile *cg_timing_analyze(const cg_trace *t, cg_arena *a) {
     if (n > 0 && p->device_coverage == CG_COV_NONE) p->device_coverage = CG_COV_PARTIAL;
     if (n == 0) return p;
 
-    ref *refs = xmalloc(n * sizeof *refs);
-    cg_interval *ivs = xmalloc(n * sizeof *ivs);
-    const char **b1 = xmalloc(n * sizeof *b1), **b2 = xmalloc(n * sizeof *b2);
+    ref *refs = cg_xalloc(n, sizeof *refs);
+    cg_interval *ivs = cg_xalloc(n, sizeof *ivs);
+    const char **b1 = cg_xalloc(n, sizeof *b1), **b2 = cg_xalloc(n, sizeof *b2);
     for (size_t i = 0; i < n; i++) refs[i].d = &t->device_intervals[i];
 
     /* per (span_id, device, clock_id) */

@@ -1,5 +1,7 @@
 /* chrome_trace.c — Chrome Trace Event Format export (see chrome_trace.h). */
 #include "render/chrome_trace.h"
+#include "base/alloc.h"
+#include "base/num.h"
 
 #include <inttypes.h>
 #include <stdbool.h>
@@ -60,7 +62,6 @@ static void put_str(cg_buf *b, const char *s) { cg_json_write_str(b, s, strlen(s
 /* ,"key":"value" (key is a literal) */
 #define PUT_KV_STR(b, key, v) (PUT_LIT((b), ",\"" key "\":"), put_str((b), (v)))
 
-static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
 /* ---- lanes: thread tracks in which complete events nest ---- */
 typedef struct lane {
@@ -76,11 +77,6 @@ typedef struct group {
     const char *label; /* thread name stem */
 } group;
 
-static void *xrealloc(void *p, size_t n) {
-    void *q = realloc(p, n ? n : 1);
-    if (!q) abort(); /* same OOM policy as cg_buf / cg_arena */
-    return q;
-}
 
 /* Events arrive in start order, so an event that ended by `start` can enclose
  * no later one: dropping it is safe whichever lane is finally chosen. */
@@ -92,7 +88,7 @@ static bool lane_fits(lane *l, uint64_t start, uint64_t end) {
 static void lane_push(lane *l, uint64_t end) {
     if (l->n == l->cap) {
         l->cap = l->cap ? l->cap * 2 : 8;
-        l->ends = xrealloc(l->ends, l->cap * sizeof *l->ends);
+        l->ends = cg_xrealloc(l->ends, l->cap, sizeof *l->ends);
     }
     l->ends[l->n++] = end;
 }
@@ -108,7 +104,7 @@ static size_t group_place(group *g, size_t preferred, uint64_t start, uint64_t e
     if (chosen == SIZE_MAX) {
         if (g->n == g->cap) {
             g->cap = g->cap ? g->cap * 2 : 4;
-            g->lanes = xrealloc(g->lanes, g->cap * sizeof *g->lanes);
+            g->lanes = cg_xrealloc(g->lanes, g->cap, sizeof *g->lanes);
         }
         g->lanes[g->n] = (lane){NULL, 0, 0, (*next_tid)++};
         chosen = g->n++;
@@ -197,8 +193,8 @@ static void emit_host(ctx *c) {
     const cg_trace *t = c->t;
     size_t n = t->n_spans + t->n_ops;
     if (!n) return;
-    item *items = xrealloc(NULL, n * sizeof *items);
-    size_t *span_lane = xrealloc(NULL, (t->n_spans ? t->n_spans : 1) * sizeof *span_lane);
+    item *items = cg_xrealloc(NULL, n, sizeof *items);
+    size_t *span_lane = cg_xrealloc(NULL, (t->n_spans ? t->n_spans : 1), sizeof *span_lane);
     for (size_t i = 0; i < t->n_spans; i++) {
         const cg_span *s = &t->spans[i];
         items[i] = (item){s->start_ns, s->closed ? s->duration_ns : 0, 0, i};
@@ -212,7 +208,7 @@ static void emit_host(ctx *c) {
         const char *owner = it->kind ? t->ops[it->idx].span_id : t->spans[it->idx].parent_id;
         const cg_span *p = owner ? cg_trace_find_span(t, owner) : NULL;
         size_t pref = p ? span_lane[p - t->spans] : SIZE_MAX;
-        size_t l = group_place(&c->host, pref, it->start, sat_add(it->start, it->dur), &c->next_tid);
+        size_t l = group_place(&c->host, pref, it->start, cg_sat_add_u64(it->start, it->dur), &c->next_tid);
         if (it->kind) {
             emit_op(c, &t->ops[it->idx], c->host.lanes[l].tid);
         } else {
@@ -239,7 +235,7 @@ static group *device_group(ctx *c, const cg_device_interval *d) {
     unsigned clock_pid = (unsigned)(pid ? *pid : c->next_pid - 1);
     if (c->n_dev == c->cap_dev) {
         c->cap_dev = c->cap_dev ? c->cap_dev * 2 : 4;
-        c->dev = xrealloc(c->dev, c->cap_dev * sizeof *c->dev);
+        c->dev = cg_xrealloc(c->dev, c->cap_dev, sizeof *c->dev);
     }
     c->dev[c->n_dev] = (group){NULL, 0, 0, clock_pid, d->stream_id};
     return &c->dev[c->n_dev++];
@@ -260,14 +256,14 @@ static void emit_device(ctx *c) {
     const cg_trace *t = c->t;
     size_t n = t->n_device_intervals;
     if (!n) return;
-    item *items = xrealloc(NULL, n * sizeof *items);
+    item *items = cg_xrealloc(NULL, n, sizeof *items);
     for (size_t i = 0; i < n; i++)
         items[i] = (item){t->device_intervals[i].start_ns, t->device_intervals[i].duration_ns, 0, i};
     qsort(items, n, sizeof *items, item_cmp);
     for (size_t k = 0; k < n && !c->o.failed; k++) {
         const cg_device_interval *d = &t->device_intervals[items[k].idx];
         group *g = device_group(c, d);
-        size_t l = group_place(g, SIZE_MAX, d->start_ns, sat_add(d->start_ns, d->duration_ns), &c->next_tid);
+        size_t l = group_place(g, SIZE_MAX, d->start_ns, cg_sat_add_u64(d->start_ns, d->duration_ns), &c->next_tid);
         emit_device_interval(c, d, g->pid, g->lanes[l].tid);
     }
     free(items);
@@ -295,8 +291,8 @@ static void emit_logical_memory(ctx *c) {
     const cg_trace *t = c->t;
     size_t n = t->n_memory;
     if (!n) return;
-    item *items = xrealloc(NULL, n * sizeof *items);
-    uint64_t *live = xrealloc(NULL, n * sizeof *live);
+    item *items = cg_xrealloc(NULL, n, sizeof *items);
+    uint64_t *live = cg_xrealloc(NULL, n, sizeof *live);
     cg_strmap devices;
     cg_strmap_init(&devices);
     for (size_t i = 0; i < n; i++) items[i] = (item){t->memory[i].timestamp_ns, 0, 0, i};
@@ -306,7 +302,7 @@ static void emit_logical_memory(ctx *c) {
         size_t *slot = NULL;
         if (cg_strmap_put(&devices, m->device, devices.n, &slot)) live[devices.n - 1] = 0;
         uint64_t *v = &live[slot ? *slot : devices.n - 1];
-        *v = m->is_free ? (*v > m->bytes ? *v - m->bytes : 0) : sat_add(*v, m->bytes);
+        *v = m->is_free ? (*v > m->bytes ? *v - m->bytes : 0) : cg_sat_add_u64(*v, m->bytes);
         emit_counter_head(c, "logical memory ", m->device, m->timestamp_ns);
         PUT_LIT(&c->o.b, "\"live_bytes\":");
         cg_json_write_u64(&c->o.b, *v);

@@ -9,6 +9,7 @@
  * timelines are downsampled keeping each bucket's first and highest point (so
  * the peak survives), and every other list keeps its first items. */
 #include "render/payload.h"
+#include "base/alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -290,8 +291,7 @@ static int scan_node(void *ctx, size_t i, const cg_jv *n) {
     if (s->parent[i] != PARENT_LATER) return 0;
     if (s->n_later == s->cap_later) {
         s->cap_later = s->cap_later ? 2 * s->cap_later : 64;
-        s->later = realloc(s->later, s->cap_later * sizeof *s->later);
-        if (!s->later) abort();
+        s->later = cg_xrealloc(s->later, s->cap_later, sizeof *s->later);
     }
     s->later[s->n_later++] = (later_ref){i, pool_dup(&s->pool, parent)};
     return 0;
@@ -363,11 +363,9 @@ static int emit_edge(void *ctx, size_t i, const cg_jv *edge) {
 static void graph_views(cg_arena *a, cg_jv *spans, cg_jv *edges, cg_jv *trunc, cg_jv **nodes, cg_jv **tedges,
                         cg_jv **tree, cg_jv **items) {
     size_t n = cg_jv_items(spans);
-    node_scan s = {{a, NULL, 0}, malloc((n ? n : 1) * sizeof *s.refs), malloc((n ? n : 1) * sizeof *s.parent),
-                   NULL, 0, 0, {0}};
-    bool *keep = calloc(n ? n : 1, sizeof *keep);
-    cg_jv **node_of = calloc(n ? n : 1, sizeof *node_of);
-    if (!s.refs || !s.parent || !keep || !node_of) abort();
+    node_scan s = {{a, NULL, 0}, cg_xalloc(n, sizeof *s.refs), cg_xalloc(n, sizeof *s.parent), NULL, 0, 0, {0}};
+    bool *keep = cg_xzalloc(n, sizeof *keep);
+    cg_jv **node_of = cg_xzalloc(n, sizeof *node_of);
     cg_strmap_init(&s.by_id);
     cg_jv_each(spans, scan_node, &s);
     resolve_later(&s);

@@ -16,6 +16,7 @@
  * unsupported schema, tensor_stats under trace/9, the terminal's reason, and
  * the terminal preceding host evidence, in that order. */
 #include <errno.h>
+#include "base/alloc.h"
 #include <stdarg.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -42,8 +43,7 @@ void cg_trace_limits_default(cg_trace_limits *l) {
     do {                                                                             \
         if ((n) == (cap)) {                                                          \
             size_t ncap_ = (cap) ? (cap) + (cap) / 2 : 64;                           \
-            void *np_ = realloc((arr), ncap_ * sizeof *(arr));                       \
-            if (!np_) abort();                                                       \
+            void *np_ = cg_xrealloc((arr), ncap_, sizeof *(arr));                    \
             (arr) = np_;                                                             \
             (cap) = ncap_;                                                           \
         }                                                                            \
@@ -162,8 +162,7 @@ static uint64_t str_hash64(const char *s, size_t n) {
 
 static void itab_grow(itab *m) {
     size_t ncap = m->cap ? m->cap * 2 : 1024;
-    islot *ns = calloc(ncap, sizeof *ns);
-    if (!ns) abort();
+    islot *ns = cg_xzalloc(ncap, sizeof *ns);
     for (size_t i = 0; i < m->cap; i++) {
         const islot *o = &m->slots[i];
         if (!o->s) continue;
@@ -725,8 +724,7 @@ static int finish_doc(rd *r) {
 /* ---- drivers ---- */
 
 static cg_trace *new_trace(void) {
-    cg_trace *t = calloc(1, sizeof *t);
-    if (!t) abort();
+    cg_trace *t = cg_xzalloc(1, sizeof *t);
     cg_arena_init(&t->arena, 1 << 20);
     return t;
 }
@@ -740,8 +738,7 @@ static void rd_init(rd *r, cg_trace *t, const char *path, cg_error *err, cg_trac
     cg_strmap_init(&r->span_ix);
     r->lim = lim;
     r->fast = !lim->general_only;
-    r->recent = calloc(RECENT, sizeof *r->recent);
-    if (!r->recent) abort();
+    r->recent = cg_xzalloc(RECENT, sizeof *r->recent);
     r->sink = (wire_sink){&t->arena, sink_intern, sink_copy, r};
 }
 
@@ -800,8 +797,7 @@ cg_trace *cg_trace_read_file(const char *path, const cg_trace_limits *lim, cg_er
     rd r;
     rd_init(&r, t, path, err, &l);
     size_t cap = 4u << 20, len = 0, off = 0;
-    char *buf = malloc(cap);
-    if (!buf) abort();
+    char *buf = cg_xalloc(1, cap);
     int rc = 0;
     bool eof = false;
     while (!rc) {
@@ -847,8 +843,7 @@ cg_trace *cg_trace_read_file(const char *path, const cg_trace_limits *lim, cg_er
                 break;
             }
             cap *= 2;
-            char *nb = realloc(buf, cap);
-            if (!nb) abort();
+            char *nb = cg_xrealloc(buf, 1, cap);
             buf = nb;
         }
         ssize_t got = read(fd, buf + len, cap - len);

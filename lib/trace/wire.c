@@ -3,6 +3,7 @@
  * over an already parsed JSON value (what serde_json's Content buffering of an
  * internally tagged enum hands the variant): messages carry no position. */
 #include "trace/wire.h"
+#include "base/alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -356,8 +357,7 @@ static int cmp_kv_at(const void *x, const void *y) {
 static int dec_tags(dctx *d, const cg_jv *v, cg_kv **out, size_t *n_out) {
     if (v->type != CG_JOBJ) return invalid_type(d->msg, v, "a map");
     size_t n = v->u.obj.n, w = 0;
-    kv_at *tmp = malloc((n ? n : 1) * sizeof *tmp);
-    if (!tmp) abort();
+    kv_at *tmp = cg_xalloc(n, sizeof *tmp);
     for (size_t i = 0; i < n; i++) {
         const cg_jmember *m = &v->u.obj.m[i];
         tmp[i].at = i;
