@@ -12,16 +12,6 @@
 #include "base/fs.h"
 #include "base/sha256.h"
 
-static int fail(cg_error *err, cg_reason reason, cg_errcode code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int fail(cg_error *err, cg_reason reason, cg_errcode code, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    cg_err_vset(err, code, fmt, ap);
-    va_end(ap);
-    return cg_err_reason(err, reason);
-}
-
 const char *cg_bundle_fd_name(int fd, char buf[32]) {
     snprintf(buf, 32, "/proc/self/fd/%d", fd);
     return buf;
@@ -68,7 +58,7 @@ static int read_manifest(cg_bundle_handle *h, const char *mpath, cg_error *err) 
         int e = errno;
         if (fd >= 0) close(fd);
         if (fd >= 0 || e == ELOOP)
-            return fail(err, CG_R_MALFORMED_MANIFEST, CG_EVERIFY, "bundle manifest is not a regular file: %s",
+            return cg_err_setr(err, CG_R_MALFORMED_MANIFEST, CG_EVERIFY, "bundle manifest is not a regular file: %s",
                         mpath);
         cg_err_os(err, e, "read bundle manifest %s", mpath); /* the crate's with_context over io::Error */
         return cg_err_reason(err, CG_R_MALFORMED_MANIFEST);
@@ -93,17 +83,17 @@ int cg_bundle_open_dir(const char *root, cg_bundle_handle *h, cg_error *err) {
     /* 1 */
     h->dirfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (h->dirfd < 0)
-        return fail(err, CG_R_MALFORMED_ARCHIVE, CG_EVERIFY, "bundle directory does not exist: %s", root);
+        return cg_err_setr(err, CG_R_MALFORMED_ARCHIVE, CG_EVERIFY, "bundle directory does not exist: %s", root);
     /* 2 */
     char *mpath = cg_path_join(root, CG_BUNDLE_MANIFEST_NAME);
-    if (!mpath) return fail(err, CG_R_NONE, CG_ENOMEM, "out of memory");
+    if (!mpath) return cg_err_setr(err, CG_R_NONE, CG_ENOMEM, "out of memory");
     int rc = read_manifest(h, mpath, err);
     /* 3 */
     if (rc == 0 && cg_bundle_manifest_parse(&h->arena, h->manifest, h->manifest_len, &h->man, err) != 0)
         rc = cg_err_context(err, "parse bundle manifest %s", mpath); /* keeps malformed_manifest */
     if (rc == 0 && (h->man.run_id_len >= sizeof ((cg_bundle_receipt *)0)->run_id ||
                     strlen(h->man.run_id) != h->man.run_id_len))
-        rc = fail(err, CG_R_MALFORMED_MANIFEST, CG_ELIMIT,
+        rc = cg_err_setr(err, CG_R_MALFORMED_MANIFEST, CG_ELIMIT,
                   "parse bundle manifest %s: run_id is longer than %zu bytes or contains NUL", mpath,
                   sizeof ((cg_bundle_receipt *)0)->run_id - 1);
     free(mpath);

@@ -27,16 +27,6 @@
 #define HASH_CHUNK ((size_t)1 << 20)
 
 /* cg_err_setr with the reason first, as the checks read. */
-static int fail(cg_error *err, cg_reason reason, cg_errcode code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int fail(cg_error *err, cg_reason reason, cg_errcode code, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    cg_err_vset(err, code, fmt, ap);
-    va_end(ap);
-    return cg_err_reason(err, reason);
-}
-
 bool cg_bundle_path_is_safe(const char *path) {
     if (!path || !*path) return false;
     if (path[0] == '/') return false;
@@ -76,7 +66,7 @@ static int walk_push(walk *w, char **child_rel, cg_error *err) {
     if (w->n == w->cap) {
         size_t c = w->cap ? w->cap * 2 : 16;
         char **nv = realloc(w->files, c * sizeof *nv);
-        if (!nv) return fail(err, CG_R_NONE, CG_ENOMEM, "out of memory");
+        if (!nv) return cg_err_setr(err, CG_R_NONE, CG_ENOMEM, "out of memory");
         w->files = nv;
         w->cap = c;
     }
@@ -90,7 +80,7 @@ static int walk_push(walk *w, char **child_rel, cg_error *err) {
  * openat(O_NOFOLLOW): no path is resolved through the filesystem. */
 static int walk_dir(int dfd, const char *root, const char *rel, walk *w, cg_error *err) {
     char *dir = rel ? cg_path_join(root, rel) : strdup(root);
-    if (!dir) return fail(err, CG_R_NONE, CG_ENOMEM, "out of memory");
+    if (!dir) return cg_err_setr(err, CG_R_NONE, CG_ENOMEM, "out of memory");
     char **names;
     size_t nn;
     if (cg_dir_names_sorted_fd(dfd, dir, "bundle", &names, &nn, err) != 0) {
@@ -104,19 +94,19 @@ static int walk_dir(int dfd, const char *root, const char *rel, walk *w, cg_erro
         char *child = child_rel ? cg_path_join(root, child_rel) : NULL;
         struct stat st;
         if (!child) {
-            rc = fail(err, CG_R_NONE, CG_ENOMEM, "out of memory");
+            rc = cg_err_setr(err, CG_R_NONE, CG_ENOMEM, "out of memory");
         } else if (fstatat(dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) != 0) {
-            rc = fail(err, CG_R_NONE, CG_EIO, "inspect bundle entry %s: %s", child, strerror(errno));
+            rc = cg_err_setr(err, CG_R_NONE, CG_EIO, "inspect bundle entry %s: %s", child, strerror(errno));
         } else if (S_ISLNK(st.st_mode)) {
-            rc = fail(err, CG_R_SPECIAL_FILE, CG_EVERIFY, "symbolic links are not allowed in bundles: %s",
+            rc = cg_err_setr(err, CG_R_SPECIAL_FILE, CG_EVERIFY, "symbolic links are not allowed in bundles: %s",
                       child);
         } else if (S_ISDIR(st.st_mode)) {
             int sub = openat(dfd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            if (sub < 0) rc = fail(err, CG_R_NONE, CG_EIO, "inspect bundle entry %s: %s", child, strerror(errno));
+            if (sub < 0) rc = cg_err_setr(err, CG_R_NONE, CG_EIO, "inspect bundle entry %s: %s", child, strerror(errno));
             else rc = walk_dir(sub, root, child_rel, w, err);
             if (sub >= 0) close(sub);
         } else if (!S_ISREG(st.st_mode)) {
-            rc = fail(err, CG_R_SPECIAL_FILE, CG_EVERIFY, "special files are not allowed in bundles: %s",
+            rc = cg_err_setr(err, CG_R_SPECIAL_FILE, CG_EVERIFY, "special files are not allowed in bundles: %s",
                       child);
         } else {
             rc = walk_push(w, &child_rel, err);
@@ -234,21 +224,21 @@ int cg_bundle_verify_handle(const cg_bundle_handle *h, cg_bundle_receipt *out, c
     const cg_bundle_file **sorted = NULL;
     /* 4 */
     if (strcmp(m.schema, CG_BUNDLE_SCHEMA) != 0 || strlen(m.schema) != strlen(CG_BUNDLE_SCHEMA)) {
-        fail(err, CG_R_UNSUPPORTED_BUNDLE_SCHEMA, CG_EVERIFY, "unsupported bundle schema %s; expected %s", CG_QUOTE(m.schema),
+        cg_err_setr(err, CG_R_UNSUPPORTED_BUNDLE_SCHEMA, CG_EVERIFY, "unsupported bundle schema %s; expected %s", CG_QUOTE(m.schema),
              CG_QUOTE(CG_BUNDLE_SCHEMA));
         goto out;
     }
     /* 5 */
     for (size_t i = 0; i < m.n_files; i++) {
         if (!declared_path_ok(&m.files[i])) {
-            fail(err, CG_R_UNSAFE_PATH, CG_EVERIFY, "unsafe or reserved bundle path %s", CG_QUOTE(m.files[i].path));
+            cg_err_setr(err, CG_R_UNSAFE_PATH, CG_EVERIFY, "unsafe or reserved bundle path %s", CG_QUOTE(m.files[i].path));
             goto out;
         }
     }
     /* 6: sorted view; duplicates are adjacent */
     sorted = m.n_files ? malloc(m.n_files * sizeof *sorted) : NULL;
     if (m.n_files && !sorted) {
-        fail(err, CG_R_NONE, CG_ENOMEM, "out of memory");
+        cg_err_setr(err, CG_R_NONE, CG_ENOMEM, "out of memory");
         goto out;
     }
     for (size_t i = 0; i < m.n_files; i++) sorted[i] = &m.files[i];
@@ -263,14 +253,14 @@ int cg_bundle_verify_handle(const cg_bundle_handle *h, cg_bundle_receipt *out, c
             if (!dup || sorted[i] < dup) dup = sorted[i];
         }
         if (dup) {
-            fail(err, CG_R_DUPLICATE_PATH, CG_EVERIFY, "bundle manifest declares %s more than once", CG_QUOTE(dup->path));
+            cg_err_setr(err, CG_R_DUPLICATE_PATH, CG_EVERIFY, "bundle manifest declares %s more than once", CG_QUOTE(dup->path));
             goto out;
         }
     }
     /* 7 */
     for (size_t i = 0; i < m.n_files; i++) {
         if (!cg_is_sha256_hex(m.files[i].sha256)) {
-            fail(err, CG_R_INVALID_DIGEST, CG_EVERIFY, "bundle manifest has an invalid SHA-256 for %s",
+            cg_err_setr(err, CG_R_INVALID_DIGEST, CG_EVERIFY, "bundle manifest has an invalid SHA-256 for %s",
                  CG_QUOTE(m.files[i].path));
             goto out;
         }
@@ -283,7 +273,7 @@ int cg_bundle_verify_handle(const cg_bundle_handle *h, cg_bundle_receipt *out, c
         if (!strcmp(w.files[i], CG_BUNDLE_MANIFEST_NAME)) continue;
         observed++;
         if (!find_declared(sorted, m.n_files, w.files[i])) {
-            fail(err, CG_R_UNDECLARED_FILE, CG_EVERIFY, "undeclared regular file in bundle: %s", w.files[i]);
+            cg_err_setr(err, CG_R_UNDECLARED_FILE, CG_EVERIFY, "undeclared regular file in bundle: %s", w.files[i]);
             goto out;
         }
     }
@@ -294,14 +284,14 @@ int cg_bundle_verify_handle(const cg_bundle_handle *h, cg_bundle_receipt *out, c
         const char *missing = NULL;
         for (size_t i = 0; i < m.n_files && !missing; i++)
             if (!bsearch(&sorted[i]->path, w.files, w.n, sizeof *w.files, cg_dir_name_cmp)) missing = sorted[i]->path;
-        fail(err, CG_R_MISSING_FILE, CG_EVERIFY, "declared bundle file is missing: %s",
+        cg_err_setr(err, CG_R_MISSING_FILE, CG_EVERIFY, "declared bundle file is missing: %s",
              missing ? missing : "?");
         goto out;
     }
     /* 11–14, in path order */
     chunk = malloc(HASH_CHUNK);
     if (!chunk) {
-        fail(err, CG_R_NONE, CG_ENOMEM, "out of memory");
+        cg_err_setr(err, CG_R_NONE, CG_ENOMEM, "out of memory");
         goto out;
     }
     uint64_t total = 0;
@@ -309,7 +299,7 @@ int cg_bundle_verify_handle(const cg_bundle_handle *h, cg_bundle_receipt *out, c
         const cg_bundle_file *f = sorted[i];
         char *full = cg_path_join(root, f->path);
         if (!full) {
-            fail(err, CG_R_NONE, CG_ENOMEM, "out of memory");
+            cg_err_setr(err, CG_R_NONE, CG_ENOMEM, "out of memory");
             goto out;
         }
         char hex[65];
@@ -317,33 +307,33 @@ int cg_bundle_verify_handle(const cg_bundle_handle *h, cg_bundle_receipt *out, c
         int en = 0;
         hf_result hr = hash_declared(h, f->path, f->bytes, chunk, hex, &ssize, &hashed, &en);
         if (hr == HF_SIZE) {
-            fail(err, CG_R_SIZE_MISMATCH, CG_EVERIFY, "bundle file %s size mismatch: expected %llu, observed %llu",
+            cg_err_setr(err, CG_R_SIZE_MISMATCH, CG_EVERIFY, "bundle file %s size mismatch: expected %llu, observed %llu",
                  CG_QUOTE(f->path), (unsigned long long)f->bytes, (unsigned long long)ssize);
             free(full);
             goto out;
         }
         if (hr == HF_NOT_REGULAR) {
-            fail(err, CG_R_SPECIAL_FILE, CG_EVERIFY, "declared bundle path is not a regular file: %s", full);
+            cg_err_setr(err, CG_R_SPECIAL_FILE, CG_EVERIFY, "declared bundle path is not a regular file: %s", full);
             free(full);
             goto out;
         }
         if (hr == HF_IO) {
-            fail(err, CG_R_NONE, CG_EIO, "hash bundle file %s: %s", full, strerror(en));
+            cg_err_setr(err, CG_R_NONE, CG_EIO, "hash bundle file %s: %s", full, strerror(en));
             free(full);
             goto out;
         }
         free(full);
         if (hashed != f->bytes) {
-            fail(err, CG_R_SIZE_MISMATCH, CG_EVERIFY, "bundle file %s size mismatch: expected %llu, observed %llu",
+            cg_err_setr(err, CG_R_SIZE_MISMATCH, CG_EVERIFY, "bundle file %s size mismatch: expected %llu, observed %llu",
                  CG_QUOTE(f->path), (unsigned long long)f->bytes, (unsigned long long)hashed);
             goto out;
         }
         if (!hex_equal_ci(hex, f->sha256)) {
-            fail(err, CG_R_DIGEST_MISMATCH, CG_EVERIFY, "bundle file %s SHA-256 mismatch", CG_QUOTE(f->path));
+            cg_err_setr(err, CG_R_DIGEST_MISMATCH, CG_EVERIFY, "bundle file %s SHA-256 mismatch", CG_QUOTE(f->path));
             goto out;
         }
         if (total > UINT64_MAX - f->bytes) {
-            fail(err, CG_R_PAYLOAD_TOO_LARGE, CG_EVERIFY, "verified bundle byte count overflowed u64");
+            cg_err_setr(err, CG_R_PAYLOAD_TOO_LARGE, CG_EVERIFY, "verified bundle byte count overflowed u64");
             goto out;
         }
         total += f->bytes;
