@@ -14,19 +14,21 @@ ADMIN=$("$SERVER" admin bootstrap --database-url "$DBURL" | jq -r .token) || die
 srv_start views --require-signature no
 
 up() { pack "$1" "$1.tar"; upload "$1.tar" "$ADMIN"; [ "$CODE" = 201 ] || die "upload $1: $CODE $BODY"; jq -r .id "$T/body"; }
-stub() { printf '{\n  "schema": "candle-graph/evidence/3"\n}\n' >"$1/evidence.json"; printf '# report\n' >"$1/report.md"; }
+# An evidence/3 evidence.json (ingest keeps it as not_rederivable) and a one-line report.md:
+# the views must come from trace.jsonl alone, never from these files.
+legacy_evidence() { printf '{\n  "schema": "candle-graph/evidence/3"\n}\n' >"$1/evidence.json"; printf '# report\n' >"$1/report.md"; }
 
 # a toy capture (complete, valid: graph times, memory events) whose viewer.html claims other numbers
 mkdir -p "$T/toy"
 "$TOY" --out "$T/toy/trace.jsonl" --step 3 >/dev/null 2>&1 || die "toy_train failed"
-stub "$T/toy"
+legacy_evidence "$T/toy"
 printf '<!doctype html><script type="application/json" id="cg-payload">{"schema":"candle-graph/viewer/5","views":{"span_costs":{"items":[{"id":"s1","label":"FABRICATED","kind":"function","host_total_time_ns":999999999}]}}}</script>' >"$T/toy/viewer.html"
 manifest "$T/toy" "$(head -1 "$T/toy/trace.jsonl" | jq -r .run_id)"
 TOY_ID=$(up "$T/toy")
 # a synthetic trace of 3,000 spans with ops and device intervals
 mkdir -p "$T/big"
 node "$SRC/bench/web_timeline/gen_trace.mjs" 3000 "$T/big/trace.jsonl" run-views-big
-stub "$T/big"; manifest "$T/big" run-views-big
+legacy_evidence "$T/big"; manifest "$T/big" run-views-big
 BIG_ID=$(up "$T/big")
 pass "uploaded 2 bundles"
 
