@@ -281,15 +281,17 @@ static int to_strlist(const wire_sink *k, const scan_val *v, cg_strlist *out) {
 static int to_shape(const wire_sink *k, const scan_val *v, cg_shape *out) {
     if (v->type == SV_EMPTY) return 0;
     if (v->type != SV_INTARR) return -1;
-    out->n = v->n;
-    out->dims = cg_arena_alloc(k->arena, v->n * sizeof *out->dims);
+    uint64_t tmp[WIRE_SHAPE_STACK];
+    uint64_t *dims = v->n <= WIRE_SHAPE_STACK ? tmp : cg_arena_alloc(k->arena, v->n * sizeof *dims);
     const char *q = v->p;
     for (size_t i = 0; i < v->n; i++) {
         while (!digit(*q)) q++;
         uint64_t x = 0;
         for (; digit(*q); q++) x = x * 10 + (uint64_t)(*q - '0');
-        out->dims[i] = x;
+        dims[i] = x;
     }
+    out->n = v->n;
+    out->dims = v->n <= WIRE_SHAPE_STACK ? k->dims(k->ctx, tmp, v->n) : dims;
     return 0;
 }
 
@@ -334,7 +336,7 @@ static int field(const wire_field *f, const scan_val *v, void *out, const wire_s
     case W_ENUM:
     case W_ENUM_DEF:
         if (to_enum(f, v, &x)) return -1;
-        *AT(int, out, f->off) = x;
+        wire_enum_put(f, out, x);
         return 0;
     case W_ENUM_BOOL:
         if (to_enum(f, v, &x)) return -1;
@@ -385,7 +387,7 @@ int scan_decode(const wire_record *rec, const scan_obj *o, void *out, const wire
         const wire_field *f = &rec->fields[i];
         if (seen & (1u << i)) continue;
         if (wire_required(f->type)) return -1;
-        if (f->type == W_ENUM_DEF) *AT(int, out, f->off) = f->def;
+        if (f->type == W_ENUM_DEF) wire_enum_put(f, out, f->def);
     }
     return 0;
 }
