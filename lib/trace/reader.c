@@ -482,7 +482,7 @@ static int admit_record(rd *r, int ki) {
 
 static int kind_index(const char *s, size_t len) {
     for (int k = 0; k < K_COUNT; k++)
-        if (strlen(kinds[k]) == len && !memcmp(kinds[k], s, len)) return k;
+        if (scan_name_is(kinds[k], s, len)) return k;
     return -1;
 }
 

@@ -23,13 +23,14 @@ static inline void ws(sc *s) {
 #define ONES 0x0101010101010101ull
 #define HIGHS 0x8080808080808080ull
 
-/* Whether any of the 8 bytes of w is '"', '\\', a control character or >= 0x80
- * (may also flag a byte next to such a byte; the byte loop decides). */
-static inline bool special8(uint64_t w) {
+/* The high bit of each of the 8 bytes of w that is '"', '\\', a control
+ * character or >= 0x80 (bytes above the first such byte may be flagged too:
+ * the lowest flag is exact). */
+static inline uint64_t special8(uint64_t w) {
     uint64_t quote = w ^ (ONES * '"'), slash = w ^ (ONES * '\\');
     uint64_t zero = ((quote - ONES) & ~quote) | ((slash - ONES) & ~slash);
     uint64_t ctrl = (w - ONES * 0x20) & ~w;
-    return ((zero | ctrl | w) & HIGHS) != 0;
+    return (zero | ctrl | w) & HIGHS;
 }
 
 /* 1 for the bytes a plain string stops at: '"', '\\', control characters, >= 0x80. */
@@ -56,11 +57,16 @@ static const unsigned char special[256] = {
 static int str(sc *s, const char **out, size_t *len) {
     const unsigned char *b = (const unsigned char *)s->p, *q = b, *e = (const unsigned char *)s->end;
     bool high = false;
-    for (uint64_t w; e - q >= 8; q += 8) { /* 8 plain bytes at a time */
-        memcpy(&w, q, 8);
-        if (special8(w)) break;
-    }
-    for (;; q++) {
+    for (;; q++) { /* q: at the next special byte, then past it (UTF-8) */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        for (uint64_t w, m; e - q >= 8; q += 8) { /* 8 bytes at a time; the lowest flag is the first special */
+            memcpy(&w, q, 8);
+            if ((m = special8(w)) != 0) {
+                q += __builtin_ctzll(m) >> 3;
+                break;
+            }
+        }
+#endif
         while (q < e && !special[*q]) q++;
         if (q == e) return -1;
         unsigned c = *q;
@@ -246,7 +252,7 @@ static int to_enum(const wire_field *f, const scan_val *v, int *out) {
     const wire_enum *e = f->sub;
     for (size_t i = 0; i < e->n; i++) {
         const char *nm = e->names[i];
-        if (nm && strlen(nm) == v->len && !memcmp(nm, v->p, v->len)) {
+        if (nm && scan_name_is(nm, v->p, v->len)) {
             *out = (int)i;
             return 0;
         }
