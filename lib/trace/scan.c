@@ -17,6 +17,7 @@ typedef struct sc {
 } sc;
 
 static inline void ws(sc *s) {
+    if (s->p < s->end && (unsigned char)*s->p > ' ') return; /* compact JSON: no whitespace */
     while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\r' || *s->p == '\n')) s->p++;
 }
 
@@ -54,7 +55,7 @@ static const unsigned char special[256] = {
 };
 
 /* s->p after the opening quote: the plain string up to its closing quote. */
-static int str(sc *s, const char **out, size_t *len) {
+static inline __attribute__((always_inline)) int str(sc *s, const char **out, size_t *len) {
     const unsigned char *b = (const unsigned char *)s->p, *q = b, *e = (const unsigned char *)s->end;
     bool high = false;
     for (;; q++) { /* q: at the next special byte, then past it (UTF-8) */
