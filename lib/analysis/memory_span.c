@@ -2,6 +2,7 @@
  * (the crate's node_memory_metrics), from the logical plane of memory.c. */
 #include "analysis/memory.h"
 #include "base/alloc.h"
+#include "base/hmap.h"
 #include "base/num.h"
 
 #include <stdlib.h>
@@ -123,12 +124,40 @@ typedef struct slife {
     uint64_t bytes;
 } slife;
 
+/* Recomputes the Fenwick sums and the internal maps from the leaf sums: O(m). */
+static void ftree_rebuild(ftree *f) {
+    size_t m = f->m;
+    for (size_t k = 0; k < m; k++) {
+        f->fa[k + 1] = f->sa[k];
+        f->ff[k + 1] = f->sf[k];
+    }
+    for (size_t i = 1; i <= m; i++) {
+        size_t j = i + (i & (0 - i));
+        if (j > m) continue;
+        f->fa[j] += f->fa[i];
+        f->ff[j] += f->ff[i];
+    }
+    for (size_t i = m - 1; i >= 1; i--) f->n[i] = fmap_join(ftree_node(f, 2 * i), ftree_node(f, 2 * i + 1));
+}
+
+/* Adds (or removes) the lifetimes ls[from, to): one update each, or, when they
+ * are many against the tree's size, the leaf sums and one rebuild. */
 static void apply_range(ftree *f, const slife *ls, size_t from, size_t to, bool add) {
+    size_t depth = 1;
+    for (size_t m = f->m; m > 1; m /= 2) depth++;
+    bool bulk = 2 * (to - from) * depth >= f->m;
     for (size_t k = from; k < to; k++) {
+        uint64_t v = add ? ls[k].bytes : 0 - ls[k].bytes;
+        if (ls[k].zero) f->sz[ls[k].k0] += v;
+        if (bulk) {
+            f->sa[ls[k].k0] += v;
+            f->sf[ls[k].k1] += v;
+            continue;
+        }
         ftree_update(f, ls[k].k0, false, ls[k].bytes, add);
         ftree_update(f, ls[k].k1, true, ls[k].bytes, add);
-        if (ls[k].zero) f->sz[ls[k].k0] += add ? ls[k].bytes : 0 - ls[k].bytes;
     }
+    if (bulk && to > from) ftree_rebuild(f);
 }
 
 static int cmp_u64(const void *pa, const void *pb) {
@@ -449,56 +478,61 @@ cg_span_memory *cg_memory_span_metrics(const cg_trace *t, const cg_memory_profil
 
 /* ------------------------------------------------------ per-op metrics */
 
-typedef struct opref {
+/* (span_id, op_name) keys of the ops: key k names op first[k], or several (ambiguous). */
+typedef struct opkeys {
+    const cg_trace *t;
+    cg_hmap map;
+    uint32_t *first;
+    bool *ambiguous;
+    size_t n;
+} opkeys;
+
+typedef struct opkey {
     const char *span_id, *op_name;
-    size_t idx;
-} opref;
+} opkey;
 
-static int opref_cmp_key(const char *span_a, const char *name_a, const char *span_b, const char *name_b) {
-    int c = strcmp(span_a, span_b);
-    return c ? c : strcmp(name_a, name_b);
+static bool opkey_eq(const void *ctx, uint32_t id, const void *key) {
+    const opkeys *k = ctx;
+    const opkey *q = key;
+    const cg_op *op = &k->t->ops[k->first[id]];
+    return strcmp(op->span_id, q->span_id) == 0 && strcmp(op->op_name, q->op_name) == 0;
 }
 
-static int cmp_opref(const void *pa, const void *pb) {
-    const opref *a = pa, *b = pb;
-    int c = opref_cmp_key(a->span_id, a->op_name, b->span_id, b->op_name);
-    if (c) return c;
-    return a->idx < b->idx ? -1 : a->idx > b->idx;
-}
-
-/* first ref with key >= (span_id, op_name) */
-static size_t opref_lower(const opref *r, size_t n, const char *span_id, const char *op_name) {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (opref_cmp_key(r[mid].span_id, r[mid].op_name, span_id, op_name) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+static uint64_t opkey_hash(const opkey *q) {
+    uint64_t h = cg_hmap_hash_bytes(0, q->span_id, strlen(q->span_id));
+    return cg_hmap_mix(cg_hmap_hash_bytes(h, q->op_name, strlen(q->op_name)), 7);
 }
 
 cg_op_memory *cg_memory_op_metrics(const cg_trace *t, const cg_memory_profile *p, cg_arena *a) {
     if (!p || !p->logical) return NULL;
     size_t no = t->n_ops;
+    if (no >= CG_HMAP_NONE) cg_oom_exit(no); /* beyond the table's 32-bit ids */
     cg_op_memory *out = cg_arena_zalloc(a, (no ? no : 1) * sizeof *out);
-    opref *r = cg_xalloc(no, sizeof *r);
-    for (size_t i = 0; i < no; i++) r[i] = (opref){t->ops[i].span_id, t->ops[i].op_name, i};
-    qsort(r, no, sizeof *r, cmp_opref);
+    opkeys k = {.t = t, .first = cg_xalloc(no ? no : 1, sizeof *k.first),
+                .ambiguous = cg_xzalloc(no ? no : 1, sizeof *k.ambiguous)};
+    cg_hmap_init(&k.map, no);
+    for (size_t i = 0; i < no; i++) {
+        opkey q = {t->ops[i].span_id, t->ops[i].op_name};
+        k.first[k.n] = (uint32_t)i;
+        uint32_t id = cg_hmap_find_or_put(&k.map, opkey_hash(&q), opkey_eq, &k, &q, (uint32_t)k.n);
+        if (id == CG_HMAP_NONE)
+            k.n++;
+        else
+            k.ambiguous[id] = true;
+    }
     const cg_logical_memory *lm = p->logical;
-    for (size_t k = 0; k < lm->n_lifetimes; k++) {
-        const cg_memory *l = &t->memory[lm->lifetimes[k].open];
+    for (size_t j = 0; j < lm->n_lifetimes; j++) {
+        const cg_memory *l = &t->memory[lm->lifetimes[j].open];
         if (!l->op_name) continue;
-        size_t i = opref_lower(r, no, l->span_id, l->op_name);
-        if (i >= no || opref_cmp_key(r[i].span_id, r[i].op_name, l->span_id, l->op_name) != 0) continue;
-        if (i + 1 < no && opref_cmp_key(r[i + 1].span_id, r[i + 1].op_name, l->span_id, l->op_name) == 0)
-            continue; /* ambiguous within the span: span-level attribution only */
-        cg_op_memory *o = &out[r[i].idx];
+        opkey q = {l->span_id, l->op_name};
+        uint32_t id = cg_hmap_find(&k.map, opkey_hash(&q), opkey_eq, &k, &q, NULL);
+        if (id == CG_HMAP_NONE || k.ambiguous[id]) continue; /* ambiguous: span-level attribution only */
+        cg_op_memory *o = &out[k.first[id]];
         o->has_allocated = true;
         o->allocated_bytes = cg_sat_add_u64(o->allocated_bytes, l->bytes);
     }
-    free(r);
+    cg_hmap_free(&k.map);
+    free(k.ambiguous);
+    free(k.first);
     return out;
 }
-
