@@ -586,7 +586,8 @@ static cg_jv *lifetime_json(cg_arena *a, const cg_logical_memory *lm, const cg_l
     cg_jv_obj_put(a, o, "device", cg_jv_str_nocopy(a, l.device));
     cg_jv_obj_put(a, o, "storage_id", cg_jv_str_nocopy(a, l.storage_id));
     cg_jv *ids = cg_jv_arr(a);
-    for (size_t i = 0; i < l.n_tensor_ids; i++) cg_jv_arr_push(a, ids, cg_jv_str_nocopy(a, cg_logical_tensor_id(lm, r, i)));
+    for (size_t i = 0; i < l.n_tensor_ids; i++)
+        cg_jv_arr_push(a, ids, cg_jv_str_nocopy(a, cg_logical_tensor_id(lm, r, i)));
     cg_jv_obj_put(a, o, "tensor_ids", ids);
     cg_jv_obj_put(a, o, "allocation_span_id", cg_jv_str_nocopy(a, l.allocation_span_id));
     cg_jv_obj_put(a, o, "op_name", l.op_name ? cg_jv_str_nocopy(a, l.op_name) : cg_jv_null(a));

@@ -140,13 +140,17 @@ static void ftree_rebuild(ftree *f) {
     for (size_t i = m - 1; i >= 1; i--) f->n[i] = fmap_join(ftree_node(f, 2 * i), ftree_node(f, 2 * i + 1));
 }
 
-/* Adds (or removes) the lifetimes ls[from, to): one update each, or, when they
- * are many against the tree's size, the leaf sums and one rebuild. */
-static void apply_range(ftree *f, const slife *ls, size_t from, size_t to, bool add) {
-    size_t depth = 1;
+/* Adds (or removes) the lifetimes ls[from, to) except those of [skip_from,
+ * skip_to) (an empty skip range: none): one update each, or, when they are
+ * many against the tree's size, the leaf sums and one rebuild. */
+static void apply_range(ftree *f, const slife *ls, size_t from, size_t to, size_t skip_from, size_t skip_to,
+                        bool add) {
+    size_t depth = 1, count = to - from - (skip_to - skip_from);
     for (size_t m = f->m; m > 1; m /= 2) depth++;
-    bool bulk = 2 * (to - from) * depth >= f->m;
+    bool bulk = 2 * count * depth >= f->m;
     for (size_t k = from; k < to; k++) {
+        if (k == skip_from && skip_to > skip_from) k = skip_to;
+        if (k >= to) break;
         uint64_t v = add ? ls[k].bytes : 0 - ls[k].bytes;
         if (ls[k].zero) f->sz[ls[k].k0] += v;
         if (bulk) {
@@ -157,7 +161,7 @@ static void apply_range(ftree *f, const slife *ls, size_t from, size_t to, bool 
         ftree_update(f, ls[k].k0, false, ls[k].bytes, add);
         ftree_update(f, ls[k].k1, true, ls[k].bytes, add);
     }
-    if (bulk && to > from) ftree_rebuild(f);
+    if (bulk && count > 0) ftree_rebuild(f);
 }
 
 static int cmp_u64(const void *pa, const void *pb) {
@@ -434,7 +438,7 @@ static void subtree_walk(cg_span_memory *out, const cg_trace *t, const stree *T,
             size_t v = fr.v;
             if (fr.state == 0 && pref[tout[v]] - pref[tin[v]] <= SMALL) {
                 subtree_direct(out, t, T, L, v, complete);
-                if (fr.keep && f.n) apply_range(&f, L->ls, pref[tin[v]], pref[tout[v]], true);
+                if (fr.keep && f.n) apply_range(&f, L->ls, pref[tin[v]], pref[tout[v]], 0, 0, true);
                 continue;
             }
             if (!f.n) ftree_init(&f, L->m ? L->m : 1);
@@ -445,12 +449,12 @@ static void subtree_walk(cg_span_memory *out, const cg_trace *t, const stree *T,
                     if (child[c] != heavy[v]) fs[sp++] = (frame){child[c], 0, 0};
                 continue;
             }
-            for (size_t c = nch[v]; c < nch[v + 1]; c++)
-                if (child[c] != heavy[v]) apply_range(&f, L->ls, pref[tin[child[c]]], pref[tout[child[c]]], true);
-            apply_range(&f, L->ls, pref[tin[v]], pref[tin[v] + 1], true);
+            size_t h = heavy[v]; /* its subtree is in the tree already: add the rest of v's */
+            size_t skip_from = h == NONE ? 0 : pref[tin[h]], skip_to = h == NONE ? 0 : pref[tout[h]];
+            apply_range(&f, L->ls, pref[tin[v]], pref[tout[v]], skip_from, skip_to, true);
             const cg_span *s = &t->spans[v];
             if (s->closed && (complete || pref[tout[v]] > pref[tin[v]])) span_window(&out[v], &f, L, s);
-            if (!fr.keep) apply_range(&f, L->ls, pref[tin[v]], pref[tout[v]], false);
+            if (!fr.keep) apply_range(&f, L->ls, pref[tin[v]], pref[tout[v]], 0, 0, false);
         }
     }
     free(fs);
