@@ -176,7 +176,8 @@ static void walk_change(walk *w, size_t d, cg_category c, uint64_t bytes, bool a
 
 /* Closes the group [first, end) just walked: its timeline point and the peaks. */
 static void close_point(cg_logical_memory *lm, walk *w, uint64_t ts, size_t first, size_t end) {
-    lm->timeline[lm->n_timeline] = (cg_logical_point){ts, w->total_live, (uint32_t)first, (uint32_t)(end - first)};
+    lm->timeline[lm->n_timeline] = (cg_logical_point){ts, w->total_live};
+    lm->group_start[first / 64] |= (uint64_t)1 << (first % 64);
     for (size_t k = 0; k < w->n_touched; k++) {
         size_t d = w->touched[k];
         cg_logical_device *dv = &lm->devices[d];
@@ -388,6 +389,7 @@ static cg_logical_memory *logical_analyze(const cg_trace *t, cg_arena *a) {
     lm->timeline = cg_arena_alloc(a, n * sizeof *lm->timeline);
     lm->effects = cg_arena_alloc(a, n * sizeof *lm->effects);
     lm->n_effects = n;
+    lm->group_start = cg_arena_zalloc(a, (n / 64 + 1) * sizeof *lm->group_start);
     for (size_t i = 0, j; i < n; i = j, w.group++) { /* by groups of equal timestamp */
         uint64_t ts = t->memory[ord[i]].timestamp_ns;
         w.n_touched = 0;
@@ -425,7 +427,7 @@ typedef struct replay {
     const cg_logical_memory *l;
     uint64_t *dev_live, cat_live[CG_CAT_COUNT];
     size_t *dev_active, cat_active[CG_CAT_COUNT];
-    size_t next;
+    size_t next, ev; /* next point, its first event */
 } replay;
 
 static void replay_init(replay *r, const cg_logical_memory *l, uint64_t *dev_live, size_t *dev_active) {
@@ -443,12 +445,12 @@ static void replay_to(replay *r, size_t p) {
         memset(r->dev_active, 0, l->n_devices * sizeof *r->dev_active);
         memset(r->cat_live, 0, sizeof r->cat_live);
         memset(r->cat_active, 0, sizeof r->cat_active);
-        r->next = 0;
+        r->next = r->ev = 0;
     }
     for (; r->next <= p; r->next++) {
-        const cg_logical_point *pt = &l->timeline[r->next];
-        for (size_t i = pt->first; i < (size_t)pt->first + pt->n; i++) {
-            uint32_t e = l->effects[i];
+        size_t i = r->ev;
+        do {
+            uint32_t e = l->effects[i++];
             if (e == CG_EFFECT_NONE) continue;
             const cg_lifetime_rec *lr = &l->lifetimes[e >> 1];
             const cg_memory *o = &l->trace->memory[lr->open];
@@ -463,7 +465,8 @@ static void replay_to(replay *r, size_t p) {
                 r->cat_live[o->category] += o->bytes;
                 r->cat_active[o->category]++;
             }
-        }
+        } while (i < l->n_effects && !(l->group_start[i / 64] >> (i % 64) & 1));
+        r->ev = i;
     }
 }
 

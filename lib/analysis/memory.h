@@ -14,8 +14,9 @@
  * Errors: none (allocation failure aborts).
  * Thread safety: reentrant (no global state); distinct arenas may be used concurrently.
  * Limits: fewer than 2^31 memory events (more exits as out of memory);
- * O(n log n) time in the number of events. Held memory: 28 bytes per event
- * (timeline point and effect), 20 bytes per lifetime plus 4 per tensor id;
+ * O(n log n) time in the number of events. Held memory: 16 bytes per
+ * timeline point, 4 bytes and a bit per event (its effect, the group starts),
+ * 20 bytes per lifetime and 4 per tensor id;
  * the by-device / by-category maps are replayed, never stored per point.
  * Byte sums saturate at UINT64_MAX except the running live sums, which are exact
  * as long as the true values fit in u64. */
@@ -57,8 +58,9 @@ typedef struct cg_lifetime {
     size_t n_tensor_ids;
 } cg_lifetime;
 
-/* LogicalMemoryPoint: one per group of events of equal timestamp, the events
- * [first, first + n) of the (timestamp, document index) order. Its
+/* LogicalMemoryPoint: one per group of events of equal timestamp, in order (the
+ * group of point p starts at the p-th set bit of cg_logical_memory.group_start
+ * in the (timestamp, document index) order of the events). Its
  * live_bytes_by_device / live_bytes_by_category maps are rebuilt by replaying
  * the effects of every event up to it (the JSON writer does it in one pass;
  * cg_logical_live_by_device for one point). Both maps hold exactly the devices /
@@ -66,7 +68,6 @@ typedef struct cg_lifetime {
 typedef struct cg_logical_point {
     uint64_t timestamp_ns;
     uint64_t live_bytes;
-    uint32_t first, n;
 } cg_logical_point;
 
 /* LogicalDeviceMemoryStats: every device with a memory event (a device that only
@@ -96,6 +97,7 @@ typedef struct cg_logical_memory {
     uint32_t *tensor_ev;                           /* tensor ids of lifetimes and snapshot */
     cg_logical_point *timeline; size_t n_timeline;
     uint32_t *effects; size_t n_effects;           /* one per memory event */
+    uint64_t *group_start;                         /* bit i: event i of the order opens a point */
 } cg_logical_memory;
 
 /* The fields of record r (a lifetime or a peak snapshot entry) and its i-th tensor id. */

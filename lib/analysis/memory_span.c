@@ -29,7 +29,7 @@ typedef struct fmap {
 typedef struct ftree {
     size_t m;          /* leaves: the distinct timestamps */
     fmap *n;           /* n[i] = join(n[2i], n[2i+1]) for 1 <= i < m; leaves are computed */
-    uint64_t *sa, *sf, *sz; /* A, F and Z per leaf */
+    uint64_t *sa, *sf, *sz; /* A, F and Z per leaf (sz NULL: no zero-length lifetime) */
     uint64_t *fa, *ff;      /* Fenwick sums of A and F, 1-based over leaves */
 } ftree;
 
@@ -54,14 +54,14 @@ static fmap fmap_leaf(uint64_t sa, uint64_t sf) {
     return (fmap){A - F, A, A - F, A};
 }
 
-static void ftree_init(ftree *f, size_t m) {
+static void ftree_init(ftree *f, size_t m, bool zeros) {
     f->m = m;
     f->n = cg_xzalloc(m, sizeof *f->n); /* all-zero maps are x -> max(x, 0) = x on x >= 0 */
     f->fa = cg_xzalloc(m + 1, sizeof *f->fa);
     f->ff = cg_xzalloc(m + 1, sizeof *f->ff);
     f->sa = cg_xzalloc(m, sizeof *f->sa);
     f->sf = cg_xzalloc(m, sizeof *f->sf);
-    f->sz = cg_xzalloc(m, sizeof *f->sz);
+    f->sz = zeros ? cg_xzalloc(m, sizeof *f->sz) : NULL;
 }
 
 static void ftree_free(ftree *f) {
@@ -118,9 +118,7 @@ static fmap ftree_query(const ftree *f, size_t lo, size_t hi) {
 }
 
 typedef struct slife {
-    uint32_t tin;    /* preorder position of the owning span */
-    uint32_t k0, k1; /* leaves of its start and end timestamps */
-    bool zero;       /* start = end: allocated and freed at one timestamp */
+    uint32_t k0, k1; /* leaves of its start and end timestamps (k0 = k1: zero-length) */
     uint64_t bytes;
 } slife;
 
@@ -152,7 +150,7 @@ static void apply_range(ftree *f, const slife *ls, size_t from, size_t to, size_
         if (k == skip_from && skip_to > skip_from) k = skip_to;
         if (k >= to) break;
         uint64_t v = add ? ls[k].bytes : 0 - ls[k].bytes;
-        if (ls[k].zero) f->sz[ls[k].k0] += v;
+        if (ls[k].k0 == ls[k].k1) f->sz[ls[k].k0] += v;
         if (bulk) {
             f->sa[ls[k].k0] += v;
             f->sf[ls[k].k1] += v;
@@ -247,55 +245,53 @@ typedef struct slives {
     size_t nls, m;
     uint64_t *xs; /* distinct start and end timestamps, sorted */
     size_t *pref;
+    bool zeros;   /* some lifetime is zero-length */
 } slives;
-
-static int cmp_slife_tin(const void *pa, const void *pb) {
-    const slife *a = pa, *b = pb;
-    return a->tin < b->tin ? -1 : a->tin > b->tin;
-}
 
 static uint64_t rec_end(const cg_trace *t, const cg_lifetime_rec *r) {
     return r->close == CG_LIFETIME_RETAINED ? UINT64_MAX : t->memory[r->close].timestamp_ns;
 }
 
-/* Fills every span's direct allocation and collects the lifetimes of reachable spans. */
+/* Fills every span's direct allocation and collects the lifetimes of reachable
+ * spans, placed by preorder of their span (a counting sort). */
 static void slives_collect(slives *L, const cg_trace *t, const cg_logical_memory *lm, const stree *T,
                            cg_span_memory *out) {
     size_t nl = lm->n_lifetimes, nx = 0;
-    L->ls = cg_xalloc((nl ? nl : 1), sizeof *L->ls);
+    uint32_t *tin_of = cg_xalloc((nl ? nl : 1), sizeof *tin_of); /* UINT32_MAX: not collected */
     L->xs = cg_xalloc((nl ? 2 * nl : 1), sizeof *L->xs);
-    L->nls = 0;
-    uint32_t *life = cg_xalloc((nl ? nl : 1), sizeof *life);
+    L->pref = cg_xzalloc((T->reached + 2), sizeof *L->pref);
     for (size_t k = 0; k < nl; k++) {
         const cg_memory *o = &t->memory[lm->lifetimes[k].open];
         const cg_span *sp = cg_trace_find_span(t, o->span_id);
+        tin_of[k] = UINT32_MAX;
         if (!sp) continue;
         size_t s = (size_t)(sp - t->spans);
         out[s].has_allocated = true;
         out[s].allocated_bytes = cg_sat_add_u64(out[s].allocated_bytes, o->bytes);
         if (T->tin[s] == NONE) continue;
-        uint64_t end = rec_end(t, &lm->lifetimes[k]);
-        life[L->nls] = (uint32_t)k;
-        L->ls[L->nls++] = (slife){(uint32_t)T->tin[s], 0, 0, end == o->timestamp_ns, o->bytes};
+        tin_of[k] = (uint32_t)T->tin[s];
+        L->pref[T->tin[s] + 2]++;
         L->xs[nx++] = o->timestamp_ns;
-        L->xs[nx++] = end;
+        L->xs[nx++] = rec_end(t, &lm->lifetimes[k]);
     }
     qsort(L->xs, nx, sizeof *L->xs, cmp_u64);
     L->m = 0;
     for (size_t k = 0; k < nx; k++)
         if (L->m == 0 || L->xs[L->m - 1] != L->xs[k]) L->xs[L->m++] = L->xs[k];
-    for (size_t k = 0; k < L->nls; k++) {
-        const cg_lifetime_rec *r = &lm->lifetimes[life[k]];
-        L->ls[k].k0 = (uint32_t)count_below(L->xs, L->m, t->memory[r->open].timestamp_ns, false);
-        L->ls[k].k1 = (uint32_t)count_below(L->xs, L->m, rec_end(t, r), false);
+    L->xs = cg_xrealloc(L->xs, L->m ? L->m : 1, sizeof *L->xs);
+    L->nls = nx / 2;
+    for (size_t i = 0; i < T->reached; i++) L->pref[i + 2] += L->pref[i + 1];
+    L->ls = cg_xalloc((L->nls ? L->nls : 1), sizeof *L->ls);
+    L->zeros = false;
+    for (size_t k = 0; k < nl; k++) { /* pref[i + 1]: next free slot of tin i */
+        if (tin_of[k] == UINT32_MAX) continue;
+        const cg_lifetime_rec *r = &lm->lifetimes[k];
+        L->ls[L->pref[tin_of[k] + 1]++] =
+            (slife){(uint32_t)count_below(L->xs, L->m, t->memory[r->open].timestamp_ns, false),
+                    (uint32_t)count_below(L->xs, L->m, rec_end(t, r), false), t->memory[r->open].bytes};
     }
-    free(life);
-    qsort(L->ls, L->nls, sizeof *L->ls, cmp_slife_tin); /* order within a span does not matter */
-    L->pref = cg_xalloc((T->reached + 1), sizeof *L->pref);
-    for (size_t i = 0, k = 0; i <= T->reached; i++) {
-        while (k < L->nls && L->ls[k].tin < i) k++;
-        L->pref[i] = k;
-    }
+    for (size_t k = 0; k < L->nls; k++) L->zeros |= L->ls[k].k0 == L->ls[k].k1;
+    free(tin_of); /* now pref[i] = first lifetime with tin >= i */
 }
 
 static void slives_free(slives *L) {
@@ -354,7 +350,7 @@ static void span_window(cg_span_memory *o, const ftree *f, const slives *L, cons
     }
     o->peak_live_bytes = (uint64_t)peak;
     uint64_t started = fen_sum(f->fa, w.before_end), ended = fen_sum(f->ff, w.to_end);
-    uint64_t zero_at_end = w.to_end > w.before_end ? f->sz[w.before_end] : 0;
+    uint64_t zero_at_end = f->sz && w.to_end > w.before_end ? f->sz[w.before_end] : 0;
     o->residual_bytes = started - ended + zero_at_end;
 }
 
@@ -381,7 +377,7 @@ static void span_window_direct(cg_span_memory *o, const slives *L, const slife *
         if (l->k1 < w.at_start) live -= l->bytes;
         if (l->k0 < w.before_end) started += l->bytes;
         if (l->k1 < w.to_end) ended += l->bytes;
-        if (l->zero && l->k0 == w.before_end && w.to_end > w.before_end) zero_at_end += l->bytes;
+        if (l->k0 == l->k1 && l->k0 == w.before_end && w.to_end > w.before_end) zero_at_end += l->bytes;
         for (int e = 0; e < 2; e++) {
             uint32_t leaf = e ? l->k1 : l->k0;
             if (leaf < w.at_start || leaf >= w.before_end) continue;
@@ -441,7 +437,7 @@ static void subtree_walk(cg_span_memory *out, const cg_trace *t, const stree *T,
                 if (fr.keep && f.n) apply_range(&f, L->ls, pref[tin[v]], pref[tout[v]], 0, 0, true);
                 continue;
             }
-            if (!f.n) ftree_init(&f, L->m ? L->m : 1);
+            if (!f.n) ftree_init(&f, L->m ? L->m : 1, L->zeros);
             if (fr.state == 0) {
                 fs[sp++] = (frame){v, fr.keep, 1};
                 if (heavy[v] != NONE) fs[sp++] = (frame){heavy[v], 1, 0};
