@@ -14,7 +14,7 @@
 #include "analysis/graph.h"
 #include "base/num.h"
 #include "base/fs.h"
-#include "base/strmap.h"
+#include "base/hmap.h"
 #include "srv_cache.h"
 #include "srv_timeline.h"
 #include "srv_store.h"
@@ -77,15 +77,15 @@ void srv_vw_free(srv_vw_index *x) {
 
 typedef struct builder {
     srv_vw_index *x;
-    cg_strmap names; /* arena copy → itself (interned strings) */
+    cg_hstr names; /* arena copy → itself (interned strings) */
 } builder;
 
 static const char *intern(builder *b, const char *s) {
     if (!s) return NULL;
-    size_t *v = cg_strmap_get(&b->names, s);
+    size_t *v = cg_hstr_get(&b->names, s);
     if (v) return (const char *)(uintptr_t)*v;
     char *cp = cg_arena_strdup(&b->x->arena, s);
-    cg_strmap_put(&b->names, cp, (size_t)(uintptr_t)cp, NULL);
+    cg_hstr_put(&b->names, cp, (size_t)(uintptr_t)cp, NULL);
     return cp;
 }
 
@@ -325,7 +325,7 @@ static void build_sections(builder *b, const cg_evidence *e, cg_arena *tmp) {
 static srv_vw_index *index_build(const char *id, const cg_trace *t, const char *nsdir, cg_error *err) {
     srv_vw_index *x = srv_vw_new(id);
     builder b = {.x = x};
-    cg_strmap_init(&b.names);
+    cg_hstr_init(&b.names, 0);
     cg_arena tmp;
     cg_arena_init(&tmp, 1 << 20);
     cg_evidence *e = cg_evidence_build_as(&tmp, t, nsdir, nsdir ? "nsight" : NULL, err);
@@ -335,7 +335,7 @@ static srv_vw_index *index_build(const char *id, const cg_trace *t, const char *
     if (!e || (e->health->structurally_valid && e->health->capture_complete && !g)) {
         if (e) cg_evidence_free(e);
         cg_arena_free(&tmp);
-        cg_strmap_free(&b.names);
+        cg_hstr_free(&b.names);
         srv_vw_free(x);
         return NULL;
     }
@@ -348,7 +348,7 @@ static srv_vw_index *index_build(const char *id, const cg_trace *t, const char *
     build_sections(&b, e, &tmp);
     cg_evidence_free(e);
     cg_arena_free(&tmp);
-    cg_strmap_free(&b.names);
+    cg_hstr_free(&b.names);
     return x;
 }
 
