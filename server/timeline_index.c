@@ -583,8 +583,9 @@ static srv_tl_index *load_index(srv_server *s, const char *id, cg_error *err) {
     /* streamed from the blob (decompressed frame by frame): parse time includes reading */
     cg_trace *t = fd < 0 ? NULL : srv_blob_trace_fd(&s->blobs, fd, hex, s->cfg.max_decoded_bytes, NULL, &store_error, err);
     if (!t) {
-        /* indexed but unreadable is damage inside our store; else the trace itself */
-        cg_err_reason(err, store_error ? CG_R_INTERNAL : CG_R_TRACE_INVALID);
+        /* indexed but unreadable is damage inside our store; else the reader
+         * set the trace's own reason (trace_invalid) */
+        if (store_error || (err && !err->reason)) cg_err_reason(err, CG_R_INTERNAL);
         return NULL;
     }
     double parse_ms = ms_since(&t0) - read_ms;
