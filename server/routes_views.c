@@ -213,6 +213,21 @@ static cg_jv *page(srv_req *r, srv_vw_index *x, int table, size_t total, const c
     return o;
 }
 
+/* Opens the bundle's index and answers page() of table with the filter when
+ * `any` filter is set; flag (when not NULL) names a member telling whether
+ * the graph's host times are known (a complete, valid capture). */
+static enum MHD_Result paged(srv_req *r, const vparams *p, int table, bool any, row_match_fn match, const void *filter,
+                             row_json_fn json, const char *flag) {
+    static const char *const *const cols[SRV_VW_SORTABLE] = {srv_vw_span_cols, srv_vw_op_cols, srv_vw_cost_cols};
+    enum MHD_Result res = MHD_NO;
+    srv_vw_index *x = open_index(r, &res);
+    if (!x) return res;
+    size_t n = table == SRV_VW_SPANS ? x->n_spans : table == SRV_VW_OPS ? x->n_ops : x->n_costs;
+    cg_jv *o = page(r, x, table, n, cols[table], p, any ? match : NULL, filter, json);
+    if (flag) cg_jv_obj_put(&r->arena, o, flag, cg_jv_bool(&r->arena, x->complete && x->valid));
+    return answer(r, x, o);
+}
+
 /* ---------------------------------------------------------------- spans */
 
 typedef struct span_filter { const char *name; int kind, step; } span_filter;
@@ -256,12 +271,8 @@ enum MHD_Result srv_h_views_spans(srv_req *r) {
     if (step && strcmp(step, "none") && (f.step = cg_step_parse(step)) < 0)
         return bad(r, "step", "step must be forward, backward, optimizer or none");
     if (step && !strcmp(step, "none")) f.step = CG_STEP_NONE;
-    srv_vw_index *x = open_index(r, &res);
-    if (!x) return res;
     bool any = (f.name && *f.name) || f.kind >= 0 || f.step >= 0;
-    cg_jv *o = page(r, x, SRV_VW_SPANS, x->n_spans, srv_vw_span_cols, &p, any ? span_match : NULL, &f, span_json);
-    cg_jv_obj_put(&r->arena, o, "graph_times", cg_jv_bool(&r->arena, x->complete && x->valid));
-    return answer(r, x, o);
+    return paged(r, &p, SRV_VW_SPANS, any, span_match, &f, span_json, "graph_times");
 }
 
 /* ---------------------------------------------------------------- ops */
@@ -300,10 +311,8 @@ enum MHD_Result srv_h_views_ops(srv_req *r) {
     op_filter f = {str_param(r, "name", &ok, &res), str_param(r, "device", &ok, &res), str_param(r, "dtype", &ok, &res),
                    str_param(r, "span", &ok, &res)};
     if (!ok) return res;
-    srv_vw_index *x = open_index(r, &res);
-    if (!x) return res;
     bool any = (f.name && *f.name) || f.device || f.dtype || f.span;
-    return answer(r, x, page(r, x, SRV_VW_OPS, x->n_ops, srv_vw_op_cols, &p, any ? op_match : NULL, &f, op_json));
+    return paged(r, &p, SRV_VW_OPS, any, op_match, &f, op_json, NULL);
 }
 
 /* ---------------------------------------------------------------- span costs */
@@ -338,12 +347,8 @@ enum MHD_Result srv_h_views_costs(srv_req *r) {
     bool ok = true;
     cost_filter f = {str_param(r, "q", &ok, &res), str_param(r, "kind", &ok, &res)};
     if (!ok) return res;
-    srv_vw_index *x = open_index(r, &res);
-    if (!x) return res;
     bool any = (f.q && *f.q) || f.kind;
-    cg_jv *o = page(r, x, SRV_VW_COSTS, x->n_costs, srv_vw_cost_cols, &p, any ? cost_match : NULL, &f, cost_json);
-    cg_jv_obj_put(&r->arena, o, "self_known", cg_jv_bool(&r->arena, x->complete && x->valid));
-    return answer(r, x, o);
+    return paged(r, &p, SRV_VW_COSTS, any, cost_match, &f, cost_json, "self_known");
 }
 
 /* ---------------------------------------------------------------- memory */
