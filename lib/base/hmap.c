@@ -2,8 +2,22 @@
 #include "base/hmap.h"
 
 #include <stdlib.h>
+#include <sys/random.h>
+#include <time.h>
 
 #include "base/alloc.h"
+
+uint64_t cg_hstr_seed;
+
+__attribute__((constructor)) static void seed_hstr(void) {
+    uint64_t s = 0;
+    if (getrandom(&s, sizeof s, GRND_NONBLOCK) != (ssize_t)sizeof s) { /* no entropy yet: the clock */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        s = ((uint64_t)ts.tv_sec << 30) ^ (uint64_t)ts.tv_nsec ^ (uint64_t)(uintptr_t)&s;
+    }
+    cg_hstr_seed = s;
+}
 
 /* A zeroed slot array of cap = 2^bits slots. */
 static void set_capacity(cg_hmap *m, unsigned bits) {

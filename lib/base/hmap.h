@@ -117,8 +117,14 @@ void cg_hstr_free(cg_hstr *m);
 /* Appends an entry (no lookup): the slot `at` from cg_hmap_find, hash h. */
 size_t *cg_hstr_add_at(cg_hstr *m, size_t at, uint64_t h, const char *key, size_t len, size_t value);
 
+/* The seed of cg_hstr_hash: random per process (set before main), so that
+ * keys taken from the input cannot be precomputed to collide. Nothing may
+ * depend on hash order: cg_hstr iterates in insertion order. */
+extern uint64_t cg_hstr_seed;
 /* The hash cg_hstr uses for n bytes. */
-static inline uint64_t cg_hstr_hash(const void *p, size_t n) { return cg_hmap_mix(cg_hmap_hash_bytes(0, p, n), n); }
+static inline uint64_t cg_hstr_hash(const void *p, size_t n) {
+    return cg_hmap_mix(cg_hmap_hash_bytes(cg_hstr_seed, p, n), n);
+}
 
 static inline bool cg_hstr_eq(const void *ctx, uint32_t id, const void *key) {
     const cg_hstr_ent *e = &((const cg_hstr *)ctx)->ent[id], *k = key;

@@ -24,7 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "base/strmap.h"
+#include "base/hmap.h"
 #include "trace/trace.h"
 #include "trace/intern.h"
 #include "trace/scan.h"
@@ -60,7 +60,7 @@ typedef struct rd {
     size_t index;    /* 0-based index among non-empty records */
     cg_arena la;     /* per-line JSON arena */
     tstore store;      /* strings and shapes, stored once in the trace arena */
-    cg_strmap span_ix; /* span id -> index into t->spans (before sorting) */
+    cg_hstr span_ix; /* span id -> index into t->spans (before sorting) */
     size_t cap_spans, cap_ops, cap_tensors, cap_stats, cap_memory, cap_dm, cap_di, cap_grad, cap_edges;
     bool have_meta, have_terminal;
     bool rule_failed; /* the first rule failure of from_events, held in rule_err */
@@ -275,7 +275,7 @@ static void apply_span_start(rd *r, const cg_span *in) {
     cg_trace *t = r->t;
     cg_span s = *in;
     s.line = r->line < UINT32_MAX ? (uint32_t)r->line : UINT32_MAX;
-    if (!cg_strmap_put(&r->span_ix, s.id, t->n_spans, NULL)) {
+    if (!cg_hstr_put(&r->span_ix, s.id, t->n_spans, NULL)) {
         rule_defer(r, "duplicate span_start id `%s` at index %zu", s.id, r->index);
         return;
     }
@@ -284,7 +284,7 @@ static void apply_span_start(rd *r, const cg_span *in) {
 }
 
 static void apply_span_end(rd *r, const wire_span_end_rec *e) {
-    size_t *ix = cg_strmap_get(&r->span_ix, e->id);
+    size_t *ix = cg_hstr_get(&r->span_ix, e->id);
     if (!ix) {
         rule_defer(r, "span_end for unknown span `%s` at index %zu", e->id, r->index);
         return;
@@ -630,7 +630,7 @@ static void rd_init(rd *r, cg_trace *t, const char *path, cg_error *err, cg_trac
     r->path = path;
     r->err = err;
     cg_arena_init(&r->la, 64 * 1024);
-    cg_strmap_init(&r->span_ix);
+    cg_hstr_init(&r->span_ix, 0);
     r->lim = lim;
     r->fast = !lim->general_only;
     tstore_init(&r->store, &t->arena);
@@ -640,7 +640,7 @@ static void rd_init(rd *r, cg_trace *t, const char *path, cg_error *err, cg_trac
 static void rd_done(rd *r) {
     tstore_done(&r->store);
     cg_arena_free(&r->la);
-    cg_strmap_free(&r->span_ix);
+    cg_hstr_free(&r->span_ix);
     cg_buf_free(&r->msg);
 }
 
