@@ -15,6 +15,7 @@
 #include "base/num.h"
 #include "base/fs.h"
 #include "base/strmap.h"
+#include "srv_derived.h"
 #include "srv_timeline.h"
 #include "srv_store.h"
 #include "srv_views.h"
@@ -333,10 +334,8 @@ static srv_vw_index *index_build(const char *id, const cg_trace *t, const char *
     cg_arena tmp;
     cg_arena_init(&tmp, 1 << 20);
     cg_evidence *e = cg_evidence_build_as(&tmp, t, nsdir, nsdir ? "nsight" : NULL, err);
-    cg_graph *g = NULL;
-    if (e && e->health->structurally_valid && e->health->capture_complete)
-        g = cg_graph_build_with(t, e->health, e->timing, e->memory, &tmp, err);
-    if (!e || (e->health->structurally_valid && e->health->capture_complete && !g)) {
+    const cg_graph *g = e ? e->graph_model : NULL; /* the evidence's own graph: never built twice */
+    if (!e) {
         if (e) cg_evidence_free(e);
         cg_arena_free(&tmp);
         cg_strmap_free(&b.names);
@@ -399,6 +398,13 @@ static srv_vw_index *load_index(srv_server *s, const char *id, srv_vw_status *st
     return x;
 }
 
+static void log_built(const srv_vw_index *x) {
+    char spans[32], ops[32];
+    snprintf(spans, sizeof spans, "%zu", x->n_spans);
+    snprintf(ops, sizeof ops, "%zu", x->n_ops);
+    srv_log("info", "view index built", "id", x->id, "spans", spans, "ops", ops, NULL);
+}
+
 /* Reads the verified files of bundle id (the trace streamed from its blob) and
  * builds its index. */
 static srv_vw_index *build_from_store(srv_server *s, const char *id, srv_vw_status *st, cg_error *err) {
@@ -432,18 +438,16 @@ static srv_vw_index *build_from_store(srv_server *s, const char *id, srv_vw_stat
     }
     uint64_t size;
     bool missing, store_error = true;
+    int heavy = srv_heavy_enter(bytes, 0); /* a large build runs alone (srv_derived.h) */
     int fd = srv_store_blob_open(s, hex, &size, &missing, err);
     cg_trace *t = fd < 0 ? NULL : srv_blob_trace_fd(&s->blobs, fd, hex, s->cfg.max_decoded_bytes, NULL, &store_error, err);
     srv_vw_index *x = t ? index_build(id, t, n_ns ? ns : NULL, err) : NULL;
     *st = x ? SRV_VW_OK : t || !store_error ? SRV_VW_INVALID : SRV_VW_STORE;
     if (t) cg_trace_free(t);
+    if (heavy) srv_memory_trim();
+    srv_heavy_leave(heavy);
     cg_rm_rf(stage);
-    if (x) {
-        char spans[32], ops[32];
-        snprintf(spans, sizeof spans, "%zu", x->n_spans);
-        snprintf(ops, sizeof ops, "%zu", x->n_ops);
-        srv_log("info", "view index built", "id", id, "spans", spans, "ops", ops, NULL);
-    }
+    if (x) log_built(x);
     return x;
 }
 
@@ -535,6 +539,7 @@ void srv_views_release(srv_server *s, srv_vw_index *x) {
 }
 
 void srv_views_warm(srv_server *s, const char *id) {
+    srv_memory_trim(); /* the Timeline build before this one freed its trace in this thread */
     cg_error err = {0};
     srv_vw_status st;
     srv_vw_index *x = srv_views_acquire(s, id, &st, &err);
