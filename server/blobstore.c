@@ -8,7 +8,7 @@
  *   grace period protects it while the upload commits.
  * pg: chunked bytea rows (pg_blobs / pg_blob_chunks) written inside the ingest
  *   transaction, so a failed upload leaves no orphan; for several server
- *   instances that share no filesystem.
+ *   instances that share no filesystem. Their statements are store_blobs.c's.
  * Blobs are named only by digest: archive paths never reach the filesystem. */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "base/fs.h"
-#include "srv.h"
+#include "srv_store.h"
 
 #define CHUNK (1u << 20)
 
@@ -128,14 +128,8 @@ static int put_fs(srv_blobstore *b, const char *src, int src_fd, const char *hex
 }
 
 static int put_pg(PGconn *c, const char *src, int src_fd, const char *hex, uint64_t size, cg_error *err) {
-    char sz[32];
-    snprintf(sz, sizeof sz, "%" PRIu64, size);
-    const char *p[2] = {hex, sz};
-    PGresult *r = srv_q(c, "INSERT INTO pg_blobs (sha256, bytes) VALUES ($1, $2::bigint) ON CONFLICT DO NOTHING RETURNING 1",
-                        2, p, NULL, NULL, err);
-    if (!r) return -1;
-    bool fresh = PQntuples(r) == 1;
-    PQclear(r);
+    bool fresh;
+    if (srv_store_pg_blob_claim(c, hex, size, &fresh, err) < 0) return -1;
     if (!fresh) return 0;
     int in = open_src(src, src_fd);
     if (in < 0) return cg_err_set(err, CG_EIO, "open %s: %s", src, strerror(errno));
@@ -154,19 +148,8 @@ static int put_pg(PGconn *c, const char *src, int src_fd, const char *hex, uint6
             got += (size_t)n;
         }
         if (rc != 0 || (got == 0 && idx > 0)) break;
-        char ix[16];
-        snprintf(ix, sizeof ix, "%d", idx);
-        const char *q[3] = {hex, ix, buf};
-        int lens[3] = {0, 0, (int)got};
-        /* an empty blob still gets one (empty) chunk; binary length 0 would be text, so send '' */
-        if (got == 0) {
-            q[2] = "";
-            lens[2] = 0;
-        }
-        PGresult *x = srv_q(c, "INSERT INTO pg_blob_chunks (sha256, idx, data) VALUES ($1, $2::int, $3::bytea)", 3, q,
-                            lens, NULL, err);
-        if (!x) rc = -1;
-        PQclear(x);
+        /* an empty blob still gets one (empty) chunk */
+        if (srv_store_pg_blob_chunk_put(c, hex, idx, buf, got, err) < 0) rc = -1;
         if (got < CHUNK) break;
     }
     free(buf);
@@ -190,15 +173,12 @@ int srv_blob_put_fd(srv_blobstore *b, PGconn *conn, int src_fd, const char *src,
 
 /* pg: materialize the chunks into an unlinked temp file. */
 static int open_pg(srv_blobstore *b, PGconn *c, const char *hex, uint64_t *size, bool *missing, cg_error *err) {
-    const char *p[1] = {hex};
-    PGresult *r = srv_q(c, "SELECT bytes FROM pg_blobs WHERE sha256 = $1", 1, p, NULL, NULL, err);
-    if (!r) return -1;
-    if (PQntuples(r) != 1) {
-        PQclear(r);
+    bool exists;
+    if (srv_store_pg_blob_exists(c, hex, &exists, err) < 0) return -1;
+    if (!exists) {
         *missing = true;
         return cg_err_set(err, CG_EIO, "blob %s is missing from the store", hex);
     }
-    PQclear(r);
     char tmp[PATH_MAX + 32];
     snprintf(tmp, sizeof tmp, "%s/tmp/read-XXXXXX", b->root);
     int fd = mkstemp(tmp);
@@ -212,15 +192,8 @@ static int open_pg(srv_blobstore *b, PGconn *c, const char *hex, uint64_t *size,
     }
     uint64_t total = 0;
     for (int idx = 0;; idx++) {
-        char ix[16];
-        snprintf(ix, sizeof ix, "%d", idx);
-        const char *q[2] = {hex, ix};
-        int lens[2] = {0, 0}, fmts[2] = {0, 0};
-        PGresult *x = srv_fault_exec_params(c, "SELECT data FROM pg_blob_chunks WHERE sha256 = $1 AND idx = $2::int", 2, NULL, q,
-                                   lens, fmts, 1);
-        if (PQresultStatus(x) != PGRES_TUPLES_OK) {
-            cg_err_set(err, CG_EIO, "database: %s", PQresultErrorMessage(x));
-            PQclear(x);
+        PGresult *x = srv_store_pg_blob_chunk(c, hex, idx, err);
+        if (!x) {
             close(fd);
             return -1;
         }
@@ -419,14 +392,10 @@ static void walk_fs(srv_blobstore *b, srv_blob_totals *t) {
 void srv_blob_totals_get(srv_blobstore *b, PGconn *conn, srv_blob_totals *t) {
     memset(t, 0, sizeof *t);
     if (b->kind == SRV_BLOB_PG) {
-        t->stored = t->plain = -1;
-        PGresult *r = conn ? srv_q(conn, "SELECT coalesce(sum(bytes), 0), count(*) FROM pg_blobs", 0, NULL, NULL, NULL, NULL)
-                           : NULL;
-        if (r) {
-            t->stored = t->plain = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
-            t->n_plain = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
-        }
-        PQclear(r);
+        int64_t bytes, count;
+        bool ok = conn && srv_store_pg_blob_sum(conn, &bytes, &count) == 0;
+        t->stored = t->plain = ok ? bytes : -1;
+        t->n_plain = ok ? count : 0;
         return;
     }
     pthread_mutex_lock(&totals_mu);
@@ -442,12 +411,7 @@ void srv_blob_totals_get(srv_blobstore *b, PGconn *conn, srv_blob_totals *t) {
 }
 
 int srv_blob_ready(srv_blobstore *b, PGconn *conn, cg_error *err) {
-    if (b->kind == SRV_BLOB_PG) {
-        PGresult *r = srv_q(conn, "SELECT 1 FROM pg_blobs LIMIT 1", 0, NULL, NULL, NULL, err);
-        if (!r) return -1;
-        PQclear(r);
-        return 0;
-    }
+    if (b->kind == SRV_BLOB_PG) return srv_store_pg_blob_probe(conn, err);
     char p[PATH_MAX + 16];
     snprintf(p, sizeof p, "%s/sha256", b->root);
     if (access(p, W_OK | X_OK) != 0) return cg_err_set(err, CG_EIO, "blob store %s is not writable", p);
