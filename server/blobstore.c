@@ -11,6 +11,7 @@
  *   size; pg_blob_chunks the form), written inside the ingest transaction, so
  *   a failed upload leaves no orphan; for several server instances that share
  *   no filesystem. Chunks of older servers (plain bytes) are still read.
+ *   Their statements are store_blobs.c's.
  * Blobs are named only by digest: archive paths never reach the filesystem. */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,7 +23,7 @@
 #include <unistd.h>
 
 #include "base/fs.h"
-#include "srv.h"
+#include "srv_store.h"
 
 #define CHUNK (1u << 20)
 
@@ -168,14 +169,8 @@ static int encode_temp(srv_blobstore *b, const char *src, int src_fd, uint64_t s
  * stored as CHUNK-byte bytea rows; pg_blobs.bytes is the plain size. */
 static int put_pg(srv_blobstore *b, PGconn *c, const char *src, int src_fd, const char *hex, uint64_t size,
                   cg_error *err) {
-    char sz[32];
-    snprintf(sz, sizeof sz, "%" PRIu64, size);
-    const char *p[2] = {hex, sz};
-    PGresult *r = srv_q(c, "INSERT INTO pg_blobs (sha256, bytes) VALUES ($1, $2::bigint) ON CONFLICT DO NOTHING RETURNING 1",
-                        2, p, NULL, NULL, err);
-    if (!r) return -1;
-    bool fresh = PQntuples(r) == 1;
-    PQclear(r);
+    bool fresh;
+    if (srv_store_pg_blob_claim(c, hex, size, &fresh, err) < 0) return -1;
     if (!fresh) return 0;
     int in = encode_temp(b, src, src_fd, size, err);
     if (in < 0) return -1;
@@ -184,14 +179,7 @@ static int put_pg(srv_blobstore *b, PGconn *c, const char *src, int src_fd, cons
     for (int idx = 0; rc == 0; idx++) {
         size_t got = 0;
         if ((rc = read_chunk(in, buf, &got, err)) != 0 || (got == 0 && idx > 0)) break;
-        char ix[16];
-        snprintf(ix, sizeof ix, "%d", idx);
-        const char *q[3] = {hex, ix, buf};
-        int lens[3] = {0, 0, (int)got};
-        PGresult *x = srv_q(c, "INSERT INTO pg_blob_chunks (sha256, idx, data) VALUES ($1, $2::int, $3::bytea)", 3, q,
-                            lens, NULL, err);
-        if (!x) rc = -1;
-        PQclear(x);
+        if (srv_store_pg_blob_chunk_put(c, hex, idx, buf, got, err) < 0) rc = -1;
         if (got < CHUNK) break;
     }
     free(buf);
@@ -231,17 +219,8 @@ static int copy_chunks(PGconn *c, const char *hex, int fd, uint64_t plain, bool 
     static const char zero[SRV_BLOB_HDR];
     *total = 0;
     for (int idx = 0;; idx++) {
-        char ix[16];
-        snprintf(ix, sizeof ix, "%d", idx);
-        const char *q[2] = {hex, ix};
-        int lens[2] = {0, 0}, fmts[2] = {0, 0};
-        PGresult *x = srv_fault_exec_params(c, "SELECT data FROM pg_blob_chunks WHERE sha256 = $1 AND idx = $2::int", 2,
-                                            NULL, q, lens, fmts, 1);
-        if (PQresultStatus(x) != PGRES_TUPLES_OK) {
-            cg_err_set(err, CG_EIO, "database: %s", PQresultErrorMessage(x));
-            PQclear(x);
-            return -1;
-        }
+        PGresult *x = srv_store_pg_blob_chunk(c, hex, idx, err);
+        if (!x) return -1;
         int rows = PQntuples(x);
         const char *d = rows ? PQgetvalue(x, 0, 0) : "";
         size_t n = rows ? (size_t)PQgetlength(x, 0, 0) : 0;
@@ -259,16 +238,13 @@ static int copy_chunks(PGconn *c, const char *hex, int fd, uint64_t plain, bool 
  * srv_blob_view_open reads: the stored form itself, or the plain bytes of an
  * older server's blob made a raw blob file. */
 static int open_pg(srv_blobstore *b, PGconn *c, const char *hex, uint64_t *size, bool *missing, cg_error *err) {
-    const char *p[1] = {hex};
-    PGresult *r = srv_q(c, "SELECT bytes FROM pg_blobs WHERE sha256 = $1", 1, p, NULL, NULL, err);
-    if (!r) return -1;
-    if (PQntuples(r) != 1) {
-        PQclear(r);
+    bool exists;
+    uint64_t plain = 0;
+    if (srv_store_pg_blob_exists(c, hex, &exists, &plain, err) < 0) return -1;
+    if (!exists) {
         *missing = true;
         return cg_err_set(err, CG_EIO, "blob %s is missing from the store", hex);
     }
-    uint64_t plain = strtoull(PQgetvalue(r, 0, 0), NULL, 10);
-    PQclear(r);
     char tmp[PATH_MAX + 32];
     snprintf(tmp, sizeof tmp, "%s/tmp/read-XXXXXX", b->root);
     int fd = mkstemp(tmp);
@@ -459,31 +435,10 @@ static void walk_fs(srv_blobstore *b, srv_blob_totals *t) {
     if (srv_blob_tree_walk(b, add_file, t, &err) < 0) t->stored = t->plain = -1;
 }
 
-/* pg: plain bytes from pg_blobs, stored bytes from the chunks, the form from
- * each blob's first chunk (bytes 12–15 of a header; plain without one). */
-static void totals_pg(PGconn *conn, srv_blob_totals *t) {
-    static const char sql[] =
-        "SELECT coalesce(sum(bytes), 0), (SELECT coalesce(sum(octet_length(data)), 0) FROM pg_blob_chunks), "
-        "count(*) FILTER (WHERE f = 2), count(*) FILTER (WHERE f = 1), count(*) FILTER (WHERE f NOT IN (1, 2)) "
-        "FROM (SELECT b.bytes, CASE WHEN octet_length(c.data) >= 64 AND substring(c.data FROM 1 FOR 8) = "
-        "decode('894347424c4f420a', 'hex') THEN get_byte(c.data, 12) ELSE 0 END AS f "
-        "FROM pg_blobs b LEFT JOIN pg_blob_chunks c ON c.sha256 = b.sha256 AND c.idx = 0) x";
-    t->stored = t->plain = -1;
-    PGresult *r = conn ? srv_q(conn, sql, 0, NULL, NULL, NULL, NULL) : NULL;
-    if (r) {
-        t->plain = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
-        t->stored = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
-        t->n_zstd = strtoll(PQgetvalue(r, 0, 2), NULL, 10);
-        t->n_raw = strtoll(PQgetvalue(r, 0, 3), NULL, 10);
-        t->n_plain = strtoll(PQgetvalue(r, 0, 4), NULL, 10);
-    }
-    PQclear(r);
-}
-
 void srv_blob_totals_get(srv_blobstore *b, PGconn *conn, srv_blob_totals *t) {
     memset(t, 0, sizeof *t);
     if (b->kind == SRV_BLOB_PG) {
-        totals_pg(conn, t);
+        if (!conn || srv_store_pg_blob_sum(conn, t) < 0) t->stored = t->plain = -1;
         return;
     }
     pthread_mutex_lock(&totals_mu);
@@ -499,12 +454,7 @@ void srv_blob_totals_get(srv_blobstore *b, PGconn *conn, srv_blob_totals *t) {
 }
 
 int srv_blob_ready(srv_blobstore *b, PGconn *conn, cg_error *err) {
-    if (b->kind == SRV_BLOB_PG) {
-        PGresult *r = srv_q(conn, "SELECT 1 FROM pg_blobs LIMIT 1", 0, NULL, NULL, NULL, err);
-        if (!r) return -1;
-        PQclear(r);
-        return 0;
-    }
+    if (b->kind == SRV_BLOB_PG) return srv_store_pg_blob_probe(conn, err);
     char p[PATH_MAX + 16];
     snprintf(p, sizeof p, "%s/sha256", b->root);
     if (access(p, W_OK | X_OK) != 0) return cg_err_set(err, CG_EIO, "blob store %s is not writable", p);
