@@ -99,6 +99,7 @@ static int serde_fail(rd *r, const char *fmt, ...) {
     va_start(ap, fmt);
     cg_err_vset(r->err, CG_EPARSE, fmt, ap);
     va_end(ap);
+    cg_err_reason(r->err, CG_R_TRACE_INVALID);
     cg_err_context(r->err, "parse trace JSONL line %zu from %s", r->line, r->path);
     if (r->err) r->err->line = (int)r->line;
     return -1;
@@ -118,6 +119,7 @@ static void rule_defer(rd *r, const char *fmt, ...) {
     va_start(ap, fmt);
     cg_err_vset(&r->rule_err, CG_EPARSE, fmt, ap);
     va_end(ap);
+    cg_err_reason(&r->rule_err, CG_R_TRACE_INVALID);
     r->rule_err.line = (int)r->line;
     r->rule_failed = true;
 }
@@ -129,6 +131,7 @@ static int rule_fail(rd *r, const char *fmt, ...) {
     va_start(ap, fmt);
     cg_err_vset(r->err, CG_EPARSE, fmt, ap);
     va_end(ap);
+    cg_err_reason(r->err, CG_R_TRACE_INVALID);
     if (r->err) r->err->line = 0;
     return -1;
 }
@@ -532,12 +535,13 @@ static int syntax_fail(rd *r, const char *msg) { return serde_fail(r, "%s", msg)
 
 static int json_fail(rd *r, const cg_error *jerr, const char *p, size_t n) {
     if (jerr->code == CG_ELIMIT) {
-        cg_err_set(r->err, CG_ELIMIT, "parse trace JSONL line %zu from %s: %s", r->line, r->path, jerr->msg);
+        cg_err_setr(r->err, CG_R_TRACE_INVALID, CG_ELIMIT, "parse trace JSONL line %zu from %s: %s", r->line, r->path,
+                    jerr->msg);
         if (r->err) r->err->line = (int)r->line;
         return -1;
     }
     if (!cg_utf8_valid(p, n)) { /* BufRead::lines fails before serde sees the line */
-        cg_err_set(r->err, CG_EPARSE, "stream did not contain valid UTF-8");
+        cg_err_setr(r->err, CG_R_TRACE_INVALID, CG_EPARSE, "stream did not contain valid UTF-8");
         cg_err_context(r->err, "read trace JSONL line %zu from %s", r->line, r->path);
         if (r->err) r->err->line = (int)r->line;
         return -1;
@@ -580,8 +584,8 @@ static int sequence_record(rd *r, const cg_jv *o, cg_jv *rest) {
  * record order of from_events. 0, or -1 after the limit error. */
 static int admit_record(rd *r, int ki) {
     if (r->index >= r->lim->max_records) {
-        cg_err_set(r->err, CG_ELIMIT, "trace %s has more than the limit of %zu records (line %zu)", r->path,
-                   r->lim->max_records, r->line);
+        cg_err_setr(r->err, CG_R_TRACE_INVALID, CG_ELIMIT, "trace %s has more than the limit of %zu records (line %zu)",
+                    r->path, r->lim->max_records, r->line);
         if (r->err) r->err->line = (int)r->line;
         return -1;
     }
@@ -765,8 +769,8 @@ cg_trace *cg_trace_read_mem(const char *data, size_t len, const char *display_pa
         const char *le = nl ? nl : end;
         r.line++;
         if ((size_t)(le - p) > l.max_line_bytes) {
-            rc = cg_err_set(err, CG_ELIMIT, "trace %s line %zu is longer than the limit of %zu bytes", r.path, r.line,
-                            l.max_line_bytes);
+            rc = cg_err_setr(err, CG_R_TRACE_INVALID, CG_ELIMIT, "trace %s line %zu is longer than the limit of %zu bytes",
+                             r.path, r.line, l.max_line_bytes);
             if (err) err->line = (int)r.line;
             break;
         }
@@ -807,8 +811,8 @@ cg_trace *cg_trace_read_file(const char *path, const cg_trace_limits *lim, cg_er
             size_t ll = (size_t)(nl - (buf + off));
             r.line++;
             if (ll > l.max_line_bytes) {
-                rc = cg_err_set(err, CG_ELIMIT, "trace %s line %zu is longer than the limit of %zu bytes", path,
-                                r.line, l.max_line_bytes);
+                rc = cg_err_setr(err, CG_R_TRACE_INVALID, CG_ELIMIT,
+                                 "trace %s line %zu is longer than the limit of %zu bytes", path, r.line, l.max_line_bytes);
                 if (err) err->line = (int)r.line;
                 break;
             }
@@ -820,8 +824,9 @@ cg_trace *cg_trace_read_file(const char *path, const cg_trace_limits *lim, cg_er
             if (off < len) {
                 r.line++;
                 if (len - off > l.max_line_bytes) {
-                    rc = cg_err_set(err, CG_ELIMIT, "trace %s line %zu is longer than the limit of %zu bytes", path,
-                                    r.line, l.max_line_bytes);
+                    rc = cg_err_setr(err, CG_R_TRACE_INVALID, CG_ELIMIT,
+                                     "trace %s line %zu is longer than the limit of %zu bytes", path, r.line,
+                                     l.max_line_bytes);
                     if (err) err->line = (int)r.line;
                 } else {
                     rc = handle_line(&r, buf + off, len - off);
@@ -837,8 +842,9 @@ cg_trace *cg_trace_read_file(const char *path, const cg_trace_limits *lim, cg_er
         }
         if (len == cap) {
             if (len > l.max_line_bytes) {
-                rc = cg_err_set(err, CG_ELIMIT, "trace %s line %zu is longer than the limit of %zu bytes", path,
-                                r.line + 1, l.max_line_bytes);
+                rc = cg_err_setr(err, CG_R_TRACE_INVALID, CG_ELIMIT,
+                                 "trace %s line %zu is longer than the limit of %zu bytes", path, r.line + 1,
+                                 l.max_line_bytes);
                 if (err) err->line = (int)(r.line + 1);
                 break;
             }
