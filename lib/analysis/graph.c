@@ -678,16 +678,41 @@ static bool rec_is_data(const cg_trace *t, const edge_rec *e) {
     return e->type == E_TRACE ? t->edges[e->src].is_data : e->type == E_OP_INPUT || e->type == E_OP_OUTPUT;
 }
 
+/* Puts a[i] = a[seq of k[i]] for all i, in place (cycle by cycle; done marks one bit per edge). */
+static void permute_edges(edge_rec *a, const ekey *k, size_t n) {
+    uint64_t *done = cg_xzalloc(n / 64 + 1, sizeof *done);
+    for (size_t i = 0; i < n; i++) {
+        if (done[i / 64] >> (i % 64) & 1) continue;
+        edge_rec first = a[i];
+        size_t j = i;
+        for (;;) {
+            done[j / 64] |= (uint64_t)1 << (j % 64);
+            size_t from = (uint32_t)k[j].seq;
+            if (from == i) break;
+            a[j] = a[from];
+            j = from;
+        }
+        a[j] = first;
+    }
+    free(done);
+}
+
 /* edges sorted by (from, to, kind) with trace edges all kept (duplicates
  * included) and a synthesized edge dropped when an earlier edge (trace or
- * synthesized) has its (from, to, kind) */
+ * synthesized) has its (from, to, kind). The records are built in the graph's
+ * arena and sorted in place; only the 16-byte sort keys are scratch. */
 static void build_edges(bctx *b) {
     size_t cap = edge_capacity(b->t), n = b->g->n_nodes;
-    edge_rec *es = cg_xalloc(cap ? cap : 1, sizeof *es);
+    edge_rec *es = cg_arena_alloc(b->a, (cap ? cap : 1) * sizeof *es);
     epend p = {NULL, 0, 0};
     size_t ne = edges_collect(b, es, &p);
     uint32_t *fkey = edges_foreign(b, &p, es);
     free(p.v);
+    cg_hmap_free(&b->tmap); /* tensor lookups are done */
+    free(b->tstr);
+    free(b->tpos);
+    b->tstr = NULL;
+    b->tpos = NULL;
     ekey *k = cg_xalloc(ne ? ne : 1, sizeof *k);
     for (size_t i = 0; i < ne; i++) {
         uint64_t f = es[i].from < n ? b->rank[es[i].from] : fkey[es[i].from - n];
@@ -696,18 +721,18 @@ static void build_edges(bctx *b) {
     }
     free(fkey);
     qsort(k, ne, sizeof *k, cmp_ekey);
+    permute_edges(es, k, ne);
     size_t kept = 0;
     for (size_t i = 0; i < ne; i++) {
         bool dropped = (uint32_t)k[i].seq >= b->t->n_edges && kept > 0 && k[kept - 1].ft == k[i].ft &&
                        k[kept - 1].seq >> 32 == k[i].seq >> 32;
-        if (!dropped) k[kept++] = k[i];
+        if (dropped) continue;
+        k[kept] = k[i];
+        es[kept++] = es[i];
     }
-    edge_rec *out = cg_arena_alloc(b->a, (kept ? kept : 1) * sizeof *out);
-    for (size_t i = 0; i < kept; i++) out[i] = es[(uint32_t)k[i].seq];
-    b->st->edges = out;
+    b->st->edges = es;
     b->g->n_edges = kept;
     free(k);
-    free(es);
 }
 
 /* ---- summary ---- */
@@ -844,10 +869,13 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
     g->store = st;
     st->spans = cg_arena_zalloc(a, (b.ns ? b.ns : 1) * sizeof *st->spans);
     st->ops = cg_arena_zalloc(a, (b.no ? b.no : 1) * sizeof *st->ops);
-    index_spans(&b);
-    collect_tensors(&b);
     g->n_span_nodes = b.ns;
     g->n_op_nodes = b.no;
+    /* the memory metrics first: their scratch is gone before the graph's */
+    st->sm = cg_memory_span_metrics(t, memory, a);
+    st->om = cg_memory_op_metrics(t, memory, a);
+    index_spans(&b);
+    collect_tensors(&b);
     g->n_tensor_nodes = b.nu;
     g->n_nodes = b.ns + b.no + b.nu;
     span_tree(&b);
@@ -863,8 +891,6 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
         rc = duplicate_node_error(err, id.data);
         cg_buf_free(&id);
     } else {
-        st->sm = cg_memory_span_metrics(t, memory, a);
-        st->om = cg_memory_op_metrics(t, memory, a);
         self_times(&b);
         build_edges(&b);
         build_summary(&b);
