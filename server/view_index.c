@@ -158,15 +158,13 @@ static void copy_spans(builder *b, const cg_trace *t, const cg_graph *g) {
         const cg_span *s = cg_trace_find_span(t, t->ops[i].span_id);
         if (s) x->spans[s - t->spans].ops++;
     }
-    for (size_t i = 0; g && i < g->n_nodes; i++) {
-        const cg_graph_node *n = &g->nodes[i];
-        /* node ids are unique (the graph refuses a span id that collides with
-         * a synthesized op or tensor id), so a node whose id is a span's is it */
-        const cg_span *sp = n->kind == CG_NODE_TENSOR ? NULL : cg_trace_find_span(t, n->id);
-        if (!sp) continue;
-        srv_vw_span *r = &x->spans[sp - t->spans];
-        r->self_ns = n->host_self_time_ns;
-        r->total_ns = n->host_total_time_ns;
+    /* the graph's span nodes are the trace's spans, in its order */
+    for (size_t i = 0; g && i < g->n_span_nodes; i++) {
+        cg_graph_node n;
+        cg_graph_node_view(g, i, NULL, &n);
+        srv_vw_span *r = &x->spans[i];
+        r->self_ns = n.host_self_time_ns;
+        r->total_ns = n.host_total_time_ns;
         r->has_times = true;
     }
 }
@@ -198,9 +196,10 @@ static void build_costs(builder *b, const cg_trace *t, const cg_graph *g) {
     size_t cap = g ? g->n_nodes : t->n_spans + t->n_ops, n = 0;
     cost_item *it = cg_xalloc(cap, sizeof *it);
     if (g) {
-        for (size_t i = 0; i < g->n_nodes; i++) {
-            const cg_graph_node *nd = &g->nodes[i];
-            if (nd->kind == CG_NODE_TENSOR) continue;
+        for (size_t i = 0; i < g->n_span_nodes + g->n_op_nodes; i++) { /* tensor nodes have no cost */
+            cg_graph_node v;
+            cg_graph_node_view(g, i, NULL, &v);
+            const cg_graph_node *nd = &v;
             it[n++] = (cost_item){intern(b, cg_node_kind_name(nd->kind)), intern(b, nd->name), nd->host_self_time_ns,
                                   nd->host_total_time_ns, true};
         }
