@@ -2,9 +2,11 @@
  * /bundles/{id} (summary), /manifest (exact bytes), /files/{path} (ETag,
  * immutable caching, Range), /archive (tar.zst that verifies), /signature,
  * /evidence, /graph, /viewer. Ids may be any unique prefix of ≥ 12 hex chars.
- * Derived views (/graph, rebuilt /evidence and /viewer, /archive) are built
- * from the blob store through derived.c (srv_derived.h): no request copies a
- * bundle; the pooled connection is returned before any CPU work. */
+ * Derived views (/graph, rebuilt /evidence and /viewer, /export, /archive) are
+ * built from the blob store through derived.c (srv_derived.h): no request
+ * copies a bundle (/archive is packed straight from the blobs); the pooled
+ * connection is returned before any CPU work. */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -204,16 +206,73 @@ static int derive_chrome(srv_req *r, const char *id, const char *out, srv_derive
     return rc;
 }
 
-/* tar.zst of the bundle, packed (and so verified) from blob links. */
+/* A file of the archive read from its blob (srv_blob_pread: zstd frames are
+ * decompressed one at a time, nothing is copied). */
+typedef struct arc_file {
+    srv_blob_cursor *c;
+    int fd;
+    uint64_t at;
+} arc_file;
+
+/* Opens the blob of declared file f: its content address is the manifest's
+ * digest (verified at ingest; pack_data hashes the bytes again). */
+static void *arc_open(void *ctx, const cg_bundle_file *f, cg_error *err) {
+    srv_req *r = ctx;
+    char hex[65];
+    for (int k = 0; k < 64; k++) hex[k] = (char)tolower((unsigned char)f->sha256[k]);
+    hex[64] = 0;
+    uint64_t size;
+    bool missing;
+    arc_file *h = calloc(1, sizeof *h);
+    srv_blob_view v;
+    if (!h) {
+        cg_err_set(err, CG_ENOMEM, "out of memory");
+        return NULL;
+    }
+    h->fd = strlen(f->sha256) == 64 ? srv_store_blob_open(r->s, hex, &size, &missing, err) : -1;
+    if (h->fd >= 0 && srv_blob_view_open(h->fd, &v, err) == 0) h->c = srv_blob_cursor_new(&v);
+    if (!h->c) {
+        if (h->fd >= 0) close(h->fd);
+        free(h);
+        if (!err || !err->msg[0]) cg_err_set(err, CG_EIO, "stored blob %s is missing or damaged", hex);
+        return NULL;
+    }
+    return h;
+}
+
+static ssize_t arc_read(void *hp, void *buf, size_t n, cg_error *err) {
+    arc_file *h = hp;
+    ssize_t got = srv_blob_pread(h->c, buf, n, h->at, err);
+    if (got > 0) h->at += (uint64_t)got;
+    return got;
+}
+
+static void arc_close(void *hp) {
+    arc_file *h = hp;
+    srv_blob_cursor_free(h->c);
+    close(h->fd);
+    free(h);
+}
+
+/* tar.zst of the bundle written straight from its blobs (no staging copy):
+ * the stored manifest, whose digest must be the id, then every declared file
+ * hashed as it is archived (cg_archive_pack_from), so the archive verifies. */
 static int derive_archive(srv_req *r, const char *id, const char *out, srv_derive_fail *f) {
-    char dir[PATH_MAX], bdir[PATH_MAX + 8];
-    staging_for(r, "archive", dir, sizeof dir);
-    snprintf(bdir, sizeof bdir, "%s/b", dir);
-    size_t n = 0;
     cg_error err = {0};
-    int rc = dir[0] ? srv_store_place_files(r->s, id, "", bdir, &n, &err) : -1;
-    if (rc == 0) rc = cg_archive_pack(bdir, out, true, &err);
-    if (dir[0]) cg_rm_rf(dir);
+    PGresult *x = srv_store_bundle_manifest(r->s->pool, id, &err);
+    int rc = -1;
+    if (x && PQntuples(x) == 1) {
+        const char *m = PQgetvalue(x, 0, 0);
+        size_t mlen = (size_t)PQgetlength(x, 0, 0);
+        char hex[65];
+        cg_sha256_hex(m, mlen, hex);
+        cg_archive_source src = {arc_open, arc_read, arc_close, r};
+        if (strcmp(hex, id) != 0) cg_err_set(&err, CG_EVERIFY, "the stored manifest does not hash to the bundle id");
+        else rc = cg_archive_pack_from(m, mlen, &src, out, true, &err);
+    } else if (!err.msg[0]) {
+        cg_err_set(&err, CG_EIO, "the stored manifest is missing");
+    }
+    PQclear(x);
     if (rc < 0) {
         srv_log("error", "archive build failed", "request_id", r->id, "error", err.msg, NULL);
         f->reason = CG_R_INTERNAL;

@@ -9,7 +9,8 @@
 #     a valid blob header of its own length is wrapped in a raw header;
 #   - /files, Range reads (first byte, a range across a frame boundary, one over
 #     several frames, the last byte, a suffix range) and /archive return the
-#     exact plain bytes;
+#     exact plain bytes; /archive is written straight from the blobs (nothing in
+#     staging), byte-identical to `candle-graph pack` of the bundle, and verifies;
 #   - /metrics reports stored and plain bytes and their ratio;
 #   - a plain blob of an older server is still served, placed into /archive and
 #     checked by fsck; fsck decompresses and hashes every form and reports a
@@ -119,7 +120,14 @@ for b in "$ID" "$ID2"; do
   rm -rf "$T/x" && mkdir -p "$T/x" && zstd -q -d -c "$T/body" | tar -xf - -C "$T/x" || fail "archive does not unpack"
   src=$T/b1; [ "$b" = "$ID2" ] && src=$T/b2
   diff -r "$T/x" "$src" >/dev/null && pass "archive of ${b:0:12} holds the exact files" || fail "archive files differ: $(diff -rq "$T/x" "$src" | head -3)"
+  # streamed from the blobs, it is byte for byte what `candle-graph pack` makes of the bundle (which verifies it)
+  rm -f "$T/cli.tar.zst" && "$CLI" pack "$src" -o "$T/cli.tar.zst" >/dev/null && cmp -s "$T/body" "$T/cli.tar.zst" \
+    && pass "archive of ${b:0:12} is byte-identical to candle-graph pack" || fail "archive of ${b:0:12} differs from candle-graph pack"
+  rm -rf "$T/v" && "$CLI" unpack "$T/body" --into "$T/v" >/dev/null && "$CLI" verify "$T/v" >/dev/null \
+    && pass "archive of ${b:0:12} unpacks and verifies" || fail "archive of ${b:0:12} does not verify"
 done
+[ -z "$(find "$SRV_DATA/staging" -mindepth 1 2>/dev/null | head -1)" ] && pass "nothing was staged for /archive" \
+  || fail "staging holds: $(find "$SRV_DATA/staging" -mindepth 1 | head -3)"
 
 # ---------------------------------------------------------------- /metrics
 http GET /metrics -H "$H"; expect 200 "" "GET /metrics"
