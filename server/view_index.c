@@ -16,6 +16,7 @@
 #include "base/fs.h"
 #include "base/hmap.h"
 #include "srv_cache.h"
+#include "srv_derived.h"
 #include "srv_timeline.h"
 #include "srv_store.h"
 #include "srv_views.h"
@@ -157,15 +158,13 @@ static void copy_spans(builder *b, const cg_trace *t, const cg_graph *g) {
         const cg_span *s = cg_trace_find_span(t, t->ops[i].span_id);
         if (s) x->spans[s - t->spans].ops++;
     }
-    for (size_t i = 0; g && i < g->n_nodes; i++) {
-        const cg_graph_node *n = &g->nodes[i];
-        /* node ids are unique (the graph refuses a span id that collides with
-         * a synthesized op or tensor id), so a node whose id is a span's is it */
-        const cg_span *sp = n->kind == CG_NODE_TENSOR ? NULL : cg_trace_find_span(t, n->id);
-        if (!sp) continue;
-        srv_vw_span *r = &x->spans[sp - t->spans];
-        r->self_ns = n->host_self_time_ns;
-        r->total_ns = n->host_total_time_ns;
+    /* the graph's span nodes are the trace's spans, in its order */
+    for (size_t i = 0; g && i < g->n_span_nodes; i++) {
+        cg_graph_node n;
+        cg_graph_node_view(g, i, NULL, &n);
+        srv_vw_span *r = &x->spans[i];
+        r->self_ns = n.host_self_time_ns;
+        r->total_ns = n.host_total_time_ns;
         r->has_times = true;
     }
 }
@@ -197,9 +196,10 @@ static void build_costs(builder *b, const cg_trace *t, const cg_graph *g) {
     size_t cap = g ? g->n_nodes : t->n_spans + t->n_ops, n = 0;
     cost_item *it = cg_xalloc(cap, sizeof *it);
     if (g) {
-        for (size_t i = 0; i < g->n_nodes; i++) {
-            const cg_graph_node *nd = &g->nodes[i];
-            if (nd->kind == CG_NODE_TENSOR) continue;
+        for (size_t i = 0; i < g->n_span_nodes + g->n_op_nodes; i++) { /* tensor nodes have no cost */
+            cg_graph_node v;
+            cg_graph_node_view(g, i, NULL, &v);
+            const cg_graph_node *nd = &v;
             it[n++] = (cost_item){intern(b, cg_node_kind_name(nd->kind)), intern(b, nd->name), nd->host_self_time_ns,
                                   nd->host_total_time_ns, true};
         }
@@ -329,10 +329,8 @@ static srv_vw_index *index_build(const char *id, const cg_trace *t, const char *
     cg_arena tmp;
     cg_arena_init(&tmp, 1 << 20);
     cg_evidence *e = cg_evidence_build_as(&tmp, t, nsdir, nsdir ? "nsight" : NULL, err);
-    cg_graph *g = NULL;
-    if (e && e->health->structurally_valid && e->health->capture_complete)
-        g = cg_graph_build_with(t, e->health, e->timing, e->memory, &tmp, err);
-    if (!e || (e->health->structurally_valid && e->health->capture_complete && !g)) {
+    const cg_graph *g = e ? e->graph_model : NULL; /* the evidence's own graph: never built twice */
+    if (!e) {
         if (e) cg_evidence_free(e);
         cg_arena_free(&tmp);
         cg_hstr_free(&b.names);
@@ -395,6 +393,13 @@ static srv_vw_index *load_index(srv_server *s, const char *id, srv_vw_status *st
     return x;
 }
 
+static void log_built(const srv_vw_index *x) {
+    char spans[32], ops[32];
+    snprintf(spans, sizeof spans, "%zu", x->n_spans);
+    snprintf(ops, sizeof ops, "%zu", x->n_ops);
+    srv_log("info", "view index built", "id", x->item.id, "spans", spans, "ops", ops, NULL);
+}
+
 /* Reads the verified files of bundle id (the trace streamed from its blob) and
  * builds its index. */
 static srv_vw_index *build_from_store(srv_server *s, const char *id, srv_vw_status *st, cg_error *err) {
@@ -428,18 +433,16 @@ static srv_vw_index *build_from_store(srv_server *s, const char *id, srv_vw_stat
     }
     uint64_t size;
     bool missing, store_error = true;
+    int heavy = srv_heavy_enter(bytes, 0); /* a large build runs alone (srv_derived.h) */
     int fd = srv_store_blob_open(s, hex, &size, &missing, err);
     cg_trace *t = fd < 0 ? NULL : srv_blob_trace_fd(&s->blobs, fd, hex, s->cfg.max_decoded_bytes, NULL, &store_error, err);
     srv_vw_index *x = t ? index_build(id, t, n_ns ? ns : NULL, err) : NULL;
     *st = x ? SRV_VW_OK : t || !store_error ? SRV_VW_INVALID : SRV_VW_STORE;
     if (t) cg_trace_free(t);
+    if (heavy) srv_memory_trim();
+    srv_heavy_leave(heavy);
     cg_rm_rf(stage);
-    if (x) {
-        char spans[32], ops[32];
-        snprintf(spans, sizeof spans, "%zu", x->n_spans);
-        snprintf(ops, sizeof ops, "%zu", x->n_ops);
-        srv_log("info", "view index built", "id", id, "spans", spans, "ops", ops, NULL);
-    }
+    if (x) log_built(x);
     return x;
 }
 
@@ -468,6 +471,7 @@ srv_vw_index *srv_views_acquire(srv_server *s, const char *id, srv_vw_status *st
 void srv_views_release(srv_server *s, srv_vw_index *x) { srv_cache_release(&views_of(s)->cache, &x->item); }
 
 void srv_views_warm(srv_server *s, const char *id) {
+    srv_memory_trim(); /* the Timeline build before this one freed its trace in this thread */
     cg_error err = {0};
     srv_vw_status st;
     srv_vw_index *x = srv_views_acquire(s, id, &st, &err);
