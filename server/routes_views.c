@@ -130,17 +130,16 @@ static srv_vw_index *open_index(srv_req *r, enum MHD_Result *res) {
     cg_error err = {0};
     char id[65];
     if (!srv_bundle_id_param(r, id, res)) return NULL;
-    srv_vw_status st;
-    srv_vw_index *x = srv_views_acquire(r->s, id, &st, &err);
+    srv_vw_index *x = srv_views_acquire(r->s, id, &err);
     if (x) return x;
-    if (st == SRV_VW_UNAVAILABLE) *res = srv_fail_unavailable(r, &err);
-    else if (st == SRV_VW_NO_TRACE) *res = srv_fail(r, CG_R_NOT_FOUND, NULL, "%s", err.msg);
-    else if (st == SRV_VW_INVALID) *res = srv_fail(r, CG_R_TRACE_INVALID, NULL, "%s", err.msg);
-    else if (st == SRV_VW_TOO_LARGE) {
-        cg_jv *d = cg_jv_obj(&r->arena);
-        cg_jv_obj_put(&r->arena, d, "limit", cg_jv_str(&r->arena, "max_decoded_bytes"));
-        *res = srv_fail(r, CG_R_PAYLOAD_TOO_LARGE, d, "%s", err.msg);
-    } else *res = srv_fail(r, CG_R_INTERNAL, NULL, "cannot build the views of bundle %s: %s", id, err.msg);
+    cg_jv *d = NULL;
+    if (err.limit) {
+        d = cg_jv_obj(&r->arena);
+        cg_jv_obj_put(&r->arena, d, "limit", cg_jv_str(&r->arena, err.limit));
+    }
+    if (err.reason == CG_R_INTERNAL)
+        *res = srv_fail(r, CG_R_INTERNAL, NULL, "cannot build the views of bundle %s: %s", id, err.msg);
+    else *res = srv_fail_error(r, &err, d); /* 4xx with the message; 503 when the store is unreachable */
     return NULL;
 }
 

@@ -102,12 +102,13 @@ typedef struct srv_vw_index {
     uint32_t *order[SRV_VW_SORTABLE][SRV_VW_MAX_COLS]; /* ascending permutations, made on first use */
 } srv_vw_index;
 
-typedef enum { SRV_VW_OK = 0, SRV_VW_UNAVAILABLE, SRV_VW_NO_TRACE, SRV_VW_STORE, SRV_VW_INVALID, SRV_VW_TOO_LARGE } srv_vw_status;
 
 /* The index of bundle id (full 64-hex) with a reference taken, built from the
  * store when needed (the store takes a pooled connection only for each lookup;
- * none is held while parsing or building). NULL with *st and err on failure. */
-srv_vw_index *srv_views_acquire(srv_server *s, const char *id, srv_vw_status *st, cg_error *err);
+ * none is held while parsing or building). NULL with err and its reason on
+ * failure: none (the store is unreachable), not_found (no trace.jsonl),
+ * payload_too_large (err.limit max_decoded_bytes), trace_invalid, internal. */
+srv_vw_index *srv_views_acquire(srv_server *s, const char *id, cg_error *err);
 void srv_views_release(srv_server *s, srv_vw_index *x);
 /* Builds the index of a freshly published bundle ahead of its first request
  * (called by the upload warm-up worker of timeline_index.c, one at a time). */

@@ -371,9 +371,9 @@ static void first_orders(srv_vw_index *x) {
 
 /* The index of bundle id: its on-disk copy when it reads back, else built from
  * the verified files (and saved). */
-static srv_vw_index *build_from_store(srv_server *s, const char *id, srv_vw_status *st, cg_error *err);
+static srv_vw_index *build_from_store(srv_server *s, const char *id, cg_error *err);
 
-static srv_vw_index *load_index(srv_server *s, const char *id, srv_vw_status *st, cg_error *err) {
+static srv_vw_index *load_index(srv_server *s, const char *id, cg_error *err) {
     char dir[PATH_MAX + 16], path[PATH_MAX + 96];
     snprintf(dir, sizeof dir, "%s/views", s->cfg.data_dir);
     snprintf(path, sizeof path, "%s/%s.idx", dir, id);
@@ -381,7 +381,7 @@ static srv_vw_index *load_index(srv_server *s, const char *id, srv_vw_status *st
     if (x) {
         srv_log("info", "view index loaded", "id", id, NULL);
     } else {
-        x = build_from_store(s, id, st, err);
+        x = build_from_store(s, id, err);
         cg_error serr = {0};
         if (x && (cg_mkdir_p(dir, &serr) < 0 || srv_vw_save(x, path, &serr) < 0))
             srv_log("warning", "view index not saved", "id", id, "error", serr.msg, NULL);
@@ -389,7 +389,6 @@ static srv_vw_index *load_index(srv_server *s, const char *id, srv_vw_status *st
     if (!x) return NULL;
     first_orders(x);
     x->item.bytes = index_bytes(x);
-    *st = SRV_VW_OK;
     return x;
 }
 
@@ -401,19 +400,22 @@ static void log_built(const srv_vw_index *x) {
 }
 
 /* Reads the verified files of bundle id (the trace streamed from its blob) and
- * builds its index. */
-static srv_vw_index *build_from_store(srv_server *s, const char *id, srv_vw_status *st, cg_error *err) {
+ * builds its index. NULL with err and its reason: none (the store is
+ * unreachable), not_found, payload_too_large (limit max_decoded_bytes),
+ * internal (staging or a stored blob failed), or the trace's own
+ * (trace_invalid). */
+static srv_vw_index *build_from_store(srv_server *s, const char *id, cg_error *err) {
     char hex[65];
     uint64_t bytes = 0;
     int found = srv_store_file_ref(s->pool, id, "trace.jsonl", hex, &bytes, err);
     if (found <= 0) {
-        if (found == 0) cg_err_set(err, CG_EIO, "bundle %s has no trace.jsonl", id);
-        *st = found == 0 ? SRV_VW_NO_TRACE : SRV_VW_UNAVAILABLE;
+        if (found == 0) cg_err_setr(err, CG_R_NOT_FOUND, CG_EIO, "bundle %s has no trace.jsonl", id);
         return NULL;
     }
     if (bytes > s->cfg.max_decoded_bytes) {
-        cg_err_set(err, CG_EIO, "the trace of bundle %s is larger than the server's decoded limit", id);
-        *st = SRV_VW_TOO_LARGE;
+        cg_err_setr(err, CG_R_PAYLOAD_TOO_LARGE, CG_ELIMIT,
+                    "the trace of bundle %s is larger than the server's decoded limit", id);
+        err->limit = "max_decoded_bytes";
         return NULL;
     }
     char stage[PATH_MAX + 64], ns[PATH_MAX + 80];
@@ -428,7 +430,7 @@ static srv_vw_index *build_from_store(srv_server *s, const char *id, srv_vw_stat
     if (!staged || srv_store_place_files(s, id, "nsight/", stage, &n_ns, err) < 0) {
         if (staged) cg_rm_rf(stage);
         if (!err->msg[0]) cg_err_set(err, CG_EIO, "cannot stage the nsight files of bundle %s", id);
-        *st = SRV_VW_STORE;
+        cg_err_reason(err, CG_R_INTERNAL);
         return NULL;
     }
     uint64_t size;
@@ -437,7 +439,10 @@ static srv_vw_index *build_from_store(srv_server *s, const char *id, srv_vw_stat
     int fd = srv_store_blob_open(s, hex, &size, &missing, err);
     cg_trace *t = fd < 0 ? NULL : srv_blob_trace_fd(&s->blobs, fd, hex, s->cfg.max_decoded_bytes, NULL, &store_error, err);
     srv_vw_index *x = t ? index_build(id, t, n_ns ? ns : NULL, err) : NULL;
-    *st = x ? SRV_VW_OK : t || !store_error ? SRV_VW_INVALID : SRV_VW_STORE;
+    /* a stored blob that does not read is damage inside our store; else the
+     * reader set the trace's reason (an evidence build failure is the trace's) */
+    if (!x && !t && store_error) cg_err_reason(err, CG_R_INTERNAL);
+    else if (!x && !err->reason) cg_err_reason(err, CG_R_TRACE_INVALID);
     if (t) cg_trace_free(t);
     if (heavy) srv_memory_trim();
     srv_heavy_leave(heavy);
@@ -452,19 +457,17 @@ static void free_item(srv_cache_item *it) { srv_vw_free((srv_vw_index *)it); }
 
 typedef struct build_ctx {
     srv_server *s;
-    srv_vw_status *st;
     cg_error *err;
 } build_ctx;
 
 static srv_cache_item *build_item(void *ctx, const char *id) {
     build_ctx *b = ctx;
-    srv_vw_index *x = load_index(b->s, id, b->st, b->err);
+    srv_vw_index *x = load_index(b->s, id, b->err);
     return x ? &x->item : NULL;
 }
 
-srv_vw_index *srv_views_acquire(srv_server *s, const char *id, srv_vw_status *st, cg_error *err) {
-    build_ctx b = {s, st, err};
-    *st = SRV_VW_OK;
+srv_vw_index *srv_views_acquire(srv_server *s, const char *id, cg_error *err) {
+    build_ctx b = {s, err};
     return (srv_vw_index *)srv_cache_acquire(&views_of(s)->cache, id, build_item, &b);
 }
 
@@ -473,8 +476,7 @@ void srv_views_release(srv_server *s, srv_vw_index *x) { srv_cache_release(&view
 void srv_views_warm(srv_server *s, const char *id) {
     srv_memory_trim(); /* the Timeline build before this one freed its trace in this thread */
     cg_error err = {0};
-    srv_vw_status st;
-    srv_vw_index *x = srv_views_acquire(s, id, &st, &err);
+    srv_vw_index *x = srv_views_acquire(s, id, &err);
     if (x) srv_views_release(s, x);
     else srv_log("warning", "view index not built", "id", id, "error", err.msg, NULL);
 }
