@@ -93,7 +93,8 @@ const char *tstore_intern(tstore *st, const char *s, size_t len) {
     }
     char *c = pool_copy(st, s, len);
     size_t chunk = st->n_chunks - 1;
-    if (chunk < MAX_CHUNKS) cg_hmap_put_at(&st->strings, at, h, (uint32_t)(chunk << 16 | (size_t)(c - st->chunks[chunk])));
+    if (chunk < MAX_CHUNKS)
+        cg_hmap_put_at(&st->strings, at, h, (uint32_t)(chunk << 16 | (size_t)(c - st->chunks[chunk])));
     *f = (tstore_slot){c, tag};
     return c;
 }

@@ -122,7 +122,9 @@ static int rule_fail(rd *r, const char *fmt, ...) {
 
 /* ---- storage (intern.h) ---- */
 
-static const char *sink_intern(void *ctx, const char *s, size_t len) { return tstore_intern(&((rd *)ctx)->store, s, len); }
+static const char *sink_intern(void *ctx, const char *s, size_t len) {
+    return tstore_intern(&((rd *)ctx)->store, s, len);
+}
 static const char *sink_copy(void *ctx, const char *s, size_t len) { return tstore_copy(&((rd *)ctx)->store, s, len); }
 static uint64_t *sink_dims(void *ctx, const uint64_t *d, size_t n) { return tstore_dims(&((rd *)ctx)->store, d, n); }
 

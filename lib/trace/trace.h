@@ -251,7 +251,6 @@ typedef struct cg_trace {
     cg_gradient *gradients; size_t n_gradients;
     cg_edge *edges; size_t n_edges;
     cg_terminal terminal;
-    void *intern; /* private string-intern table */
 } cg_trace;
 
 /* Reader limits. Defaults: line 64 MiB, depth 64, string 16 MiB, 100,000,000 records,

@@ -17,7 +17,7 @@
 
 typedef enum wire_type {
     W_STR,         /* const char *, required */
-    W_ID,          /* const char *, required; copied, not interned (nearly unique ids) */
+    W_ID,          /* const char *, required; a nearly unique id: sink->copy (not the intern table) */
     W_OSTR,        /* const char *, Option<String>: absent/null -> NULL, omitted when NULL */
     W_U64,         /* uint64_t, required */
     W_U64_DEF,     /* uint64_t, #[serde(default)] 0, always written */
