@@ -2,13 +2,12 @@
  * at build time). Applied at start while holding a session advisory lock on a
  * dedicated (non-pooled) connection, each in its own transaction, recorded with
  * its SHA-256 in schema_migrations. A database whose schema is newer than this
- * binary, or whose recorded checksum differs from the embedded file, is refused. */
+ * binary, or whose recorded checksum differs from the embedded file, is refused.
+ * The ledger's statements are store_schema.c's. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "srv.h"
-
-#define MIGRATION_LOCK "4242424242"
+#include "srv_store.h"
 
 typedef struct mig { int version; const char *name; const char *sql; size_t len; } mig;
 
@@ -46,80 +45,50 @@ int srv_schema_version_known(void) {
     return n ? m[n - 1].version : 0;
 }
 
-int srv_migrate(PGconn *c, bool verbose, cg_error *err) {
-    mig m[256];
-    size_t n = list_migrations(m, 256);
-    if (srv_exec(c, "SELECT pg_advisory_lock(" MIGRATION_LOCK ")", err) < 0) return -1;
-    int rc = -1;
-    if (srv_exec(c,
-                 "CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, "
-                 "sha256 text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())",
-                 err) < 0)
-        goto out;
-    PGresult *r = srv_q(c, "SELECT version, name, sha256 FROM schema_migrations ORDER BY version", 0, NULL, NULL,
-                        NULL, err);
-    if (!r) goto out;
+/* Refuses a database newer than this binary or a migration changed after it was applied. */
+static int check_applied(const mig *m, size_t n, PGresult *r, cg_error *err) {
     int known = n ? m[n - 1].version : 0;
     for (int i = 0; i < PQntuples(r); i++) {
         int v = (int)strtol(PQgetvalue(r, i, 0), NULL, 10);
-        if (v > known) {
-            cg_err_set(err, CG_ESTATE,
-                       "database schema version %d is newer than this candle-graph-server (knows up to %d); "
-                       "refusing to start — upgrade the server",
-                       v, known);
-            PQclear(r);
-            goto out;
-        }
+        if (v > known)
+            return cg_err_set(err, CG_ESTATE,
+                              "database schema version %d is newer than this candle-graph-server (knows up to %d); "
+                              "refusing to start — upgrade the server",
+                              v, known);
         for (size_t k = 0; k < n; k++) {
             if (m[k].version != v) continue;
             char hex[65];
             cg_sha256_hex(m[k].sql, m[k].len, hex);
-            if (strcmp(hex, PQgetvalue(r, i, 2)) != 0) {
-                cg_err_set(err, CG_ESTATE,
-                           "migration %s was changed after it was applied (checksum differs); refusing to start",
-                           m[k].name);
-                PQclear(r);
-                goto out;
-            }
+            if (strcmp(hex, PQgetvalue(r, i, 2)) != 0)
+                return cg_err_set(err, CG_ESTATE,
+                                  "migration %s was changed after it was applied (checksum differs); refusing to start",
+                                  m[k].name);
         }
     }
-    for (size_t k = 0; k < n; k++) {
-        bool applied = false;
-        for (int i = 0; i < PQntuples(r); i++)
-            if ((int)strtol(PQgetvalue(r, i, 0), NULL, 10) == m[k].version) applied = true;
-        if (applied) continue;
+    return 0;
+}
+
+static bool is_applied(PGresult *r, int version) {
+    for (int i = 0; i < PQntuples(r); i++)
+        if ((int)strtol(PQgetvalue(r, i, 0), NULL, 10) == version) return true;
+    return false;
+}
+
+int srv_migrate(PGconn *c, bool verbose, cg_error *err) {
+    mig m[256];
+    size_t n = list_migrations(m, 256);
+    PGresult *r;
+    if (srv_store_migrations_open(c, &r, err) < 0) return -1;
+    int rc = check_applied(m, n, r, err);
+    for (size_t k = 0; k < n && rc == 0; k++) {
+        if (is_applied(r, m[k].version)) continue;
         char hex[65], ver[16];
         cg_sha256_hex(m[k].sql, m[k].len, hex);
         snprintf(ver, sizeof ver, "%d", m[k].version);
-        if (srv_exec(c, "BEGIN", err) < 0) {
-            PQclear(r);
-            goto out;
-        }
-        PGresult *x = PQexec(c, m[k].sql);
-        if (PQresultStatus(x) != PGRES_COMMAND_OK && PQresultStatus(x) != PGRES_TUPLES_OK) {
-            cg_err_set(err, CG_EIO, "migration %s failed: %s", m[k].name, PQresultErrorMessage(x));
-            PQclear(x);
-            PQclear(PQexec(c, "ROLLBACK"));
-            PQclear(r);
-            goto out;
-        }
-        PQclear(x);
-        const char *p[3] = {ver, m[k].name, hex};
-        PGresult *ins = srv_q(c, "INSERT INTO schema_migrations (version, name, sha256) VALUES ($1::int, $2, $3)", 3, p,
-                              NULL, NULL, err);
-        if (!ins || srv_exec(c, "COMMIT", err) < 0) {
-            PQclear(ins);
-            PQclear(PQexec(c, "ROLLBACK"));
-            PQclear(r);
-            goto out;
-        }
-        PQclear(ins);
-        if (verbose) srv_log("info", "migration applied", "migration", m[k].name, NULL);
+        rc = srv_store_migration_apply(c, ver, m[k].name, m[k].sql, hex, err);
+        if (rc == 0 && verbose) srv_log("info", "migration applied", "migration", m[k].name, NULL);
     }
     PQclear(r);
-    rc = 0;
-out:;
-    cg_error e2 = {0};
-    srv_exec(c, "SELECT pg_advisory_unlock(" MIGRATION_LOCK ")", &e2);
+    srv_store_migrations_close(c);
     return rc;
 }

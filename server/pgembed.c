@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "base/fs.h"
-#include "srv.h"
+#include "srv_store.h"
 
 #define EMBED_DB "candlegraph"
 #define EMBED_ROLE "candlegraph"
@@ -169,16 +169,7 @@ int srv_pgembed_start(srv_pgembed *pg, const srv_config *cfg, char *conninfo, si
         srv_pgembed_stop(pg);
         return -1;
     }
-    const char *p[1] = {EMBED_DB};
-    PGresult *r = srv_q(c, "SELECT 1 FROM pg_database WHERE datname = $1", 1, p, NULL, NULL, err);
-    int rc = r ? 0 : -1;
-    if (r && PQntuples(r) == 0) {
-        char sqlstate[6];
-        PGresult *r2 = srv_q(c, "CREATE DATABASE " EMBED_DB, 0, NULL, NULL, sqlstate, err);
-        if (!r2 && strcmp(sqlstate, "42P04") != 0) rc = -1; /* lost a race with another starter: fine */
-        PQclear(r2);
-    }
-    PQclear(r);
+    int rc = srv_store_database_ensure(c, EMBED_DB, err);
     PQfinish(c);
     if (rc < 0) {
         srv_pgembed_stop(pg);

@@ -1,12 +1,13 @@
 /* pool.c — a fixed pool of libpq connections for the thread-per-connection
  * server (mutex + condition variable), created lazily and re-created after the
  * database comes back; plus parameterized-query helpers. Every connection gets
- * a statement timeout. SQL text is always constant; values go as parameters. */
+ * a statement timeout. SQL text is always constant; values go as parameters;
+ * the session's own statements (setup, rollback on return) are store_session.c's. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "srv.h"
+#include "srv_store.h"
 
 struct srv_pool {
     pthread_mutex_t mu;
@@ -54,12 +55,7 @@ PGconn *srv_db_connect(const char *conninfo, unsigned stmt_timeout_ms, cg_error 
         return NULL;
     }
     PQsetNoticeProcessor(c, quiet_notice, NULL);
-    char sql[128];
-    snprintf(sql, sizeof sql, "SET statement_timeout = %u", stmt_timeout_ms);
-    PGresult *r = srv_fault_exec(c, sql);
-    bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-    PQclear(r);
-    if (!ok) {
+    if (srv_store_session_init(c, stmt_timeout_ms, &(cg_error){0}) < 0) {
         cg_err_set(err, CG_EIO, "database: cannot set statement_timeout");
         PQfinish(c);
         return NULL;
@@ -162,8 +158,7 @@ void srv_pool_put(srv_pool *p, PGconn *c) {
         if (p->busy[i] && p->out[i] == c) slot = (int)i;
     pthread_mutex_unlock(&p->mu);
     if (PQstatus(c) == CONNECTION_OK && PQtransactionStatus(c) != PQTRANS_IDLE) {
-        PGresult *r = srv_fault_exec(c, "ROLLBACK");
-        PQclear(r);
+        srv_store_session_rollback(c);
         if (PQtransactionStatus(c) != PQTRANS_IDLE) {
             PQfinish(c);
             c = NULL;

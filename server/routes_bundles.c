@@ -2,9 +2,11 @@
  * /bundles/{id} (summary), /manifest (exact bytes), /files/{path} (ETag,
  * immutable caching, Range), /archive (tar.zst that verifies), /signature,
  * /evidence, /graph, /viewer. Ids may be any unique prefix of ≥ 12 hex chars.
- * Derived views (/graph, rebuilt /evidence and /viewer, /archive) are built
- * from the blob store through derived.c (srv_derived.h): no request copies a
- * bundle; the pooled connection is returned before any CPU work. */
+ * Derived views (/graph, rebuilt /evidence and /viewer, /export, /archive) are
+ * built from the blob store through derived.c (srv_derived.h): no request
+ * copies a bundle (/archive is packed straight from the blobs); the pooled
+ * connection is returned before any CPU work. */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -61,27 +63,47 @@ static void fail_set(srv_derive_fail *f, cg_reason reason, const char *limit, co
 }
 
 /* The stored trace.jsonl of id, parsed as it streams from the blob store; the
- * pooled connection is held only while the blob is opened. */
-static cg_trace *load_trace(srv_req *r, const char *id, srv_derive_fail *f) {
+ * pooled connection is held only while the blob is opened. A trace over the
+ * server's decoded-bytes limit is refused; a large one waits for the heavy-build
+ * gate (*heavy: pass to unload_trace). */
+static cg_trace *load_trace(srv_req *r, const char *id, srv_derive_fail *f, int *heavy) {
     cg_error err = {0};
     char hex[65];
     uint64_t bytes = 0;
+    *heavy = 0;
     int found = srv_store_file_ref(r->s->pool, id, "trace.jsonl", hex, &bytes, &err);
     if (found != 1) {
         fail_set(f, found == 0 ? CG_R_INTERNAL : CG_R_UNAVAILABLE, NULL,
                  found == 0 ? "the bundle has no stored trace.jsonl" : err.msg);
         return NULL;
     }
-    if (bytes > SRV_DERIVED_MAX_TRACE_BYTES) {
+    uint64_t max = r->s->cfg.max_decoded_bytes;
+    if (!srv_derived_trace_fits(bytes, max)) {
         fail_set(f, CG_R_PAYLOAD_TOO_LARGE, "derived_trace_bytes", "the trace is too large for a derived view");
+        return NULL;
+    }
+    f->trace_bytes = bytes;
+    if ((*heavy = srv_heavy_enter(bytes, SRV_DERIVED_WAIT_S)) < 0) {
+        fail_set(f, CG_R_TOO_MANY_REQUESTS, NULL, "a large derived view is being built; retry later");
         return NULL;
     }
     bool missing, store_error = true;
     int fd = srv_store_blob_open(r->s, hex, &bytes, &missing, &err);
-    cg_trace *t = fd < 0 ? NULL : srv_blob_trace_fd(&r->s->blobs, fd, hex, SRV_DERIVED_MAX_TRACE_BYTES, NULL, &store_error, &err);
-    if (!t) fail_set(f, store_error ? CG_R_INTERNAL : CG_R_TRACE_INVALID, NULL,
-                     store_error ? "the stored trace is missing or damaged; run candle-graph-server fsck" : err.msg);
+    cg_trace *t = fd < 0 ? NULL : srv_blob_trace_fd(&r->s->blobs, fd, hex, max, NULL, &store_error, &err);
+    if (!t) {
+        fail_set(f, store_error ? CG_R_INTERNAL : CG_R_TRACE_INVALID, NULL,
+                 store_error ? "the stored trace is missing or damaged; run candle-graph-server fsck" : err.msg);
+        srv_heavy_leave(*heavy);
+        *heavy = 0;
+    }
     return t;
+}
+
+/* Frees what load_trace returned and opens the gate it took. */
+static void unload_trace(cg_trace *t, int heavy) {
+    cg_trace_free(t);
+    if (heavy) srv_memory_trim();
+    srv_heavy_leave(heavy);
 }
 
 static void staging_for(srv_req *r, const char *what, char *out, size_t outsz) {
@@ -98,7 +120,8 @@ static int write_json_file(const char *path, const cg_jv *v, srv_derive_fail *f)
 }
 
 static int derive_graph(srv_req *r, const char *id, const char *out, srv_derive_fail *f) {
-    cg_trace *t = load_trace(r, id, f);
+    int heavy;
+    cg_trace *t = load_trace(r, id, f, &heavy);
     if (!t) return -1;
     cg_health *h = cg_health_analyze(t);
     int rc = -1;
@@ -114,13 +137,14 @@ static int derive_graph(srv_req *r, const char *id, const char *out, srv_derive_
         cg_arena_free(&a);
     }
     cg_health_free(h);
-    cg_trace_free(t);
+    unload_trace(t, heavy);
     return rc;
 }
 
 /* evidence/4 (as JSON) or viewer/5 HTML from the stored trace and nsight/. */
 static int derive_packet(srv_req *r, const char *id, const char *out, bool html, srv_derive_fail *f) {
-    cg_trace *t = load_trace(r, id, f);
+    int heavy;
+    cg_trace *t = load_trace(r, id, f, &heavy);
     if (!t) return -1;
     char nsdir[PATH_MAX], ns[PATH_MAX + 16];
     staging_for(r, "nsight", nsdir, sizeof nsdir);
@@ -156,7 +180,7 @@ static int derive_packet(srv_req *r, const char *id, const char *out, bool html,
     cg_arena_free(&a);
 out:
     if (nsdir[0]) cg_rm_rf(nsdir);
-    cg_trace_free(t);
+    unload_trace(t, heavy);
     return rc;
 }
 
@@ -170,27 +194,85 @@ static int derive_viewer(srv_req *r, const char *id, const char *out, srv_derive
 
 /* Chrome Trace Event Format JSON of the stored trace (the bytes of `candle-graph export`). */
 static int derive_chrome(srv_req *r, const char *id, const char *out, srv_derive_fail *f) {
-    cg_trace *t = load_trace(r, id, f);
+    int heavy;
+    cg_trace *t = load_trace(r, id, f, &heavy);
     if (!t) return -1;
     cg_error err = {0};
     cg_fd_sink_ctx sink = {open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600), 0};
     int rc = sink.fd < 0 ? -1 : cg_chrome_trace_write(t, cg_fd_sink, &sink, &err);
     if (sink.fd >= 0 && close(sink.fd) != 0) rc = -1;
     if (rc < 0) fail_set(f, CG_R_INSUFFICIENT_STORAGE, NULL, "cannot write the derived view");
-    cg_trace_free(t);
+    unload_trace(t, heavy);
     return rc;
 }
 
-/* tar.zst of the bundle, packed (and so verified) from blob links. */
+/* A file of the archive read from its blob (srv_blob_pread: zstd frames are
+ * decompressed one at a time, nothing is copied). */
+typedef struct arc_file {
+    srv_blob_cursor *c;
+    int fd;
+    uint64_t at;
+} arc_file;
+
+/* Opens the blob of declared file f: its content address is the manifest's
+ * digest (verified at ingest; pack_data hashes the bytes again). */
+static void *arc_open(void *ctx, const cg_bundle_file *f, cg_error *err) {
+    srv_req *r = ctx;
+    char hex[65];
+    for (int k = 0; k < 64; k++) hex[k] = (char)tolower((unsigned char)f->sha256[k]);
+    hex[64] = 0;
+    uint64_t size;
+    bool missing;
+    arc_file *h = calloc(1, sizeof *h);
+    srv_blob_view v;
+    if (!h) {
+        cg_err_set(err, CG_ENOMEM, "out of memory");
+        return NULL;
+    }
+    h->fd = strlen(f->sha256) == 64 ? srv_store_blob_open(r->s, hex, &size, &missing, err) : -1;
+    if (h->fd >= 0 && srv_blob_view_open(h->fd, &v, err) == 0) h->c = srv_blob_cursor_new(&v);
+    if (!h->c) {
+        if (h->fd >= 0) close(h->fd);
+        free(h);
+        if (!err || !err->msg[0]) cg_err_set(err, CG_EIO, "stored blob %s is missing or damaged", hex);
+        return NULL;
+    }
+    return h;
+}
+
+static ssize_t arc_read(void *hp, void *buf, size_t n, cg_error *err) {
+    arc_file *h = hp;
+    ssize_t got = srv_blob_pread(h->c, buf, n, h->at, err);
+    if (got > 0) h->at += (uint64_t)got;
+    return got;
+}
+
+static void arc_close(void *hp) {
+    arc_file *h = hp;
+    srv_blob_cursor_free(h->c);
+    close(h->fd);
+    free(h);
+}
+
+/* tar.zst of the bundle written straight from its blobs (no staging copy):
+ * the stored manifest, whose digest must be the id, then every declared file
+ * hashed as it is archived (cg_archive_pack_from), so the archive verifies. */
 static int derive_archive(srv_req *r, const char *id, const char *out, srv_derive_fail *f) {
-    char dir[PATH_MAX], bdir[PATH_MAX + 8];
-    staging_for(r, "archive", dir, sizeof dir);
-    snprintf(bdir, sizeof bdir, "%s/b", dir);
-    size_t n = 0;
     cg_error err = {0};
-    int rc = dir[0] ? srv_store_place_files(r->s, id, "", bdir, &n, &err) : -1;
-    if (rc == 0) rc = cg_archive_pack(bdir, out, true, &err);
-    if (dir[0]) cg_rm_rf(dir);
+    PGresult *x = srv_store_bundle_manifest(r->s->pool, id, &err);
+    int rc = -1;
+    if (x && PQntuples(x) == 1) {
+        const char *m = PQgetvalue(x, 0, 0);
+        size_t mlen = (size_t)PQgetlength(x, 0, 0);
+        char hex[65];
+        cg_sha256_hex(m, mlen, hex);
+        cg_archive_source src = {arc_open, arc_read, arc_close, r};
+        if (strcmp(hex, id) != 0) cg_err_set(&err, CG_EVERIFY, "the stored manifest does not hash to the bundle id");
+        else rc = cg_archive_pack_from(m, mlen, &src, out, true, &err);
+    } else if (!err.msg[0]) {
+        cg_err_set(&err, CG_EIO, "the stored manifest is missing");
+    }
+    PQclear(x);
     if (rc < 0) {
         srv_log("error", "archive build failed", "request_id", r->id, "error", err.msg, NULL);
         f->reason = CG_R_INTERNAL;

@@ -130,17 +130,16 @@ static srv_vw_index *open_index(srv_req *r, enum MHD_Result *res) {
     cg_error err = {0};
     char id[65];
     if (!srv_bundle_id_param(r, id, res)) return NULL;
-    srv_vw_status st;
-    srv_vw_index *x = srv_views_acquire(r->s, id, &st, &err);
+    srv_vw_index *x = srv_views_acquire(r->s, id, &err);
     if (x) return x;
-    if (st == SRV_VW_UNAVAILABLE) *res = srv_fail_unavailable(r, &err);
-    else if (st == SRV_VW_NO_TRACE) *res = srv_fail(r, CG_R_NOT_FOUND, NULL, "%s", err.msg);
-    else if (st == SRV_VW_INVALID) *res = srv_fail(r, CG_R_TRACE_INVALID, NULL, "%s", err.msg);
-    else if (st == SRV_VW_TOO_LARGE) {
-        cg_jv *d = cg_jv_obj(&r->arena);
-        cg_jv_obj_put(&r->arena, d, "limit", cg_jv_str(&r->arena, "max_decoded_bytes"));
-        *res = srv_fail(r, CG_R_PAYLOAD_TOO_LARGE, d, "%s", err.msg);
-    } else *res = srv_fail(r, CG_R_INTERNAL, NULL, "cannot build the views of bundle %s: %s", id, err.msg);
+    cg_jv *d = NULL;
+    if (err.limit) {
+        d = cg_jv_obj(&r->arena);
+        cg_jv_obj_put(&r->arena, d, "limit", cg_jv_str(&r->arena, err.limit));
+    }
+    if (err.reason == CG_R_INTERNAL)
+        *res = srv_fail(r, CG_R_INTERNAL, NULL, "cannot build the views of bundle %s: %s", id, err.msg);
+    else *res = srv_fail_error(r, &err, d); /* 4xx with the message; 503 when the store is unreachable */
     return NULL;
 }
 
@@ -201,7 +200,7 @@ static cg_jv *page(srv_req *r, srv_vw_index *x, int table, size_t total, const c
     }
     if (!match) matched = total;
     cg_jv *o = cg_jv_obj(a);
-    cg_jv_obj_put(a, o, "id", cg_jv_str_nocopy(a, x->id));
+    cg_jv_obj_put(a, o, "id", cg_jv_str_nocopy(a, x->item.id));
     cg_jv_obj_put(a, o, "total", cg_jv_u64(a, total));
     cg_jv_obj_put(a, o, "matched", cg_jv_u64(a, matched));
     cg_jv_obj_put(a, o, "offset", cg_jv_u64(a, p->offset));
@@ -211,6 +210,21 @@ static cg_jv *page(srv_req *r, srv_vw_index *x, int table, size_t total, const c
     cg_jv_obj_put(a, o, "truncated", cg_jv_bool(a, truncated));
     cg_jv_obj_put(a, o, "rows", rows);
     return o;
+}
+
+/* Opens the bundle's index and answers page() of table with the filter when
+ * `any` filter is set; flag (when not NULL) names a member telling whether
+ * the graph's host times are known (a complete, valid capture). */
+static enum MHD_Result paged(srv_req *r, const vparams *p, int table, bool any, row_match_fn match, const void *filter,
+                             row_json_fn json, const char *flag) {
+    static const char *const *const cols[SRV_VW_SORTABLE] = {srv_vw_span_cols, srv_vw_op_cols, srv_vw_cost_cols};
+    enum MHD_Result res = MHD_NO;
+    srv_vw_index *x = open_index(r, &res);
+    if (!x) return res;
+    size_t n = table == SRV_VW_SPANS ? x->n_spans : table == SRV_VW_OPS ? x->n_ops : x->n_costs;
+    cg_jv *o = page(r, x, table, n, cols[table], p, any ? match : NULL, filter, json);
+    if (flag) cg_jv_obj_put(&r->arena, o, flag, cg_jv_bool(&r->arena, x->complete && x->valid));
+    return answer(r, x, o);
 }
 
 /* ---------------------------------------------------------------- spans */
@@ -256,12 +270,8 @@ enum MHD_Result srv_h_views_spans(srv_req *r) {
     if (step && strcmp(step, "none") && (f.step = cg_step_parse(step)) < 0)
         return bad(r, "step", "step must be forward, backward, optimizer or none");
     if (step && !strcmp(step, "none")) f.step = CG_STEP_NONE;
-    srv_vw_index *x = open_index(r, &res);
-    if (!x) return res;
     bool any = (f.name && *f.name) || f.kind >= 0 || f.step >= 0;
-    cg_jv *o = page(r, x, SRV_VW_SPANS, x->n_spans, srv_vw_span_cols, &p, any ? span_match : NULL, &f, span_json);
-    cg_jv_obj_put(&r->arena, o, "graph_times", cg_jv_bool(&r->arena, x->complete && x->valid));
-    return answer(r, x, o);
+    return paged(r, &p, SRV_VW_SPANS, any, span_match, &f, span_json, "graph_times");
 }
 
 /* ---------------------------------------------------------------- ops */
@@ -300,10 +310,8 @@ enum MHD_Result srv_h_views_ops(srv_req *r) {
     op_filter f = {str_param(r, "name", &ok, &res), str_param(r, "device", &ok, &res), str_param(r, "dtype", &ok, &res),
                    str_param(r, "span", &ok, &res)};
     if (!ok) return res;
-    srv_vw_index *x = open_index(r, &res);
-    if (!x) return res;
     bool any = (f.name && *f.name) || f.device || f.dtype || f.span;
-    return answer(r, x, page(r, x, SRV_VW_OPS, x->n_ops, srv_vw_op_cols, &p, any ? op_match : NULL, &f, op_json));
+    return paged(r, &p, SRV_VW_OPS, any, op_match, &f, op_json, NULL);
 }
 
 /* ---------------------------------------------------------------- span costs */
@@ -338,12 +346,8 @@ enum MHD_Result srv_h_views_costs(srv_req *r) {
     bool ok = true;
     cost_filter f = {str_param(r, "q", &ok, &res), str_param(r, "kind", &ok, &res)};
     if (!ok) return res;
-    srv_vw_index *x = open_index(r, &res);
-    if (!x) return res;
     bool any = (f.q && *f.q) || f.kind;
-    cg_jv *o = page(r, x, SRV_VW_COSTS, x->n_costs, srv_vw_cost_cols, &p, any ? cost_match : NULL, &f, cost_json);
-    cg_jv_obj_put(&r->arena, o, "self_known", cg_jv_bool(&r->arena, x->complete && x->valid));
-    return answer(r, x, o);
+    return paged(r, &p, SRV_VW_COSTS, any, cost_match, &f, cost_json, "self_known");
 }
 
 /* ---------------------------------------------------------------- memory */
@@ -407,7 +411,7 @@ enum MHD_Result srv_h_views_memory(srv_req *r) {
         return bad(r, "end_ns", "end_ns must be greater than start_ns");
     }
     cg_jv *o = cg_jv_obj(a);
-    cg_jv_obj_put(a, o, "id", cg_jv_str_nocopy(a, x->id));
+    cg_jv_obj_put(a, o, "id", cg_jv_str_nocopy(a, x->item.id));
     for (size_t i = 0; i < x->memory->u.obj.n; i++) {
         const cg_jmember *m = &x->memory->u.obj.m[i];
         cg_jv_obj_putn(a, o, m->key, m->key_len, m->val);
@@ -501,7 +505,7 @@ enum MHD_Result srv_h_views_gpu(srv_req *r) {
     }
     cg_jv *o = cg_jv_obj(a), *counts = cg_jv_obj(a);
     for (int i = 0; i < SRV_VW_GPU_TABLES; i++) cg_jv_obj_put(a, counts, srv_vw_gpu_table_names[i], cg_jv_u64(a, x->gpu[i].n));
-    cg_jv_obj_put(a, o, "id", cg_jv_str_nocopy(a, x->id));
+    cg_jv_obj_put(a, o, "id", cg_jv_str_nocopy(a, x->item.id));
     cg_jv_obj_put(a, o, "summary", x->gpu_summary);
     cg_jv_obj_put(a, o, "tables", counts);
     cg_jv_obj_put(a, o, "table", cg_jv_str_nocopy(a, srv_vw_gpu_table_names[table]));
@@ -522,7 +526,7 @@ enum MHD_Result srv_h_views_evidence(srv_req *r) {
     if (!x) return res;
     cg_arena *a = &r->arena;
     cg_jv *o = cg_jv_obj(a);
-    cg_jv_obj_put(a, o, "id", cg_jv_str_nocopy(a, x->id));
+    cg_jv_obj_put(a, o, "id", cg_jv_str_nocopy(a, x->item.id));
     cg_jv_obj_put(a, o, "capture_complete", cg_jv_bool(a, x->complete));
     cg_jv_obj_put(a, o, "structurally_valid", cg_jv_bool(a, x->valid));
     cg_jv_obj_put(a, o, "spans", cg_jv_u64(a, x->n_spans));

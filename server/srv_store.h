@@ -337,4 +337,48 @@ PGresult *srv_store_manifests(PGconn *c, cg_error *err);
 /* Whether a bundle file references blob hex: 1, 0, or -1. */
 int srv_store_blob_referenced(PGconn *c, const char *hex, cg_error *err);
 
+/* ------------------------------------------------------------ store_blobs.c */
+
+/* The pg blob store's rows, on the caller's connection (puts: the ingest
+ * transaction). claim inserts the blob's row; *fresh = false when it was
+ * already stored (its chunks are then not written again). */
+int srv_store_pg_blob_claim(PGconn *c, const char *hex, uint64_t size, bool *fresh, cg_error *err);
+/* Chunk idx (0-based) of blob hex: len bytes (0: an empty blob's one chunk). */
+int srv_store_pg_blob_chunk_put(PGconn *c, const char *hex, int idx, const char *data, size_t len, cg_error *err);
+/* Whether blob hex has its row, and its plain size (bytes may be NULL). */
+int srv_store_pg_blob_exists(PGconn *c, const char *hex, bool *exists, uint64_t *bytes, cg_error *err);
+/* Chunk idx of blob hex, binary result (0 rows past the last chunk); NULL + err. */
+PGresult *srv_store_pg_blob_chunk(PGconn *c, const char *hex, int idx, cg_error *err);
+/* The store's at-rest totals (/metrics): plain bytes (pg_blobs), stored bytes
+ * (the chunks) and blobs by form (from each first chunk's header); -1 on failure. */
+int srv_store_pg_blob_sum(PGconn *c, srv_blob_totals *t);
+/* /readyz: the pg blob table answers. */
+int srv_store_pg_blob_probe(PGconn *c, cg_error *err);
+
+/* ------------------------------------------------------------ store_schema.c */
+
+/* migrate.c, on its dedicated connection: open takes the migration advisory
+ * lock, creates schema_migrations when missing and returns its rows (version,
+ * name, sha256 by version; caller's to clear); close releases the lock (open
+ * releases it itself on failure). */
+int srv_store_migrations_open(PGconn *c, PGresult **applied, cg_error *err);
+void srv_store_migrations_close(PGconn *c);
+/* Runs one migration body (several statements) and records it, in one
+ * transaction; rolled back on failure ("migration NAME failed: …"). */
+int srv_store_migration_apply(PGconn *c, const char *version, const char *name, const char *sql, const char *sha256,
+                              cg_error *err);
+/* pgembed.c: creates database name unless it exists (another starter winning
+ * the race is fine). */
+int srv_store_database_ensure(PGconn *c, const char *name, cg_error *err);
+
+/* ------------------------------------------------------------ store_session.c */
+
+/* A fresh connection's session: its statement timeout (pool.c). */
+int srv_store_session_init(PGconn *c, unsigned stmt_timeout_ms, cg_error *err);
+/* Rolls back the open transaction of a connection going back to the pool. */
+void srv_store_session_rollback(PGconn *c);
+/* The statement an injected libpq fault runs instead of the caller's (fault.c):
+ * it raises SQLSTATE 53100 for ENOSPC/EDQUOT, 25006 for EROFS, else 58030. */
+const char *srv_store_fault_statement(int e);
+
 #endif

@@ -14,23 +14,23 @@ static const char SQL_TOKEN_LOOKUP[] =
     "SELECT id, array_to_string(scopes, ',') FROM api_tokens WHERE token_hash = $1 AND "
     "revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())";
 
-static const char SQL_TOKENS_LIST[] =
-    "SELECT id, name, array_to_string(scopes, ','), " TS_SECONDS("created_at") ", " TS_SECONDS("revoked_at")
-    " FROM api_tokens ORDER BY created_at, id";
+/* API tokens and signer keys are listed and revoked alike: by their id column,
+ * name, one column of their own, and the two timestamps. */
+#define SQL_CREDENTIALS_LIST(table, idcol, own)                                                                   \
+    "SELECT " idcol ", name, " own ", " TS_SECONDS("created_at") ", " TS_SECONDS("revoked_at") " FROM " table \
+    " ORDER BY created_at, " idcol
+#define SQL_CREDENTIAL_REVOKE(table, idcol)                                                                       \
+    "UPDATE " table " SET revoked_at = coalesce(revoked_at, now()) WHERE " idcol " = $1 RETURNING " idcol
 
-static const char SQL_TOKEN_REVOKE[] =
-    "UPDATE api_tokens SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING id";
+static const char SQL_TOKENS_LIST[] = SQL_CREDENTIALS_LIST("api_tokens", "id", "array_to_string(scopes, ',')");
+static const char SQL_TOKEN_REVOKE[] = SQL_CREDENTIAL_REVOKE("api_tokens", "id");
 
 static const char SQL_KEY_INSERT[] =
     "INSERT INTO signer_keys (key_id, name, public_key) VALUES ($1, $2, $3) ON CONFLICT (key_id) "
     "DO NOTHING RETURNING key_id";
 
-static const char SQL_KEYS_LIST[] =
-    "SELECT key_id, name, encode(public_key, 'base64'), " TS_SECONDS("created_at") ", " TS_SECONDS("revoked_at")
-    " FROM signer_keys ORDER BY created_at, key_id";
-
-static const char SQL_KEY_REVOKE[] =
-    "UPDATE signer_keys SET revoked_at = coalesce(revoked_at, now()) WHERE key_id = $1 RETURNING key_id";
+static const char SQL_KEYS_LIST[] = SQL_CREDENTIALS_LIST("signer_keys", "key_id", "encode(public_key, 'base64')");
+static const char SQL_KEY_REVOKE[] = SQL_CREDENTIAL_REVOKE("signer_keys", "key_id");
 
 PGresult *srv_store_db_q(srv_db db, const char *sql, int n, const char *const *params, const int *bin_lens,
                          cg_error *err) {

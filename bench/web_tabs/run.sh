@@ -5,6 +5,7 @@
 # (default "100000 1000000") made by bench_gen_trace (deep span trees, kernels
 # per span, memory churn). Prints one JSON report; timing is never asserted.
 # usage: CG_BINARY_DIR=build bench/web_tabs/run.sh
+# env:   CG_BENCH_TRACE_<N>  an existing trace of N records to upload instead of generating one
 . "${CG_SOURCE_DIR:-.}/tests/support/server_lib.sh"
 GEN=$BIN/bench/trace_ingest/bench_gen_trace
 [ -x "$GEN" ] || die "missing $GEN (build the bench_gen_trace target)"
@@ -16,7 +17,9 @@ srv_start bench $FLAGS
 IDS=""
 for n in ${CG_BENCH_SIZES:-100000 1000000}; do
   d=$T/b$n; mkdir -p "$d"
-  "$GEN" --records "$n" --out "$d/trace.jsonl" --run-id "bench-web-tabs-$n" >/dev/null || die "bench_gen_trace $n failed"
+  given=CG_BENCH_TRACE_$n
+  if [ -n "${!given:-}" ]; then ln "${!given}" "$d/trace.jsonl" 2>/dev/null || cp "${!given}" "$d/trace.jsonl"
+  else "$GEN" --records "$n" --out "$d/trace.jsonl" --run-id "bench-web-tabs-$n" >/dev/null || die "bench_gen_trace $n failed"; fi
   run=$(head -1 "$d/trace.jsonl" | jq -r .run_id)
   printf '{\n  "schema": "candle-graph/evidence/3"\n}\n' >"$d/evidence.json"; printf '# bench\n' >"$d/report.md"
   manifest "$d" "$run"

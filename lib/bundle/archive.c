@@ -136,7 +136,51 @@ static int pack_fail(struct archive *a, pack_out *o, cg_error *err, const char *
     return cg_err_set(err, CG_EIO, "%s: %s", what, a ? archive_error_string(a) : "archive error");
 }
 
-/* Streams one declared file into the archive, hashing it; refuses a change. */
+/* Reads up to n bytes of the next part of a file: count, 0 at its end, -1 with err. */
+typedef ssize_t (*pack_read_fn)(void *h, void *buf, size_t n, cg_error *err);
+
+static ssize_t fd_read(void *h, void *buf, size_t n, cg_error *err) {
+    for (;;) {
+        ssize_t r = read(*(int *)h, buf, n);
+        if (r >= 0 || errno != EINTR) {
+            if (r < 0) cg_err_set(err, CG_EIO, "%s", strerror(errno));
+            return r;
+        }
+    }
+}
+
+/* Archives declared file f (header, then its bytes from rd), hashing it; a
+ * file whose bytes differ from its manifest entry fails the pack. */
+static int pack_data(struct archive *a, pack_out *o, const cg_bundle_file *f, unsigned char *chunk, pack_read_fn rd,
+                     void *h, cg_error *err) {
+    struct archive_entry *e = file_entry(f->path, f->bytes);
+    if (!e || archive_write_header(a, e) != ARCHIVE_OK) {
+        if (e) archive_entry_free(e);
+        return pack_fail(a, o, err, "write archive header");
+    }
+    archive_entry_free(e);
+    cg_sha256 sh;
+    cg_sha256_init(&sh);
+    uint64_t total = 0;
+    for (;;) {
+        ssize_t r = rd(h, chunk, IO_CHUNK, err);
+        if (r < 0) return cg_err_context(err, "read bundle file %s", f->path);
+        if (r == 0) break;
+        if (total + (uint64_t)r > f->bytes) break; /* grew: mismatch below */
+        cg_sha256_update(&sh, chunk, (size_t)r);
+        total += (uint64_t)r;
+        if (archive_write_data(a, chunk, (size_t)r) != r) return pack_fail(a, o, err, "write archive data");
+    }
+    unsigned char d[32];
+    char hex[65];
+    cg_sha256_final(&sh, d);
+    cg_hex(d, 32, hex);
+    if (total != f->bytes || strcasecmp(hex, f->sha256) != 0)
+        return cg_err_set(err, CG_EVERIFY, "bundle file %s changed after verification", f->path);
+    return 0;
+}
+
+/* Streams one declared file of the bundle directory into the archive. */
 static int pack_file(struct archive *a, pack_out *o, const char *root, const cg_bundle_file *f, unsigned char *chunk,
                      cg_error *err) {
     char *full = cg_path_join(root, f->path);
@@ -152,41 +196,22 @@ static int pack_file(struct archive *a, pack_out *o, const char *root, const cg_
         return rc;
     }
     free(full);
-    struct archive_entry *e = file_entry(f->path, f->bytes);
-    if (!e || archive_write_header(a, e) != ARCHIVE_OK) {
-        if (e) archive_entry_free(e);
-        close(fd);
-        return pack_fail(a, o, err, "write archive header");
-    }
-    archive_entry_free(e);
-    cg_sha256 h;
-    cg_sha256_init(&h);
-    uint64_t total = 0;
-    for (;;) {
-        ssize_t r = read(fd, chunk, IO_CHUNK);
-        if (r < 0) {
-            if (errno == EINTR) continue;
-            int en = errno;
-            close(fd);
-            return cg_err_set(err, CG_EIO, "read bundle file %s: %s", f->path, strerror(en));
-        }
-        if (r == 0) break;
-        if (total + (uint64_t)r > f->bytes) break; /* grew: mismatch below */
-        cg_sha256_update(&h, chunk, (size_t)r);
-        total += (uint64_t)r;
-        if (archive_write_data(a, chunk, (size_t)r) != r) {
-            close(fd);
-            return pack_fail(a, o, err, "write archive data");
-        }
-    }
+    int rc = pack_data(a, o, f, chunk, fd_read, &fd, err);
     close(fd);
-    unsigned char d[32];
-    char hex[65];
-    cg_sha256_final(&h, d);
-    cg_hex(d, 32, hex);
-    if (total != f->bytes || strcasecmp(hex, f->sha256) != 0)
-        return cg_err_set(err, CG_EVERIFY, "bundle file %s changed after verification", f->path);
-    return 0;
+    return rc;
+}
+
+static int pack_dir(struct archive *a, pack_out *o, const char *rel, cg_error *err) {
+    struct archive_entry *e = archive_entry_new();
+    if (!e) return cg_err_set(err, CG_ENOMEM, "out of memory");
+    archive_entry_set_pathname(e, rel);
+    archive_entry_set_filetype(e, AE_IFDIR);
+    archive_entry_set_perm(e, 0755);
+    archive_entry_set_size(e, 0);
+    archive_entry_set_mtime(e, 0, 0);
+    int rc = archive_write_header(a, e) != ARCHIVE_OK ? pack_fail(a, o, err, "write archive header") : 0;
+    archive_entry_free(e);
+    return rc;
 }
 
 static int file_path_cmp(const void *key, const void *elem) {
@@ -217,18 +242,7 @@ static int pack_tree(struct archive *a, pack_out *o, const char *root, const cha
         } else if (lstat(full, &st) != 0) {
             rc = cg_err_set(err, CG_EIO, "inspect %s: %s", full, strerror(errno));
         } else if (S_ISDIR(st.st_mode)) {
-            struct archive_entry *e = archive_entry_new();
-            if (!e) {
-                rc = cg_err_set(err, CG_ENOMEM, "out of memory");
-            } else {
-                archive_entry_set_pathname(e, crel);
-                archive_entry_set_filetype(e, AE_IFDIR);
-                archive_entry_set_perm(e, 0755);
-                archive_entry_set_size(e, 0);
-                archive_entry_set_mtime(e, 0, 0);
-                if (archive_write_header(a, e) != ARCHIVE_OK) rc = pack_fail(a, o, err, "write archive header");
-                archive_entry_free(e);
-            }
+            rc = pack_dir(a, o, crel, err);
             if (rc == 0) rc = pack_tree(a, o, root, crel, m, chunk, packed, err);
         } else {
             const cg_bundle_file *f =
@@ -251,6 +265,70 @@ static bool non_ascii_paths(const cg_bundle_manifest *m) {
     return false;
 }
 
+/* The archive being written: a temp file beside out_path, renamed in by pack_finish. */
+typedef struct packer {
+    struct archive *a;
+    pack_out o;
+    char *tmp;
+    unsigned char *chunk;
+} packer;
+
+/* Opens the writer and archives bundle.json (mdata) first. */
+static int pack_open(packer *p, const char *out_path, bool zstd, const cg_bundle_manifest *m, const char *mdata,
+                     size_t mlen, cg_error *err) {
+    memset(p, 0, sizeof *p);
+    p->o.fd = -1;
+    p->tmp = sibling_temp(out_path, ".pack");
+    p->chunk = malloc(IO_CHUNK);
+    if (!p->tmp || !p->chunk) return cg_err_set(err, CG_ENOMEM, "out of memory");
+    p->o.fd = open(p->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (p->o.fd < 0) return cg_err_set(err, CG_EIO, "create %s: %s", p->tmp, strerror(errno));
+    if (zstd) {
+        p->o.z = ZSTD_createCCtx();
+        p->o.zcap = ZSTD_CStreamOutSize();
+        p->o.zbuf = malloc(p->o.zcap);
+        if (!p->o.z || !p->o.zbuf) return cg_err_set(err, CG_ENOMEM, "out of memory");
+        ZSTD_CCtx_setParameter(p->o.z, ZSTD_c_compressionLevel, ZSTD_LEVEL);
+        ZSTD_CCtx_setParameter(p->o.z, ZSTD_c_checksumFlag, 1);
+    }
+    p->a = archive_write_new();
+    if (!p->a || archive_write_set_format_pax_restricted(p->a) != ARCHIVE_OK ||
+        (non_ascii_paths(m) && archive_write_set_format_option(p->a, "pax", "hdrcharset", "BINARY") != ARCHIVE_OK) ||
+        archive_write_open(p->a, &p->o, NULL, pack_write_cb, NULL) != ARCHIVE_OK)
+        return pack_fail(p->a, &p->o, err, "open archive writer");
+    struct archive_entry *e = file_entry(CG_BUNDLE_MANIFEST_NAME, mlen);
+    if (!e || archive_write_header(p->a, e) != ARCHIVE_OK || archive_write_data(p->a, mdata, mlen) != (la_ssize_t)mlen) {
+        if (e) archive_entry_free(e);
+        return pack_fail(p->a, &p->o, err, "write archive entry bundle.json");
+    }
+    archive_entry_free(e);
+    return 0;
+}
+
+/* Finishes the archive, syncs it and renames it to out_path. */
+static int pack_finish(packer *p, const char *out_path, cg_error *err) {
+    if (archive_write_close(p->a) != ARCHIVE_OK) return pack_fail(p->a, &p->o, err, "finish archive");
+    if (p->o.z && zflush(&p->o, NULL, 0, ZSTD_e_end) != 0) return pack_fail(NULL, &p->o, err, "finish zstd stream");
+    if (cg_fault_fsync(p->o.fd) != 0) return cg_err_set(err, CG_EIO, "sync %s: %s", p->tmp, strerror(errno));
+    close(p->o.fd);
+    p->o.fd = -1;
+    if (cg_fault_rename(p->tmp, out_path) != 0)
+        return cg_err_set(err, CG_EIO, "rename %s to %s: %s", p->tmp, out_path, strerror(errno));
+    char parent[PATH_MAX];
+    cg_path_parent(out_path, parent, sizeof parent);
+    return cg_fsync_path(parent, err) != 0 ? -1 : 0;
+}
+
+static void pack_free(packer *p, int rc) {
+    if (p->a) archive_write_free(p->a);
+    if (p->o.fd >= 0) close(p->o.fd);
+    if (rc != 0 && p->tmp) unlink(p->tmp);
+    ZSTD_freeCCtx(p->o.z);
+    free(p->o.zbuf);
+    free(p->chunk);
+    free(p->tmp);
+}
+
 int cg_archive_pack(const char *bundle, const char *out_path, bool zstd, cg_error *err) {
     cg_bundle_receipt r;
     if (cg_bundle_verify(bundle, &r, err) != 0) return cg_err_context(err, "refusing to pack %s", bundle);
@@ -269,86 +347,72 @@ int cg_archive_pack(const char *bundle, const char *out_path, bool zstd, cg_erro
     cg_arena ar;
     cg_arena_init(&ar, 0);
     cg_bundle_manifest m;
-    int rc = -1;
-    char *tmp = NULL;
-    struct archive *a = NULL;
-    unsigned char *chunk = NULL;
-    pack_out o = {.fd = -1};
-    if (cg_bundle_manifest_parse(&ar, mdata, mlen, &m, err) != 0) goto out;
-    cg_bundle_manifest_sort(&m);
-    tmp = sibling_temp(out_path, ".pack");
-    chunk = malloc(IO_CHUNK);
-    if (!tmp || !chunk) {
-        cg_err_set(err, CG_ENOMEM, "out of memory");
-        goto out;
-    }
-    o.fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (o.fd < 0) {
-        cg_err_set(err, CG_EIO, "create %s: %s", tmp, strerror(errno));
-        goto out;
-    }
-    if (zstd) {
-        o.z = ZSTD_createCCtx();
-        o.zcap = ZSTD_CStreamOutSize();
-        o.zbuf = malloc(o.zcap);
-        if (!o.z || !o.zbuf) {
-            cg_err_set(err, CG_ENOMEM, "out of memory");
-            goto out;
-        }
-        ZSTD_CCtx_setParameter(o.z, ZSTD_c_compressionLevel, ZSTD_LEVEL);
-        ZSTD_CCtx_setParameter(o.z, ZSTD_c_checksumFlag, 1);
-    }
-    a = archive_write_new();
-    if (!a || archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
-        (non_ascii_paths(&m) && archive_write_set_format_option(a, "pax", "hdrcharset", "BINARY") != ARCHIVE_OK) ||
-        archive_write_open(a, &o, NULL, pack_write_cb, NULL) != ARCHIVE_OK) {
-        pack_fail(a, &o, err, "open archive writer");
-        goto out;
-    }
-    struct archive_entry *e = file_entry(CG_BUNDLE_MANIFEST_NAME, mlen);
-    if (!e || archive_write_header(a, e) != ARCHIVE_OK || archive_write_data(a, mdata, mlen) != (la_ssize_t)mlen) {
-        if (e) archive_entry_free(e);
-        pack_fail(a, &o, err, "write archive entry bundle.json");
-        goto out;
-    }
-    archive_entry_free(e);
+    packer p = {.o.fd = -1};
     size_t packed = 0;
-    if (pack_tree(a, &o, bundle, NULL, &m, chunk, &packed, err) != 0) goto out;
-    if (packed != m.n_files) {
-        cg_err_set(err, CG_EVERIFY, "bundle %s changed after verification (files missing)", bundle);
-        goto out;
+    int rc = cg_bundle_manifest_parse(&ar, mdata, mlen, &m, err);
+    if (rc == 0) {
+        cg_bundle_manifest_sort(&m);
+        rc = pack_open(&p, out_path, zstd, &m, mdata, mlen, err);
     }
-    if (archive_write_close(a) != ARCHIVE_OK) {
-        pack_fail(a, &o, err, "finish archive");
-        goto out;
-    }
-    if (o.z && zflush(&o, NULL, 0, ZSTD_e_end) != 0) {
-        pack_fail(NULL, &o, err, "finish zstd stream");
-        goto out;
-    }
-    if (cg_fault_fsync(o.fd) != 0) {
-        cg_err_set(err, CG_EIO, "sync %s: %s", tmp, strerror(errno));
-        goto out;
-    }
-    close(o.fd);
-    o.fd = -1;
-    if (cg_fault_rename(tmp, out_path) != 0) {
-        cg_err_set(err, CG_EIO, "rename %s to %s: %s", tmp, out_path, strerror(errno));
-        goto out;
-    }
-    char parent[PATH_MAX];
-    cg_path_parent(out_path, parent, sizeof parent);
-    if (cg_fsync_path(parent, err) != 0) goto out;
-    rc = 0;
-out:
-    if (a) archive_write_free(a);
-    if (o.fd >= 0) close(o.fd);
-    if (rc != 0 && tmp) unlink(tmp);
-    ZSTD_freeCCtx(o.z);
-    free(o.zbuf);
-    free(chunk);
-    free(tmp);
+    if (rc == 0) rc = pack_tree(p.a, &p.o, bundle, NULL, &m, p.chunk, &packed, err);
+    if (rc == 0 && packed != m.n_files)
+        rc = cg_err_set(err, CG_EVERIFY, "bundle %s changed after verification (files missing)", bundle);
+    if (rc == 0) rc = pack_finish(&p, out_path, err);
+    pack_free(&p, rc);
     free(mdata);
+    cg_arena_free(&ar);
+    return rc;
+}
+
+/* Path order of a directory walk with sorted names: component by component,
+ * so '/' sorts below every other byte ("a/b" before "a.txt"). */
+static int walk_cmp(const void *pa, const void *pb) {
+    const unsigned char *a = (const unsigned char *)((const cg_bundle_file *)pa)->path;
+    const unsigned char *b = (const unsigned char *)((const cg_bundle_file *)pb)->path;
+    for (; *a && *a == *b; a++, b++) {}
+    int ca = *a == '/' ? 1 : *a ? *a + 1 : 0, cb = *b == '/' ? 1 : *b ? *b + 1 : 0;
+    return ca - cb;
+}
+
+/* Archives the directories of path not yet archived (those past the common
+ * prefix with prev, the previous file's path; NULL for the first). */
+static int pack_parents(packer *p, const char *prev, const char *path, cg_error *err) {
+    size_t common = 0; /* length of the shared directory prefix, up to and including its '/' */
+    for (size_t i = 0; prev && prev[i] && prev[i] == path[i]; i++)
+        if (path[i] == '/') common = i + 1;
+    for (const char *s = strchr(path + common, '/'); s; s = strchr(s + 1, '/')) {
+        char dir[PATH_MAX];
+        if ((size_t)(s - path) >= sizeof dir) return cg_err_set(err, CG_EVERIFY, "bundle path %s is too long", path);
+        memcpy(dir, path, (size_t)(s - path));
+        dir[s - path] = 0;
+        if (pack_dir(p->a, &p->o, dir, err) != 0) return -1;
+    }
+    return 0;
+}
+
+int cg_archive_pack_from(const char *mdata, size_t mlen, const cg_archive_source *src, const char *out_path, bool zstd,
+                         cg_error *err) {
+    cg_arena ar;
+    cg_arena_init(&ar, 0);
+    cg_bundle_manifest m;
+    packer p = {.o.fd = -1};
+    int rc = cg_bundle_manifest_parse(&ar, mdata, mlen, &m, err);
+    if (rc == 0) {
+        qsort(m.files, m.n_files, sizeof *m.files, walk_cmp);
+        rc = pack_open(&p, out_path, zstd, &m, mdata, mlen, err);
+    }
+    for (size_t i = 0; rc == 0 && i < m.n_files; i++) {
+        const cg_bundle_file *f = &m.files[i];
+        rc = pack_parents(&p, i ? m.files[i - 1].path : NULL, f->path, err);
+        void *h = rc == 0 ? src->open(src->ctx, f, err) : NULL;
+        if (rc == 0 && !h) rc = cg_err_context(err, "open bundle file %s", f->path);
+        if (rc == 0) {
+            rc = pack_data(p.a, &p.o, f, p.chunk, src->read, h, err);
+            src->close(h);
+        }
+    }
+    if (rc == 0) rc = pack_finish(&p, out_path, err);
+    pack_free(&p, rc);
     cg_arena_free(&ar);
     return rc;
 }

@@ -33,8 +33,10 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "base/error.h"
+#include "bundle/manifest.h"
 
 typedef struct cg_archive_limits {
     uint64_t max_entries;       /* default 100,000 */
@@ -63,6 +65,23 @@ typedef struct cg_archive_limits {
 void cg_archive_limits_default(cg_archive_limits *l);
 /* Packs the bundle directory into out_path; zstd selects tar.zst. */
 int cg_archive_pack(const char *bundle, const char *out_path, bool zstd, cg_error *err);
+
+/* The same archive from a manifest (bundle.json bytes, parsed and checked as
+ * bundle/1) and the plain bytes of each declared file read through src, with
+ * no bundle directory: every file is hashed as it is archived and one whose
+ * size or SHA-256 differs from its manifest entry fails the pack (nothing is
+ * left at out_path). Directories are those of the declared paths, in the order
+ * of cg_archive_pack's sorted walk, so for a bundle without empty directories
+ * the bytes are cg_archive_pack's. open returns a handle (NULL with err), read
+ * returns up to n bytes (0 at the end, -1 with err), close frees the handle. */
+typedef struct cg_archive_source {
+    void *(*open)(void *ctx, const cg_bundle_file *f, cg_error *err);
+    ssize_t (*read)(void *h, void *buf, size_t n, cg_error *err);
+    void (*close)(void *h);
+    void *ctx;
+} cg_archive_source;
+int cg_archive_pack_from(const char *manifest, size_t manifest_len, const cg_archive_source *src, const char *out_path,
+                         bool zstd, cg_error *err);
 
 /* Unpacks archive_path (or an open fd, read from its current offset) into dest.
  * lim may be NULL for the defaults. -1 with err and its reason on failure. */

@@ -24,7 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "base/strmap.h"
+#include "base/hmap.h"
 #include "trace/trace.h"
 #include "trace/intern.h"
 #include "trace/scan.h"
@@ -60,7 +60,7 @@ typedef struct rd {
     size_t index;    /* 0-based index among non-empty records */
     cg_arena la;     /* per-line JSON arena */
     tstore store;      /* strings and shapes, stored once in the trace arena */
-    cg_strmap span_ix; /* span id -> index into t->spans (before sorting) */
+    cg_hstr span_ix; /* span id -> index into t->spans (before sorting) */
     size_t cap_spans, cap_ops, cap_tensors, cap_stats, cap_memory, cap_dm, cap_di, cap_grad, cap_edges;
     bool have_meta, have_terminal;
     bool rule_failed; /* the first rule failure of from_events, held in rule_err */
@@ -83,6 +83,7 @@ static int serde_fail(rd *r, const char *fmt, ...) {
     va_start(ap, fmt);
     cg_err_vset(r->err, CG_EPARSE, fmt, ap);
     va_end(ap);
+    cg_err_reason(r->err, CG_R_TRACE_INVALID);
     cg_err_context(r->err, "parse trace JSONL line %zu from %s", r->line, r->path);
     if (r->err) r->err->line = (int)r->line;
     return -1;
@@ -102,6 +103,7 @@ static void rule_defer(rd *r, const char *fmt, ...) {
     va_start(ap, fmt);
     cg_err_vset(&r->rule_err, CG_EPARSE, fmt, ap);
     va_end(ap);
+    cg_err_reason(&r->rule_err, CG_R_TRACE_INVALID);
     r->rule_err.line = (int)r->line;
     r->rule_failed = true;
 }
@@ -113,6 +115,7 @@ static int rule_fail(rd *r, const char *fmt, ...) {
     va_start(ap, fmt);
     cg_err_vset(r->err, CG_EPARSE, fmt, ap);
     va_end(ap);
+    cg_err_reason(r->err, CG_R_TRACE_INVALID);
     if (r->err) r->err->line = 0;
     return -1;
 }
@@ -274,7 +277,7 @@ static void apply_span_start(rd *r, const cg_span *in) {
     cg_trace *t = r->t;
     cg_span s = *in;
     s.line = r->line < UINT32_MAX ? (uint32_t)r->line : UINT32_MAX;
-    if (!cg_strmap_put(&r->span_ix, s.id, t->n_spans, NULL)) {
+    if (!cg_hstr_put(&r->span_ix, s.id, t->n_spans, NULL)) {
         rule_defer(r, "duplicate span_start id `%s` at index %zu", s.id, r->index);
         return;
     }
@@ -283,7 +286,7 @@ static void apply_span_start(rd *r, const cg_span *in) {
 }
 
 static void apply_span_end(rd *r, const wire_span_end_rec *e) {
-    size_t *ix = cg_strmap_get(&r->span_ix, e->id);
+    size_t *ix = cg_hstr_get(&r->span_ix, e->id);
     if (!ix) {
         rule_defer(r, "span_end for unknown span `%s` at index %zu", e->id, r->index);
         return;
@@ -425,12 +428,13 @@ static int syntax_fail(rd *r, const char *msg) { return serde_fail(r, "%s", msg)
 
 static int json_fail(rd *r, const cg_error *jerr, const char *p, size_t n) {
     if (jerr->code == CG_ELIMIT) {
-        cg_err_set(r->err, CG_ELIMIT, "parse trace JSONL line %zu from %s: %s", r->line, r->path, jerr->msg);
+        cg_err_setr(r->err, CG_R_TRACE_INVALID, CG_ELIMIT, "parse trace JSONL line %zu from %s: %s", r->line, r->path,
+                    jerr->msg);
         if (r->err) r->err->line = (int)r->line;
         return -1;
     }
     if (!cg_utf8_valid(p, n)) { /* BufRead::lines fails before serde sees the line */
-        cg_err_set(r->err, CG_EPARSE, "stream did not contain valid UTF-8");
+        cg_err_setr(r->err, CG_R_TRACE_INVALID, CG_EPARSE, "stream did not contain valid UTF-8");
         cg_err_context(r->err, "read trace JSONL line %zu from %s", r->line, r->path);
         if (r->err) r->err->line = (int)r->line;
         return -1;
@@ -473,8 +477,8 @@ static int sequence_record(rd *r, const cg_jv *o, cg_jv *rest) {
  * record order of from_events. 0, or -1 after the limit error. */
 static int admit_record(rd *r, int ki) {
     if (r->index >= r->lim->max_records) {
-        cg_err_set(r->err, CG_ELIMIT, "trace %s has more than the limit of %zu records (line %zu)", r->path,
-                   r->lim->max_records, r->line);
+        cg_err_setr(r->err, CG_R_TRACE_INVALID, CG_ELIMIT, "trace %s has more than the limit of %zu records (line %zu)",
+                    r->path, r->lim->max_records, r->line);
         if (r->err) r->err->line = (int)r->line;
         return -1;
     }
@@ -628,7 +632,7 @@ static void rd_init(rd *r, cg_trace *t, const char *path, cg_error *err, cg_trac
     r->path = path;
     r->err = err;
     cg_arena_init(&r->la, 64 * 1024);
-    cg_strmap_init(&r->span_ix);
+    cg_hstr_init(&r->span_ix, 0);
     r->lim = lim;
     r->fast = !lim->general_only;
     tstore_init(&r->store, &t->arena);
@@ -638,7 +642,7 @@ static void rd_init(rd *r, cg_trace *t, const char *path, cg_error *err, cg_trac
 static void rd_done(rd *r) {
     tstore_done(&r->store);
     cg_arena_free(&r->la);
-    cg_strmap_free(&r->span_ix);
+    cg_hstr_free(&r->span_ix);
     cg_buf_free(&r->msg);
 }
 
@@ -657,8 +661,8 @@ cg_trace *cg_trace_read_mem(const char *data, size_t len, const char *display_pa
         const char *le = nl ? nl : end;
         r.line++;
         if ((size_t)(le - p) > l.max_line_bytes) {
-            rc = cg_err_set(err, CG_ELIMIT, "trace %s line %zu is longer than the limit of %zu bytes", r.path, r.line,
-                            l.max_line_bytes);
+            rc = cg_err_setr(err, CG_R_TRACE_INVALID, CG_ELIMIT, "trace %s line %zu is longer than the limit of %zu bytes",
+                             r.path, r.line, l.max_line_bytes);
             if (err) err->line = (int)r.line;
             break;
         }
@@ -699,8 +703,8 @@ cg_trace *cg_trace_read_file(const char *path, const cg_trace_limits *lim, cg_er
             size_t ll = (size_t)(nl - (buf + off));
             r.line++;
             if (ll > l.max_line_bytes) {
-                rc = cg_err_set(err, CG_ELIMIT, "trace %s line %zu is longer than the limit of %zu bytes", path,
-                                r.line, l.max_line_bytes);
+                rc = cg_err_setr(err, CG_R_TRACE_INVALID, CG_ELIMIT,
+                                 "trace %s line %zu is longer than the limit of %zu bytes", path, r.line, l.max_line_bytes);
                 if (err) err->line = (int)r.line;
                 break;
             }
@@ -712,8 +716,9 @@ cg_trace *cg_trace_read_file(const char *path, const cg_trace_limits *lim, cg_er
             if (off < len) {
                 r.line++;
                 if (len - off > l.max_line_bytes) {
-                    rc = cg_err_set(err, CG_ELIMIT, "trace %s line %zu is longer than the limit of %zu bytes", path,
-                                    r.line, l.max_line_bytes);
+                    rc = cg_err_setr(err, CG_R_TRACE_INVALID, CG_ELIMIT,
+                                     "trace %s line %zu is longer than the limit of %zu bytes", path, r.line,
+                                     l.max_line_bytes);
                     if (err) err->line = (int)r.line;
                 } else {
                     rc = handle_line(&r, buf + off, len - off);
@@ -729,8 +734,9 @@ cg_trace *cg_trace_read_file(const char *path, const cg_trace_limits *lim, cg_er
         }
         if (len == cap) {
             if (len > l.max_line_bytes) {
-                rc = cg_err_set(err, CG_ELIMIT, "trace %s line %zu is longer than the limit of %zu bytes", path,
-                                r.line + 1, l.max_line_bytes);
+                rc = cg_err_setr(err, CG_R_TRACE_INVALID, CG_ELIMIT,
+                                 "trace %s line %zu is longer than the limit of %zu bytes", path, r.line + 1,
+                                 l.max_line_bytes);
                 if (err) err->line = (int)(r.line + 1);
                 break;
             }

@@ -60,15 +60,36 @@ static totals *totals_of(cg_arena *a, const char *text, size_t len) {
     return v;
 }
 
-static void test_totals_fixture(void **state) {
-    (void)state;
+/* The totals tests' state: an arena and the fixture trace's text. */
+typedef struct fixture {
     cg_arena a;
-    cg_arena_init(&a, 0);
+    char *text;
     size_t len;
+} fixture;
+
+static int fixture_setup(void **state) {
+    fixture *f = calloc(1, sizeof *f);
     cg_error err = {0};
-    char *text = cg_read_file(FIXTURE, 1 << 20, &len, &err);
-    assert_non_null(text);
-    totals *v = totals_of(&a, text, len);
+    if (!f || !(f->text = cg_read_file(FIXTURE, 1 << 20, &f->len, &err))) {
+        free(f);
+        return -1;
+    }
+    cg_arena_init(&f->a, 0);
+    *state = f;
+    return 0;
+}
+
+static int fixture_teardown(void **state) {
+    fixture *f = *state;
+    free(f->text);
+    cg_arena_free(&f->a);
+    free(f);
+    return 0;
+}
+
+static void test_totals_fixture(void **state) {
+    fixture *f = *state;
+    totals *v = totals_of(&f->a, f->text, f->len);
     uint64_t n = 0;
     const char *root = "toy::train::update", *upd = "toy::train::update/toy/update-000000000003";
     assert_int_equal(lookup(v, "span", root, &n), 1100);
@@ -87,19 +108,13 @@ static void test_totals_fixture(void **state) {
     assert_int_equal(lookup(v, "device", "device:cuda:0/cuda-event-0", &n), 300);
     assert_int_equal(n, 1);
     assert_int_equal(v->n, 7); /* 5 spans, 1 op, 1 device clock */
-    free(text);
-    cg_arena_free(&a);
 }
 
 /* Repeated names sum per path; an open span is left out. */
 static void test_totals_repeats_and_open(void **state) {
-    (void)state;
-    cg_arena a;
-    cg_arena_init(&a, 0);
-    size_t len;
+    fixture *f = *state;
+    const char *text = f->text;
     cg_error err = {0};
-    char *text = cg_read_file(FIXTURE, 1 << 20, &len, &err);
-    assert_non_null(text);
     /* a second "backward" child under s2 (closed) and an open child of s1 */
     cg_buf b = CG_BUF_INIT;
     const char *end_s2 = strstr(text, "{\"kind\":\"span_end\",\"id\":\"s2\"");
@@ -114,7 +129,7 @@ static void test_totals_repeats_and_open(void **state) {
     cg_trace *t = cg_trace_read_mem(b.data, b.len, "mem.jsonl", NULL, &err);
     if (t) { /* the reader may refuse an unclosed span; then only check the repeat */
         cg_trace_free(t);
-        totals *v = totals_of(&a, b.data, b.len);
+        totals *v = totals_of(&f->a, b.data, b.len);
         uint64_t n = 0;
         assert_int_equal(lookup(v, "span", "toy::train::update/toy/update-000000000003/toy/update-000000000003/backward", &n),
                          257);
@@ -124,20 +139,14 @@ static void test_totals_repeats_and_open(void **state) {
         fail_msg("reader refused the test trace: %s", err.msg);
     }
     cg_buf_free(&b);
-    free(text);
-    cg_arena_free(&a);
 }
 
 /* A 5,000-deep chain: one node per span (linear), each keyed by the SHA-256 of
  * its text, and a name holding "/" gives the same node as the split it spells. */
 static void test_totals_deep_chain(void **state) {
-    (void)state;
-    cg_arena a;
-    cg_arena_init(&a, 0);
-    size_t len;
-    cg_error err = {0};
-    char *text = cg_read_file(FIXTURE, 1 << 20, &len, &err);
-    assert_non_null(text);
+    fixture *f = *state;
+    cg_arena *a = &f->a;
+    const char *text = f->text;
     cg_buf b = CG_BUF_INIT;
     cg_buf_append(&b, text, (size_t)(strchr(text, '\n') + 1 - text)); /* the meta line */
     enum { D = 5000 };
@@ -151,22 +160,20 @@ static void test_totals_deep_chain(void **state) {
                     "\"measured\":false}\n{\"kind\":\"span_end\",\"id\":\"x1\",\"duration_ns\":5}\n");
     for (int i = D; i >= 1; i--) cg_buf_printf(&b, "{\"kind\":\"span_end\",\"id\":\"s%d\",\"duration_ns\":%d}\n", i, 3 * D - i);
     cg_buf_printf(&b, "{\"kind\":\"terminal\",\"outcome\":\"complete\",\"timestamp_ns\":%d}\n", 4 * D);
-    totals *v = totals_of(&a, b.data, b.len);
+    totals *v = totals_of(a, b.data, b.len);
     assert_int_equal(v->pt.n_nodes, D); /* "n/n" is the node of s2's path */
     uint64_t n = 0;
     assert_int_equal(lookup(v, "span", "n/n", &n), (3 * D - 2) + 5);
     assert_int_equal(n, 2);
     size_t deepest = SIZE_MAX;
     for (size_t k = 0; k < v->pt.n_nodes; k++)
-        if (strlen(srv_path_text(&a, &v->pt, k)) == 2 * D - 1) deepest = k;
+        if (strlen(srv_path_text(a, &v->pt, k)) == 2 * D - 1) deepest = k;
     assert_true(deepest != SIZE_MAX);
-    const char *p = srv_path_text(&a, &v->pt, deepest);
+    const char *p = srv_path_text(a, &v->pt, deepest);
     unsigned char h[32];
     cg_sha256_buf(p, strlen(p), h);
     assert_memory_equal(h, v->pt.nodes[deepest].hash, 32);
     cg_buf_free(&b);
-    free(text);
-    cg_arena_free(&a);
 }
 
 static void cohort(srv_cohort *c, const char **ids, size_t n) {
@@ -249,8 +256,9 @@ static void test_routes(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_totals_fixture), cmocka_unit_test(test_totals_repeats_and_open),
-        cmocka_unit_test(test_totals_deep_chain),
+        cmocka_unit_test_setup_teardown(test_totals_fixture, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_totals_repeats_and_open, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_totals_deep_chain, fixture_setup, fixture_teardown),
         cmocka_unit_test(test_cache), cmocka_unit_test(test_routes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

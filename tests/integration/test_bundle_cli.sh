@@ -7,17 +7,10 @@
 #  - pack/unpack interoperate with GNU tar and the zstd CLI in both directions;
 #  - hostile archives made by GNU tar are refused with their class and leave nothing.
 set -euo pipefail
-CG="${CG_BINARY_DIR:?}/agent/candle-graph"
-SRC="${CG_SOURCE_DIR:-$(pwd)}"
+# shellcheck source=../support/cli_lib.sh
+. "${CG_SOURCE_DIR:-$(pwd)}/tests/support/cli_lib.sh"
 TRACE="$SRC/tests/fixtures/bundles/semantic_good_trace_only/trace.jsonl"
 NSIGHT="$SRC/tests/fixtures/bundles/semantic_good_nsight/nsight"
-T="$(mktemp -d)"
-trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-json() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
-for k in sys.argv[2].split("."): d=d[k]
-print(d)' "$1" "$2"; }
-cd "$T"
 
 # --- report + manifest digests equal sha256sum ---
 "$CG" report "$TRACE" --bundle b --nsight-dir "$NSIGHT" -o receipt.json

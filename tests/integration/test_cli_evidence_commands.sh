@@ -6,17 +6,10 @@
 #  - graph query kinds on a failed capture fail with the exact spec message, the others work;
 #  - --label/--label-prefix only for spans, tensors, tensor-stats and gradients.
 set -euo pipefail
-CG="${CG_BINARY_DIR:?}/agent/candle-graph"
-SRC="${CG_SOURCE_DIR:-$(pwd)}"
+# shellcheck source=../support/cli_lib.sh
+. "${CG_SOURCE_DIR:-$(pwd)}/tests/support/cli_lib.sh"
 GOOD="$SRC/tests/fixtures/bundles/semantic_good_trace_only/trace.jsonl"
 FAILED="$SRC/tests/fixtures/trace/capture_failed/trace.jsonl"
-T="$(mktemp -d)"
-trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-json() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
-for k in sys.argv[2].split("."): d=d[k]
-print(d)' "$1" "$2"; }
-cd "$T"
 
 "$CG" report "$GOOD" --bundle b -o receipt.json
 
@@ -30,39 +23,16 @@ done
 # §7: "packet.provenance must equal the trace meta" is TraceRunMeta (struct) equality: a defaulted
 # field written with its default (e.g. the trace/10 partition lists as []) equals an absent one.
 cp -r b b2
-python3 - b2 <<'PY'
-import hashlib, json, os, sys
-root = sys.argv[1]
-ev = json.load(open(os.path.join(root, "evidence.json")))
+edit_evidence b2 '
 cc = ev["provenance"]["capture_contract"]
 cc["gpu_expected_semantic_labels"] = []
 cc["cpu_only_semantic_labels"] = []
-ev["provenance"]["comparison_identity"]["pair_id"] = None
-raw = (json.dumps(ev, indent=2, ensure_ascii=False) + "\n").encode()
-open(os.path.join(root, "evidence.json"), "wb").write(raw)
-m = json.load(open(os.path.join(root, "bundle.json")))
-for f in m["files"]:
-    if f["path"] == "evidence.json":
-        f["sha256"], f["bytes"] = hashlib.sha256(raw).hexdigest(), len(raw)
-open(os.path.join(root, "bundle.json"), "w").write(json.dumps(m, indent=2) + "\n")
-PY
+ev["provenance"]["comparison_identity"]["pair_id"] = None'
 "$CG" verify b2 -o v2.json || fail "re-hashed bundle b2 does not verify"
 "$CG" summary b2 -o s2.json 2>err.txt || fail "summary of a bundle whose provenance writes defaulted fields: $(cat err.txt)"
 # a real difference is still refused
 cp -r b b3
-python3 - b3 <<'PY'
-import hashlib, json, os, sys
-root = sys.argv[1]
-ev = json.load(open(os.path.join(root, "evidence.json")))
-ev["provenance"]["capture_contract"]["gpu_expected_semantic_labels"] = ["x"]
-raw = (json.dumps(ev, indent=2, ensure_ascii=False) + "\n").encode()
-open(os.path.join(root, "evidence.json"), "wb").write(raw)
-m = json.load(open(os.path.join(root, "bundle.json")))
-for f in m["files"]:
-    if f["path"] == "evidence.json":
-        f["sha256"], f["bytes"] = hashlib.sha256(raw).hexdigest(), len(raw)
-open(os.path.join(root, "bundle.json"), "w").write(json.dumps(m, indent=2) + "\n")
-PY
+edit_evidence b3 'ev["provenance"]["capture_contract"]["gpu_expected_semantic_labels"] = ["x"]'
 if "$CG" summary b3 -o s3.json 2>err.txt; then fail "a differing provenance was accepted"; fi
 grep -qF "verified evidence packet provenance does not match its trace metadata" err.txt || fail "b3 message: $(cat err.txt)"
 
