@@ -77,9 +77,10 @@ void cg_evidence_read_limits_default(cg_evidence_read_limits *l) {
 }
 
 /* Gives back the mapped pages of [*mark, to) once that span passes the
- * release step (the bytes stay readable: they fault in again from the file). */
-static void release(const cg_evidence_file *f, size_t *mark, size_t to) {
-    if (!f->map || to <= *mark || to - *mark < CG_EVIDENCE_READ_RELEASE) return;
+ * release step, or at once with force (the bytes stay readable: they fault
+ * in again from the file). */
+static void release(const cg_evidence_file *f, size_t *mark, size_t to, bool force) {
+    if (!f->map || to <= *mark || (!force && to - *mark < CG_EVIDENCE_READ_RELEASE)) return;
     size_t from = (*mark + f->page - 1) / f->page * f->page, upto = to / f->page * f->page;
     if (upto > from) (void)madvise((char *)f->map + from, upto - from, MADV_DONTNEED);
     *mark = to;
@@ -90,6 +91,7 @@ static void release(const cg_evidence_file *f, size_t *mark, size_t to) {
 typedef struct lazy_src {
     const cg_evidence_file *f;
     size_t start, end; /* '[' .. past ']' */
+    size_t n;          /* items */
     size_t next;       /* the item at pos */
     size_t pos;        /* where item `next` begins (before its separator) */
     size_t mark;       /* release mark of the walk */
@@ -111,7 +113,7 @@ static cg_jv *next_item(lazy_src *s, cg_arena *a) {
      * file changed underneath, which the post-read digest check reports */
     cg_jv *v = cg_json_parse_at(a, s->f->text, s->end, &s->pos, &s->f->json, &e);
     s->next++;
-    release(s->f, &s->mark, s->pos);
+    release(s->f, &s->mark, s->next == s->n ? s->end : s->pos, s->next == s->n); /* a finished walk keeps no pages */
     return v ? v : cg_jv_null(a);
 }
 
@@ -165,7 +167,7 @@ static bool want_lazy(void *ctx, const char *const *path, size_t depth) {
 
 static void progress(void *ctx, size_t done) {
     cg_evidence_file *f = ctx;
-    release(f, &f->released, done);
+    release(f, &f->released, done, false);
 }
 
 static cg_jv *make_lazy(void *ctx, cg_arena *a, size_t start, size_t end, size_t n) {
@@ -173,6 +175,7 @@ static cg_jv *make_lazy(void *ctx, cg_arena *a, size_t start, size_t end, size_t
     s->f = ctx;
     s->start = s->pos = s->mark = start;
     s->end = end;
+    s->n = n;
     return cg_jv_lazy_arr(a, n, lazy_item, s);
 }
 

@@ -14,11 +14,13 @@
  *
  * Memory: the tree, one item per walk in progress, and the pages of the file
  * near each reader (pages behind a reader are released every
- * CG_EVIDENCE_READ_RELEASE bytes). Limits (CG_ELIMIT, with the position
- * suffix): those of the cg_json_limits given (per container: depth, string,
- * items), CG_EVIDENCE_READ_MAX_ITEM bytes of text per lazy item, and
- * CG_EVIDENCE_READ_MAX_TREE bytes of text outside the lazy arrays (the whole
- * file's limit before this reader, so no file read before is refused).
+ * CG_EVIDENCE_READ_RELEASE bytes, and all of an array's when a walk ends).
+ * Limits (CG_ELIMIT, with the position suffix): those of the cg_json_limits
+ * given (per container: depth, string, items), CG_EVIDENCE_READ_MAX_ITEM
+ * bytes of text per lazy item, and CG_EVIDENCE_READ_MAX_TREE bytes of text
+ * outside the lazy arrays (the whole file's limit before this reader, so no
+ * file read before is refused). Both byte limits are checked at each value
+ * start (base/json.h), so an item may pass its limit by one string.
  *
  * Ownership: the cg_evidence_file owns the mapping; the packet's lazy arrays
  * read it, so close the file only after the last use of the packet. The file
@@ -37,7 +39,7 @@
 
 #define CG_EVIDENCE_READ_MAX_ITEM ((size_t)64 << 20)
 #define CG_EVIDENCE_READ_MAX_TREE ((size_t)1 << 30)
-#define CG_EVIDENCE_READ_RELEASE ((size_t)16 << 20)
+#define CG_EVIDENCE_READ_RELEASE ((size_t)8 << 20)
 
 typedef struct cg_evidence_file cg_evidence_file;
 
