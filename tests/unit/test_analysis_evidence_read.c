@@ -190,9 +190,9 @@ static void test_generated_packet(void **state) {
     assert_non_null(p);
     cg_jv *spans = get_path(p, "graph", "spans");
     assert_int_equal(spans->type, CG_JLAZY);
-    assert_int_equal(get_path(p, "memory", "logical") ? cg_jv_get(get_path(p, "memory", "logical"), "timeline")->type
-                                                      : CG_JLAZY,
-                     CG_JLAZY);
+    cg_jv *logical = get_path(p, "memory", "logical");
+    assert_non_null(logical);
+    assert_int_equal(cg_jv_get(logical, "timeline")->type, CG_JLAZY);
     assert_int_equal(cg_jv_get(p, "findings")->type, CG_JARR);
     size_t n = cg_jv_items(spans);
     assert_true(n > 100);
@@ -207,7 +207,6 @@ static void test_generated_packet(void **state) {
     cg_json_write(&y, spans->u.lazy.item(&a, spans->u.lazy.ctx, 3), false);      /* back: restart */
     cg_json_write(&y, spans->u.lazy.item(&a, spans->u.lazy.ctx, n - 1), false);
     assert_true(y.len > x.len && !memcmp(y.data + (y.len - x.len), x.data, x.len));
-    assert_true(cg_jv_equal(p, p));
     cg_buf_free(&x);
     cg_buf_free(&y);
     cg_buf_free(&c1.out);
