@@ -93,16 +93,18 @@ static int load_bundle(cg_arena *a, cli_loaded *l, cg_error *err) {
                           CG_QUOTE(l->receipt.run_id), CG_QUOTE(l->trace->run.run_id));
     char ev_path[4200];
     snprintf(ev_path, sizeof ev_path, "%.4000s/evidence.json", l->bundle_root);
-    size_t len;
-    char *data = cg_read_file_io(ev_path, 1u << 30, &len, err);
-    if (!data) return cg_err_context(err, "read verified evidence packet %s", ev_path);
-    cg_json_limits lim;
-    cg_json_limits_default(&lim);
-    lim.max_depth = 128;
-    l->packet = cg_json_parse(a, data, len, &lim, err);
+    l->evfile = cg_evidence_file_open(ev_path, true, err);
+    if (!l->evfile) return cg_err_context(err, "read verified evidence packet %s", ev_path);
+    cg_evidence_read_limits lim;
+    cg_evidence_read_limits_default(&lim);
+    lim.json.max_depth = 128;
+    l->packet = cg_evidence_file_parse(l->evfile, a, &lim, err);
     int bad = !l->packet || cg_evidence_validate_schema(l->packet, err) != 0;
-    if (bad && l->packet) schema_position(err, data, len, l->packet);
-    free(data);
+    if (bad && l->packet) {
+        size_t len;
+        const char *text = cg_evidence_file_text(l->evfile, &len);
+        schema_position(err, text, len, l->packet);
+    }
     if (bad) return cg_err_context(err, "parse verified evidence packet %s", ev_path);
     cg_jv *prov = cg_run_meta_to_json(a, &l->trace->run);
     if (!cg_jv_equal(meta_canonical(a, prov, true, false),
@@ -169,6 +171,7 @@ int cli_load_evidence_ex(cg_arena *a, const char *path, const char *nsight_dir, 
             return cg_err_set(err, CG_EINVAL, "bundle inputs already bind their Nsight evidence; drop --nsight-dir for %s",
                               path);
         if (load_bundle(a, l, err) != 0) return -1;
+        if (!lazy) cg_jv_materialize(a, l->packet);
     } else {
         l->trace = cg_trace_read_file(l->trace_path, NULL, err);
         if (!l->trace) return cg_err_context(err, "parse trace %s", l->trace_path); /* build_evidence's context */
@@ -183,8 +186,10 @@ int cli_load_evidence_ex(cg_arena *a, const char *path, const char *nsight_dir, 
 void cli_loaded_free(cli_loaded *l) {
     if (l->evidence) cg_evidence_free(l->evidence);
     cg_trace_free(l->trace);
+    cg_evidence_file_close(l->evfile);
     l->evidence = NULL;
     l->trace = NULL;
+    l->evfile = NULL;
 }
 
 int cli_evidence_arg(const char *cmd, int argc, char **argv, int *i, bool allow_nsight, cli_evidence_args *ea) {

@@ -7,7 +7,9 @@
  * no bundle.json is refused rather than silently rebuilt as trace-only.
  *
  * Ownership: every JSON value lives in the arena; `trace` is owned by the
- * loaded struct (cli_loaded_free frees it and the evidence).
+ * loaded struct (cli_loaded_free frees it, the evidence and a bundle's
+ * evidence file). A bundle's packet is read by analysis/evidence_read.h: its
+ * large arrays are lazy, as in a rebuilt lazy packet, whatever `lazy` says.
  *
  * The commands built on it (import, overview, query, summary, view) share the
  * INPUT / -o FILE / --nsight-dir flags (cli_evidence_arg, cli_evidence_parse)
@@ -19,6 +21,7 @@
 #include <stdbool.h>
 
 #include "analysis/evidence.h"
+#include "analysis/evidence_read.h"
 #include "base/arena.h"
 #include "base/error.h"
 #include "base/json.h"
@@ -32,6 +35,7 @@ typedef struct cli_loaded {
     cg_trace *trace;          /* parsed trace (owned) */
     cg_evidence *evidence;    /* rebuilt evidence for raw inputs (owned), NULL for bundles */
     cg_jv *packet;            /* evidence/4 packet JSON (rebuilt or verified evidence.json) */
+    cg_evidence_file *evfile; /* a bundle's evidence.json (owned): the packet's lazy arrays read it */
     cg_jv *input;             /* the `input` envelope */
     cg_bundle_receipt receipt;
 } cli_loaded;

@@ -24,6 +24,11 @@ typedef struct jp {
     const cg_json_limits *lim;
     cg_error *err;
     unsigned depth;
+    /* cg_json_parse_hooked only (hook NULL otherwise) */
+    const cg_json_hook *hook;
+    const char *path[CG_JSON_HOOK_DEPTH]; /* key per level, NULL for an array item */
+    const char *item_start;               /* the lazy item being checked, NULL outside one */
+    size_t lazy_bytes;                    /* text of the lazy arrays read so far */
 } jp;
 
 void cg_json_position(const char *text, size_t at, size_t *line, size_t *column) {
@@ -390,8 +395,83 @@ static int lit(jp *s, const char *w, size_t n) {
 
 static cg_jv *jp_value(jp *s);
 
+/* ---- hooks of cg_json_parse_hooked ---- */
+
+/* The limits on what a hooked parse holds at once: the text kept as a tree
+ * (outside lazy arrays) and one lazy item. */
+static bool hook_over(jp *s) {
+    size_t at = (size_t)(s->p - s->start);
+    if (s->item_start) {
+        if (s->hook->max_item_bytes && (size_t)(s->p - s->item_start) > s->hook->max_item_bytes) {
+            jp_fail(s, CG_ELIMIT, "array item longer than the limit");
+            return true;
+        }
+    } else if (s->hook->max_tree_bytes && at - s->lazy_bytes > s->hook->max_tree_bytes) {
+        jp_fail(s, CG_ELIMIT, "JSON text kept as a tree longer than the limit");
+        return true;
+    }
+    return false;
+}
+
+/* s->p just past the '[' of an array at depth s->depth: read lazily? */
+static bool hook_lazy(jp *s) {
+    if (!s->hook || s->item_start || s->depth > CG_JSON_HOOK_DEPTH + 1) return false;
+    return s->hook->want_lazy(s->hook->ctx, s->path, s->depth - 1);
+}
+
+/* An array read lazily: every item is parsed (same errors and limits as
+ * jp_array) into a scratch arena reset per item, then the hook makes the
+ * value standing for the whole array. */
+static cg_jv *jp_lazy_array(jp *s) {
+    const char *open = s->p - 1;
+    cg_arena *keep = s->a, scratch;
+    cg_arena_init(&scratch, 0);
+    s->a = &scratch;
+    size_t n = 0;
+    bool ok = false;
+    jp_ws(s);
+    if (s->p < s->end && *s->p == ']') {
+        s->p++;
+        ok = true;
+    } else if (s->p >= s->end) {
+        jp_fail(s, CG_EPARSE, "EOF while parsing a list");
+    } else {
+        for (;;) {
+            jp_ws(s);
+            s->item_start = s->p;
+            cg_jv *item = jp_value(s);
+            s->item_start = NULL;
+            if (!item) break;
+            if (n >= s->lim->max_items) { jp_fail(s, CG_ELIMIT, "array has more items than the limit"); break; }
+            n++;
+            cg_arena_reset(&scratch);
+            if (s->hook->progress) s->hook->progress(s->hook->ctx, (size_t)(s->p - s->start));
+            jp_ws(s);
+            if (s->p >= s->end) { jp_fail(s, CG_EPARSE, "EOF while parsing a list"); break; }
+            if (*s->p == ']') { s->p++; ok = true; break; }
+            if (*s->p == ',') {
+                s->p++;
+                jp_ws(s);
+                if (s->p < s->end && *s->p == ']') { jp_fail(s, CG_EPARSE, "trailing comma"); break; }
+                continue;
+            }
+            jp_fail(s, CG_EPARSE, "expected `,` or `]`");
+            break;
+        }
+    }
+    s->a = keep;
+    cg_arena_free(&scratch);
+    if (!ok) return NULL;
+    size_t start = (size_t)(open - s->start), end = (size_t)(s->p - s->start);
+    s->lazy_bytes += end - start;
+    cg_jv *v = s->hook->make_lazy(s->hook->ctx, s->a, start, end, n);
+    if (!v) jp_fail(s, CG_ENOMEM, "out of memory");
+    return v;
+}
+
 static cg_jv *jp_array(jp *s) {
     cg_jv *v = jv_new(s->a, CG_JARR);
+    if (s->hook && s->depth <= CG_JSON_HOOK_DEPTH) s->path[s->depth - 1] = NULL;
     jp_ws(s);
     if (s->p < s->end && *s->p == ']') { s->p++; return v; }
     if (s->p >= s->end) { jp_fail(s, CG_EPARSE, "EOF while parsing a list"); return NULL; }
@@ -430,6 +510,7 @@ static cg_jv *jp_object(jp *s) {
         const char *key;
         size_t klen;
         if (jp_string(s, &key, &klen)) return NULL;
+        if (s->hook && s->depth <= CG_JSON_HOOK_DEPTH) s->path[s->depth - 1] = key;
         jp_ws(s);
         if (s->p >= s->end || *s->p != ':') {
             jp_fail(s, CG_EPARSE, s->p >= s->end ? "EOF while parsing an object" : "expected `:`");
@@ -452,6 +533,7 @@ static cg_jv *jp_object(jp *s) {
 
 static cg_jv *jp_value(jp *s) {
     jp_ws(s);
+    if (s->hook && hook_over(s)) return NULL;
     if (s->p >= s->end) { jp_fail(s, CG_EPARSE, "EOF while parsing a value"); return NULL; }
     char c = *s->p;
     switch (c) {
@@ -462,7 +544,7 @@ static cg_jv *jp_value(jp *s) {
             return NULL;
         }
         s->p++;
-        cg_jv *v = c == '{' ? jp_object(s) : jp_array(s);
+        cg_jv *v = c == '{' ? jp_object(s) : hook_lazy(s) ? jp_lazy_array(s) : jp_array(s);
         s->depth--;
         return v;
     }
@@ -493,7 +575,7 @@ cg_jv *cg_json_parse(cg_arena *a, const char *text, size_t len, const cg_json_li
         cg_json_limits_default(&def);
         lim = &def;
     }
-    jp s = {a, text, text + len, text, lim, err, 0};
+    jp s = {a, text, text + len, text, lim, err, 0, NULL, {0}, NULL, 0};
     cg_jv *v = jp_value(&s);
     if (!v) return NULL;
     jp_ws(&s);
@@ -501,6 +583,37 @@ cg_jv *cg_json_parse(cg_arena *a, const char *text, size_t len, const cg_json_li
         jp_fail(&s, CG_EPARSE, "trailing characters");
         return NULL;
     }
+    return v;
+}
+
+cg_jv *cg_json_parse_hooked(cg_arena *a, const char *text, size_t len, const cg_json_limits *lim,
+                            const cg_json_hook *hook, cg_error *err) {
+    cg_json_limits def;
+    if (!lim) {
+        cg_json_limits_default(&def);
+        lim = &def;
+    }
+    jp s = {a, text, text + len, text, lim, err, 0, hook, {0}, NULL, 0};
+    cg_jv *v = jp_value(&s);
+    if (!v) return NULL;
+    jp_ws(&s);
+    if (s.p != s.end) {
+        jp_fail(&s, CG_EPARSE, "trailing characters");
+        return NULL;
+    }
+    return v;
+}
+
+cg_jv *cg_json_parse_at(cg_arena *a, const char *text, size_t len, size_t *pos, const cg_json_limits *lim,
+                        cg_error *err) {
+    cg_json_limits def;
+    if (!lim) {
+        cg_json_limits_default(&def);
+        lim = &def;
+    }
+    jp s = {a, text + (*pos < len ? *pos : len), text + len, text, lim, err, 0, NULL, {0}, NULL, 0};
+    cg_jv *v = jp_value(&s);
+    if (v) *pos = (size_t)(s.p - text);
     return v;
 }
 

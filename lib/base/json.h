@@ -95,6 +95,38 @@ bool cg_utf8_valid(const char *s, size_t n);
  * a limit (our words, same position suffix), CG_ENOMEM. */
 cg_jv *cg_json_parse(cg_arena *a, const char *text, size_t len, const cg_json_limits *lim,
                      cg_error *err);
+/* ---- parsing with lazy arrays (readers of documents larger than memory) ----
+ * cg_json_parse_hooked parses like cg_json_parse (same errors, positions and
+ * limits) but asks want_lazy before each array whose route from the root has
+ * at most CG_JSON_HOOK_DEPTH steps (path[k]: the member key of step k, NULL
+ * for an array item; arrays inside a lazy array are never asked). A lazy
+ * array's items are each parsed into a scratch arena reset per item (so all
+ * of the text is checked), progress is told the bytes behind the reader after
+ * each item, and make_lazy returns the value standing for the array: its
+ * text is [start, end) ('[' through ']'), holding n items (NULL: out of
+ * memory). Two more limits (0 = none), CG_ELIMIT with the position suffix:
+ * max_item_bytes, the text of one lazy item ("array item longer than the
+ * limit"), and max_tree_bytes, the text outside lazy arrays ("JSON text kept
+ * as a tree longer than the limit"); both are checked at each value start,
+ * so a hostile text costs O(its size) time and O(one item + the tree)
+ * memory. */
+#define CG_JSON_HOOK_DEPTH 8
+typedef struct cg_json_hook {
+    bool (*want_lazy)(void *ctx, const char *const *path, size_t depth);
+    void (*progress)(void *ctx, size_t done); /* may be NULL */
+    cg_jv *(*make_lazy)(void *ctx, cg_arena *a, size_t start, size_t end, size_t n);
+    size_t max_item_bytes, max_tree_bytes;
+    void *ctx;
+} cg_json_hook;
+cg_jv *cg_json_parse_hooked(cg_arena *a, const char *text, size_t len, const cg_json_limits *lim,
+                            const cg_json_hook *hook, cg_error *err);
+/* Parses the one value at text[*pos..len) (leading whitespace skipped) and
+ * leaves *pos just past it; what follows is not looked at. Errors as
+ * cg_json_parse, positions counted from text. For re-reading the items of a
+ * lazy array. */
+cg_jv *cg_json_parse_at(cg_arena *a, const char *text, size_t len, size_t *pos, const cg_json_limits *lim,
+                        cg_error *err);
+
 /* serde_json's position of byte index `at` of text: *line = 1 + the line
  * breaks before it, *column = the bytes between the last of them and `at`. */
 void cg_json_position(const char *text, size_t at, size_t *line, size_t *column);

@@ -8,13 +8,15 @@
 #include <unistd.h>
 
 #include "analysis/evidence.h"
+#include "analysis/evidence_read.h"
 #include "base/fs.h"
 #include "bundle/manifest.h"
 #include "bundle/opened.h"
 #include "render/artifacts.h"
 #include "trace/trace.h"
 
-#define EVIDENCE_MAX ((size_t)1 << 30)
+/* the display name of a bundle's Nsight directory in rebuild messages */
+#define BUNDLE_NSIGHT "nsight"
 
 const char *cg_semantic_result_name(cg_semantic_result r) {
     return r == CG_SEMANTIC_NOT_REDERIVABLE ? "not_rederivable" : "rederived_match";
@@ -126,36 +128,46 @@ static int compare_evidence(const sem_io *io, cg_arena *a, const cg_trace *t, bo
     }
     cg_error terr;
     cg_err_clear(&terr);
-    size_t elen = 0;
-    char *edata = cg_read_file(io->e_in, EVIDENCE_MAX, &elen, &terr);
-    cg_jv *stored = edata ? cg_json_parse(a, edata, elen, NULL, &terr) : NULL;
-    free(edata);
+    /* slow path: JSON value equality, reading evidence.json without a DOM of
+     * its large arrays (analysis/evidence_read.h) against the lazy rebuilt packet */
+    cg_evidence_file *ef = cg_evidence_file_open(io->e_in, false, &terr);
+    cg_jv *stored = ef ? cg_evidence_file_parse(ef, a, NULL, &terr) : NULL;
     msg_rename(&terr, io->e_in, io->ep);
-    if (!stored)
-        return semfail(err, CG_R_SEMANTIC_MISMATCH, "semantic verification failed: read evidence.json: %s",
-                       terr.msg);
+    int rc = 0;
+    cg_evidence *e = NULL;
+    if (!stored) {
+        rc = semfail(err, CG_R_SEMANTIC_MISMATCH, "semantic verification failed: read evidence.json: %s", terr.msg);
+        goto done;
+    }
     const char *schema = cg_jv_as_str(cg_jv_get(stored, "schema"));
     if (schema) *schema_out = strdup(schema);
     if (!schema || strcmp(schema, CG_EVIDENCE_SCHEMA) != 0) {
         if (!allow_not_rederivable)
-            return semfail(err, CG_R_SEMANTIC_MISMATCH,
-                           "semantic verification failed: evidence schema %s cannot be rederived (expected %s)",
-                           schema ? schema : "(missing)", CG_EVIDENCE_SCHEMA);
-        *res = CG_SEMANTIC_NOT_REDERIVABLE;
-        return 0;
+            rc = semfail(err, CG_R_SEMANTIC_MISMATCH,
+                         "semantic verification failed: evidence schema %s cannot be rederived (expected %s)",
+                         schema ? schema : "(missing)", CG_EVIDENCE_SCHEMA);
+        else
+            *res = CG_SEMANTIC_NOT_REDERIVABLE;
+        goto done;
     }
-    cg_jv *rebuilt = cg_evidence_build_json(a, io->t_in, io->n_in, &terr);
+    e = cg_evidence_build_as(a, t, io->n_in, BUNDLE_NSIGHT, &terr);
     msg_rename(&terr, io->t_in, io->tp);
-    if (!rebuilt)
-        return semfail(err, CG_R_SEMANTIC_MISMATCH,
-                       "semantic verification failed: evidence cannot be rebuilt from trace.jsonl: %s", terr.msg);
+    if (!e) {
+        rc = semfail(err, CG_R_SEMANTIC_MISMATCH,
+                     "semantic verification failed: evidence cannot be rebuilt from trace.jsonl: %s", terr.msg);
+        goto done;
+    }
+    cg_jv *rebuilt = cg_evidence_to_json_lazy(a, e);
     if (!cg_jv_equal(stored, rebuilt)) {
         if (io->diff) snprintf(io->diff->member, sizeof io->diff->member, "%s", first_difference(stored, rebuilt));
-        return semfail(err, CG_R_SEMANTIC_MISMATCH,
-                       "semantic verification failed: rederived evidence differs from published evidence.json for %s",
-                       io->root);
+        rc = semfail(err, CG_R_SEMANTIC_MISMATCH,
+                     "semantic verification failed: rederived evidence differs from published evidence.json for %s",
+                     io->root);
     }
-    return 0;
+done:
+    if (e) cg_evidence_free(e);
+    cg_evidence_file_close(ef); /* after the last walk of stored's lazy arrays */
+    return rc;
 }
 
 static int semantic_run(const sem_io *io, const cg_bundle_receipt *receipt, bool allow_not_rederivable,
