@@ -179,10 +179,10 @@ static size_t pack_frame(enc *e, size_t len) {
 }
 
 /* The plain bytes, behind a raw header only when they would read as one. */
-static int encode_plain(enc *e, uint64_t size, size_t first, uint64_t *stored) {
+static int encode_plain(enc *e, uint64_t size, size_t first, bool framed, uint64_t *stored) {
     unsigned char h[HDR];
     srv_blob_view probe;
-    bool wrap = first >= HDR && header_valid(e->plain, size, &probe);
+    bool wrap = framed || (first >= HDR && header_valid(e->plain, size, &probe));
     header(h, SRV_BLOBF_RAW, size, 0, 0, HDR + size);
     if ((wrap && write_full(e->out, h, HDR, e->enospc, e->err) < 0) ||
         write_full(e->out, e->plain, first, e->enospc, e->err) < 0)
@@ -222,7 +222,7 @@ static int encode_zstd(enc *e, uint64_t size, size_t first, size_t first_packed,
     return rc;
 }
 
-int srv_blob_encode(int in, int out, uint64_t size, bool compress, uint64_t *stored, bool *enospc, cg_error *err) {
+int srv_blob_encode(int in, int out, uint64_t size, unsigned flags, uint64_t *stored, bool *enospc, cg_error *err) {
     enc e = {.in = in, .out = out, .enospc = enospc, .err = err, .packed_cap = ZSTD_compressBound(SRV_BLOB_FRAME)};
     e.plain = malloc(SRV_BLOB_FRAME);
     e.packed = malloc(e.packed_cap);
@@ -235,9 +235,10 @@ int srv_blob_encode(int in, int out, uint64_t size, bool compress, uint64_t *sto
     size_t first = 0, packed = 0;
     if (rc == 0) rc = next_frame(&e, size, &first);
     /* the first frame decides: a blob whose first frame saves under 1/16 is kept plain */
-    if (rc == 0 && compress && first > 0) packed = pack_frame(&e, first);
+    if (rc == 0 && (flags & SRV_BLOB_ENC_COMPRESS) && first > 0) packed = pack_frame(&e, first);
     bool zstd = packed > 0 && packed <= first - first / 16;
-    if (rc == 0) rc = zstd ? encode_zstd(&e, size, first, packed, stored) : encode_plain(&e, size, first, stored);
+    if (rc == 0) rc = zstd ? encode_zstd(&e, size, first, packed, stored)
+              : encode_plain(&e, size, first, (flags & SRV_BLOB_ENC_FRAMED) != 0, stored);
     if (rc == 0) { /* a longer source than recorded is refused as well */
         char extra;
         size_t got;
@@ -248,6 +249,15 @@ int srv_blob_encode(int in, int out, uint64_t size, bool compress, uint64_t *sto
     free(e.packed);
     free(e.plain);
     return rc;
+}
+
+bool srv_blob_header_claims(const void *p, size_t n, uint64_t plain) {
+    const unsigned char *h = p;
+    if (n < HDR || memcmp(h, MAGIC, 8) != 0 || get32(h + 8) != VERSION || get64(h + 16) != plain) return false;
+    unsigned char dg[32];
+    cg_sha256_buf(h, 56, dg);
+    uint32_t form = get32(h + 12);
+    return memcmp(h + 56, dg, 8) == 0 && (form == SRV_BLOBF_RAW || form == SRV_BLOBF_ZSTD);
 }
 
 int srv_blob_raw_seal(int fd, uint64_t plain, cg_error *err) {

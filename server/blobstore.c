@@ -6,9 +6,12 @@
  *   it, renames it into place and fsyncs the directory; an existing blob of the
  *   right plain size is kept (dedup) and its mtime refreshed, so the janitor's
  *   grace period protects it while the upload commits.
- * pg: chunked bytea rows (pg_blobs / pg_blob_chunks) written inside the ingest
- *   transaction, so a failed upload leaves no orphan; for several server
- *   instances that share no filesystem. Their statements are store_blobs.c's.
+ * pg: the same at-rest form (zstd frames, or the plain bytes behind a raw
+ *   header: always framed) as chunked bytea rows (pg_blobs holds the plain
+ *   size; pg_blob_chunks the form), written inside the ingest transaction, so
+ *   a failed upload leaves no orphan; for several server instances that share
+ *   no filesystem. Chunks of older servers (plain bytes) are still read.
+ *   Their statements are store_blobs.c's.
  * Blobs are named only by digest: archive paths never reach the filesystem. */
 #include <errno.h>
 #include <fcntl.h>
@@ -101,7 +104,7 @@ static int put_fs(srv_blobstore *b, const char *src, int src_fd, const char *hex
     int in = open_src(src, src_fd);
     uint64_t stored = 0;
     int rc = in < 0 ? cg_err_set(err, CG_EIO, "open %s: %s", src, strerror(errno))
-                    : srv_blob_encode(in, out, size, true, &stored, enospc, err);
+                    : srv_blob_encode(in, out, size, SRV_BLOB_ENC_COMPRESS, &stored, enospc, err);
     if (in >= 0) close(in);
     if (rc == 0 && fchmod(out, 0600) != 0) rc = cg_err_set(err, CG_EIO, "fchmod: %s", strerror(errno));
     if (rc == 0 && cg_fault_fsync(out) != 0) {
@@ -127,28 +130,55 @@ static int put_fs(srv_blobstore *b, const char *src, int src_fd, const char *hex
     return 0;
 }
 
-static int put_pg(PGconn *c, const char *src, int src_fd, const char *hex, uint64_t size, cg_error *err) {
+/* Reads up to CHUNK bytes (fewer only at the end). */
+static int read_chunk(int fd, char *buf, size_t *got, cg_error *err) {
+    *got = 0;
+    while (*got < CHUNK) {
+        ssize_t n = read(fd, buf + *got, CHUNK - *got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return cg_err_set(err, CG_EIO, "read blob: %s", strerror(errno));
+        if (n == 0) break;
+        *got += (size_t)n;
+    }
+    return 0;
+}
+
+/* The blob form of the source (srv_blob_encode, compressed and always framed)
+ * in an unlinked temp file of the store's tmp/, rewound; -1 with err. */
+static int encode_temp(srv_blobstore *b, const char *src, int src_fd, uint64_t size, cg_error *err) {
+    char tmp[PATH_MAX + 32];
+    snprintf(tmp, sizeof tmp, "%s/tmp/pg-put-XXXXXX", b->root);
+    int out = mkstemp(tmp);
+    if (out < 0) return cg_err_set(err, CG_EIO, "create blob temp file: %s", strerror(errno));
+    unlink(tmp);
+    int in = open_src(src, src_fd);
+    uint64_t stored = 0;
+    bool enospc = false;
+    int rc = in < 0 ? cg_err_set(err, CG_EIO, "open %s: %s", src, strerror(errno))
+                    : srv_blob_encode(in, out, size, SRV_BLOB_ENC_COMPRESS | SRV_BLOB_ENC_FRAMED, &stored, &enospc, err);
+    if (in >= 0) close(in);
+    if (rc == 0 && lseek(out, 0, SEEK_SET) != 0) rc = cg_err_set(err, CG_EIO, "seek: %s", strerror(errno));
+    if (rc != 0) {
+        close(out);
+        return -1;
+    }
+    return out;
+}
+
+/* pg: the blob form (zstd frames, or the plain bytes behind a raw header)
+ * stored as CHUNK-byte bytea rows; pg_blobs.bytes is the plain size. */
+static int put_pg(srv_blobstore *b, PGconn *c, const char *src, int src_fd, const char *hex, uint64_t size,
+                  cg_error *err) {
     bool fresh;
     if (srv_store_pg_blob_claim(c, hex, size, &fresh, err) < 0) return -1;
     if (!fresh) return 0;
-    int in = open_src(src, src_fd);
-    if (in < 0) return cg_err_set(err, CG_EIO, "open %s: %s", src, strerror(errno));
+    int in = encode_temp(b, src, src_fd, size, err);
+    if (in < 0) return -1;
     char *buf = malloc(CHUNK);
     int rc = buf ? 0 : cg_err_set(err, CG_ENOMEM, "out of memory");
     for (int idx = 0; rc == 0; idx++) {
         size_t got = 0;
-        while (got < CHUNK) {
-            ssize_t n = read(in, buf + got, CHUNK - got);
-            if (n < 0 && errno == EINTR) continue;
-            if (n < 0) {
-                rc = cg_err_set(err, CG_EIO, "read %s: %s", src, strerror(errno));
-                break;
-            }
-            if (n == 0) break;
-            got += (size_t)n;
-        }
-        if (rc != 0 || (got == 0 && idx > 0)) break;
-        /* an empty blob still gets one (empty) chunk */
+        if ((rc = read_chunk(in, buf, &got, err)) != 0 || (got == 0 && idx > 0)) break;
         if (srv_store_pg_blob_chunk_put(c, hex, idx, buf, got, err) < 0) rc = -1;
         if (got < CHUNK) break;
     }
@@ -166,15 +196,51 @@ int srv_blob_put_fd(srv_blobstore *b, PGconn *conn, int src_fd, const char *src,
                     bool *enospc, cg_error *err) {
     *enospc = false;
     int rc = b->kind == SRV_BLOB_FS ? put_fs(b, src, src_fd, hex, size, enospc, err)
-                                    : put_pg(conn, src, src_fd, hex, size, err);
+                                    : put_pg(b, conn, src, src_fd, hex, size, err);
     if (rc != 0 && err && err->code == CG_ENOSPC) *enospc = true; /* rename or directory sync found the disk full */
     return rc;
 }
 
-/* pg: materialize the chunks into an unlinked temp file. */
+static int write_all(int fd, const char *d, size_t n, cg_error *err) {
+    for (size_t off = 0; off < n;) {
+        ssize_t w = cg_fault_write(fd, d + off, n - off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) return cg_err_set(err, CG_EIO, "write: %s", strerror(errno));
+        off += (size_t)w;
+    }
+    return 0;
+}
+
+/* Appends the chunks of blob hex to fd in order. The first one decides the
+ * form: *framed when it starts with a blob header of plain size `plain` (what
+ * this server writes), else plain chunks of an older server, which go behind
+ * SRV_BLOB_HDR placeholder bytes for srv_blob_raw_seal. *total: chunk bytes. */
+static int copy_chunks(PGconn *c, const char *hex, int fd, uint64_t plain, bool *framed, uint64_t *total, cg_error *err) {
+    static const char zero[SRV_BLOB_HDR];
+    *total = 0;
+    for (int idx = 0;; idx++) {
+        PGresult *x = srv_store_pg_blob_chunk(c, hex, idx, err);
+        if (!x) return -1;
+        int rows = PQntuples(x);
+        const char *d = rows ? PQgetvalue(x, 0, 0) : "";
+        size_t n = rows ? (size_t)PQgetlength(x, 0, 0) : 0;
+        if (idx == 0) *framed = srv_blob_header_claims(d, n, plain);
+        int rc = idx == 0 && !*framed ? write_all(fd, zero, sizeof zero, err) : 0;
+        if (rc == 0) rc = write_all(fd, d, n, err);
+        PQclear(x);
+        if (rc != 0) return -1;
+        if (!rows) return 0;
+        *total += n;
+    }
+}
+
+/* pg: the chunks copied into an unlinked temp file, a blob file that
+ * srv_blob_view_open reads: the stored form itself, or the plain bytes of an
+ * older server's blob made a raw blob file. */
 static int open_pg(srv_blobstore *b, PGconn *c, const char *hex, uint64_t *size, bool *missing, cg_error *err) {
     bool exists;
-    if (srv_store_pg_blob_exists(c, hex, &exists, err) < 0) return -1;
+    uint64_t plain = 0;
+    if (srv_store_pg_blob_exists(c, hex, &exists, &plain, err) < 0) return -1;
     if (!exists) {
         *missing = true;
         return cg_err_set(err, CG_EIO, "blob %s is missing from the store", hex);
@@ -184,43 +250,23 @@ static int open_pg(srv_blobstore *b, PGconn *c, const char *hex, uint64_t *size,
     int fd = mkstemp(tmp);
     if (fd < 0) return cg_err_set(err, CG_EIO, "temp file: %s", strerror(errno));
     unlink(tmp);
-    /* the copy is a raw blob file, so whatever the content, it is read as plain bytes */
-    static const char zero[SRV_BLOB_HDR];
-    if (cg_fault_write(fd, zero, sizeof zero) != (ssize_t)sizeof zero) {
-        close(fd);
-        return cg_err_set(err, CG_EIO, "write: %s", strerror(errno));
-    }
+    bool framed = false;
     uint64_t total = 0;
-    for (int idx = 0;; idx++) {
-        PGresult *x = srv_store_pg_blob_chunk(c, hex, idx, err);
-        if (!x) {
-            close(fd);
-            return -1;
-        }
-        if (PQntuples(x) == 0) {
-            PQclear(x);
-            break;
-        }
-        const char *d = PQgetvalue(x, 0, 0);
-        size_t n = (size_t)PQgetlength(x, 0, 0);
-        for (size_t off = 0; off < n;) {
-            ssize_t w = cg_fault_write(fd, d + off, n - off);
-            if (w < 0 && errno == EINTR) continue;
-            if (w < 0) {
-                PQclear(x);
-                close(fd);
-                return cg_err_set(err, CG_EIO, "write: %s", strerror(errno));
-            }
-            off += (size_t)w;
-        }
-        total += n;
-        PQclear(x);
+    srv_blob_view v;
+    int rc = copy_chunks(c, hex, fd, plain, &framed, &total, err);
+    if (rc == 0 && !framed) {
+        rc = srv_blob_raw_seal(fd, total, err);
+        *size = total;
+    } else if (rc == 0) {
+        rc = srv_blob_view_open(fd, &v, err);
+        if (rc == 0 && (v.form == SRV_BLOBF_PLAIN || v.plain_size != plain))
+            rc = cg_err_set(err, CG_EIO, "stored blob %s is damaged: its frames disagree with its header", hex);
+        *size = plain;
     }
-    if (srv_blob_raw_seal(fd, total, err) < 0) {
+    if (rc != 0) {
         close(fd);
         return -1;
     }
-    *size = total;
     return fd;
 }
 
@@ -392,10 +438,7 @@ static void walk_fs(srv_blobstore *b, srv_blob_totals *t) {
 void srv_blob_totals_get(srv_blobstore *b, PGconn *conn, srv_blob_totals *t) {
     memset(t, 0, sizeof *t);
     if (b->kind == SRV_BLOB_PG) {
-        int64_t bytes, count;
-        bool ok = conn && srv_store_pg_blob_sum(conn, &bytes, &count) == 0;
-        t->stored = t->plain = ok ? bytes : -1;
-        t->n_plain = ok ? count : 0;
+        if (!conn || srv_store_pg_blob_sum(conn, t) < 0) t->stored = t->plain = -1;
         return;
     }
     pthread_mutex_lock(&totals_mu);

@@ -6,6 +6,9 @@
  * use in a process (a new server binary may render differently) and kept under
  * SRV_DERIVED_CACHE_BYTES by removing the least recently served files. */
 #include <dirent.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -21,6 +24,46 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static char building[SRV_DERIVED_BUILDS][96]; /* "<id>.<view>"; "" = free (guarded by mu) */
 static bool dir_ready;                        /* guarded by mu */
+static pthread_mutex_t heavy_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t heavy_cv = PTHREAD_COND_INITIALIZER;
+static bool heavy_busy; /* guarded by heavy_mu */
+
+bool srv_derived_trace_fits(uint64_t trace_bytes, uint64_t max_decoded) { return trace_bytes <= max_decoded; }
+
+uint64_t srv_derived_view_limit(uint64_t trace_bytes) {
+    uint64_t scaled = trace_bytes > UINT64_MAX / SRV_DERIVED_OUT_RATIO ? UINT64_MAX : trace_bytes * SRV_DERIVED_OUT_RATIO;
+    return scaled > SRV_DERIVED_MAX_BYTES ? scaled : SRV_DERIVED_MAX_BYTES;
+}
+
+int srv_heavy_enter(uint64_t trace_bytes, int wait_s) {
+    if (trace_bytes <= SRV_DERIVED_HEAVY_BYTES) return 0;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += wait_s;
+    int rc = 1;
+    pthread_mutex_lock(&heavy_mu);
+    while (heavy_busy && rc == 1) {
+        if (wait_s <= 0) pthread_cond_wait(&heavy_cv, &heavy_mu);
+        else if (pthread_cond_timedwait(&heavy_cv, &heavy_mu, &until) == ETIMEDOUT && heavy_busy) rc = -1;
+    }
+    if (rc == 1) heavy_busy = true;
+    pthread_mutex_unlock(&heavy_mu);
+    return rc;
+}
+
+void srv_memory_trim(void) {
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+}
+
+void srv_heavy_leave(int token) {
+    if (token != 1) return;
+    pthread_mutex_lock(&heavy_mu);
+    heavy_busy = false;
+    pthread_cond_signal(&heavy_cv);
+    pthread_mutex_unlock(&heavy_mu);
+}
 
 static bool key_building(const char *key) {
     for (size_t i = 0; i < SRV_DERIVED_BUILDS; i++)
@@ -146,20 +189,21 @@ static int build(srv_req *r, const char *id, const char *dir, const char *name, 
     }
     struct stat st;
     if (stat(tmp, &st) != 0) {
-        *f = (srv_derive_fail){CG_R_INTERNAL, NULL, "the derived view was not written"};
+        *f = (srv_derive_fail){CG_R_INTERNAL, NULL, "the derived view was not written", 0};
         return -1;
     }
-    if ((uint64_t)st.st_size > SRV_DERIVED_MAX_BYTES) {
+    uint64_t limit = srv_derived_view_limit(f->trace_bytes);
+    if ((uint64_t)st.st_size > limit) {
         unlink(tmp);
         f->reason = CG_R_PAYLOAD_TOO_LARGE;
         f->limit = "derived_view_bytes";
         snprintf(f->msg, sizeof f->msg, "the %s view would be %lld bytes (limit %llu)", strchr(name, '.') + 1,
-                 (long long)st.st_size, (unsigned long long)SRV_DERIVED_MAX_BYTES);
+                 (long long)st.st_size, (unsigned long long)limit);
         return -1;
     }
     if (rename(tmp, path) != 0) {
         unlink(tmp);
-        *f = (srv_derive_fail){CG_R_INTERNAL, NULL, "cannot store the derived view"};
+        *f = (srv_derive_fail){CG_R_INTERNAL, NULL, "cannot store the derived view", 0};
         return -1;
     }
     evict(dir, name);
@@ -181,7 +225,7 @@ enum MHD_Result srv_derived_serve(srv_req *r, const char *id, const char *view, 
     int slot = take_slot(name, path, &fd, &size);
     if (slot == -1) return srv_fail(r, CG_R_TOO_MANY_REQUESTS, NULL, "derived views are being built; retry later");
     if (slot >= 0) {
-        srv_derive_fail f = {CG_R_INTERNAL, NULL, ""};
+        srv_derive_fail f = {CG_R_INTERNAL, NULL, "", 0};
         int rc = build(r, id, dir, name, path, fn, &f);
         if (rc == 0) fd = open_cached(path, &size);
         release_slot(slot);

@@ -10,7 +10,7 @@
 
 #include "analysis/timing.h"
 #include "base/sha256.h"
-#include "base/strmap.h"
+#include "base/hmap.h"
 #include "campaign/series.h"
 #include "comparison/cohort.h"
 #include "srv_compare.h"
@@ -30,7 +30,7 @@ typedef struct ptb {
     node_acc *acc;
     cg_sha256 *state; /* per node: SHA-256 state after its text */
     size_t cap;
-    cg_strmap by_hash; /* 32-byte hash → node index */
+    cg_hstr by_hash; /* 32-byte hash → node index */
 } ptb;
 
 static int kind_slot(char kind) { return kind == 's' ? 0 : kind == 'o' ? 1 : 2; }
@@ -50,7 +50,7 @@ static size_t node_of(ptb *b, size_t parent, const char *name) {
     fin = st;
     unsigned char hb[32];
     cg_sha256_final(&fin, hb);
-    size_t *hit = cg_strmap_getn(&b->by_hash, (const char *)hb, 32);
+    size_t *hit = cg_hstr_getn(&b->by_hash, (const char *)hb, 32);
     if (hit) return *hit;
     unsigned char *h = cg_arena_alloc(b->a, 32);
     memcpy(h, hb, 32);
@@ -69,7 +69,7 @@ static size_t node_of(ptb *b, size_t parent, const char *name) {
     pt->nodes[k] = (srv_path_node){h, parent, name};
     memset(&b->acc[k], 0, sizeof b->acc[k]);
     b->state[k] = st;
-    cg_strmap_putn(&b->by_hash, (const char *)h, 32, k, NULL);
+    cg_hstr_putn(&b->by_hash, (const char *)h, 32, k, NULL);
     return k;
 }
 
@@ -118,8 +118,8 @@ static size_t *span_nodes(ptb *b, const cg_trace *t) {
 
 void srv_path_totals_build(cg_arena *a, const cg_trace *t, srv_path_totals *out) {
     memset(out, 0, sizeof *out);
-    ptb b = {a, out, NULL, NULL, 0, {0}};
-    cg_strmap_init(&b.by_hash);
+    ptb b = {a, out, NULL, NULL, 0, {{0}, NULL, 0, 0}};
+    cg_hstr_init(&b.by_hash, 0);
     size_t *sn = span_nodes(&b, t);
     for (size_t i = 0; i < t->n_spans; i++)
         if (t->spans[i].closed) add_total(&b, sn[i], 's', t->spans[i].duration_ns);
@@ -152,7 +152,7 @@ void srv_path_totals_build(cg_arena *a, const cg_trace *t, srv_path_totals *out)
     out->nodes = nodes;
     free(b.acc);
     free(b.state);
-    cg_strmap_free(&b.by_hash);
+    cg_hstr_free(&b.by_hash);
 }
 
 void srv_path_totals_json(const srv_path_totals *pt, cg_buf *nodes, cg_buf *totals) {

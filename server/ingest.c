@@ -27,6 +27,7 @@
 #include "bundle/signature.h"
 #include "bundle/verify.h"
 #include "srv_compare.h"
+#include "srv_derived.h"
 #include "srv_history.h"
 #include "srv_index.h"
 #include "srv_store.h"
@@ -334,6 +335,15 @@ static int put_pg_blobs(void *ctx, PGconn *c, cg_error *err) {
     return 0;
 }
 
+/* Frees the parsed trace and its health and returns the heap to the system. */
+static void release_trace(ingest *g) {
+    cg_trace_free(g->trace);
+    g->trace = NULL;
+    if (g->health) cg_health_free(g->health);
+    g->health = NULL;
+    srv_memory_trim();
+}
+
 static enum MHD_Result run(ingest *g) {
     srv_req *r = g->r;
     srv_server *s = r->s;
@@ -486,6 +496,10 @@ static enum MHD_Result run(ingest *g) {
         return reject(g, CG_R_RUN_ID_CONFLICT, d, "a different bundle already holds this run_id");
     }
     srv_history_detect(s, history_series); /* issue 15: change points of the bundle's series */
+    bool valid = g->health->structurally_valid, complete = g->health->capture_complete;
+    /* the trace is freed (and the heap handed back) before the background
+     * Timeline and dashboard builds parse their own: the two never overlap */
+    release_trace(g);
 
     /* 7. answer */
     cg_jv *o = cg_jv_obj(a);
@@ -508,8 +522,8 @@ static enum MHD_Result run(ingest *g) {
         cg_jv_obj_put(a, o, "signature", cg_jv_null(a));
     }
     cg_jv *h = cg_jv_obj(a);
-    cg_jv_obj_put(a, h, "structurally_valid", cg_jv_bool(a, g->health->structurally_valid));
-    cg_jv_obj_put(a, h, "capture_complete", cg_jv_bool(a, g->health->capture_complete));
+    cg_jv_obj_put(a, h, "structurally_valid", cg_jv_bool(a, valid));
+    cg_jv_obj_put(a, h, "capture_complete", cg_jv_bool(a, complete));
     cg_jv_obj_put(a, o, "health", h);
     cg_jv_obj_put(a, o, "links", links(a, id));
     srv_metrics_ingest(existed ? "already_published" : "published", r->body_len, now_s() - g->t0);

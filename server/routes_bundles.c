@@ -61,27 +61,47 @@ static void fail_set(srv_derive_fail *f, cg_reason reason, const char *limit, co
 }
 
 /* The stored trace.jsonl of id, parsed as it streams from the blob store; the
- * pooled connection is held only while the blob is opened. */
-static cg_trace *load_trace(srv_req *r, const char *id, srv_derive_fail *f) {
+ * pooled connection is held only while the blob is opened. A trace over the
+ * server's decoded-bytes limit is refused; a large one waits for the heavy-build
+ * gate (*heavy: pass to unload_trace). */
+static cg_trace *load_trace(srv_req *r, const char *id, srv_derive_fail *f, int *heavy) {
     cg_error err = {0};
     char hex[65];
     uint64_t bytes = 0;
+    *heavy = 0;
     int found = srv_store_file_ref(r->s->pool, id, "trace.jsonl", hex, &bytes, &err);
     if (found != 1) {
         fail_set(f, found == 0 ? CG_R_INTERNAL : CG_R_UNAVAILABLE, NULL,
                  found == 0 ? "the bundle has no stored trace.jsonl" : err.msg);
         return NULL;
     }
-    if (bytes > SRV_DERIVED_MAX_TRACE_BYTES) {
+    uint64_t max = r->s->cfg.max_decoded_bytes;
+    if (!srv_derived_trace_fits(bytes, max)) {
         fail_set(f, CG_R_PAYLOAD_TOO_LARGE, "derived_trace_bytes", "the trace is too large for a derived view");
+        return NULL;
+    }
+    f->trace_bytes = bytes;
+    if ((*heavy = srv_heavy_enter(bytes, SRV_DERIVED_WAIT_S)) < 0) {
+        fail_set(f, CG_R_TOO_MANY_REQUESTS, NULL, "a large derived view is being built; retry later");
         return NULL;
     }
     bool missing, store_error = true;
     int fd = srv_store_blob_open(r->s, hex, &bytes, &missing, &err);
-    cg_trace *t = fd < 0 ? NULL : srv_blob_trace_fd(&r->s->blobs, fd, hex, SRV_DERIVED_MAX_TRACE_BYTES, NULL, &store_error, &err);
-    if (!t) fail_set(f, store_error ? CG_R_INTERNAL : CG_R_TRACE_INVALID, NULL,
-                     store_error ? "the stored trace is missing or damaged; run candle-graph-server fsck" : err.msg);
+    cg_trace *t = fd < 0 ? NULL : srv_blob_trace_fd(&r->s->blobs, fd, hex, max, NULL, &store_error, &err);
+    if (!t) {
+        fail_set(f, store_error ? CG_R_INTERNAL : CG_R_TRACE_INVALID, NULL,
+                 store_error ? "the stored trace is missing or damaged; run candle-graph-server fsck" : err.msg);
+        srv_heavy_leave(*heavy);
+        *heavy = 0;
+    }
     return t;
+}
+
+/* Frees what load_trace returned and opens the gate it took. */
+static void unload_trace(cg_trace *t, int heavy) {
+    cg_trace_free(t);
+    if (heavy) srv_memory_trim();
+    srv_heavy_leave(heavy);
 }
 
 static void staging_for(srv_req *r, const char *what, char *out, size_t outsz) {
@@ -98,7 +118,8 @@ static int write_json_file(const char *path, const cg_jv *v, srv_derive_fail *f)
 }
 
 static int derive_graph(srv_req *r, const char *id, const char *out, srv_derive_fail *f) {
-    cg_trace *t = load_trace(r, id, f);
+    int heavy;
+    cg_trace *t = load_trace(r, id, f, &heavy);
     if (!t) return -1;
     cg_health *h = cg_health_analyze(t);
     int rc = -1;
@@ -114,13 +135,14 @@ static int derive_graph(srv_req *r, const char *id, const char *out, srv_derive_
         cg_arena_free(&a);
     }
     cg_health_free(h);
-    cg_trace_free(t);
+    unload_trace(t, heavy);
     return rc;
 }
 
 /* evidence/4 (as JSON) or viewer/5 HTML from the stored trace and nsight/. */
 static int derive_packet(srv_req *r, const char *id, const char *out, bool html, srv_derive_fail *f) {
-    cg_trace *t = load_trace(r, id, f);
+    int heavy;
+    cg_trace *t = load_trace(r, id, f, &heavy);
     if (!t) return -1;
     char nsdir[PATH_MAX], ns[PATH_MAX + 16];
     staging_for(r, "nsight", nsdir, sizeof nsdir);
@@ -156,7 +178,7 @@ static int derive_packet(srv_req *r, const char *id, const char *out, bool html,
     cg_arena_free(&a);
 out:
     if (nsdir[0]) cg_rm_rf(nsdir);
-    cg_trace_free(t);
+    unload_trace(t, heavy);
     return rc;
 }
 
@@ -170,14 +192,15 @@ static int derive_viewer(srv_req *r, const char *id, const char *out, srv_derive
 
 /* Chrome Trace Event Format JSON of the stored trace (the bytes of `candle-graph export`). */
 static int derive_chrome(srv_req *r, const char *id, const char *out, srv_derive_fail *f) {
-    cg_trace *t = load_trace(r, id, f);
+    int heavy;
+    cg_trace *t = load_trace(r, id, f, &heavy);
     if (!t) return -1;
     cg_error err = {0};
     cg_fd_sink_ctx sink = {open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600), 0};
     int rc = sink.fd < 0 ? -1 : cg_chrome_trace_write(t, cg_fd_sink, &sink, &err);
     if (sink.fd >= 0 && close(sink.fd) != 0) rc = -1;
     if (rc < 0) fail_set(f, CG_R_INSUFFICIENT_STORAGE, NULL, "cannot write the derived view");
-    cg_trace_free(t);
+    unload_trace(t, heavy);
     return rc;
 }
 

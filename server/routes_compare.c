@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/strmap.h"
+#include "base/hmap.h"
 
 #include "base/alloc.h"
 #include "comparison/compare.h"
@@ -352,7 +352,7 @@ static int load_groups(srv_req *r, const srv_cohort *co, group **out, size_t *n,
 /* The path tree of the cohorts' bundles: hash → (parent, name), text lengths
  * memoized so the size of an answer is known before any text is built. */
 typedef struct ptree {
-    cg_strmap by_hash;  /* hex hash → node */
+    cg_hstr by_hash;  /* hex hash → node */
     const char **name;
     size_t *parent;     /* SIZE_MAX at a root (or an unknown parent) */
     uint64_t *len;      /* text length; 0 = not computed yet */
@@ -360,7 +360,7 @@ typedef struct ptree {
 } ptree;
 
 static void ptree_free(ptree *t) {
-    cg_strmap_free(&t->by_hash);
+    cg_hstr_free(&t->by_hash);
     free(t->name);
     free(t->parent);
     free(t->len);
@@ -378,20 +378,20 @@ static int load_tree(srv_req *r, const srv_cohort *ca, const srv_cohort *cb, ptr
         return 0;
     }
     size_t n = (size_t)PQntuples(x);
-    cg_strmap_init(&t->by_hash);
+    cg_hstr_init(&t->by_hash, 0);
     t->n = n;
     t->name = cg_xalloc(n + 1, sizeof *t->name);
     t->parent = cg_xalloc(n + 1, sizeof *t->parent);
     t->len = cg_xzalloc(n + 1, sizeof *t->len);
     const char **phex = cg_xalloc(n + 1, sizeof *phex);
     for (size_t i = 0; i < n; i++) {
-        cg_strmap_put(&t->by_hash, cg_arena_strdup(&r->arena, PQgetvalue(x, (int)i, 0)), i, NULL);
+        cg_hstr_put(&t->by_hash, cg_arena_strdup(&r->arena, PQgetvalue(x, (int)i, 0)), i, NULL);
         phex[i] = PQgetisnull(x, (int)i, 1) ? NULL : cg_arena_strdup(&r->arena, PQgetvalue(x, (int)i, 1));
         t->name[i] = cg_arena_strndup(&r->arena, PQgetvalue(x, (int)i, 2), (size_t)PQgetlength(x, (int)i, 2));
     }
     PQclear(x);
     for (size_t i = 0; i < n; i++) {
-        size_t *k = phex[i] ? cg_strmap_get(&t->by_hash, phex[i]) : NULL;
+        size_t *k = phex[i] ? cg_hstr_get(&t->by_hash, phex[i]) : NULL;
         t->parent[i] = k && *k != i ? *k : SIZE_MAX;
     }
     free(phex);
@@ -477,7 +477,7 @@ static int cmp_group_text(const void *x, const void *y) {
 /* Fills the path text of every group in g[0..n) (tree node by hash). */
 static void fill_texts(cg_arena *a, ptree *t, group **g, size_t n, size_t *stack) {
     for (size_t i = 0; i < n; i++) {
-        size_t *k = cg_strmap_get(&t->by_hash, g[i]->hash);
+        size_t *k = cg_hstr_get(&t->by_hash, g[i]->hash);
         g[i]->path = k ? ptree_text(a, t, *k, stack) : g[i]->hash;
     }
 }
@@ -485,7 +485,7 @@ static void fill_texts(cg_arena *a, ptree *t, group **g, size_t n, size_t *stack
 static uint64_t text_bytes(ptree *t, group **g, size_t n, size_t *stack) {
     uint64_t sum = 0;
     for (size_t i = 0; i < n; i++) {
-        size_t *k = cg_strmap_get(&t->by_hash, g[i]->hash);
+        size_t *k = cg_hstr_get(&t->by_hash, g[i]->hash);
         sum += k ? ptree_len(t, *k, stack) : 64;
     }
     return sum;

@@ -201,7 +201,7 @@ static cg_jv *page(srv_req *r, srv_vw_index *x, int table, size_t total, const c
     }
     if (!match) matched = total;
     cg_jv *o = cg_jv_obj(a);
-    cg_jv_obj_put(a, o, "id", cg_jv_str_nocopy(a, x->id));
+    cg_jv_obj_put(a, o, "id", cg_jv_str_nocopy(a, x->item.id));
     cg_jv_obj_put(a, o, "total", cg_jv_u64(a, total));
     cg_jv_obj_put(a, o, "matched", cg_jv_u64(a, matched));
     cg_jv_obj_put(a, o, "offset", cg_jv_u64(a, p->offset));
@@ -407,7 +407,7 @@ enum MHD_Result srv_h_views_memory(srv_req *r) {
         return bad(r, "end_ns", "end_ns must be greater than start_ns");
     }
     cg_jv *o = cg_jv_obj(a);
-    cg_jv_obj_put(a, o, "id", cg_jv_str_nocopy(a, x->id));
+    cg_jv_obj_put(a, o, "id", cg_jv_str_nocopy(a, x->item.id));
     for (size_t i = 0; i < x->memory->u.obj.n; i++) {
         const cg_jmember *m = &x->memory->u.obj.m[i];
         cg_jv_obj_putn(a, o, m->key, m->key_len, m->val);
@@ -501,7 +501,7 @@ enum MHD_Result srv_h_views_gpu(srv_req *r) {
     }
     cg_jv *o = cg_jv_obj(a), *counts = cg_jv_obj(a);
     for (int i = 0; i < SRV_VW_GPU_TABLES; i++) cg_jv_obj_put(a, counts, srv_vw_gpu_table_names[i], cg_jv_u64(a, x->gpu[i].n));
-    cg_jv_obj_put(a, o, "id", cg_jv_str_nocopy(a, x->id));
+    cg_jv_obj_put(a, o, "id", cg_jv_str_nocopy(a, x->item.id));
     cg_jv_obj_put(a, o, "summary", x->gpu_summary);
     cg_jv_obj_put(a, o, "tables", counts);
     cg_jv_obj_put(a, o, "table", cg_jv_str_nocopy(a, srv_vw_gpu_table_names[table]));
@@ -522,7 +522,7 @@ enum MHD_Result srv_h_views_evidence(srv_req *r) {
     if (!x) return res;
     cg_arena *a = &r->arena;
     cg_jv *o = cg_jv_obj(a);
-    cg_jv_obj_put(a, o, "id", cg_jv_str_nocopy(a, x->id));
+    cg_jv_obj_put(a, o, "id", cg_jv_str_nocopy(a, x->item.id));
     cg_jv_obj_put(a, o, "capture_complete", cg_jv_bool(a, x->complete));
     cg_jv_obj_put(a, o, "structurally_valid", cg_jv_bool(a, x->valid));
     cg_jv_obj_put(a, o, "spans", cg_jv_u64(a, x->n_spans));

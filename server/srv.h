@@ -213,8 +213,9 @@ int srv_blob_hash(srv_blobstore *b, PGconn *conn, const char *hex, char got[65],
  * decompression otherwise. */
 int srv_blob_place(srv_blobstore *b, int fd, const char *hex, const char *dst, cg_error *err);
 /* Totals of the store for /metrics: stored (on disk: headers, frames, index)
- * and plain bytes and blob files by form (pg: all plain). fs: a walk of sha256/, cached for
- * 30 s; pg: from pg_blobs (stored = plain). -1 when unknown. */
+ * and plain bytes and blob files by form. fs: a walk of sha256/, cached for
+ * 30 s; pg: from pg_blobs and the chunks' lengths and first bytes (blobs of
+ * older servers are plain). -1 when unknown. */
 typedef struct srv_blob_totals {
     int64_t stored, plain, n_zstd, n_raw, n_plain;
 } srv_blob_totals;
@@ -243,9 +244,18 @@ typedef struct srv_blob_view {
 /* Reads the header of the blob file fd; a file without a valid header is plain. */
 int srv_blob_view_open(int fd, srv_blob_view *v, cg_error *err);
 /* Writes the blob form of exactly size plain bytes read from in to out (at its
- * offset 0): zstd when compress and the first frame shrinks by 1/16 or more,
- * else the plain bytes alone, or raw when those would read as a blob header. *stored receives the file's length. Memory: two frames. */
-int srv_blob_encode(int in, int out, uint64_t size, bool compress, uint64_t *stored, bool *enospc, cg_error *err);
+ * offset 0): zstd when flags has SRV_BLOB_ENC_COMPRESS and the first frame
+ * shrinks by 1/16 or more, else the plain bytes alone, or raw when those would
+ * read as a blob header or flags has SRV_BLOB_ENC_FRAMED (the pg store: every
+ * blob it writes starts with a header). *stored receives the file's length.
+ * Memory: two frames. */
+#define SRV_BLOB_ENC_COMPRESS 1u
+#define SRV_BLOB_ENC_FRAMED 2u
+int srv_blob_encode(int in, int out, uint64_t size, unsigned flags, uint64_t *stored, bool *enospc, cg_error *err);
+/* Whether the n bytes at p start with a raw or zstd blob header (magic,
+ * version, digest) of plain size plain: how the pg store tells its framed
+ * blobs from the plain chunks of older servers. */
+bool srv_blob_header_claims(const void *p, size_t n, uint64_t plain);
 /* Makes fd, holding SRV_BLOB_HDR bytes of any content then plain bytes plain
  * bytes long, a raw blob file (writes the header at offset 0). */
 int srv_blob_raw_seal(int fd, uint64_t plain, cg_error *err);

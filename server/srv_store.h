@@ -359,12 +359,13 @@ int srv_store_blob_referenced(PGconn *c, const char *hex, cg_error *err);
 int srv_store_pg_blob_claim(PGconn *c, const char *hex, uint64_t size, bool *fresh, cg_error *err);
 /* Chunk idx (0-based) of blob hex: len bytes (0: an empty blob's one chunk). */
 int srv_store_pg_blob_chunk_put(PGconn *c, const char *hex, int idx, const char *data, size_t len, cg_error *err);
-/* Whether blob hex has its row. */
-int srv_store_pg_blob_exists(PGconn *c, const char *hex, bool *exists, cg_error *err);
+/* Whether blob hex has its row, and its plain size (bytes may be NULL). */
+int srv_store_pg_blob_exists(PGconn *c, const char *hex, bool *exists, uint64_t *bytes, cg_error *err);
 /* Chunk idx of blob hex, binary result (0 rows past the last chunk); NULL + err. */
 PGresult *srv_store_pg_blob_chunk(PGconn *c, const char *hex, int idx, cg_error *err);
-/* Sum of the blobs' plain bytes and their count; -1 on failure. */
-int srv_store_pg_blob_sum(PGconn *c, int64_t *bytes, int64_t *count);
+/* The store's at-rest totals (/metrics): plain bytes (pg_blobs), stored bytes
+ * (the chunks) and blobs by form (from each first chunk's header); -1 on failure. */
+int srv_store_pg_blob_sum(PGconn *c, srv_blob_totals *t);
 /* /readyz: the pg blob table answers. */
 int srv_store_pg_blob_probe(PGconn *c, cg_error *err);
 

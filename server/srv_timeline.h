@@ -13,6 +13,7 @@
 #define SRV_TIMELINE_H
 
 #include "srv.h"
+#include "srv_cache.h"
 
 #include "base/num.h"
 
@@ -40,14 +41,12 @@ typedef struct srv_tl_clock {
 } srv_tl_clock;
 
 typedef struct srv_tl_index {
-    char id[65];
+    srv_cache_item item; /* first: id, refs (srv_cache.h) */
     cg_arena arena; /* names and labels */
     srv_tl_track *tracks;
     size_t n_tracks;
     srv_tl_clock *clocks;
     size_t n_clocks;
-    unsigned refs;      /* guarded by cache_mu */
-    uint64_t last_use;  /* guarded by cache_mu */
 } srv_tl_index;
 
 

@@ -26,6 +26,7 @@
 #define SRV_VIEWS_H
 
 #include "srv.h"
+#include "srv_cache.h"
 
 #define SRV_VIEWS_CACHE_SLOTS 3
 #define SRV_VIEWS_CACHE_BYTES ((uint64_t)1 << 30) /* approximate heap of the cached indexes */
@@ -86,7 +87,7 @@ enum { SRV_VW_SPANS = 0, SRV_VW_OPS = 1, SRV_VW_COSTS = 2, SRV_VW_SORTABLE = 3 }
 #define SRV_VW_MAX_COLS 10
 
 typedef struct srv_vw_index {
-    char id[65];
+    srv_cache_item item; /* first: id, bytes (approximate heap), refs (srv_cache.h) */
     cg_arena arena; /* strings, JSON sections */
     srv_vw_span *spans; size_t n_spans;   /* trace order (sorted by id) */
     srv_vw_op *ops; size_t n_ops;         /* document order */
@@ -99,9 +100,6 @@ typedef struct srv_vw_index {
     bool complete, valid;
     pthread_mutex_t order_mu;
     uint32_t *order[SRV_VW_SORTABLE][SRV_VW_MAX_COLS]; /* ascending permutations, made on first use */
-    uint64_t bytes;    /* approximate heap bytes (cache bound) */
-    unsigned refs;     /* guarded by the cache mutex */
-    uint64_t last_use; /* guarded by the cache mutex */
 } srv_vw_index;
 
 typedef enum { SRV_VW_OK = 0, SRV_VW_UNAVAILABLE, SRV_VW_NO_TRACE, SRV_VW_STORE, SRV_VW_INVALID, SRV_VW_TOO_LARGE } srv_vw_status;

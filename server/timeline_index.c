@@ -15,6 +15,7 @@
 #include "base/fs.h"
 #include "base/alloc.h"
 #include "base/hmap.h"
+#include "srv_cache.h"
 #include "srv_store.h"
 #include "srv_timeline.h"
 #include "srv_views.h"
@@ -26,16 +27,11 @@
 
 /* ---------------------------------------------------------------- state (one per server) */
 
-#define BUILDING_SLOTS 8
 #define WARM_QUEUE 16
 
 struct srv_timeline {
     srv_server *server;
-    pthread_mutex_t cache_mu;
-    pthread_cond_t build_cv;
-    srv_tl_index *cache[CACHE_SLOTS]; /* guarded by cache_mu */
-    uint64_t cache_clock;
-    char building[BUILDING_SLOTS][65]; /* "" = free; guarded by cache_mu */
+    srv_cache cache; /* of srv_tl_index (item first) */
     pthread_mutex_t warm_mu;
     pthread_cond_t warm_cv;
     char warm_ids[WARM_QUEUE][65]; /* guarded by warm_mu */
@@ -44,19 +40,19 @@ struct srv_timeline {
     pthread_t warm_thread;
 };
 
+static void free_item(srv_cache_item *it);
+
 /* The server's timeline state, created on first use (the first creator wins). */
 static struct srv_timeline *tl_of(srv_server *s) {
     struct srv_timeline *T = atomic_load(&s->timeline);
     if (T) return T;
     struct srv_timeline *n = cg_xzalloc(1, sizeof *n);
     n->server = s;
-    pthread_mutex_init(&n->cache_mu, NULL);
-    pthread_cond_init(&n->build_cv, NULL);
+    srv_cache_init(&n->cache, CACHE_SLOTS, UINT64_MAX, free_item);
     pthread_mutex_init(&n->warm_mu, NULL);
     pthread_cond_init(&n->warm_cv, NULL);
     if (atomic_compare_exchange_strong(&s->timeline, &T, n)) return n;
-    pthread_mutex_destroy(&n->cache_mu);
-    pthread_cond_destroy(&n->build_cv);
+    srv_cache_destroy(&n->cache);
     pthread_mutex_destroy(&n->warm_mu);
     pthread_cond_destroy(&n->warm_cv);
     free(n);
@@ -218,7 +214,7 @@ static int cmp_str(const void *a, const void *b) {
 
 static srv_tl_index *index_build(const char *id, const cg_trace *t) {
     srv_tl_index *x = cg_xzalloc(1, sizeof *x);
-    snprintf(x->id, sizeof x->id, "%s", id);
+    snprintf(x->item.id, sizeof x->item.id, "%s", id);
     cg_arena_init(&x->arena, 0);
     ptrmap names = {0};
     tl_builder b = {.x = x, .names = &names};
@@ -423,7 +419,7 @@ static srv_tl_index *index_load(const char *id, const char *path) {
     rd r = {(const unsigned char *)data, (const unsigned char *)data + len, true};
     char magic[8];
     srv_tl_index *x = cg_xzalloc(1, sizeof *x);
-    snprintf(x->id, sizeof x->id, "%s", id);
+    snprintf(x->item.id, sizeof x->item.id, "%s", id);
     cg_arena_init(&x->arena, 0);
     const char **names = NULL;
     bool none = false;
@@ -508,67 +504,7 @@ static srv_tl_index *index_load(const char *id, const char *path) {
 
 /* ---------------------------------------------------------------- cache */
 
-static srv_tl_index *cache_get(struct srv_timeline *T, const char *id) {
-    srv_tl_index *hit = NULL;
-    pthread_mutex_lock(&T->cache_mu);
-    for (size_t i = 0; i < CACHE_SLOTS; i++)
-        if (T->cache[i] && !strcmp(T->cache[i]->id, id)) {
-            hit = T->cache[i];
-            hit->refs++;
-            hit->last_use = ++T->cache_clock;
-            break;
-        }
-    pthread_mutex_unlock(&T->cache_mu);
-    return hit;
-}
-
-/* Inserts x (a fresh index with refs 0) unless another request did first;
- * returns the cached entry with one reference taken. */
-static srv_tl_index *cache_put(struct srv_timeline *T, srv_tl_index *x) {
-    srv_tl_index *drop = NULL, *out = x;
-    pthread_mutex_lock(&T->cache_mu);
-    for (size_t i = 0; i < CACHE_SLOTS; i++)
-        if (T->cache[i] && !strcmp(T->cache[i]->id, x->id)) out = T->cache[i];
-    if (out != x) {
-        drop = x;
-    } else {
-        size_t slot = CACHE_SLOTS;
-        for (size_t i = 0; i < CACHE_SLOTS && slot == CACHE_SLOTS; i++)
-            if (!T->cache[i]) slot = i;
-        if (slot == CACHE_SLOTS) { /* evict the least recently used entry nobody holds */
-            for (size_t i = 0; i < CACHE_SLOTS; i++)
-                if (T->cache[i]->refs == 0 && (slot == CACHE_SLOTS || T->cache[i]->last_use < T->cache[slot]->last_use))
-                    slot = i;
-            if (slot != CACHE_SLOTS) drop = T->cache[slot];
-        }
-        if (slot != CACHE_SLOTS) T->cache[slot] = x;
-        else x->refs = UINT32_MAX / 2; /* every slot busy: serve uncached, freed by release */
-    }
-    out->refs++;
-    out->last_use = ++T->cache_clock;
-    pthread_mutex_unlock(&T->cache_mu);
-    index_free(drop);
-    return out;
-}
-
-static void cache_release(struct srv_timeline *T, srv_tl_index *x) {
-    bool free_it = false;
-    pthread_mutex_lock(&T->cache_mu);
-    x->refs--;
-    if (x->refs == UINT32_MAX / 2) free_it = true; /* the uncached case above */
-    pthread_mutex_unlock(&T->cache_mu);
-    if (free_it) index_free(x);
-}
-
-static void cache_clear(struct srv_timeline *T) {
-    pthread_mutex_lock(&T->cache_mu);
-    for (size_t i = 0; i < CACHE_SLOTS; i++)
-        if (T->cache[i] && T->cache[i]->refs == 0) {
-            index_free(T->cache[i]);
-            T->cache[i] = NULL;
-        }
-    pthread_mutex_unlock(&T->cache_mu);
-}
+static void free_item(srv_cache_item *it) { index_free((srv_tl_index *)it); }
 
 /* ---------------------------------------------------------------- query */
 
@@ -647,8 +583,9 @@ static srv_tl_index *load_index(srv_server *s, const char *id, cg_error *err) {
     /* streamed from the blob (decompressed frame by frame): parse time includes reading */
     cg_trace *t = fd < 0 ? NULL : srv_blob_trace_fd(&s->blobs, fd, hex, s->cfg.max_decoded_bytes, NULL, &store_error, err);
     if (!t) {
-        /* indexed but unreadable is damage inside our store; else the trace itself */
-        cg_err_reason(err, store_error ? CG_R_INTERNAL : CG_R_TRACE_INVALID);
+        /* indexed but unreadable is damage inside our store; else the reader
+         * set the trace's own reason (trace_invalid) */
+        if (store_error || (err && !err->reason)) cg_err_reason(err, CG_R_INTERNAL);
         return NULL;
     }
     double parse_ms = ms_since(&t0) - read_ms;
@@ -669,50 +606,23 @@ static srv_tl_index *load_index(srv_server *s, const char *id, cg_error *err) {
     return ix;
 }
 
-/* One build per bundle at a time: a request for an index that another thread
- * is building waits for it instead of parsing the trace again. */
+typedef struct build_ctx {
+    srv_server *s;
+    cg_error *err;
+} build_ctx;
 
-static srv_tl_index *find_locked(struct srv_timeline *T, const char *id) {
-    for (size_t i = 0; i < CACHE_SLOTS; i++)
-        if (T->cache[i] && !strcmp(T->cache[i]->id, id)) return T->cache[i];
-    return NULL;
+static srv_cache_item *build_item(void *ctx, const char *id) {
+    build_ctx *b = ctx;
+    srv_tl_index *x = load_index(b->s, id, b->err);
+    return x ? &x->item : NULL;
 }
 
-/* The cached index of id with a reference taken (cache_release it), building it
- * from the store when needed. NULL with err (and its reason). */
+/* The cached index of id with a reference taken (srv_timeline_release it),
+ * building it from the store when needed (one build per bundle at a time).
+ * NULL with err (and its reason). */
 srv_tl_index *srv_timeline_acquire(srv_server *s, const char *id, cg_error *err) {
-    struct srv_timeline *T = tl_of(s);
-    int slot = -1;
-    pthread_mutex_lock(&T->cache_mu);
-    for (;;) {
-        srv_tl_index *hit = find_locked(T, id);
-        if (hit) {
-            hit->refs++;
-            hit->last_use = ++T->cache_clock;
-            pthread_mutex_unlock(&T->cache_mu);
-            return hit;
-        }
-        bool busy = false;
-        for (size_t i = 0; i < BUILDING_SLOTS; i++)
-            if (!strcmp(T->building[i], id)) busy = true;
-        if (!busy) break;
-        pthread_cond_wait(&T->build_cv, &T->cache_mu);
-    }
-    for (size_t i = 0; i < BUILDING_SLOTS && slot < 0; i++)
-        if (!T->building[i][0]) {
-            slot = (int)i;
-            snprintf(T->building[i], sizeof T->building[i], "%s", id);
-        }
-    pthread_mutex_unlock(&T->cache_mu);
-    srv_tl_index *x = load_index(s, id, err);
-    srv_tl_index *out = x ? cache_put(T, x) : NULL;
-    if (slot >= 0) {
-        pthread_mutex_lock(&T->cache_mu);
-        T->building[slot][0] = 0;
-        pthread_cond_broadcast(&T->build_cv);
-        pthread_mutex_unlock(&T->cache_mu);
-    }
-    return out;
+    build_ctx b = {s, err};
+    return (srv_tl_index *)srv_cache_acquire(&tl_of(s)->cache, id, build_item, &b);
 }
 
 /* ---------------------------------------------------------------- warming after upload */
@@ -731,14 +641,14 @@ static void *warm_main(void *arg) {
         memmove(T->warm_ids[0], T->warm_ids[1], (T->warm_n - 1) * sizeof T->warm_ids[0]);
         T->warm_n--;
         pthread_mutex_unlock(&T->warm_mu);
-        srv_tl_index *hit = cache_get(T, id);
+        srv_cache_item *hit = srv_cache_get(&T->cache, id);
         if (hit) {
-            cache_release(T, hit);
+            srv_cache_release(&T->cache, hit);
             continue;
         }
         cg_error err = {0};
         srv_tl_index *ix = srv_timeline_acquire(T->server, id, &err);
-        if (ix) cache_release(T, ix);
+        if (ix) srv_cache_release(&T->cache, &ix->item);
         srv_views_warm(T->server, id); /* then the dashboard views of the bundle (view_index.c) */
     }
 }
@@ -764,15 +674,13 @@ void srv_timeline_stop(srv_server *s) {
     pthread_cond_broadcast(&T->warm_cv);
     pthread_mutex_unlock(&T->warm_mu);
     if (join) pthread_join(T->warm_thread, NULL);
-    cache_clear(T);
     atomic_store(&s->timeline, NULL);
-    pthread_mutex_destroy(&T->cache_mu);
-    pthread_cond_destroy(&T->build_cv);
+    srv_cache_destroy(&T->cache);
     pthread_mutex_destroy(&T->warm_mu);
     pthread_cond_destroy(&T->warm_cv);
     free(T);
 }
 
-void srv_timeline_release(srv_server *s, srv_tl_index *x) { cache_release(tl_of(s), x); }
+void srv_timeline_release(srv_server *s, srv_tl_index *x) { srv_cache_release(&tl_of(s)->cache, &x->item); }
 
-void srv_timeline_cache_clear(srv_server *s) { cache_clear(tl_of(s)); }
+void srv_timeline_cache_clear(srv_server *s) { srv_cache_clear(&tl_of(s)->cache); }

@@ -14,13 +14,14 @@
 #include "analysis/graph.h"
 #include "base/num.h"
 #include "base/fs.h"
-#include "base/strmap.h"
+#include "base/hmap.h"
+#include "srv_cache.h"
+#include "srv_derived.h"
 #include "srv_timeline.h"
 #include "srv_store.h"
 #include "srv_views.h"
 #include "trace/trace.h"
 
-#define BUILDING_SLOTS 8
 #define JSON_CAP 200   /* items kept of any list of a JSON section */
 #define PEAK_CAP 100   /* live allocations kept of the memory peak */
 
@@ -33,30 +34,26 @@ const char *const srv_vw_op_cols[] = {"name", "span_id", "device", "dtype", "tim
                                       "output_bytes", NULL};
 const char *const srv_vw_cost_cols[] = {"name", "kind", "count", "self_ns", "total_ns", "max_ns", NULL};
 
+static void free_item(srv_cache_item *it);
+
 struct srv_views {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    srv_vw_index *cache[SRV_VIEWS_CACHE_SLOTS]; /* guarded by mu */
-    uint64_t clock;
-    char building[BUILDING_SLOTS][65]; /* "" = free; guarded by mu */
+    srv_cache cache; /* of srv_vw_index (item first) */
 };
 
 static struct srv_views *views_of(srv_server *s) {
     struct srv_views *V = atomic_load(&s->views);
     if (V) return V;
     struct srv_views *n = cg_xzalloc(1, sizeof *n);
-    pthread_mutex_init(&n->mu, NULL);
-    pthread_cond_init(&n->cv, NULL);
+    srv_cache_init(&n->cache, SRV_VIEWS_CACHE_SLOTS, SRV_VIEWS_CACHE_BYTES, free_item);
     if (atomic_compare_exchange_strong(&s->views, &V, n)) return n;
-    pthread_mutex_destroy(&n->mu);
-    pthread_cond_destroy(&n->cv);
+    srv_cache_destroy(&n->cache);
     free(n);
     return V;
 }
 
 srv_vw_index *srv_vw_new(const char *id) {
     srv_vw_index *x = cg_xzalloc(1, sizeof *x);
-    snprintf(x->id, sizeof x->id, "%s", id);
+    snprintf(x->item.id, sizeof x->item.id, "%s", id);
     cg_arena_init(&x->arena, 0);
     pthread_mutex_init(&x->order_mu, NULL);
     return x;
@@ -81,15 +78,15 @@ void srv_vw_free(srv_vw_index *x) {
 
 typedef struct builder {
     srv_vw_index *x;
-    cg_strmap names; /* arena copy → itself (interned strings) */
+    cg_hstr names; /* arena copy → itself (interned strings) */
 } builder;
 
 static const char *intern(builder *b, const char *s) {
     if (!s) return NULL;
-    size_t *v = cg_strmap_get(&b->names, s);
+    size_t *v = cg_hstr_get(&b->names, s);
     if (v) return (const char *)(uintptr_t)*v;
     char *cp = cg_arena_strdup(&b->x->arena, s);
-    cg_strmap_put(&b->names, cp, (size_t)(uintptr_t)cp, NULL);
+    cg_hstr_put(&b->names, cp, (size_t)(uintptr_t)cp, NULL);
     return cp;
 }
 
@@ -161,15 +158,13 @@ static void copy_spans(builder *b, const cg_trace *t, const cg_graph *g) {
         const cg_span *s = cg_trace_find_span(t, t->ops[i].span_id);
         if (s) x->spans[s - t->spans].ops++;
     }
-    for (size_t i = 0; g && i < g->n_nodes; i++) {
-        const cg_graph_node *n = &g->nodes[i];
-        /* node ids are unique (the graph refuses a span id that collides with
-         * a synthesized op or tensor id), so a node whose id is a span's is it */
-        const cg_span *sp = n->kind == CG_NODE_TENSOR ? NULL : cg_trace_find_span(t, n->id);
-        if (!sp) continue;
-        srv_vw_span *r = &x->spans[sp - t->spans];
-        r->self_ns = n->host_self_time_ns;
-        r->total_ns = n->host_total_time_ns;
+    /* the graph's span nodes are the trace's spans, in its order */
+    for (size_t i = 0; g && i < g->n_span_nodes; i++) {
+        cg_graph_node n;
+        cg_graph_node_view(g, i, NULL, &n);
+        srv_vw_span *r = &x->spans[i];
+        r->self_ns = n.host_self_time_ns;
+        r->total_ns = n.host_total_time_ns;
         r->has_times = true;
     }
 }
@@ -201,9 +196,10 @@ static void build_costs(builder *b, const cg_trace *t, const cg_graph *g) {
     size_t cap = g ? g->n_nodes : t->n_spans + t->n_ops, n = 0;
     cost_item *it = cg_xalloc(cap, sizeof *it);
     if (g) {
-        for (size_t i = 0; i < g->n_nodes; i++) {
-            const cg_graph_node *nd = &g->nodes[i];
-            if (nd->kind == CG_NODE_TENSOR) continue;
+        for (size_t i = 0; i < g->n_span_nodes + g->n_op_nodes; i++) { /* tensor nodes have no cost */
+            cg_graph_node v;
+            cg_graph_node_view(g, i, NULL, &v);
+            const cg_graph_node *nd = &v;
             it[n++] = (cost_item){intern(b, cg_node_kind_name(nd->kind)), intern(b, nd->name), nd->host_self_time_ns,
                                   nd->host_total_time_ns, true};
         }
@@ -329,17 +325,15 @@ static void build_sections(builder *b, const cg_evidence *e, cg_arena *tmp) {
 static srv_vw_index *index_build(const char *id, const cg_trace *t, const char *nsdir, cg_error *err) {
     srv_vw_index *x = srv_vw_new(id);
     builder b = {.x = x};
-    cg_strmap_init(&b.names);
+    cg_hstr_init(&b.names, 0);
     cg_arena tmp;
     cg_arena_init(&tmp, 1 << 20);
     cg_evidence *e = cg_evidence_build_as(&tmp, t, nsdir, nsdir ? "nsight" : NULL, err);
-    cg_graph *g = NULL;
-    if (e && e->health->structurally_valid && e->health->capture_complete)
-        g = cg_graph_build_with(t, e->health, e->timing, e->memory, &tmp, err);
-    if (!e || (e->health->structurally_valid && e->health->capture_complete && !g)) {
+    const cg_graph *g = e ? e->graph_model : NULL; /* the evidence's own graph: never built twice */
+    if (!e) {
         if (e) cg_evidence_free(e);
         cg_arena_free(&tmp);
-        cg_strmap_free(&b.names);
+        cg_hstr_free(&b.names);
         srv_vw_free(x);
         return NULL;
     }
@@ -352,7 +346,7 @@ static srv_vw_index *index_build(const char *id, const cg_trace *t, const char *
     build_sections(&b, e, &tmp);
     cg_evidence_free(e);
     cg_arena_free(&tmp);
-    cg_strmap_free(&b.names);
+    cg_hstr_free(&b.names);
     return x;
 }
 
@@ -394,9 +388,16 @@ static srv_vw_index *load_index(srv_server *s, const char *id, srv_vw_status *st
     }
     if (!x) return NULL;
     first_orders(x);
-    x->bytes = index_bytes(x);
+    x->item.bytes = index_bytes(x);
     *st = SRV_VW_OK;
     return x;
+}
+
+static void log_built(const srv_vw_index *x) {
+    char spans[32], ops[32];
+    snprintf(spans, sizeof spans, "%zu", x->n_spans);
+    snprintf(ops, sizeof ops, "%zu", x->n_ops);
+    srv_log("info", "view index built", "id", x->item.id, "spans", spans, "ops", ops, NULL);
 }
 
 /* Reads the verified files of bundle id (the trace streamed from its blob) and
@@ -432,109 +433,45 @@ static srv_vw_index *build_from_store(srv_server *s, const char *id, srv_vw_stat
     }
     uint64_t size;
     bool missing, store_error = true;
+    int heavy = srv_heavy_enter(bytes, 0); /* a large build runs alone (srv_derived.h) */
     int fd = srv_store_blob_open(s, hex, &size, &missing, err);
     cg_trace *t = fd < 0 ? NULL : srv_blob_trace_fd(&s->blobs, fd, hex, s->cfg.max_decoded_bytes, NULL, &store_error, err);
     srv_vw_index *x = t ? index_build(id, t, n_ns ? ns : NULL, err) : NULL;
     *st = x ? SRV_VW_OK : t || !store_error ? SRV_VW_INVALID : SRV_VW_STORE;
     if (t) cg_trace_free(t);
+    if (heavy) srv_memory_trim();
+    srv_heavy_leave(heavy);
     cg_rm_rf(stage);
-    if (x) {
-        char spans[32], ops[32];
-        snprintf(spans, sizeof spans, "%zu", x->n_spans);
-        snprintf(ops, sizeof ops, "%zu", x->n_ops);
-        srv_log("info", "view index built", "id", id, "spans", spans, "ops", ops, NULL);
-    }
+    if (x) log_built(x);
     return x;
 }
 
 /* ---------------------------------------------------------------- cache */
 
-static srv_vw_index *find_locked(struct srv_views *V, const char *id) {
-    for (size_t i = 0; i < SRV_VIEWS_CACHE_SLOTS; i++)
-        if (V->cache[i] && !strcmp(V->cache[i]->id, id)) return V->cache[i];
-    return NULL;
-}
+static void free_item(srv_cache_item *it) { srv_vw_free((srv_vw_index *)it); }
 
-/* Inserts x (refs 0) with one reference taken. With every slot held, x is
- * served uncached (marked so that the last release frees it). */
-#define UNCACHED (UINT32_MAX / 2)
-static srv_vw_index *cache_put(struct srv_views *V, srv_vw_index *x) {
-    srv_vw_index *drop[SRV_VIEWS_CACHE_SLOTS] = {0};
-    size_t nd = 0, slot = SRV_VIEWS_CACHE_SLOTS;
-    pthread_mutex_lock(&V->mu);
-    /* room for x: a free slot and at most SRV_VIEWS_CACHE_BYTES in all, evicting the
-     * least recently used entries nobody holds (indexes in use are never evicted) */
-    for (;;) {
-        uint64_t total = x->bytes;
-        size_t used = 0, lru = SRV_VIEWS_CACHE_SLOTS;
-        for (size_t i = 0; i < SRV_VIEWS_CACHE_SLOTS; i++) {
-            srv_vw_index *c = V->cache[i];
-            if (!c) continue;
-            total += c->bytes;
-            used++;
-            if (c->refs == 0 && (lru == SRV_VIEWS_CACHE_SLOTS || c->last_use < V->cache[lru]->last_use)) lru = i;
-        }
-        if ((used < SRV_VIEWS_CACHE_SLOTS && total <= SRV_VIEWS_CACHE_BYTES) || lru == SRV_VIEWS_CACHE_SLOTS) break;
-        drop[nd++] = V->cache[lru];
-        V->cache[lru] = NULL;
-    }
-    for (size_t i = 0; i < SRV_VIEWS_CACHE_SLOTS && slot == SRV_VIEWS_CACHE_SLOTS; i++)
-        if (!V->cache[i]) slot = i;
-    if (slot != SRV_VIEWS_CACHE_SLOTS) V->cache[slot] = x;
-    else x->refs = UNCACHED;
-    x->refs++;
-    x->last_use = ++V->clock;
-    pthread_mutex_unlock(&V->mu);
-    for (size_t i = 0; i < nd; i++) srv_vw_free(drop[i]);
-    return x;
+typedef struct build_ctx {
+    srv_server *s;
+    srv_vw_status *st;
+    cg_error *err;
+} build_ctx;
+
+static srv_cache_item *build_item(void *ctx, const char *id) {
+    build_ctx *b = ctx;
+    srv_vw_index *x = load_index(b->s, id, b->st, b->err);
+    return x ? &x->item : NULL;
 }
 
 srv_vw_index *srv_views_acquire(srv_server *s, const char *id, srv_vw_status *st, cg_error *err) {
-    struct srv_views *V = views_of(s);
-    int slot = -1;
-    pthread_mutex_lock(&V->mu);
-    for (;;) {
-        srv_vw_index *hit = find_locked(V, id);
-        if (hit) {
-            hit->refs++;
-            hit->last_use = ++V->clock;
-            pthread_mutex_unlock(&V->mu);
-            *st = SRV_VW_OK;
-            return hit;
-        }
-        bool busy = false;
-        for (size_t i = 0; i < BUILDING_SLOTS; i++)
-            if (!strcmp(V->building[i], id)) busy = true;
-        if (!busy) break;
-        pthread_cond_wait(&V->cv, &V->mu);
-    }
-    for (size_t i = 0; i < BUILDING_SLOTS && slot < 0; i++)
-        if (!V->building[i][0]) {
-            slot = (int)i;
-            snprintf(V->building[i], sizeof V->building[i], "%s", id);
-        }
-    pthread_mutex_unlock(&V->mu);
-    srv_vw_index *x = load_index(s, id, st, err);
-    srv_vw_index *out = x ? cache_put(V, x) : NULL;
-    if (slot >= 0) {
-        pthread_mutex_lock(&V->mu);
-        V->building[slot][0] = 0;
-        pthread_cond_broadcast(&V->cv);
-        pthread_mutex_unlock(&V->mu);
-    }
-    return out;
+    build_ctx b = {s, st, err};
+    *st = SRV_VW_OK;
+    return (srv_vw_index *)srv_cache_acquire(&views_of(s)->cache, id, build_item, &b);
 }
 
-void srv_views_release(srv_server *s, srv_vw_index *x) {
-    struct srv_views *V = views_of(s);
-    pthread_mutex_lock(&V->mu);
-    x->refs--;
-    bool free_it = x->refs == UNCACHED;
-    pthread_mutex_unlock(&V->mu);
-    if (free_it) srv_vw_free(x);
-}
+void srv_views_release(srv_server *s, srv_vw_index *x) { srv_cache_release(&views_of(s)->cache, &x->item); }
 
 void srv_views_warm(srv_server *s, const char *id) {
+    srv_memory_trim(); /* the Timeline build before this one freed its trace in this thread */
     cg_error err = {0};
     srv_vw_status st;
     srv_vw_index *x = srv_views_acquire(s, id, &st, &err);
@@ -545,10 +482,8 @@ void srv_views_warm(srv_server *s, const char *id) {
 void srv_views_stop(srv_server *s) {
     struct srv_views *V = atomic_load(&s->views);
     if (!V) return;
-    for (size_t i = 0; i < SRV_VIEWS_CACHE_SLOTS; i++) srv_vw_free(V->cache[i]);
     atomic_store(&s->views, NULL);
-    pthread_mutex_destroy(&V->mu);
-    pthread_cond_destroy(&V->cv);
+    srv_cache_destroy(&V->cache);
     free(V);
 }
 

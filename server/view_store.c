@@ -17,7 +17,7 @@
 
 #include "base/alloc.h"
 #include "base/fs.h"
-#include "base/strmap.h"
+#include "base/hmap.h"
 #include "srv_views.h"
 #include "trace/trace.h"
 
@@ -28,7 +28,7 @@
 
 typedef struct wr {
     cg_buf b;
-    cg_strmap ids; /* string → number */
+    cg_hstr ids; /* string → number */
     const char **strs;
     size_t n, cap;
 } wr;
@@ -40,14 +40,14 @@ static void w_u64(wr *w, uint64_t v) { cg_buf_append(&w->b, &v, sizeof v); }
 /* The number of s in the string table (added on first use). */
 static uint32_t sid(wr *w, const char *s) {
     if (!s) return NONE;
-    size_t *v = cg_strmap_get(&w->ids, s);
+    size_t *v = cg_hstr_get(&w->ids, s);
     if (v) return (uint32_t)*v;
     if (w->n == w->cap) {
         w->cap = w->cap ? w->cap * 2 : 1024;
         w->strs = cg_xrealloc(w->strs, w->cap, sizeof *w->strs);
     }
     w->strs[w->n] = s;
-    cg_strmap_put(&w->ids, s, w->n, NULL);
+    cg_hstr_put(&w->ids, s, w->n, NULL);
     return (uint32_t)w->n++;
 }
 
@@ -104,7 +104,7 @@ static void write_rows(wr *w, const srv_vw_index *x) {
 
 int srv_vw_save(const srv_vw_index *x, const char *path, cg_error *err) {
     wr w = {.b = CG_BUF_INIT};
-    cg_strmap_init(&w.ids);
+    cg_hstr_init(&w.ids, 0);
     write_rows(&w, x);
     cg_buf out = CG_BUF_INIT;
     cg_buf_append(&out, MAGIC, 8);
@@ -120,7 +120,7 @@ int srv_vw_save(const srv_vw_index *x, const char *path, cg_error *err) {
     int rc = cg_write_file_atomic(path, out.data, out.len, err);
     cg_buf_free(&out);
     cg_buf_free(&w.b);
-    cg_strmap_free(&w.ids);
+    cg_hstr_free(&w.ids);
     free(w.strs);
     return rc;
 }

@@ -7,13 +7,19 @@
 # server's peak RSS (VmHWM of /proc/PID/status) after the upload and again after
 # GET /files, Range and /archive reads, the time-resolved RSS peak during the
 # upload (VmRSS sampled every 0.1 s, with the last log line seen at that moment:
-# which phase held the memory), and the blob store's stored/plain ratio from
-# /metrics. Nothing is asserted (timing never is).
+# which phase held the memory), the server's peak RSS once the background index
+# builds of the upload (Timeline, then dashboard views) are done and the first
+# dashboard answer (GET /views/spans) came back, and the blob store's
+# stored/plain ratio from /metrics. With CG_RSS_DERIVED=1 also the time and peak
+# RSS of each derived route (/graph, /evidence, /viewer, /export, /archive).
+# Nothing is asserted (timing never is).
 #
 # usage: bench/ingest/rss.sh [BUILD_DIR]                          (default: build)
 # env:   CG_RSS_SIZES   record counts (default "100000 1000000")
 #        CG_RSS_TRACE_<N>  an existing trace of N records to use instead of generating one
 #        CG_RSS_BUNDLE_<N> an existing bundle directory of N records (report is skipped; kept)
+#        CG_RSS_BLOB_STORE fs (default) or pg
+#        CG_RSS_DERIVED  1: time every derived route as well
 set -euo pipefail
 BUILD="${1:-build}"
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -58,7 +64,8 @@ for n in $SIZES; do
 
   PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   mkdir -p "$W/data"
-  "$SERVER" serve --data-dir "$W/data" --listen "127.0.0.1:$PORT" --require-signature no >"$W/server.log" 2>&1 &
+  "$SERVER" serve --data-dir "$W/data" --listen "127.0.0.1:$PORT" --require-signature no \
+    --blob-store "${CG_RSS_BLOB_STORE:-fs}" >"$W/server.log" 2>&1 &
   SRV_PID=$!
   for _ in $(seq 240); do curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break; sleep 0.25; done
   TOKEN=$("$SERVER" admin bootstrap --data-dir "$W/data" | sed -n 's/.*"token": *"\([^"]*\)".*/\1/p')
@@ -86,6 +93,22 @@ for n in $SIZES; do
     tr1=$(date +%s%N)
     curl -fsS -o "$W/archive" -H "$H" "http://127.0.0.1:$PORT/bundles/$id/archive"
     hwm_archive=$(kb VmHWM)
+    tv0=$(date +%s%N)
+    vcode=$(curl -s -o /dev/null -w '%{http_code}' -H "$H" "http://127.0.0.1:$PORT/bundles/$id/views/spans?limit=50")
+    tv1=$(date +%s%N)
+    for _ in $(seq 1200); do grep -q '"view index \(built\|loaded\)"' "$W/server.log" && break; sleep 0.5; done
+    hwm_views=$(kb VmHWM)
+    derived=""
+    if [ "${CG_RSS_DERIVED:-0}" = 1 ]; then
+      for route in graph evidence viewer "export?format=chrome"; do
+        d0=$(date +%s%N)
+        dcode=$(curl -s -o "$W/derived" -w '%{http_code}' -H "$H" "http://127.0.0.1:$PORT/bundles/$id/$route")
+        d1=$(date +%s%N)
+        derived+=$(printf '%s %s %.1f MB %.1f s (peak %s); ' "${route%%\?*}" "$dcode" \
+          "$(awk -v x="$(stat -c %s "$W/derived")" 'BEGIN{print x/1e6}')" "$(awk -v a="$d0" -v b="$d1" 'BEGIN{print (b-a)/1e9}')" "$(mib "$(kb VmHWM)")")
+        rm -f "$W/derived"
+      done
+    fi
     metrics=$(curl -fsS -H "$H" "http://127.0.0.1:$PORT/metrics")
     ratio=$(awk '$1 == "cg_blob_store_compression_ratio" {print $2}' <<<"$metrics")
     stored=$(awk '$1 == "cg_blob_store_stored_bytes" {print $2}' <<<"$metrics")
@@ -102,6 +125,9 @@ for n in $SIZES; do
     "$(awk -v a="$t0" -v b="$t1" 'BEGIN{print (b-a)/1e9}')" "$(mib "$hwm_ingest")" "$(mib "$base")"
   [ -n "$id" ] && printf '  peak RSS after GET /files (whole file) %s, after GET /archive %s, after /metrics %s\n' \
     "$(mib "$hwm_file")" "$(mib "$hwm_archive")" "$(mib "$hwm_reads")"
+  [ -n "$id" ] && printf '  first GET /views/spans: %s in %.2f s; peak RSS after the index builds %s\n' "$vcode" \
+    "$(awk -v a="$tv0" -v b="$tv1" 'BEGIN{print (b-a)/1e9}')" "$(mib "$hwm_views")"
+  [ -n "$derived" ] && echo "  derived: $derived"
   [ -s "$W/peak" ] && printf '  sampled RSS peak %s, last log line then: %s\n' "$(mib "$(cut -f1 "$W/peak")")" "$(cut -f2 "$W/peak")"
   if [ -n "$id" ]; then
     printf '  blob store: %.1f MB stored, stored/plain %s; GET %s: %s bytes; 64 KiB Range in its middle: %.3f s\n' \

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/strmap.h"
+#include "base/hmap.h"
 
 static const char *const level_names[] = {"unavailable", "partial", "complete", "invalid"};
 static const char *const kind_names[] = {"structural_trace", "outer_wall_time", "nested_host_time",
@@ -128,19 +128,19 @@ static void assess_gradients(cg_arena *a, const cg_trace *t, const cg_health *h,
 static bool required_labels_present(const cg_trace *t) {
     const cg_strlist *req = &t->run.contract.required_semantic_labels;
     if (!req->n) return true;
-    cg_strmap names;
-    cg_strmap_init(&names);
+    cg_hstr names;
+    cg_hstr_init(&names, 0);
     for (size_t i = 0; i < t->n_spans; i++) {
         size_t *v;
-        if (!cg_strmap_put(&names, t->spans[i].name, 1, &v)) (*v)++;
+        if (!cg_hstr_put(&names, t->spans[i].name, 1, &v)) (*v)++;
     }
     bool ok = true;
     for (size_t i = 0; i < req->n && ok; i++) {
         for (size_t j = 0; j < i && ok; j++) ok = strcmp(req->items[i], req->items[j]) != 0;
-        size_t *v = cg_strmap_get(&names, req->items[i]);
+        size_t *v = cg_hstr_get(&names, req->items[i]);
         if (ok) ok = v && *v == 1;
     }
-    cg_strmap_free(&names);
+    cg_hstr_free(&names);
     return ok;
 }
 

@@ -169,6 +169,7 @@ cg_evidence *cg_evidence_build_as(cg_arena *a, const cg_trace *t, const char *ns
             return NULL;
         }
         e->graph = cg_graph_to_json_lazy(a, g);
+        e->graph_model = g;
         graph = g;
     }
     build_findings_and_facts(a, e, graph);

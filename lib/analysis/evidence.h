@@ -29,6 +29,7 @@ typedef struct cg_evidence {
     cg_nsight_evidence *gpu;
     cg_capabilities caps;
     cg_jv *graph;    /* graph/5 JSON, NULL for failed or invalid captures */
+    const struct cg_graph *graph_model; /* the graph behind `graph` (in the arena), NULL when none */
     cg_jv *findings; /* array */
     cg_jv *facts;    /* array */
     cg_jv *gaps;     /* array of strings, sorted, deduplicated */

@@ -1,13 +1,21 @@
-/* graph.c — execution graph construction (graph/5, spec §6). */
+/* graph.c — execution graph construction (graph/5, spec §6).
+ *
+ * Nodes live in compact per-kind records (struct cg_graph_store); the ids of
+ * op nodes ("<span>/op/<n>") and tensor nodes ("tensor/<id>") are formatted
+ * only when a node or edge is viewed. Every string order the crate defines
+ * (node ids; edges by (from, to, kind)) is computed once: the id strings are
+ * sorted by a multikey quicksort on cached 8-byte keys and merged linearly
+ * into one rank per node, and edges sort on those integer ranks. */
 #include "analysis/graph.h"
 #include "base/alloc.h"
+#include "base/hmap.h"
 #include "base/num.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #define NONE CG_GRAPH_NONE
-
+#define NONE32 UINT32_MAX
 
 const char *cg_node_kind_name(cg_node_kind k) {
     switch (k) {
@@ -24,59 +32,178 @@ const char *cg_host_scope_name(cg_host_scope s) {
     return s == CG_HOST_SCOPE_MEASURED_SUBTREE ? "measured_subtree" : "concurrent_overlap";
 }
 
-typedef struct sref {
+/* ---- the compact graph ---- */
+
+typedef struct span_node {
+    uint64_t self_ns, total_ns;
+    const cg_device_span_timing *dt;
+    uint32_t n_dt, parent;
+    uint8_t kind;
+    bool in_measured;
+} span_node;
+
+typedef struct op_node {
+    uint32_t k, parent; /* id "<span_id>/op/<k>"; parent span or NONE32 */
+} op_node;
+
+typedef struct tensor_node {
+    const char *tid;
+    uint32_t tev, parent; /* first tensor event of the id, its span (NONE32: none) */
+} tensor_node;
+
+enum { E_TRACE, E_SPAN_CALL, E_OP_CALL, E_OP_INPUT, E_OP_OUTPUT };
+
+/* endpoints: node index, or n_nodes + index into foreign (strings naming no node) */
+typedef struct edge_rec {
+    uint32_t from, to, src; /* src: trace edge, child span or op index by type */
+    uint8_t type;
+} edge_rec;
+
+/* an id as two pieces: pre (never NULL, often "") then s */
+typedef struct idref {
+    const char *pre, *s;
+} idref;
+
+struct cg_graph_store {
+    span_node *spans;
+    op_node *ops;
+    tensor_node *tensors;
+    uint32_t *by_id; /* node indices in id order */
+    edge_rec *edges;
+    idref *foreign;
+    size_t n_foreign;
+    const cg_span_memory *sm; /* per span, NULL without a logical plane */
+    const cg_op_memory *om;   /* per op, likewise */
+};
+
+static int idcmp(idref a, idref b) {
+    const unsigned char *x = (const unsigned char *)a.pre, *y = (const unsigned char *)b.pre;
+    bool xs = false, ys = false;
+    for (;;) {
+        if (!*x && !xs) {
+            x = (const unsigned char *)a.s;
+            xs = true;
+            continue;
+        }
+        if (!*y && !ys) {
+            y = (const unsigned char *)b.s;
+            ys = true;
+            continue;
+        }
+        if (*x != *y) return *x < *y ? -1 : 1;
+        if (!*x) return 0;
+        x++;
+        y++;
+    }
+}
+
+/* ---- multikey quicksort of strings on cached 8-byte keys ---- */
+
+typedef struct skey {
+    uint64_t k; /* bytes d..d+7 of s, big-endian, zero past the end */
     const char *s;
     size_t idx;
-} sref;
+} skey;
 
-static int cmp_sref(const void *pa, const void *pb) {
-    const sref *a = pa, *b = pb;
-    int c = strcmp(a->s, b->s);
-    if (c) return c;
-    return a->idx < b->idx ? -1 : a->idx > b->idx;
+static uint64_t load8(const char *s, size_t d) {
+    uint64_t k = 0;
+    const unsigned char *p = (const unsigned char *)s + d;
+    int i = 0;
+    for (; i < 8 && p[i]; i++) k = k << 8 | p[i];
+    return k << (8 * (8 - i));
 }
 
-static int cmp_strp(const void *pa, const void *pb) {
-    return strcmp(*(const char *const *)pa, *(const char *const *)pb);
-}
+typedef struct mk_range {
+    size_t lo, n, d;
+} mk_range;
 
-/* qsort, skipped when the input is already in order (records usually come in
- * id order; the comparators are total orders or compare string content only,
- * so the result is the same either way) */
-static void sort_sref(sref *v, size_t n) {
-    for (size_t i = 1; i < n; i++)
-        if (cmp_sref(&v[i - 1], &v[i]) > 0) {
-            qsort(v, n, sizeof *v, cmp_sref);
-            return;
-        }
-}
-
-static void sort_strp(const char **v, size_t n) {
-    for (size_t i = 1; i < n; i++)
-        if (cmp_strp(&v[i - 1], &v[i]) > 0) {
-            qsort(v, n, sizeof *v, cmp_strp);
-            return;
-        }
-}
-
-/* index of s in the sorted unique array, or NONE */
-static size_t find_sorted(const char **arr, size_t n, const char *s) {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(arr[mid], s);
-        if (c == 0) return mid;
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
+static void mk_push(mk_range **st, size_t *sp, size_t *cap, size_t lo, size_t n, size_t d) {
+    if (n < 2) return;
+    if (*sp == *cap) {
+        *cap = *cap ? 2 * *cap : 64;
+        *st = cg_xrealloc(*st, *cap, sizeof **st);
     }
-    return NONE;
+    (*st)[(*sp)++] = (mk_range){lo, n, d};
 }
 
-static size_t span_index(const cg_trace *t, const char *id) {
-    const cg_span *s = id ? cg_trace_find_span(t, id) : NULL;
-    return s ? (size_t)(s - t->spans) : NONE;
+static void mk_small(skey *a, size_t n, size_t d) {
+    for (size_t i = 1; i < n; i++) {
+        skey x = a[i];
+        size_t j = i;
+        while (j > 0 && (a[j - 1].k > x.k || (a[j - 1].k == x.k && (x.k & 0xff) &&
+                                               strcmp(a[j - 1].s + d + 8, x.s + d + 8) > 0))) {
+            a[j] = a[j - 1];
+            j--;
+        }
+        a[j] = x;
+    }
+}
+
+static uint64_t med3(uint64_t a, uint64_t b, uint64_t c) {
+    return a < b ? (b < c ? b : a < c ? c : a) : (a < c ? a : b < c ? c : b);
+}
+
+/* Sorts v by s (byte order; equal strings in no particular order). */
+static void strsort(skey *v, size_t n) {
+    for (size_t i = 0; i < n; i++) v[i].k = load8(v[i].s, 0);
+    mk_range *st = NULL;
+    size_t sp = 0, cap = 0;
+    mk_push(&st, &sp, &cap, 0, n, 0);
+    while (sp) {
+        mk_range r = st[--sp];
+        skey *a = v + r.lo;
+        if (r.n < 16) {
+            mk_small(a, r.n, r.d);
+            continue;
+        }
+        uint64_t p = med3(a[0].k, a[r.n / 2].k, a[r.n - 1].k);
+        size_t lt = 0, i = 0, gt = r.n;
+        while (i < gt) {
+            if (a[i].k < p) {
+                skey x = a[lt];
+                a[lt++] = a[i];
+                a[i++] = x;
+            } else if (a[i].k > p) {
+                skey x = a[--gt];
+                a[gt] = a[i];
+                a[i] = x;
+            } else {
+                i++;
+            }
+        }
+        mk_push(&st, &sp, &cap, r.lo, lt, r.d);
+        mk_push(&st, &sp, &cap, r.lo + gt, r.n - gt, r.d);
+        if ((p & 0xff) && gt - lt > 1) { /* equal 8 bytes, none the end: the next 8 */
+            for (size_t k = lt; k < gt; k++) a[k].k = load8(a[k].s, r.d + 8);
+            mk_push(&st, &sp, &cap, r.lo + lt, gt - lt, r.d + 8);
+        }
+    }
+    free(st);
+}
+
+/* ---- span and tensor id lookup ---- */
+
+static uint64_t str_hash(const char *s) { return cg_hmap_mix(cg_hmap_hash_bytes(0, s, strlen(s)), 0); }
+
+static bool span_eq(const void *ctx, uint32_t id, const void *key) {
+    return strcmp(((const cg_trace *)ctx)->spans[id].id, key) == 0;
+}
+
+static uint32_t span_lookup(const cg_hmap *m, const cg_trace *t, const char *id) {
+    return id ? cg_hmap_find(m, str_hash(id), span_eq, t, id, NULL) : NONE32;
+}
+
+static bool tid_eq(const void *ctx, uint32_t id, const void *key) {
+    return strcmp(((const char *const *)ctx)[id], key) == 0;
+}
+
+static void put_dec(cg_buf *b, uint64_t v) {
+    char d[20];
+    size_t n = 0;
+    do d[n++] = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    cg_buf_reserve(b, n);
+    while (n) b->data[b->len++] = d[--n];
 }
 
 /* ---- refusal ---- */
@@ -113,22 +240,11 @@ static int duplicate_node_error(cg_error *err, const char *id) {
     return -1;
 }
 
-/* ---- edges ---- */
-
 /* Upper bound of the graph's edges: trace edges, span and op call edges, op data edges. */
 static size_t edge_capacity(const cg_trace *t) {
     size_t cap = t->n_edges + t->n_spans + t->n_ops;
     for (size_t i = 0; i < t->n_ops; i++) cap += t->ops[i].inputs.n + (t->ops[i].output ? 1 : 0);
     return cap;
-}
-
-static int cmp_edge(const void *pa, const void *pb) {
-    const cg_graph_edge *a = pa, *b = pb;
-    int c = strcmp(a->from, b->from);
-    if (!c) c = strcmp(a->to, b->to);
-    if (c) return c;
-    if (a->is_data != b->is_data) return a->is_data ? 1 : -1;
-    return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
 /* ---- rankings ---- */
@@ -161,34 +277,573 @@ static int cmp_href(const void *pa, const void *pb) {
     return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
-static cg_interval node_interval(const cg_graph_node *n) {
-    return cg_interval_of(n->start_ns, n->host_total_time_ns);
-}
-
-/* ---- memory ---- */
-
-/* node_memory_metrics onto span nodes (nodes[0..n_spans)) and op nodes
- * (nodes[n_spans..)): unknown figures stay absent. */
-static void apply_memory_metrics(const cg_trace *t, const cg_memory_profile *memory, cg_graph_node *nodes,
-                                 cg_arena *a) {
-    size_t ns = t->n_spans;
-    cg_span_memory *sm = cg_memory_span_metrics(t, memory, a);
-    for (size_t i = 0; sm && i < ns; i++) {
-        cg_graph_node *n = &nodes[i];
-        n->has_allocated_bytes = sm[i].has_allocated;
-        n->allocated_bytes = sm[i].allocated_bytes;
-        n->has_peak_live_bytes = n->has_residual_bytes = sm[i].has_window;
-        n->peak_live_bytes = sm[i].peak_live_bytes;
-        n->residual_bytes = sm[i].residual_bytes;
-    }
-    cg_op_memory *om = cg_memory_op_metrics(t, memory, a);
-    for (size_t i = 0; om && i < t->n_ops; i++) {
-        nodes[ns + i].has_allocated_bytes = om[i].has_allocated;
-        nodes[ns + i].allocated_bytes = om[i].allocated_bytes;
-    }
-}
-
 /* ---- build ---- */
+
+typedef struct bctx {
+    const cg_trace *t;
+    cg_graph *g;
+    cg_graph_store *st;
+    cg_arena *a;
+    size_t ns, no, nu;
+    cg_hmap spans;       /* span id -> span index */
+    cg_hmap tmap;        /* tensor id -> first-seen index into tstr */
+    const char **tstr;   /* distinct tensor ids, first-seen order */
+    uint32_t *tpos;      /* first-seen index -> tensor node (sorted position) */
+    const char **opid;   /* op node ids (scratch, in opbuf) */
+    cg_buf opbuf;
+    uint32_t *rank;      /* node -> position in by_id */
+    size_t *nch, *child, *order, *tin, *tout, reached;
+    uint64_t *op_sum;
+    size_t *cfirst, *clist; /* children (spans and ops) of each span, CSR */
+    cg_interval *ivs;
+} bctx;
+
+static idref build_ref(const bctx *b, size_t i) {
+    if (i < b->ns) return (idref){"", b->t->spans[i].id};
+    if (i < b->ns + b->no) return (idref){"", b->opid[i - b->ns]};
+    return (idref){"tensor/", b->st->tensors[i - b->ns - b->no].tid};
+}
+
+static void index_spans(bctx *b) {
+    cg_hmap_init(&b->spans, b->ns);
+    for (size_t i = 0; i < b->ns; i++) {
+        const char *id = b->t->spans[i].id;
+        cg_hmap_find_or_put(&b->spans, str_hash(id), span_eq, b->t, id, (uint32_t)i);
+    }
+}
+
+static uint32_t tensor_lookup(const bctx *b, const char *tid) {
+    uint32_t f = cg_hmap_find(&b->tmap, str_hash(tid), tid_eq, b->tstr, tid, NULL);
+    return f == NONE32 ? NONE32 : b->tpos[f];
+}
+
+/* the distinct tensor ids (tensor events ∪ op inputs ∪ op outputs), sorted */
+typedef struct tcollect {
+    size_t n, cap;
+    uint32_t *tev; /* first-seen index -> first tensor event or NONE32 */
+} tcollect;
+
+static void tensor_add(bctx *b, tcollect *c, const char *tid, uint32_t tev) {
+    uint64_t h = str_hash(tid);
+    size_t at = 0;
+    if (cg_hmap_find(&b->tmap, h, tid_eq, b->tstr, tid, &at) != NONE32) return;
+    if (c->n == c->cap) {
+        c->cap = c->cap ? 2 * c->cap : 1024;
+        b->tstr = cg_xrealloc(b->tstr, c->cap, sizeof *b->tstr);
+        c->tev = cg_xrealloc(c->tev, c->cap, sizeof *c->tev);
+    }
+    cg_hmap_put_at(&b->tmap, at, h, (uint32_t)c->n);
+    b->tstr[c->n] = tid;
+    c->tev[c->n++] = tev;
+}
+
+static void collect_tensors(bctx *b) {
+    const cg_trace *t = b->t;
+    tcollect c = {0, 0, NULL};
+    cg_hmap_init(&b->tmap, t->n_tensors + 2 * t->n_ops);
+    for (size_t i = 0; i < t->n_tensors; i++) tensor_add(b, &c, t->tensors[i].tensor_id, (uint32_t)i);
+    for (size_t i = 0; i < t->n_ops; i++) {
+        for (size_t k = 0; k < t->ops[i].inputs.n; k++) tensor_add(b, &c, t->ops[i].inputs.items[k], NONE32);
+        if (t->ops[i].output) tensor_add(b, &c, t->ops[i].output, NONE32);
+    }
+    b->nu = c.n;
+    skey *k = cg_xalloc(c.n ? c.n : 1, sizeof *k);
+    for (size_t i = 0; i < c.n; i++) k[i] = (skey){0, b->tstr[i], i};
+    strsort(k, c.n);
+    b->tpos = cg_xalloc(c.n ? c.n : 1, sizeof *b->tpos);
+    b->st->tensors = cg_arena_alloc(b->a, (c.n ? c.n : 1) * sizeof *b->st->tensors);
+    for (size_t u = 0; u < c.n; u++) {
+        uint32_t ev = c.tev[k[u].idx];
+        b->tpos[k[u].idx] = (uint32_t)u;
+        b->st->tensors[u] = (tensor_node){k[u].s, ev, ev == NONE32 ? NONE32 : span_lookup(&b->spans, t, t->tensors[ev].span_id)};
+    }
+    free(k);
+    free(c.tev);
+}
+
+/* parents, child lists, op time per span and a preorder (no recursion) */
+static void span_tree(bctx *b) {
+    const cg_trace *t = b->t;
+    size_t ns = b->ns, no = b->no;
+    span_node *sp = b->st->spans;
+    b->nch = cg_xzalloc(ns + 1, sizeof *b->nch);
+    for (size_t i = 0; i < ns; i++) {
+        sp[i].parent = span_lookup(&b->spans, t, t->spans[i].parent_id);
+        if (sp[i].parent != NONE32) b->nch[sp[i].parent + 1]++;
+    }
+    for (size_t i = 0; i < ns; i++) b->nch[i + 1] += b->nch[i];
+    b->child = cg_xalloc(ns ? ns : 1, sizeof *b->child);
+    size_t *fill = cg_xalloc(ns ? ns : 1, sizeof *fill);
+    memcpy(fill, b->nch, ns * sizeof *fill);
+    for (size_t i = 0; i < ns; i++)
+        if (sp[i].parent != NONE32) b->child[fill[sp[i].parent]++] = i;
+    free(fill);
+    b->op_sum = cg_xzalloc(ns ? ns : 1, sizeof *b->op_sum);
+    for (size_t i = 0; i < no; i++) {
+        uint32_t s = span_lookup(&b->spans, t, t->ops[i].span_id);
+        b->st->ops[i].parent = s;
+        if (s != NONE32) b->op_sum[s] = cg_sat_add_u64(b->op_sum[s], t->ops[i].duration_ns);
+    }
+    b->order = cg_xalloc(ns ? ns : 1, sizeof *b->order);
+    b->tin = cg_xalloc(ns ? ns : 1, sizeof *b->tin);
+    b->tout = cg_xalloc(ns ? ns : 1, sizeof *b->tout);
+    size_t *stack = cg_xalloc(ns ? ns : 1, sizeof *stack);
+    for (size_t i = 0; i < ns; i++) b->tin[i] = b->tout[i] = NONE;
+    for (size_t r = 0; r < ns; r++) {
+        if (sp[r].parent != NONE32) continue;
+        size_t top = 0;
+        stack[top++] = r;
+        while (top) {
+            size_t v = stack[--top];
+            b->tin[v] = b->reached;
+            b->order[b->reached++] = v;
+            for (size_t k = b->nch[v + 1]; k > b->nch[v]; k--) stack[top++] = b->child[k - 1];
+        }
+    }
+    free(stack);
+}
+
+static void fill_spans(bctx *b, const cg_timing_profile *timing) {
+    const cg_trace *t = b->t;
+    span_node *sp = b->st->spans;
+    for (size_t i = 0; i < b->ns; i++) {
+        const cg_span *s = &t->spans[i];
+        sp[i].kind = (uint8_t)(!s->parent_id ? CG_NODE_ROOT
+                               : s->kind == CG_SPAN_OP ? CG_NODE_OP
+                               : s->kind == CG_SPAN_MODULE ? CG_NODE_MODULE
+                                                           : CG_NODE_FUNCTION);
+        size_t cnt = 0;
+        sp[i].dt = cg_timing_find_span(timing, s->id, &cnt);
+        sp[i].n_dt = cnt ? (uint32_t)cnt : 0;
+        if (!cnt) sp[i].dt = NULL;
+        sp[i].total_ns = s->duration_ns > 0 ? s->duration_ns : b->op_sum[i];
+    }
+    /* effective totals of zero-duration spans, bottom-up (reverse preorder) */
+    for (size_t k = b->reached; k > 0; k--) {
+        size_t v = b->order[k - 1];
+        if (t->spans[v].duration_ns > 0) continue;
+        uint64_t tot = b->op_sum[v];
+        for (size_t c = b->nch[v]; c < b->nch[v + 1]; c++) tot = cg_sat_add_u64(tot, sp[b->child[c]].total_ns);
+        sp[v].total_ns = tot;
+    }
+    /* subtree extents */
+    for (size_t k = b->reached; k > 0; k--) {
+        size_t v = b->order[k - 1];
+        size_t size = 1;
+        for (size_t c = b->nch[v]; c < b->nch[v + 1]; c++) size += b->tout[b->child[c]] - b->tin[b->child[c]];
+        b->tout[v] = b->tin[v] + size;
+    }
+}
+
+/* per-span op numbers and the op ids "<span_id>/op/<k>" (scratch, for the id order) */
+static void fill_ops(bctx *b) {
+    const cg_trace *t = b->t;
+    uint32_t *counter = cg_xzalloc(b->ns ? b->ns : 1, sizeof *counter);
+    size_t *off = cg_xalloc(b->no ? b->no : 1, sizeof *off);
+    for (size_t i = 0; i < b->no; i++) {
+        op_node *o = &b->st->ops[i];
+        o->k = o->parent != NONE32 ? counter[o->parent]++ : (uint32_t)i;
+        off[i] = b->opbuf.len;
+        cg_buf_puts(&b->opbuf, t->ops[i].span_id);
+        cg_buf_append(&b->opbuf, "/op/", 4);
+        put_dec(&b->opbuf, o->k);
+        cg_buf_putc(&b->opbuf, '\0');
+    }
+    b->opid = cg_xalloc(b->no ? b->no : 1, sizeof *b->opid);
+    for (size_t i = 0; i < b->no; i++) b->opid[i] = b->opbuf.data + off[i];
+    free(off);
+    free(counter);
+}
+
+/* node indices base + k[i].idx in id order, equal ids by index */
+static uint32_t *sorted_ids(skey *k, size_t n, size_t base) {
+    strsort(k, n);
+    for (size_t i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && strcmp(k[i].s, k[j].s) == 0; j++) {}
+        for (size_t x = i + 1; x < j; x++) /* a run of equal ids (rare): by index */
+            for (size_t y = x; y > i && k[y - 1].idx > k[y].idx; y--) {
+                skey s = k[y];
+                k[y] = k[y - 1];
+                k[y - 1] = s;
+            }
+    }
+    uint32_t *out = cg_xalloc(n ? n : 1, sizeof *out);
+    for (size_t i = 0; i < n; i++) out[i] = (uint32_t)(base + k[i].idx);
+    return out;
+}
+
+static uint32_t *span_order(const bctx *b) {
+    bool sorted = true;
+    for (size_t i = 1; i < b->ns && sorted; i++) sorted = strcmp(b->t->spans[i - 1].id, b->t->spans[i].id) < 0;
+    if (!sorted) {
+        skey *k = cg_xalloc(b->ns, sizeof *k);
+        for (size_t i = 0; i < b->ns; i++) k[i] = (skey){0, b->t->spans[i].id, i};
+        uint32_t *out = sorted_ids(k, b->ns, 0);
+        free(k);
+        return out;
+    }
+    uint32_t *out = cg_xalloc(b->ns ? b->ns : 1, sizeof *out);
+    for (size_t i = 0; i < b->ns; i++) out[i] = (uint32_t)i;
+    return out;
+}
+
+/* by_id and rank: the three id-sorted lists (spans, ops, tensors) merged; equal
+ * ids come out by node index. Returns the node order position of the first
+ * repeated id (the second node of its group), or NONE. */
+static size_t rank_nodes(bctx *b) {
+    size_t n = b->g->n_nodes;
+    uint32_t *lists[3], len[3] = {(uint32_t)b->ns, (uint32_t)b->no, (uint32_t)b->nu}, pos[3] = {0, 0, 0};
+    lists[0] = span_order(b);
+    skey *k = cg_xalloc(b->no ? b->no : 1, sizeof *k);
+    for (size_t i = 0; i < b->no; i++) k[i] = (skey){0, b->opid[i], i};
+    lists[1] = sorted_ids(k, b->no, b->ns);
+    free(k);
+    lists[2] = cg_xalloc(b->nu ? b->nu : 1, sizeof *lists[2]);
+    for (size_t u = 0; u < b->nu; u++) lists[2][u] = (uint32_t)(b->ns + b->no + u);
+    uint32_t *by_id = cg_arena_alloc(b->a, (n ? n : 1) * sizeof *by_id);
+    b->rank = cg_xalloc(n ? n : 1, sizeof *b->rank);
+    size_t dup = NONE;
+    idref prev = {"", ""};
+    size_t group_len = 0;
+    for (size_t r = 0; r < n; r++) {
+        int best = -1;
+        idref bref = {"", ""};
+        for (int l = 0; l < 3; l++) {
+            if (pos[l] == len[l]) continue;
+            idref x = build_ref(b, lists[l][pos[l]]);
+            if (best < 0 || idcmp(x, bref) < 0) best = l, bref = x;
+        }
+        uint32_t node = lists[best][pos[best]++];
+        by_id[r] = node;
+        b->rank[node] = (uint32_t)r;
+        group_len = r > 0 && idcmp(prev, bref) == 0 ? group_len + 1 : 1;
+        if (group_len == 2 && (dup == NONE || node < dup)) dup = node;
+        prev = bref;
+    }
+    for (int l = 0; l < 3; l++) free(lists[l]);
+    b->st->by_id = by_id;
+    return dup;
+}
+
+static cg_interval child_interval(const bctx *b, size_t node) {
+    if (node < b->ns) return cg_interval_of(b->t->spans[node].start_ns, b->st->spans[node].total_ns);
+    const cg_op *o = &b->t->ops[node - b->ns];
+    return cg_interval_of(o->timestamp_ns, o->duration_ns);
+}
+
+/* self time: total less the union of the children's (spans and ops) intervals */
+static void self_times(bctx *b) {
+    size_t ns = b->ns, no = b->no;
+    b->cfirst = cg_xzalloc(ns + 1, sizeof *b->cfirst);
+    b->clist = cg_xalloc(ns + no ? ns + no : 1, sizeof *b->clist);
+    b->ivs = cg_xalloc(ns + no ? ns + no : 1, sizeof *b->ivs);
+#define PARENT_OF(i) ((i) < ns ? b->st->spans[i].parent : b->st->ops[(i) - ns].parent)
+    for (size_t i = 0; i < ns + no; i++)
+        if (PARENT_OF(i) != NONE32) b->cfirst[PARENT_OF(i) + 1]++;
+    for (size_t i = 0; i < ns; i++) b->cfirst[i + 1] += b->cfirst[i];
+    size_t *fill = cg_xalloc(ns ? ns : 1, sizeof *fill);
+    memcpy(fill, b->cfirst, ns * sizeof *fill);
+    for (size_t i = 0; i < ns + no; i++)
+        if (PARENT_OF(i) != NONE32) b->clist[fill[PARENT_OF(i)]++] = i;
+#undef PARENT_OF
+    free(fill);
+    for (size_t v = 0; v < ns; v++) {
+        size_t m = 0;
+        for (size_t c = b->cfirst[v]; c < b->cfirst[v + 1]; c++) b->ivs[m++] = child_interval(b, b->clist[c]);
+        uint64_t u = cg_union_length(b->ivs, m);
+        uint64_t tot = b->st->spans[v].total_ns;
+        b->st->spans[v].self_ns = tot > u ? tot - u : 0;
+    }
+}
+
+/* ---- edges ---- */
+
+typedef struct ekey {
+    uint64_t ft;  /* endpoint keys from << 32 | to: positions in the id order of nodes and foreign ids */
+    uint64_t seq; /* is_data << 32 | construction order */
+} ekey;
+
+static int cmp_ekey(const void *pa, const void *pb) {
+    const ekey *a = pa, *b = pb;
+    if (a->ft != b->ft) return a->ft < b->ft ? -1 : 1;
+    return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* an endpoint naming no node, waiting for its foreign index */
+typedef struct fpend {
+    idref id;
+    uint32_t edge;
+    bool to;
+} fpend;
+
+typedef struct epend {
+    fpend *v;
+    size_t n, cap;
+} epend;
+
+static int cmp_fpend(const void *pa, const void *pb) { return idcmp(((const fpend *)pa)->id, ((const fpend *)pb)->id); }
+
+/* node with id x (binary search over by_id), or NONE32 */
+static uint32_t find_ref(const bctx *b, idref x) {
+    size_t lo = 0, hi = b->g->n_nodes;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = idcmp(build_ref(b, b->st->by_id[mid]), x);
+        if (c == 0) return b->st->by_id[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NONE32;
+}
+
+/* a trace edge's endpoint: a call names a span id, a data edge "tensor/<id>" */
+static uint32_t trace_end(const bctx *b, epend *p, const char *x, bool data, uint32_t edge, bool to) {
+    uint32_t n = data ? tensor_lookup(b, x) : span_lookup(&b->spans, b->t, x);
+    if (n != NONE32) return data ? (uint32_t)(b->ns + b->no + n) : n;
+    idref r = {data ? "tensor/" : "", x};
+    if ((n = find_ref(b, r)) != NONE32) return n;
+    if (p->n == p->cap) {
+        p->cap = p->cap ? 2 * p->cap : 16;
+        p->v = cg_xrealloc(p->v, p->cap, sizeof *p->v);
+    }
+    p->v[p->n++] = (fpend){r, edge, to};
+    return NONE32;
+}
+
+/* Distinct foreign endpoints in id order. Node ranks become positions in the
+ * order of nodes and foreign ids together (each moves up by the foreign ids
+ * below it); returns each foreign id's position. */
+static uint32_t *edges_foreign(bctx *b, epend *p, edge_rec *es) {
+    if (!p->n) return NULL;
+    qsort(p->v, p->n, sizeof *p->v, cmp_fpend);
+    idref *fr = cg_arena_alloc(b->a, p->n * sizeof *fr);
+    uint32_t *key = cg_xalloc(p->n, sizeof *key);
+    size_t nf = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        if (nf == 0 || idcmp(fr[nf - 1], p->v[i].id) != 0) {
+            fr[nf] = p->v[i].id;
+            size_t lo = 0, hi = b->g->n_nodes; /* node ids below it */
+            while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (idcmp(build_ref(b, b->st->by_id[mid]), fr[nf]) < 0)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            key[nf] = (uint32_t)(lo + nf);
+            nf++;
+        }
+        uint32_t id = (uint32_t)(b->g->n_nodes + nf - 1);
+        if (p->v[i].to)
+            es[p->v[i].edge].to = id;
+        else
+            es[p->v[i].edge].from = id;
+    }
+    for (size_t r = 0, f = 0; r < b->g->n_nodes; r++) {
+        while (f < nf && key[f] - f <= r) f++;
+        b->rank[b->st->by_id[r]] = (uint32_t)(r + f);
+    }
+    b->st->foreign = fr;
+    b->st->n_foreign = nf;
+    return key;
+}
+
+static size_t edges_collect(bctx *b, edge_rec *es, epend *p) {
+    const cg_trace *t = b->t;
+    size_t ne = 0, ns = b->ns, no = b->no;
+    for (size_t i = 0; i < t->n_edges; i++, ne++) {
+        const cg_edge *e = &t->edges[i];
+        es[ne] = (edge_rec){0, 0, (uint32_t)i, E_TRACE};
+        es[ne].from = trace_end(b, p, e->from, e->is_data, (uint32_t)ne, false);
+        es[ne].to = trace_end(b, p, e->to, e->is_data, (uint32_t)ne, true);
+    }
+    for (size_t i = 0; i < ns; i++)
+        if (b->st->spans[i].kind != CG_NODE_OP && b->st->spans[i].parent != NONE32)
+            es[ne++] = (edge_rec){b->st->spans[i].parent, (uint32_t)i, (uint32_t)i, E_SPAN_CALL};
+    for (size_t i = 0; i < no; i++) {
+        const cg_op *o = &t->ops[i];
+        uint32_t on = (uint32_t)(ns + i);
+        if (b->st->ops[i].parent != NONE32) es[ne++] = (edge_rec){b->st->ops[i].parent, on, (uint32_t)i, E_OP_CALL};
+        for (size_t k = 0; k < o->inputs.n; k++)
+            es[ne++] = (edge_rec){(uint32_t)(ns + no + tensor_lookup(b, o->inputs.items[k])), on, (uint32_t)i, E_OP_INPUT};
+        if (o->output)
+            es[ne++] = (edge_rec){on, (uint32_t)(ns + no + tensor_lookup(b, o->output)), (uint32_t)i, E_OP_OUTPUT};
+    }
+    return ne;
+}
+
+static bool rec_is_data(const cg_trace *t, const edge_rec *e) {
+    return e->type == E_TRACE ? t->edges[e->src].is_data : e->type == E_OP_INPUT || e->type == E_OP_OUTPUT;
+}
+
+/* Puts a[i] = a[seq of k[i]] for all i, in place (cycle by cycle; done marks one bit per edge). */
+static void permute_edges(edge_rec *a, const ekey *k, size_t n) {
+    uint64_t *done = cg_xzalloc(n / 64 + 1, sizeof *done);
+    for (size_t i = 0; i < n; i++) {
+        if (done[i / 64] >> (i % 64) & 1) continue;
+        edge_rec first = a[i];
+        size_t j = i;
+        for (;;) {
+            done[j / 64] |= (uint64_t)1 << (j % 64);
+            size_t from = (uint32_t)k[j].seq;
+            if (from == i) break;
+            a[j] = a[from];
+            j = from;
+        }
+        a[j] = first;
+    }
+    free(done);
+}
+
+/* edges sorted by (from, to, kind) with trace edges all kept (duplicates
+ * included) and a synthesized edge dropped when an earlier edge (trace or
+ * synthesized) has its (from, to, kind). The records are built in the graph's
+ * arena and sorted in place; only the 16-byte sort keys are scratch. */
+static void build_edges(bctx *b) {
+    size_t cap = edge_capacity(b->t), n = b->g->n_nodes;
+    edge_rec *es = cg_arena_alloc(b->a, (cap ? cap : 1) * sizeof *es);
+    epend p = {NULL, 0, 0};
+    size_t ne = edges_collect(b, es, &p);
+    uint32_t *fkey = edges_foreign(b, &p, es);
+    free(p.v);
+    cg_hmap_free(&b->tmap); /* tensor lookups are done */
+    free(b->tstr);
+    free(b->tpos);
+    b->tstr = NULL;
+    b->tpos = NULL;
+    ekey *k = cg_xalloc(ne ? ne : 1, sizeof *k);
+    for (size_t i = 0; i < ne; i++) {
+        uint64_t f = es[i].from < n ? b->rank[es[i].from] : fkey[es[i].from - n];
+        uint64_t t = es[i].to < n ? b->rank[es[i].to] : fkey[es[i].to - n];
+        k[i] = (ekey){f << 32 | t, (uint64_t)rec_is_data(b->t, &es[i]) << 32 | i};
+    }
+    free(fkey);
+    qsort(k, ne, sizeof *k, cmp_ekey);
+    permute_edges(es, k, ne);
+    size_t kept = 0;
+    for (size_t i = 0; i < ne; i++) {
+        bool dropped = (uint32_t)k[i].seq >= b->t->n_edges && kept > 0 && k[kept - 1].ft == k[i].ft &&
+                       k[kept - 1].seq >> 32 == k[i].seq >> 32;
+        if (dropped) continue;
+        k[kept] = k[i];
+        es[kept++] = es[i];
+    }
+    b->st->edges = es;
+    b->g->n_edges = kept;
+    free(k);
+}
+
+/* ---- summary ---- */
+
+typedef struct rankings {
+    cg_host_span_cost *hc;
+    size_t nh;
+    dref *dc;
+    size_t nd, dcap;
+    href *hv;
+    size_t nhv;
+} rankings;
+
+/* span i's host-cost row against the measured window mw */
+static void host_row(const bctx *b, size_t i, cg_interval mw, rankings *r) {
+    const span_node *n = &b->st->spans[i];
+    cg_interval iv = child_interval(b, i);
+    uint64_t lo = iv.start_ns > mw.start_ns ? iv.start_ns : mw.start_ns;
+    uint64_t hi = iv.end_ns < mw.end_ns ? iv.end_ns : mw.end_ns;
+    uint64_t overlap = hi > lo ? hi - lo : 0;
+    if (overlap == 0) return;
+    size_t m = 0;
+    for (size_t c = b->cfirst[i]; c < b->cfirst[i + 1]; c++) {
+        cg_interval ci = child_interval(b, b->clist[c]);
+        uint64_t cl = ci.start_ns > mw.start_ns ? ci.start_ns : mw.start_ns;
+        uint64_t ch = ci.end_ns < mw.end_ns ? ci.end_ns : mw.end_ns;
+        if (ch > cl) b->ivs[m++] = (cg_interval){cl, ch};
+    }
+    uint64_t u = cg_union_length(b->ivs, m);
+    const cg_span *s = &b->t->spans[i];
+    r->hc[r->nh++] = (cg_host_span_cost){s->id, s->name,
+                                         n->in_measured ? CG_HOST_SCOPE_MEASURED_SUBTREE : CG_HOST_SCOPE_CONCURRENT_OVERLAP,
+                                         n->self_ns, overlap > u ? overlap - u : 0, n->total_ns, overlap};
+}
+
+static void device_rows(const bctx *b, size_t i, rankings *r) {
+    const span_node *n = &b->st->spans[i];
+    const cg_span *s = &b->t->spans[i];
+    for (size_t k = 0; k < n->n_dt; k++) {
+        if (r->nd == r->dcap) {
+            r->dcap = r->dcap ? 2 * r->dcap : 16;
+            r->dc = cg_xrealloc(r->dc, r->dcap, sizeof *r->dc);
+        }
+        r->dc[r->nd].c = (cg_device_span_cost){s->id, s->name, n->dt[k].device, n->dt[k].clock_id, n->dt[k].busy_ns};
+        r->dc[r->nd].seq = r->nd;
+        r->nd++;
+    }
+}
+
+static void build_summary(bctx *b) {
+    const cg_trace *t = b->t;
+    size_t ns = b->ns, meas = NONE;
+    cg_graph_summary *sum = &b->g->summary;
+    sum->entrypoint = t->run.entrypoint;
+    for (size_t i = 0; i < ns && meas == NONE; i++)
+        if (t->spans[i].measured) meas = i;
+    if (meas == NONE || b->tin[meas] == NONE) return;
+    span_node *sp = b->st->spans;
+    sum->has_measured = true;
+    sum->outer_wall_time_ns = sp[meas].total_ns;
+    cg_interval mw = child_interval(b, meas);
+    bool *ancestor = cg_xzalloc(ns, sizeof *ancestor);
+    size_t steps = 0;
+    for (uint32_t v = sp[meas].parent; v != NONE32 && steps < ns; v = sp[v].parent, steps++) ancestor[v] = true;
+    for (size_t i = 0; i < ns; i++)
+        sp[i].in_measured = b->tin[i] != NONE && b->tin[i] >= b->tin[meas] && b->tin[i] < b->tout[meas];
+    rankings r = {cg_xalloc(ns, sizeof *r.hc), 0, NULL, 0, 0, cg_xalloc(ns, sizeof *r.hv), 0};
+    for (size_t i = 0; i < ns; i++) {
+        if (ancestor[i]) continue;
+        bool op_kind = sp[i].kind == CG_NODE_OP; /* span_kind op: no host / heaviest row */
+        if (!op_kind) host_row(b, i, mw, &r);
+        if (!sp[i].in_measured) continue;
+        device_rows(b, i, &r);
+        const cg_span_memory *m = b->st->sm ? &b->st->sm[i] : NULL;
+        if (m && m->has_allocated && !op_kind) {
+            r.hv[r.nhv].c = (cg_heavy_span){t->spans[i].id, t->spans[i].name, m->allocated_bytes, m->has_window,
+                                            m->peak_live_bytes};
+            r.hv[r.nhv].seq = r.nhv;
+            r.nhv++;
+        }
+    }
+    if (r.nh > 1) qsort(r.hc, r.nh, sizeof *r.hc, cmp_host_cost);
+    for (size_t i = 0; i < r.nh && i < CG_GRAPH_TOP; i++) sum->slowest_host_spans[sum->n_slowest_host_spans++] = r.hc[i];
+    if (r.nd) qsort(r.dc, r.nd, sizeof *r.dc, cmp_dref);
+    for (size_t i = 0; i < r.nd && i < CG_GRAPH_TOP; i++) sum->slowest_device_spans[sum->n_slowest_device_spans++] = r.dc[i].c;
+    if (r.nhv > 1) qsort(r.hv, r.nhv, sizeof *r.hv, cmp_href);
+    for (size_t i = 0; i < r.nhv && i < CG_GRAPH_TOP; i++) sum->heaviest_spans[sum->n_heaviest_spans++] = r.hv[i].c;
+    free(r.hc);
+    free(r.dc);
+    free(r.hv);
+    free(ancestor);
+}
+
+static void bctx_free(bctx *b) {
+    cg_hmap_free(&b->spans);
+    cg_hmap_free(&b->tmap);
+    free(b->tstr);
+    free(b->tpos);
+    free(b->opid);
+    cg_buf_free(&b->opbuf);
+    free(b->rank);
+    free(b->nch);
+    free(b->child);
+    free(b->order);
+    free(b->tin);
+    free(b->tout);
+    free(b->op_sum);
+    free(b->cfirst);
+    free(b->clist);
+    free(b->ivs);
+}
 
 cg_graph *cg_graph_build(const cg_trace *t, const cg_health *h, cg_arena *a, cg_error *err) {
     return cg_graph_build_with(t, h, NULL, NULL, a, err);
@@ -197,381 +852,182 @@ cg_graph *cg_graph_build(const cg_trace *t, const cg_health *h, cg_arena *a, cg_
 cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_timing_profile *timing,
                               const cg_memory_profile *memory, cg_arena *a, cg_error *err) {
     if (check_usable(h, err) != 0) return NULL;
+    /* every index (nodes, foreign endpoints, edges) fits 32 bits */
+    size_t cap = edge_capacity(t);
+    if (cap > UINT32_MAX || cap + t->n_tensors + t->n_edges >= UINT32_MAX) {
+        cg_err_set(err, CG_ELIMIT, "execution graph would exceed %u edges", (unsigned)UINT32_MAX);
+        return NULL;
+    }
     if (!timing) timing = cg_timing_analyze(t, a);
     if (!memory) memory = cg_memory_analyze(t, a);
-
-    size_t ns = t->n_spans, no = t->n_ops;
-
-    /* distinct tensor ids: tensor events ∪ op inputs ∪ op outputs */
-    size_t n_tref = t->n_tensors;
-    for (size_t i = 0; i < no; i++) n_tref += t->ops[i].inputs.n + (t->ops[i].output ? 1 : 0);
-    const char **tids = cg_xalloc(n_tref, sizeof *tids);
-    size_t nt = 0;
-    for (size_t i = 0; i < t->n_tensors; i++) tids[nt++] = t->tensors[i].tensor_id;
-    for (size_t i = 0; i < no; i++) {
-        for (size_t k = 0; k < t->ops[i].inputs.n; k++) tids[nt++] = t->ops[i].inputs.items[k];
-        if (t->ops[i].output) tids[nt++] = t->ops[i].output;
-    }
-    sort_strp(tids, nt);
-    size_t nu = 0;
-    for (size_t i = 0; i < nt; i++)
-        if (nu == 0 || strcmp(tids[nu - 1], tids[i])) tids[nu++] = tids[i];
-
     cg_graph *g = cg_arena_zalloc(a, sizeof *g);
+    cg_graph_store *st = cg_arena_zalloc(a, sizeof *st);
+    bctx b = {.t = t, .g = g, .st = st, .a = a, .ns = t->n_spans, .no = t->n_ops, .opbuf = CG_BUF_INIT};
     g->trace = t;
     g->timing = timing;
     g->memory = memory;
-    g->n_span_nodes = ns;
-    g->n_op_nodes = no;
-    g->n_tensor_nodes = nu;
-    g->n_nodes = ns + no + nu;
-    g->nodes = cg_arena_zalloc(a, (g->n_nodes ? g->n_nodes : 1) * sizeof *g->nodes);
-    cg_graph_node *nodes = g->nodes;
-
-    /* span tree */
-    size_t *par = cg_xalloc((ns ? ns : 1), sizeof *par);
-    size_t *nch = cg_xzalloc(ns + 1, sizeof *nch);
-    uint64_t *op_sum = cg_xzalloc(ns, sizeof *op_sum);
-    for (size_t i = 0; i < ns; i++) {
-        par[i] = span_index(t, t->spans[i].parent_id);
-        if (par[i] != NONE) nch[par[i] + 1]++;
-    }
-    for (size_t i = 0; i < ns; i++) nch[i + 1] += nch[i];
-    size_t *child = cg_xalloc((ns ? ns : 1), sizeof *child), *fill = cg_xalloc((ns ? ns : 1), sizeof *fill);
-    memcpy(fill, nch, ns * sizeof *fill);
-    for (size_t i = 0; i < ns; i++)
-        if (par[i] != NONE) child[fill[par[i]]++] = i;
-    size_t *op_span = cg_xalloc((no ? no : 1), sizeof *op_span);
-    for (size_t i = 0; i < no; i++) {
-        op_span[i] = span_index(t, t->ops[i].span_id);
-        if (op_span[i] != NONE) op_sum[op_span[i]] = cg_sat_add_u64(op_sum[op_span[i]], t->ops[i].duration_ns);
-    }
-    size_t *order = cg_xalloc((ns ? ns : 1), sizeof *order), *stack = cg_xalloc((ns ? ns : 1), sizeof *stack);
-    size_t *tin = cg_xalloc((ns ? ns : 1), sizeof *tin), *tout = cg_xalloc((ns ? ns : 1), sizeof *tout);
-    for (size_t i = 0; i < ns; i++) tin[i] = tout[i] = NONE;
-    size_t reached = 0;
-    for (size_t r = 0; r < ns; r++) {
-        if (par[r] != NONE) continue;
-        size_t sp = 0;
-        stack[sp++] = r;
-        while (sp) {
-            size_t v = stack[--sp];
-            tin[v] = reached;
-            order[reached++] = v;
-            for (size_t k = nch[v + 1]; k > nch[v]; k--) stack[sp++] = child[k - 1];
-        }
-    }
-
-    /* span nodes */
-    for (size_t i = 0; i < ns; i++) {
-        const cg_span *s = &t->spans[i];
-        cg_graph_node *n = &nodes[i];
-        n->id = s->id;
-        n->parent_id = s->parent_id;
-        n->name = s->name;
-        n->kind = !s->parent_id ? CG_NODE_ROOT
-                  : s->kind == CG_SPAN_OP ? CG_NODE_OP
-                  : s->kind == CG_SPAN_MODULE ? CG_NODE_MODULE
-                                              : CG_NODE_FUNCTION;
-        n->start_ns = s->start_ns;
-        n->parent = par[i];
-        size_t cnt = 0;
-        const cg_device_span_timing *dt = cg_timing_find_span(timing, s->id, &cnt);
-        if (cnt) {
-            cg_node_device_timing *d = cg_arena_alloc(a, cnt * sizeof *d);
-            for (size_t k = 0; k < cnt; k++) {
-                d[k].device = dt[k].device;
-                d[k].clock_id = dt[k].clock_id;
-                d[k].busy_ns = dt[k].busy_ns;
-            }
-            n->device_timings = d;
-            n->n_device_timings = (uint32_t)cnt;
-        }
-        n->host_total_time_ns = s->duration_ns > 0 ? s->duration_ns : op_sum[i];
-    }
-    /* effective totals of zero-duration spans, bottom-up (reverse preorder) */
-    for (size_t k = reached; k > 0; k--) {
-        size_t v = order[k - 1];
-        if (t->spans[v].duration_ns > 0) continue;
-        uint64_t tot = op_sum[v];
-        for (size_t c = nch[v]; c < nch[v + 1]; c++) tot = cg_sat_add_u64(tot, nodes[child[c]].host_total_time_ns);
-        nodes[v].host_total_time_ns = tot;
-    }
-    /* subtree extents */
-    for (size_t k = reached; k > 0; k--) {
-        size_t v = order[k - 1];
-        size_t size = 1;
-        for (size_t c = nch[v]; c < nch[v + 1]; c++) size += tout[child[c]] - tin[child[c]];
-        tout[v] = tin[v] + size;
-    }
-
-    /* op nodes */
-    size_t *op_counter = cg_xzalloc(ns, sizeof *op_counter);
-    for (size_t i = 0; i < no; i++) {
-        const cg_op *o = &t->ops[i];
-        cg_graph_node *n = &nodes[ns + i];
-        size_t k = op_span[i] != NONE ? op_counter[op_span[i]]++ : i;
-        n->id = cg_arena_printf(a, "%s/op/%zu", o->span_id, k);
-        n->parent_id = o->span_id;
-        n->parent = op_span[i];
-        n->name = o->op_name;
-        n->kind = CG_NODE_OP;
-        n->start_ns = o->timestamp_ns;
-        n->host_self_time_ns = n->host_total_time_ns = o->duration_ns;
-        if (o->shape.n > 0) n->shape = &o->shape;
-        n->dtype = o->dtype;
-        n->device = o->device;
-        n->has_dense_bytes = o->has_output_dense_bytes;
-        n->dense_bytes = o->output_dense_bytes;
-    }
-
-    /* tensor nodes: the first tensor event of the id carries the metadata (none: bare node) */
-    sref *tev = cg_xalloc((t->n_tensors ? t->n_tensors : 1), sizeof *tev);
-    for (size_t i = 0; i < t->n_tensors; i++) tev[i] = (sref){t->tensors[i].tensor_id, i};
-    sort_sref(tev, t->n_tensors);
-    for (size_t u = 0, p = 0; u < nu; u++) {
-        cg_graph_node *n = &nodes[ns + no + u];
-        n->id = cg_arena_printf(a, "tensor/%s", tids[u]);
-        n->name = tids[u];
-        n->kind = CG_NODE_TENSOR;
-        n->parent = NONE;
-        while (p < t->n_tensors && strcmp(tev[p].s, tids[u]) < 0) p++;
-        if (p < t->n_tensors && strcmp(tev[p].s, tids[u]) == 0) {
-            const cg_tensor *te = &t->tensors[tev[p].idx];
-            n->parent_id = te->span_id;
-            n->parent = span_index(t, te->span_id);
-            if (te->label) n->name = te->label;
-            if (te->shape.n > 0) n->shape = &te->shape;
-            n->dtype = te->dtype;
-            n->device = te->device;
-            n->has_dense_bytes = te->has_dense_bytes;
-            n->dense_bytes = te->dense_bytes;
-        }
-    }
-
-    /* duplicate node ids */
+    g->store = st;
+    st->spans = cg_arena_zalloc(a, (b.ns ? b.ns : 1) * sizeof *st->spans);
+    st->ops = cg_arena_zalloc(a, (b.no ? b.no : 1) * sizeof *st->ops);
+    g->n_span_nodes = b.ns;
+    g->n_op_nodes = b.no;
+    /* the memory metrics first: their scratch is gone before the graph's */
+    st->sm = cg_memory_span_metrics(t, memory, a);
+    st->om = cg_memory_op_metrics(t, memory, a);
+    index_spans(&b);
+    collect_tensors(&b);
+    g->n_tensor_nodes = b.nu;
+    g->n_nodes = b.ns + b.no + b.nu;
+    span_tree(&b);
+    fill_spans(&b, timing);
+    fill_ops(&b);
+    size_t dup = rank_nodes(&b);
     int rc = 0;
-    {
-        sref *ids = cg_xalloc((g->n_nodes ? g->n_nodes : 1), sizeof *ids);
-        for (size_t i = 0; i < g->n_nodes; i++) ids[i] = (sref){nodes[i].id, i};
-        sort_sref(ids, g->n_nodes);
-        size_t *by_id = cg_arena_alloc(a, (g->n_nodes ? g->n_nodes : 1) * sizeof *by_id);
-        size_t dup = NONE; /* node order position of the first repeated id */
-        for (size_t i = 0; i < g->n_nodes; i++) {
-            by_id[i] = ids[i].idx;
-            bool repeat = i > 0 && strcmp(ids[i - 1].s, ids[i].s) == 0;
-            bool second = repeat && (i < 2 || strcmp(ids[i - 2].s, ids[i].s) != 0);
-            if (second && (dup == NONE || ids[i].idx < dup)) dup = ids[i].idx;
-        }
-        if (dup != NONE) rc = duplicate_node_error(err, nodes[dup].id);
-        g->node_by_id = by_id;
-        free(ids);
+    if (dup != NONE) {
+        cg_buf id = CG_BUF_INIT;
+        idref r = build_ref(&b, dup);
+        cg_buf_puts(&id, r.pre);
+        cg_buf_puts(&id, r.s);
+        rc = duplicate_node_error(err, id.data);
+        cg_buf_free(&id);
+    } else {
+        self_times(&b);
+        build_edges(&b);
+        build_summary(&b);
     }
-
-    if (!rc) apply_memory_metrics(t, memory, nodes, a);
-
-    /* self time: children (spans and ops) by parent, CSR over span nodes */
-    size_t *cfirst = cg_xzalloc(ns + 1, sizeof *cfirst);
-    size_t *clist = cg_xalloc((ns + no ? ns + no : 1), sizeof *clist);
-    cg_interval *ivs = cg_xalloc((ns + no ? ns + no : 1), sizeof *ivs);
-    for (size_t i = 0; i < ns + no; i++)
-        if (nodes[i].parent != NONE) cfirst[nodes[i].parent + 1]++;
-    for (size_t i = 0; i < ns; i++) cfirst[i + 1] += cfirst[i];
-    size_t *cfill = cg_xalloc((ns ? ns : 1), sizeof *cfill);
-    memcpy(cfill, cfirst, ns * sizeof *cfill);
-    for (size_t i = 0; i < ns + no; i++)
-        if (nodes[i].parent != NONE) clist[cfill[nodes[i].parent]++] = i;
-    for (size_t v = 0; !rc && v < ns; v++) {
-        size_t m = 0;
-        for (size_t c = cfirst[v]; c < cfirst[v + 1]; c++) ivs[m++] = node_interval(&nodes[clist[c]]);
-        uint64_t u = cg_union_length(ivs, m);
-        uint64_t tot = nodes[v].host_total_time_ns;
-        nodes[v].host_self_time_ns = tot > u ? tot - u : 0;
-    }
-
-    /* edges (their construction order is kept in 32 bits) */
-    if (!rc && edge_capacity(t) > UINT32_MAX)
-        rc = cg_err_set(err, CG_ELIMIT, "execution graph would exceed %u edges", (unsigned)UINT32_MAX);
-    if (!rc) {
-        size_t cap = edge_capacity(t);
-        /* built in place, sorted, then deduplicated in place (no scratch copy) */
-        cg_graph_edge *es = cg_arena_alloc(a, (cap ? cap : 1) * sizeof *es);
-        size_t ne = 0;
-#define TENSOR_NODE(tid)                                                                       \
-    (find_sorted(tids, nu, (tid)) != NONE ? nodes[ns + no + find_sorted(tids, nu, (tid))].id \
-                                          : cg_arena_printf(a, "tensor/%s", (tid)))
-        for (size_t i = 0; i < t->n_edges; i++) {
-            const cg_edge *e = &t->edges[i];
-            cg_graph_edge *r = &es[ne];
-            memset(r, 0, sizeof *r);
-            r->seq = (uint32_t)ne++;
-            r->is_data = e->is_data;
-            if (e->is_data) {
-                r->from = TENSOR_NODE(e->from);
-                r->to = TENSOR_NODE(e->to);
-            } else {
-                r->from = e->from;
-                r->to = e->to;
-                r->host_duration_ns = e->host_duration_ns;
-            }
-        }
-        for (size_t i = 0; i < ns; i++) {
-            if (nodes[i].kind == CG_NODE_OP || nodes[i].parent == NONE) continue;
-            cg_graph_edge *r = &es[ne];
-            memset(r, 0, sizeof *r);
-            r->seq = (uint32_t)ne++;
-            r->from = nodes[nodes[i].parent].id;
-            r->to = nodes[i].id;
-            r->host_duration_ns = nodes[i].host_total_time_ns;
-        }
-        for (size_t i = 0; i < no; i++) {
-            const cg_op *o = &t->ops[i];
-            const cg_graph_node *on = &nodes[ns + i];
-            if (on->parent != NONE) {
-                cg_graph_edge *r = &es[ne];
-                memset(r, 0, sizeof *r);
-                r->seq = (uint32_t)ne++;
-                r->from = nodes[on->parent].id;
-                r->to = on->id;
-                r->host_duration_ns = o->duration_ns;
-                r->label = o->op_name;
-            }
-            for (size_t k = 0; k < o->inputs.n; k++) {
-                cg_graph_edge *r = &es[ne];
-                memset(r, 0, sizeof *r);
-                r->seq = (uint32_t)ne++;
-                r->is_data = true;
-                r->from = TENSOR_NODE(o->inputs.items[k]);
-                r->to = on->id;
-                r->label = "input";
-            }
-            if (o->output) {
-                cg_graph_edge *r = &es[ne];
-                memset(r, 0, sizeof *r);
-                r->seq = (uint32_t)ne++;
-                r->is_data = true;
-                r->from = on->id;
-                r->to = TENSOR_NODE(o->output);
-                r->label = "output";
-            }
-        }
-#undef TENSOR_NODE
-        qsort(es, ne, sizeof *es, cmp_edge);
-        g->edges = es;
-        /* trace edges all stay (duplicates included); a synthesized edge is dropped
-         * when an earlier edge (trace or synthesized) has its (from, to, kind) */
-        for (size_t i = 0; i < ne; i++) {
-            bool synthesized = es[i].seq >= t->n_edges;
-            if (synthesized && g->n_edges > 0) {
-                const cg_graph_edge *p = &g->edges[g->n_edges - 1];
-                if (p->is_data == es[i].is_data && !strcmp(p->from, es[i].from) && !strcmp(p->to, es[i].to))
-                    continue;
-            }
-            g->edges[g->n_edges++] = es[i];
-        }
-    }
-
-    /* summary */
-    cg_graph_summary *sum = &g->summary;
-    sum->entrypoint = t->run.entrypoint;
-    size_t meas = NONE;
-    for (size_t i = 0; i < ns && meas == NONE; i++)
-        if (t->spans[i].measured) meas = i;
-    if (!rc && meas != NONE && tin[meas] != NONE) {
-        sum->has_measured = true;
-        const cg_graph_node *mn = &nodes[meas];
-        sum->outer_wall_time_ns = mn->host_total_time_ns;
-        cg_interval mw = node_interval(mn);
-        bool *ancestor = cg_xzalloc(ns, sizeof *ancestor);
-        size_t steps = 0;
-        for (size_t v = par[meas]; v != NONE && steps < ns; v = par[v], steps++) ancestor[v] = true;
-        for (size_t i = 0; i < ns + no; i++) {
-            size_t sv = i < ns ? i : nodes[i].parent;
-            nodes[i].in_measured_subtree =
-                sv != NONE && tin[sv] != NONE && tin[sv] >= tin[meas] && tin[sv] < tout[meas];
-        }
-        cg_host_span_cost *hc = cg_xalloc((ns ? ns : 1), sizeof *hc);
-        size_t nh = 0;
-        dref *dc = NULL;
-        size_t nd = 0, dcap = 0;
-        href *hv = cg_xalloc((ns ? ns : 1), sizeof *hv);
-        size_t nhv = 0;
-        for (size_t i = 0; i < ns; i++) {
-            const cg_graph_node *n = &nodes[i];
-            if (ancestor[i]) continue;
-            bool op_kind = n->kind == CG_NODE_OP; /* span_kind op: no host / heaviest row */
-            cg_interval iv = node_interval(n);
-            uint64_t lo = iv.start_ns > mw.start_ns ? iv.start_ns : mw.start_ns;
-            uint64_t hi = iv.end_ns < mw.end_ns ? iv.end_ns : mw.end_ns;
-            uint64_t overlap = hi > lo ? hi - lo : 0;
-            if (overlap > 0 && !op_kind) {
-                size_t m = 0;
-                for (size_t c = cfirst[i]; c < cfirst[i + 1]; c++) {
-                    cg_interval ci = node_interval(&nodes[clist[c]]);
-                    uint64_t cl = ci.start_ns > mw.start_ns ? ci.start_ns : mw.start_ns;
-                    uint64_t ch = ci.end_ns < mw.end_ns ? ci.end_ns : mw.end_ns;
-                    if (ch > cl) ivs[m++] = (cg_interval){cl, ch};
-                }
-                uint64_t u = cg_union_length(ivs, m);
-                cg_host_span_cost *c = &hc[nh++];
-                c->id = n->id;
-                c->name = n->name;
-                c->scope = n->in_measured_subtree ? CG_HOST_SCOPE_MEASURED_SUBTREE : CG_HOST_SCOPE_CONCURRENT_OVERLAP;
-                c->host_self_time_ns = n->host_self_time_ns;
-                c->measured_overlap_self_time_ns = overlap > u ? overlap - u : 0;
-                c->full_duration_ns = n->host_total_time_ns;
-                c->measured_overlap_duration_ns = overlap;
-            }
-            if (!n->in_measured_subtree) continue;
-            for (size_t k = 0; k < n->n_device_timings; k++) {
-                if (nd == dcap) {
-                    dcap = dcap ? 2 * dcap : 16;
-                    dref *grown = cg_xrealloc(dc, dcap, sizeof *dc);
-                    dc = grown;
-                }
-                dc[nd].c = (cg_device_span_cost){n->id, n->name, n->device_timings[k].device,
-                                                 n->device_timings[k].clock_id, n->device_timings[k].busy_ns};
-                dc[nd].seq = nd;
-                nd++;
-            }
-            if (n->has_allocated_bytes && !op_kind) {
-                hv[nhv].c = (cg_heavy_span){n->id, n->name, n->allocated_bytes, n->has_peak_live_bytes,
-                                            n->peak_live_bytes};
-                hv[nhv].seq = nhv;
-                nhv++;
-            }
-        }
-        if (nh > 1) qsort(hc, nh, sizeof *hc, cmp_host_cost);
-        for (size_t i = 0; i < nh && i < CG_GRAPH_TOP; i++) sum->slowest_host_spans[sum->n_slowest_host_spans++] = hc[i];
-        if (nd) qsort(dc, nd, sizeof *dc, cmp_dref);
-        for (size_t i = 0; i < nd && i < CG_GRAPH_TOP; i++)
-            sum->slowest_device_spans[sum->n_slowest_device_spans++] = dc[i].c;
-        if (nhv > 1) qsort(hv, nhv, sizeof *hv, cmp_href);
-        for (size_t i = 0; i < nhv && i < CG_GRAPH_TOP; i++) sum->heaviest_spans[sum->n_heaviest_spans++] = hv[i].c;
-        free(hc);
-        free(dc);
-        free(hv);
-        free(ancestor);
-    }
-
-    free(cfill);
-    free(ivs);
-    free(clist);
-    free(cfirst);
-    free(tev);
-    free(op_counter);
-    free(tout);
-    free(tin);
-    free(stack);
-    free(order);
-    free(op_span);
-    free(fill);
-    free(child);
-    free(op_sum);
-    free(nch);
-    free(par);
-    free(tids);
+    bctx_free(&b);
     return rc ? NULL : g;
+}
+
+/* ---- views ---- */
+
+/* op node j's id "<span_id>/op/<k>" into a */
+static const char *op_id(const cg_graph *g, size_t j, cg_arena *a) {
+    const char *sid = g->trace->ops[j].span_id;
+    size_t n = strlen(sid);
+    char *s = cg_arena_alloc(a, n + 4 + 21);
+    memcpy(s, sid, n);
+    memcpy(s + n, "/op/", 4);
+    char d[20];
+    size_t m = 0;
+    uint64_t v = g->store->ops[j].k;
+    do d[m++] = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    n += 4;
+    while (m) s[n++] = d[--m];
+    s[n] = '\0';
+    return s;
+}
+
+static const char *join_ref(idref r, cg_arena *a) {
+    if (!*r.pre) return r.s;
+    size_t p = strlen(r.pre), n = strlen(r.s);
+    char *s = cg_arena_alloc(a, p + n + 1);
+    memcpy(s, r.pre, p);
+    memcpy(s + p, r.s, n + 1);
+    return s;
+}
+
+/* the id of node i (or of foreign endpoint i - n_nodes); NULL for a synthesized id without a */
+static const char *node_id(const cg_graph *g, size_t i, cg_arena *a) {
+    if (i < g->n_span_nodes) return g->trace->spans[i].id;
+    if (i >= g->n_nodes) return join_ref(g->store->foreign[i - g->n_nodes], a);
+    if (!a) return NULL;
+    if (i < g->n_span_nodes + g->n_op_nodes) return op_id(g, i - g->n_span_nodes, a);
+    return join_ref((idref){"tensor/", g->store->tensors[i - g->n_span_nodes - g->n_op_nodes].tid}, a);
+}
+
+static size_t parent_index(uint32_t p) { return p == NONE32 ? NONE : p; }
+
+static void span_view(const cg_graph *g, size_t i, cg_graph_node *o) {
+    const cg_span *s = &g->trace->spans[i];
+    const span_node *n = &g->store->spans[i];
+    o->parent_id = s->parent_id;
+    o->name = s->name;
+    o->kind = (cg_node_kind)n->kind;
+    o->start_ns = s->start_ns;
+    o->host_self_time_ns = n->self_ns;
+    o->host_total_time_ns = n->total_ns;
+    o->device_timings = n->dt;
+    o->n_device_timings = n->n_dt;
+    o->parent = parent_index(n->parent);
+    o->in_measured_subtree = n->in_measured;
+    const cg_span_memory *m = g->store->sm ? &g->store->sm[i] : NULL;
+    if (!m) return;
+    o->has_allocated_bytes = m->has_allocated;
+    o->allocated_bytes = m->allocated_bytes;
+    o->has_peak_live_bytes = o->has_residual_bytes = m->has_window;
+    o->peak_live_bytes = m->peak_live_bytes;
+    o->residual_bytes = m->residual_bytes;
+}
+
+static void op_view(const cg_graph *g, size_t j, cg_graph_node *o) {
+    const cg_op *op = &g->trace->ops[j];
+    const op_node *n = &g->store->ops[j];
+    o->parent_id = op->span_id;
+    o->parent = parent_index(n->parent);
+    o->name = op->op_name;
+    o->kind = CG_NODE_OP;
+    o->start_ns = op->timestamp_ns;
+    o->host_self_time_ns = o->host_total_time_ns = op->duration_ns;
+    o->shape = op->shape.n > 0 ? &op->shape : NULL;
+    o->dtype = op->dtype;
+    o->device = op->device;
+    o->has_dense_bytes = op->has_output_dense_bytes;
+    o->dense_bytes = op->output_dense_bytes;
+    o->in_measured_subtree = n->parent != NONE32 && g->store->spans[n->parent].in_measured;
+    if (g->store->om) {
+        o->has_allocated_bytes = g->store->om[j].has_allocated;
+        o->allocated_bytes = g->store->om[j].allocated_bytes;
+    }
+}
+
+/* the first tensor event of the id carries the metadata (none: bare node) */
+static void tensor_view(const cg_graph *g, size_t u, cg_graph_node *o) {
+    const tensor_node *n = &g->store->tensors[u];
+    o->name = n->tid;
+    o->kind = CG_NODE_TENSOR;
+    o->parent = NONE;
+    if (n->tev == NONE32) return;
+    const cg_tensor *te = &g->trace->tensors[n->tev];
+    o->parent_id = te->span_id;
+    o->parent = parent_index(n->parent);
+    if (te->label) o->name = te->label;
+    o->shape = te->shape.n > 0 ? &te->shape : NULL;
+    o->dtype = te->dtype;
+    o->device = te->device;
+    o->has_dense_bytes = te->has_dense_bytes;
+    o->dense_bytes = te->dense_bytes;
+}
+
+void cg_graph_node_view(const cg_graph *g, size_t i, cg_arena *a, cg_graph_node *out) {
+    memset(out, 0, sizeof *out);
+    out->id = node_id(g, i, a);
+    if (i < g->n_span_nodes)
+        span_view(g, i, out);
+    else if (i < g->n_span_nodes + g->n_op_nodes)
+        op_view(g, i - g->n_span_nodes, out);
+    else
+        tensor_view(g, i - g->n_span_nodes - g->n_op_nodes, out);
+}
+
+void cg_graph_edge_view(const cg_graph *g, size_t i, cg_arena *a, cg_graph_edge *out) {
+    const edge_rec *e = &g->store->edges[i];
+    const cg_trace *t = g->trace;
+    memset(out, 0, sizeof *out);
+    out->from = node_id(g, e->from, a);
+    out->to = node_id(g, e->to, a);
+    out->is_data = rec_is_data(t, e);
+    switch (e->type) {
+    case E_TRACE: out->host_duration_ns = out->is_data ? 0 : t->edges[e->src].host_duration_ns; break;
+    case E_SPAN_CALL: out->host_duration_ns = g->store->spans[e->src].total_ns; break;
+    case E_OP_CALL:
+        out->host_duration_ns = t->ops[e->src].duration_ns;
+        out->label = t->ops[e->src].op_name;
+        break;
+    case E_OP_INPUT: out->label = "input"; break;
+    default: out->label = "output"; break;
+    }
 }
 
 /* ---- accessors ---- */
@@ -590,18 +1046,21 @@ const cg_device_span_cost *cg_graph_first_slowest_device(const cg_graph *g) {
     return g && g->summary.n_slowest_device_spans ? &g->summary.slowest_device_spans[0] : NULL;
 }
 
-const cg_graph_node *cg_graph_find_node(const cg_graph *g, const char *id) {
-    size_t lo = 0, hi = g ? g->n_nodes : 0;
-    while (lo < hi) {
+size_t cg_graph_find_node(const cg_graph *g, const char *id) {
+    size_t lo = 0, hi = g ? g->n_nodes : 0, found = NONE;
+    cg_arena a;
+    cg_arena_init(&a, 0);
+    while (lo < hi && found == NONE) {
         size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(g->nodes[g->node_by_id[mid]].id, id);
-        if (c == 0) return &g->nodes[g->node_by_id[mid]];
+        int c = strcmp(node_id(g, g->store->by_id[mid], &a), id);
+        if (c == 0) found = g->store->by_id[mid];
         if (c < 0)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return NULL;
+    cg_arena_free(&a);
+    return found;
 }
 
 /* ---- JSON ---- */
@@ -703,10 +1162,14 @@ cg_jv *cg_graph_summary_to_json(cg_arena *a, const cg_graph_summary *s) {
 }
 
 static cg_jv *span_item(cg_arena *a, void *ctx, size_t i) {
-    return cg_graph_node_to_json(a, &((const cg_graph *)ctx)->nodes[i]);
+    cg_graph_node n;
+    cg_graph_node_view(ctx, i, a, &n);
+    return cg_graph_node_to_json(a, &n);
 }
 static cg_jv *edge_item(cg_arena *a, void *ctx, size_t i) {
-    return cg_graph_edge_to_json(a, &((const cg_graph *)ctx)->edges[i]);
+    cg_graph_edge e;
+    cg_graph_edge_view(ctx, i, a, &e);
+    return cg_graph_edge_to_json(a, &e);
 }
 static cg_jv *tensor_item(cg_arena *a, void *ctx, size_t i) {
     return cg_tensor_record_json(a, &((const cg_graph *)ctx)->trace->tensors[i]);

@@ -4,18 +4,24 @@
  * heaviest spans).
  *
  * Ownership: the graph and everything it points to live in the caller's arena;
- * strings point into the trace or the arena, so the trace must outlive the
- * graph. Scratch memory is malloc'd and freed before returning.
+ * strings point into the trace, the timing/memory profiles or the arena, so
+ * they must outlive the graph. Scratch memory is malloc'd and freed before
+ * returning.
+ * Memory: O(distinct nodes + edges) in compact records (spans 40 bytes, ops 8,
+ * tensors 16, edges 16, plus 4 per node for the id order): ids of op and tensor
+ * nodes are formatted only when viewed, and no trace string is copied.
  * Errors (returns NULL, err set, CG_ESTATE / CG_EINVAL):
  *   "cannot build a graph from a failed capture"           (capture not complete)
  *   "trace is structurally invalid: <error messages joined by '; '>"
  *   "duplicate graph node ID \"<id>\": span IDs must not collide with synthesized
  *    `<span>/op/<n>` or `tensor/<id>` node IDs"            (the first id, in node order,
  *                                                          that repeats an earlier node's)
- *   "execution graph would exceed 4294967295 edges"         (CG_ELIMIT)
+ *   "execution graph would exceed 4294967295 edges"         (CG_ELIMIT; also when the
+ *                                                          nodes would not fit 32-bit indices)
  * Thread safety: reentrant (no global state); distinct arenas may be used concurrently.
- * Limits: O(n log n) in the number of records (O(n log^2 n) for the per-span
- * memory metrics); memory proportional to the input; no recursion over the
+ * Limits: O(n log n) integer work in the number of records (node ids are
+ * ordered once by a multikey string sort and a linear merge; edges sort on
+ * integer ranks; O(n log^2 n) for the per-span memory metrics); memory proportional to the input; no recursion over the
  * span tree (deep nesting is safe). */
 #ifndef CG_ANALYSIS_GRAPH_H
 #define CG_ANALYSIS_GRAPH_H
@@ -46,19 +52,14 @@ typedef enum cg_node_kind {
 } cg_node_kind;
 const char *cg_node_kind_name(cg_node_kind k); /* "root" | "function" | ... */
 
-typedef struct cg_node_device_timing {
-    const char *device, *clock_id;
-    uint64_t busy_ns;
-} cg_node_device_timing;
-
-/* Field order keeps the node compact (136 bytes on LP64): a graph holds one
- * node per span, op and distinct tensor id. */
+/* A node as the JSON shows it. The graph stores nodes compactly per kind and
+ * never keeps synthesized ids: cg_graph_node_view fills this view on demand. */
 typedef struct cg_graph_node {
-    const char *id;
+    const char *id;        /* op/tensor nodes: formatted into the view's arena (NULL without one) */
     const char *parent_id; /* NULL => JSON null */
     const char *name;
     uint64_t start_ns, host_self_time_ns, host_total_time_ns;
-    const cg_node_device_timing *device_timings; /* n_device_timings of them; omitted when 0 */
+    const cg_device_span_timing *device_timings; /* n_device_timings of them; omitted when 0 */
     const cg_shape *shape; /* NULL => omitted */
     const char *dtype, *device; /* NULL => omitted */
     uint64_t allocated_bytes, peak_live_bytes, residual_bytes, dense_bytes;
@@ -70,10 +71,10 @@ typedef struct cg_graph_node {
     bool in_measured_subtree;
 } cg_graph_node;
 
+/* An edge as the JSON shows it (cg_graph_edge_view). */
 typedef struct cg_graph_edge {
-    bool is_data;         /* kind: call (false) | data (true) */
-    uint32_t seq;         /* construction order (ties of the edge sort; not serialized) */
-    const char *from, *to; /* call: from_span/to_span; data: from_tensor/to_tensor */
+    bool is_data;              /* kind: call (false) | data (true) */
+    const char *from, *to;     /* call: from_span/to_span; data: from_tensor/to_tensor */
     uint64_t host_duration_ns; /* call only */
     const char *label;         /* NULL => omitted */
 } cg_graph_edge;
@@ -109,17 +110,18 @@ typedef struct cg_graph_summary {
     cg_heavy_span heaviest_spans[CG_GRAPH_TOP]; size_t n_heaviest_spans;
 } cg_graph_summary;
 
+typedef struct cg_graph_store cg_graph_store; /* private: the compact nodes and edges */
+
 typedef struct cg_graph {
     const cg_trace *trace;
     /* nodes: spans (trace order = sorted by id), then ops (document order),
      * then tensors (sorted by tensor id) */
-    cg_graph_node *nodes; size_t n_nodes;
-    size_t n_span_nodes, n_op_nodes, n_tensor_nodes;
-    const size_t *node_by_id; /* node indices sorted by id (unique ids) */
-    cg_graph_edge *edges; size_t n_edges; /* deduplicated, sorted by (from, to, kind) */
+    size_t n_nodes, n_span_nodes, n_op_nodes, n_tensor_nodes;
+    size_t n_edges; /* deduplicated, sorted by (from, to, kind) */
     cg_graph_summary summary;
     const cg_timing_profile *timing;
     const cg_memory_profile *memory;
+    const cg_graph_store *store;
 } cg_graph;
 
 /* build_from_trace(doc). health must be cg_health_analyze(t). */
@@ -132,7 +134,12 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
 bool cg_graph_outer_wall_time(const cg_graph *g, uint64_t *ns);                /* false: no measured span */
 const cg_host_span_cost *cg_graph_first_slowest_host(const cg_graph *g);     /* NULL when none */
 const cg_device_span_cost *cg_graph_first_slowest_device(const cg_graph *g); /* NULL when none */
-const cg_graph_node *cg_graph_find_node(const cg_graph *g, const char *id);  /* O(log n); NULL if absent */
+size_t cg_graph_find_node(const cg_graph *g, const char *id); /* node index, O(log n); CG_GRAPH_NONE if absent */
+/* Node i (< n_nodes) / edge i (< n_edges) into *out. Synthesized ids (ops,
+ * tensors, and edge endpoints naming them) are formatted into a; a node viewed
+ * with a == NULL leaves them NULL (an edge needs a). */
+void cg_graph_node_view(const cg_graph *g, size_t i, cg_arena *a, cg_graph_node *out);
+void cg_graph_edge_view(const cg_graph *g, size_t i, cg_arena *a, cg_graph_edge *out);
 
 /* JSON. ExecutionGraph: {schema, spans, edges, tensors, gradients, summary}. */
 cg_jv *cg_graph_to_json(cg_arena *a, const cg_graph *g);

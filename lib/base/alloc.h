@@ -12,7 +12,7 @@
  *     prints the message and exits 1. The server also installs an OOM handler
  *     (server/serve.c) that gives back an emergency reserve, logs one line and
  *     asks for the retry, so an exhausted container does not end it either.
- *   - Containers whose API cannot fail (cg_arena, cg_buf, cg_strmap, working
+ *   - Containers whose API cannot fail (cg_arena, cg_buf, cg_hmap, cg_hstr, working
  *     arrays of the analyses) use the cg_x* family: on failure it calls
  *     cg_oom(), which asks the process's OOM handler (cg_set_oom_handler) and
  *     retries the allocation once when the handler returns true (it released

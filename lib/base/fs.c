@@ -3,6 +3,7 @@
 #include "base/alloc.h"
 #include "base/arena.h"
 #include "base/fault.h"
+#include "base/sha256.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -222,7 +223,8 @@ bool cg_is_regular_nofollow(const char *path) {
     return lstat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-int cg_copy_file(const char *src, const char *dst, cg_error *err) {
+/* cg_copy_file; h (may be NULL) and *size get the bytes written */
+static int copy_file(const char *src, const char *dst, cg_sha256 *h, uint64_t *size, cg_error *err) {
     int in = open(src, O_RDONLY | O_CLOEXEC);
     if (in < 0) return cg_err_set(err, CG_EIO, "open %s: %s", src, strerror(errno));
     int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -248,6 +250,8 @@ int cg_copy_file(const char *src, const char *dst, cg_error *err) {
             close(out);
             return cg_err_set(err, CG_EIO, "write %s: %s", dst, strerror(e));
         }
+        if (h) cg_sha256_update(h, buf, (size_t)r);
+        if (size) *size += (uint64_t)r;
     }
     close(in);
     if (cg_fault_fsync(out) != 0) {
@@ -256,6 +260,19 @@ int cg_copy_file(const char *src, const char *dst, cg_error *err) {
         return cg_err_set(err, CG_EIO, "sync %s: %s", dst, strerror(e));
     }
     if (close(out) != 0) return cg_err_set(err, CG_EIO, "close %s: %s", dst, strerror(errno));
+    return 0;
+}
+
+int cg_copy_file(const char *src, const char *dst, cg_error *err) { return copy_file(src, dst, NULL, NULL, err); }
+
+int cg_copy_file_sha256(const char *src, const char *dst, char hex[65], uint64_t *size, cg_error *err) {
+    cg_sha256 h;
+    cg_sha256_init(&h);
+    *size = 0;
+    if (copy_file(src, dst, &h, size, err) != 0) return -1;
+    unsigned char d[32];
+    cg_sha256_final(&h, d);
+    cg_hex(d, sizeof d, hex);
     return 0;
 }
 

@@ -33,6 +33,8 @@ bool cg_is_dir(const char *path);                    /* stat (follows links) */
 bool cg_is_regular_nofollow(const char *path);
 /* Copies src to dst (create, exclusive) and fsyncs dst. */
 int cg_copy_file(const char *src, const char *dst, cg_error *err);
+/* Same, also giving the SHA-256 (lowercase hex) and size of the bytes written. */
+int cg_copy_file_sha256(const char *src, const char *dst, char hex[65], uint64_t *size, cg_error *err);
 /* Parent directory of path into out (size outsz): "a/b" -> "a", "b" -> ".". */
 void cg_path_parent(const char *path, char *out, size_t outsz);
 /* Final component of path (pointer into path). */

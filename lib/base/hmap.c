@@ -1,4 +1,4 @@
-/* hmap.c — growth of the generic hash table (see hmap.h). */
+/* hmap.c — growth of the generic hash table and cg_hstr's entries (see hmap.h). */
 #include "base/hmap.h"
 
 #include <stdlib.h>
@@ -43,4 +43,27 @@ static void grow(cg_hmap *m) {
 void cg_hmap_put_at(cg_hmap *m, size_t at, uint64_t h, uint32_t id) {
     m->slot[at] = (h >> 32 << 32) | ((uint64_t)id + 1);
     if (++m->count * 2 > m->mask + 1) grow(m);
+}
+
+void cg_hstr_init(cg_hstr *m, size_t expect) {
+    cg_hmap_init(&m->index, expect);
+    m->ent = NULL;
+    m->n = m->cap = 0;
+}
+
+void cg_hstr_free(cg_hstr *m) {
+    cg_hmap_free(&m->index);
+    free(m->ent);
+    m->ent = NULL;
+    m->n = m->cap = 0;
+}
+
+size_t *cg_hstr_add_at(cg_hstr *m, size_t at, uint64_t h, const char *key, size_t len, size_t value) {
+    if (m->n == m->cap) {
+        m->cap = m->cap ? m->cap * 2 : 16;
+        m->ent = cg_xrealloc(m->ent, m->cap, sizeof *m->ent);
+    }
+    m->ent[m->n] = (cg_hstr_ent){key, len, value};
+    cg_hmap_put_at(&m->index, at, h, (uint32_t)m->n);
+    return &m->ent[m->n++].value;
 }

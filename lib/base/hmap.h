@@ -7,8 +7,8 @@
  * callback). The home slot is the Fibonacci hash of those 32 bits.
  *
  * Lookups are static inline so that the caller's (constant) equality function
- * is inlined on hot paths (the trace health checks). cg_strmap (strmap.h) is
- * the string-keyed map built for callers that want the table to hold the key.
+ * is inlined on hot paths (the trace health checks). cg_hstr (below) is the
+ * string-keyed map on this table for callers that want it to hold the key.
  *
  * Limits: ids < CG_HMAP_NONE (2^32 - 1); at most 2^31 entries; load ≤ 1/2.
  * Ownership: the table owns its slot array (cg_hmap_free). Allocation failure
@@ -92,6 +92,60 @@ static inline uint64_t cg_hmap_mix(uint64_t h, uint64_t v) {
     h *= 0xff51afd7ed558ccdULL;
     h ^= h >> 33;
     return h;
+}
+
+/* ---- cg_hstr: byte strings to size_t values, over one cg_hmap.
+ * Entries are kept in insertion order (ent[0..n)): iterating them gives
+ * first-seen order, never hash order. Keys are NOT copied: they must outlive
+ * the map (arena strings, literals). The map owns its entry array and table
+ * (cg_hstr_free). Limits and allocation policy as cg_hmap. A value pointer
+ * returned by get/put stays valid until the next put. */
+typedef struct cg_hstr_ent {
+    const char *key;
+    size_t len;
+    size_t value;
+} cg_hstr_ent;
+
+typedef struct cg_hstr {
+    cg_hmap index;
+    cg_hstr_ent *ent;
+    size_t n, cap;
+} cg_hstr;
+
+void cg_hstr_init(cg_hstr *m, size_t expect);
+void cg_hstr_free(cg_hstr *m);
+/* Appends an entry (no lookup): the slot `at` from cg_hmap_find, hash h. */
+size_t *cg_hstr_add_at(cg_hstr *m, size_t at, uint64_t h, const char *key, size_t len, size_t value);
+
+/* The hash cg_hstr uses for n bytes. */
+static inline uint64_t cg_hstr_hash(const void *p, size_t n) { return cg_hmap_mix(cg_hmap_hash_bytes(0, p, n), n); }
+
+static inline bool cg_hstr_eq(const void *ctx, uint32_t id, const void *key) {
+    const cg_hstr_ent *e = &((const cg_hstr *)ctx)->ent[id], *k = key;
+    return e->len == k->len && memcmp(e->key, k->key, k->len) == 0;
+}
+
+/* The value stored for the len bytes at key, or NULL. */
+static inline size_t *cg_hstr_getn(const cg_hstr *m, const char *key, size_t len) {
+    cg_hstr_ent k = {key, len, 0};
+    uint32_t id = cg_hmap_find(&m->index, cg_hstr_hash(key, len), cg_hstr_eq, m, &k, NULL);
+    return id == CG_HMAP_NONE ? NULL : &m->ent[id].value;
+}
+static inline size_t *cg_hstr_get(const cg_hstr *m, const char *key) { return cg_hstr_getn(m, key, strlen(key)); }
+
+/* Stores key with value when absent. Returns true when it was stored; *slot
+ * (when not NULL) points to the value stored for key either way. */
+static inline bool cg_hstr_putn(cg_hstr *m, const char *key, size_t len, size_t value, size_t **slot) {
+    cg_hstr_ent k = {key, len, 0};
+    uint64_t h = cg_hstr_hash(key, len);
+    size_t at = 0;
+    uint32_t id = cg_hmap_find(&m->index, h, cg_hstr_eq, m, &k, &at);
+    size_t *v = id == CG_HMAP_NONE ? cg_hstr_add_at(m, at, h, key, len, value) : &m->ent[id].value;
+    if (slot) *slot = v;
+    return id == CG_HMAP_NONE;
+}
+static inline bool cg_hstr_put(cg_hstr *m, const char *key, size_t value, size_t **slot) {
+    return cg_hstr_putn(m, key, strlen(key), value, slot);
 }
 
 #endif

@@ -116,7 +116,15 @@ static int jp_fail_at(jp *s, cg_errcode code, const char *what, const char *at) 
     size_t line, col;
     if (at > s->end) at = s->end;
     cg_json_position(s->start, (size_t)(at - s->start), &line, &col);
-    return cg_err_set(s->err, code, "%s at line %zu column %zu", what, line, col);
+    return cg_err_setr(s->err, CG_R_MALFORMED_JSON, code, "%s at line %zu column %zu", what, line, col);
+}
+
+/* A parser limit: CG_ELIMIT, payload_too_large with the limit's static name. */
+static int jp_limit(jp *s, const char *limit, const char *what) {
+    jp_fail_at(s, CG_ELIMIT, what, s->p < s->end ? s->p + 1 : s->end);
+    cg_err_reason(s->err, CG_R_PAYLOAD_TOO_LARGE);
+    if (s->err) s->err->limit = limit;
+    return -1;
 }
 
 /* serde_json's peek_error: the byte at p is the offending one (at the end of
@@ -224,7 +232,7 @@ static int jp_string(jp *s, const char **out, size_t *out_len) {
     }
     if (q < s->end && *q == '"') {
         size_t n = (size_t)(q - s->p);
-        if (n > s->lim->max_string) return jp_fail(s, CG_ELIMIT, "string longer than the limit");
+        if (n > s->lim->max_string) return jp_limit(s, CG_JSON_LIMIT_STRING, "string longer than the limit");
         *out = cg_arena_strndup(s->a, s->p, n);
         *out_len = n;
         s->p = q + 1;
@@ -247,7 +255,7 @@ static int jp_string(jp *s, const char **out, size_t *out_len) {
         unsigned char c = (unsigned char)*s->p;
         if (c == '"') { s->p++; break; }
         if (c < 0x20) return jp_fail(s, CG_EPARSE, "control character (\\u0000-\\u001F) found while parsing a string");
-        if (n > s->lim->max_string) return jp_fail(s, CG_ELIMIT, "string longer than the limit");
+        if (n > s->lim->max_string) return jp_limit(s, CG_JSON_LIMIT_STRING, "string longer than the limit");
         if (c == '\\') {
             s->p++;
             if (s->p >= s->end) return jp_fail(s, CG_EPARSE, "EOF while parsing a string");
@@ -292,7 +300,7 @@ static int jp_string(jp *s, const char **out, size_t *out_len) {
             s->p++;
         }
     }
-    if (n > s->lim->max_string) return jp_fail(s, CG_ELIMIT, "string longer than the limit");
+    if (n > s->lim->max_string) return jp_limit(s, CG_JSON_LIMIT_STRING, "string longer than the limit");
     buf[n] = '\0';
     *out = buf;
     *out_len = n;
@@ -390,7 +398,7 @@ static cg_jv *jp_array(jp *s) {
     for (;;) {
         cg_jv *item = jp_value(s);
         if (!item) return NULL;
-        if (v->u.arr.n >= s->lim->max_items) { jp_fail(s, CG_ELIMIT, "array has more items than the limit"); return NULL; }
+        if (v->u.arr.n >= s->lim->max_items) { jp_limit(s, CG_JSON_LIMIT_ITEMS, "array has more items than the limit"); return NULL; }
         cg_jv_arr_push(s->a, v, item);
         jp_ws(s);
         if (s->p >= s->end) { jp_fail(s, CG_EPARSE, "EOF while parsing a list"); return NULL; }
@@ -430,7 +438,7 @@ static cg_jv *jp_object(jp *s) {
         s->p++;
         cg_jv *item = jp_value(s);
         if (!item) return NULL;
-        if (v->u.obj.n >= s->lim->max_items) { jp_fail(s, CG_ELIMIT, "object has more members than the limit"); return NULL; }
+        if (v->u.obj.n >= s->lim->max_items) { jp_limit(s, CG_JSON_LIMIT_ITEMS, "object has more members than the limit"); return NULL; }
         cg_jv_obj_put(s->a, v, key, item);
         v->u.obj.m[v->u.obj.n - 1].key_len = klen;
         jp_ws(s);
@@ -450,7 +458,7 @@ static cg_jv *jp_value(jp *s) {
     case '{':
     case '[': {
         if (++s->depth > s->lim->max_depth) {
-            jp_fail(s, CG_ELIMIT, "JSON nesting deeper than the limit");
+            jp_limit(s, CG_JSON_LIMIT_DEPTH, "JSON nesting deeper than the limit");
             return NULL;
         }
         s->p++;

@@ -8,6 +8,10 @@
  *
  * Parser limits (cg_json_limits): nesting depth, string length, members/items
  * per container; exceeding one is CG_ELIMIT with a message naming the limit.
+ * A parse failure carries its reason (base/reason.h), set here: syntax errors
+ * CG_R_MALFORMED_JSON, limits CG_R_PAYLOAD_TOO_LARGE with cg_error.limit one
+ * of the CG_JSON_LIMIT_* names below. Callers that parse a document of a
+ * known kind (bundle.json, a signature) may replace it with their own.
  * Duplicate object keys are kept (lookups return the first); callers that need
  * struct semantics call cg_jv_obj_dup_key().
  *
@@ -75,6 +79,11 @@ typedef struct cg_json_limits {
 } cg_json_limits;
 
 void cg_json_limits_default(cg_json_limits *l);
+
+/* cg_error.limit of a parse that exceeded a cg_json_limits field. */
+#define CG_JSON_LIMIT_DEPTH "json_depth"
+#define CG_JSON_LIMIT_STRING "json_string_bytes"
+#define CG_JSON_LIMIT_ITEMS "json_items"
 
 /* true when the n bytes at s are well-formed UTF-8 (no overlongs, no surrogates). */
 bool cg_utf8_valid(const char *s, size_t n);

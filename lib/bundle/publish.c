@@ -274,12 +274,13 @@ int cg_publish_bundle(const char *destination_in, const char *trace_path, const 
         cg_err_set(err, CG_ENOMEM, "out of memory");
         goto out;
     }
-    /* 5.1 */
-    if (cg_copy_file(trace_path, staged_trace, err) != 0) {
+    /* 5.1: the copy is hashed as it is written (step 6 reads it back) */
+    cg_artifact_digest td;
+    if (cg_copy_file_sha256(trace_path, staged_trace, td.sha256, &td.bytes, err) != 0) {
         cg_err_context(err, "copy trace into bundle");
         goto out;
     }
-    if (staged_add(&s, staging, "trace.jsonl", err) != 0) goto out;
+    if (staged_add_known(&s, "trace.jsonl", &td, err) != 0) goto out;
     step_done(CG_PUBLISH_STEP_TRACE_COPIED, staging);
     /* 5.2 */
     if (nsight_dir) {

@@ -172,7 +172,8 @@ static int semantic_run(const sem_io *io, const cg_bundle_receipt *receipt, bool
     cg_trace *t = cg_trace_read_file(io->t_in, NULL, &terr);
     msg_rename(&terr, io->t_in, io->tp);
     if (!t) {
-        semfail(err, CG_R_TRACE_INVALID, "read bundle trace %s: %s", io->tp, terr.msg);
+        /* the reader's reason (trace_invalid); a trace that cannot be read at all is one too */
+        semfail(err, terr.reason ? terr.reason : CG_R_TRACE_INVALID, "read bundle trace %s: %s", io->tp, terr.msg);
         goto out;
     }
     const char *trace_run = t->run.run_id ? t->run.run_id : "";

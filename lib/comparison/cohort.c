@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-#include "base/strmap.h"
+#include "base/hmap.h"
 
 /* Groups the run's tensor_stats events by label, first-seen order. */
 static void collect_tensor_stats(cg_arena *a, const cg_trace *t, cg_cohort_row *out) {
@@ -18,17 +18,17 @@ static void collect_tensor_stats(cg_arena *a, const cg_trace *t, cg_cohort_row *
     size_t *count = cg_arena_zalloc(a, n * sizeof *count);
     const char **labels = cg_arena_alloc(a, n * sizeof *labels);
     size_t ng = 0;
-    cg_strmap by_label;
-    cg_strmap_init(&by_label);
+    cg_hstr by_label;
+    cg_hstr_init(&by_label, 0);
     for (size_t i = 0; i < n; i++) {
         const char *l = t->tensor_stats[i].label;
         size_t *seen = NULL;
-        if (cg_strmap_put(&by_label, l, ng, &seen)) labels[ng++] = l;
+        if (cg_hstr_put(&by_label, l, ng, &seen)) labels[ng++] = l;
         size_t g = seen ? *seen : ng - 1;
         group[i] = g;
         count[g]++;
     }
-    cg_strmap_free(&by_label);
+    cg_hstr_free(&by_label);
     cg_cohort_tensor_stat *ts = cg_arena_zalloc(a, ng * sizeof *ts);
     for (size_t g = 0; g < ng; g++) {
         ts[g].label = cg_arena_strdup(a, labels[g]);

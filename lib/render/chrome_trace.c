@@ -11,7 +11,7 @@
 
 #include "base/arena.h"
 #include "base/buf.h"
-#include "base/strmap.h"
+#include "base/hmap.h"
 
 #define FLUSH_AT (64u * 1024u)
 #define HOST_PID 1u
@@ -141,8 +141,8 @@ typedef struct ctx {
     group host;
     group *dev; /* one per (device, clock_id, stream_id) */
     size_t n_dev, cap_dev;
-    cg_strmap dev_index;   /* "device\0clock\0stream" -> index into dev */
-    cg_strmap clock_index; /* "device\0clock" -> pid */
+    cg_hstr dev_index;   /* "device\0clock\0stream" -> index into dev */
+    cg_hstr clock_index; /* "device\0clock" -> pid */
     unsigned next_pid;
 } ctx;
 
@@ -229,9 +229,9 @@ static group *device_group(ctx *c, const cg_device_interval *d) {
     memcpy(key + ld + 1, d->clock_id, lc + 1);
     memcpy(key + ld + lc + 2, d->stream_id, ls + 1);
     size_t *found = NULL;
-    if (!cg_strmap_putn(&c->dev_index, key, ld + lc + ls + 2, c->n_dev, &found)) return &c->dev[*found];
+    if (!cg_hstr_putn(&c->dev_index, key, ld + lc + ls + 2, c->n_dev, &found)) return &c->dev[*found];
     size_t *pid = NULL;
-    if (cg_strmap_putn(&c->clock_index, key, ld + lc + 1, c->next_pid, &pid)) c->next_pid++;
+    if (cg_hstr_putn(&c->clock_index, key, ld + lc + 1, c->next_pid, &pid)) c->next_pid++;
     unsigned clock_pid = (unsigned)(pid ? *pid : c->next_pid - 1);
     if (c->n_dev == c->cap_dev) {
         c->cap_dev = c->cap_dev ? c->cap_dev * 2 : 4;
@@ -293,14 +293,14 @@ static void emit_logical_memory(ctx *c) {
     if (!n) return;
     item *items = cg_xrealloc(NULL, n, sizeof *items);
     uint64_t *live = cg_xrealloc(NULL, n, sizeof *live);
-    cg_strmap devices;
-    cg_strmap_init(&devices);
+    cg_hstr devices;
+    cg_hstr_init(&devices, 0);
     for (size_t i = 0; i < n; i++) items[i] = (item){t->memory[i].timestamp_ns, 0, 0, i};
     qsort(items, n, sizeof *items, item_cmp);
     for (size_t k = 0; k < n && !c->o.failed; k++) {
         const cg_memory *m = &t->memory[items[k].idx];
         size_t *slot = NULL;
-        if (cg_strmap_put(&devices, m->device, devices.n, &slot)) live[devices.n - 1] = 0;
+        if (cg_hstr_put(&devices, m->device, devices.n, &slot)) live[devices.n - 1] = 0;
         uint64_t *v = &live[slot ? *slot : devices.n - 1];
         *v = m->is_free ? (*v > m->bytes ? *v - m->bytes : 0) : cg_sat_add_u64(*v, m->bytes);
         emit_counter_head(c, "logical memory ", m->device, m->timestamp_ns);
@@ -309,7 +309,7 @@ static void emit_logical_memory(ctx *c) {
         PUT_LIT(&c->o.b, "}}");
         ev_end(&c->o);
     }
-    cg_strmap_free(&devices);
+    cg_hstr_free(&devices);
     free(live);
     free(items);
 }
@@ -366,9 +366,8 @@ static void emit_lane_names(ctx *c, const group *g, const char *stem) {
 static void emit_names(ctx *c) {
     emit_meta(c, "process_name", HOST_PID, NULL, "host (trace clock)", NULL);
     emit_lane_names(c, &c->host, "spans and ops");
-    for (size_t i = 0; i < c->clock_index.cap; i++) {
-        const cg_strmap_slot *s = &c->clock_index.slots[i];
-        if (!s->key) continue;
+    for (size_t i = 0; i < c->clock_index.n; i++) { /* first-seen order: ascending pid */
+        const cg_hstr_ent *s = &c->clock_index.ent[i];
         const char *device = s->key, *clock = s->key + strlen(s->key) + 1;
         cg_buf name = CG_BUF_INIT;
         cg_buf_printf(&name, "device %s, clock %s (own clock, not aligned with the host or other clocks)", device,
@@ -395,8 +394,8 @@ int cg_chrome_trace_write(const cg_trace *t, cg_json_sink sink, void *ctx_, cg_e
     c.next_pid = HOST_PID + 1;
     c.host.pid = HOST_PID;
     cg_arena_init(&c.a, 0);
-    cg_strmap_init(&c.dev_index);
-    cg_strmap_init(&c.clock_index);
+    cg_hstr_init(&c.dev_index, 0);
+    cg_hstr_init(&c.clock_index, 0);
     cg_buf_puts(&c.o.b, "{\"traceEvents\":[\n");
     emit_host(&c);
     emit_device(&c);
@@ -416,8 +415,8 @@ int cg_chrome_trace_write(const cg_trace *t, cg_json_sink sink, void *ctx_, cg_e
     group_free(&c.host);
     for (size_t i = 0; i < c.n_dev; i++) group_free(&c.dev[i]);
     free(c.dev);
-    cg_strmap_free(&c.dev_index);
-    cg_strmap_free(&c.clock_index);
+    cg_hstr_free(&c.dev_index);
+    cg_hstr_free(&c.clock_index);
     cg_arena_free(&c.a);
     if (failed) return cg_err_set(err, CG_EIO, "writing the Chrome trace failed");
     return 0;

@@ -13,6 +13,9 @@
  *     group per stream. Device clocks are never aligned with the host clock or
  *     with each other: each keeps its own time origin, and the process names say so.
  *   - `otherData` names the producer, the trace schema and run id.
+ * Metadata ("M") events close the event list: process names in pid order
+ * (host first, then the device clocks in the order they first appear in start
+ * order), then thread names per lane group in the same order.
  * Times are microseconds with three decimals, printed exactly from integer ns.
  *
  * Memory: O(records) for the sort orders and lanes; the output itself is

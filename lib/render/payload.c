@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/strmap.h"
+#include "base/hmap.h"
 #include "render/viewer_html.h"
 
 #define VIEW_MAX_NODES 2000u
@@ -276,7 +276,7 @@ typedef struct node_scan {
     size_t *parent; /* node index, NO_PARENT or PARENT_LATER */
     later_ref *later;
     size_t n_later, cap_later;
-    cg_strmap by_id;
+    cg_hstr by_id;
 } node_scan;
 
 static int scan_node(void *ctx, size_t i, const cg_jv *n) {
@@ -285,8 +285,8 @@ static int scan_node(void *ctx, size_t i, const cg_jv *n) {
     const char *id = pool_dup(&s->pool, str_or_empty(cg_jv_get(n, "id")));
     s->refs[i] = (cost_ref){u64_of(cg_jv_get(n, "host_total_time_ns")), id, i};
     const char *kind = cg_jv_as_str(cg_jv_get(n, "kind"));
-    if (!kind || strcmp(kind, "tensor")) cg_strmap_put(&s->by_id, id, i, NULL);
-    size_t *pi = parent ? cg_strmap_get(&s->by_id, parent) : NULL;
+    if (!kind || strcmp(kind, "tensor")) cg_hstr_put(&s->by_id, id, i, NULL);
+    size_t *pi = parent ? cg_hstr_get(&s->by_id, parent) : NULL;
     s->parent[i] = !parent ? NO_PARENT : pi ? *pi : PARENT_LATER;
     if (s->parent[i] != PARENT_LATER) return 0;
     if (s->n_later == s->cap_later) {
@@ -299,7 +299,7 @@ static int scan_node(void *ctx, size_t i, const cg_jv *n) {
 
 static void resolve_later(node_scan *s) {
     for (size_t k = 0; k < s->n_later; k++) {
-        size_t *pi = cg_strmap_get(&s->by_id, s->later[k].parent);
+        size_t *pi = cg_hstr_get(&s->by_id, s->later[k].parent);
         s->parent[s->later[k].node] = pi ? *pi : NO_PARENT;
     }
 }
@@ -342,7 +342,7 @@ typedef struct edge_emit {
     cg_arena *a;
     bool lazy;
     const bool *keep;
-    const cg_strmap *by_id;
+    const cg_hstr *by_id;
     cg_jv *out;
 } edge_emit;
 
@@ -351,7 +351,7 @@ static int emit_edge(void *ctx, size_t i, const cg_jv *edge) {
     if (cg_jv_len(e->out) >= VIEW_MAX_EDGES) return 1;
     const char *from, *to;
     edge_ends(edge, &from, &to);
-    size_t *f = cg_strmap_get(e->by_id, from), *t = cg_strmap_get(e->by_id, to);
+    size_t *f = cg_hstr_get(e->by_id, from), *t = cg_hstr_get(e->by_id, to);
     if (f && t && e->keep[*f] && e->keep[*t])
         cg_jv_arr_push(e->a, e->out, trace_edge(e->a, e->lazy ? cg_jv_clone(e->a, edge) : edge));
     return 0;
@@ -363,14 +363,14 @@ static int emit_edge(void *ctx, size_t i, const cg_jv *edge) {
 static void graph_views(cg_arena *a, cg_jv *spans, cg_jv *edges, cg_jv *trunc, cg_jv **nodes, cg_jv **tedges,
                         cg_jv **tree, cg_jv **items) {
     size_t n = cg_jv_items(spans);
-    node_scan s = {{a, NULL, 0}, cg_xalloc(n, sizeof *s.refs), cg_xalloc(n, sizeof *s.parent), NULL, 0, 0, {0}};
+    node_scan s = {{a, NULL, 0}, cg_xalloc(n, sizeof *s.refs), cg_xalloc(n, sizeof *s.parent), NULL, 0, 0, {{0}, NULL, 0, 0}};
     bool *keep = cg_xzalloc(n, sizeof *keep);
     cg_jv **node_of = cg_xzalloc(n, sizeof *node_of);
-    cg_strmap_init(&s.by_id);
+    cg_hstr_init(&s.by_id, 0);
     cg_jv_each(spans, scan_node, &s);
     resolve_later(&s);
     select_nodes(&s, n, VIEW_MAX_NODES, keep);
-    cg_strmap_free(&s.by_id); /* parents are indices now */
+    cg_hstr_free(&s.by_id); /* parents are indices now */
     node_emit ne = {a, spans && spans->type == CG_JLAZY, keep, node_of, cg_jv_arr(a), cg_jv_arr(a), 0};
     cg_jv_each(spans, emit_node, &ne);
     *nodes = ne.nodes;
@@ -379,10 +379,10 @@ static void graph_views(cg_arena *a, cg_jv *spans, cg_jv *edges, cg_jv *trunc, c
     for (size_t r = 0; r < n; r++)
         if (keep[s.refs[r].index]) cg_jv_arr_push(a, *items, node_of[s.refs[r].index]);
     /* edges: endpoints looked up among the kept nodes only */
-    cg_strmap kept_ids;
-    cg_strmap_init(&kept_ids);
+    cg_hstr kept_ids;
+    cg_hstr_init(&kept_ids, 0);
     for (size_t r = 0; r < n; r++)
-        if (keep[s.refs[r].index]) cg_strmap_put(&kept_ids, s.refs[r].id, s.refs[r].index, NULL);
+        if (keep[s.refs[r].index]) cg_hstr_put(&kept_ids, s.refs[r].id, s.refs[r].index, NULL);
     edge_emit ee = {a, edges && edges->type == CG_JLAZY, keep, &kept_ids, cg_jv_arr(a)};
     cg_jv_each(edges, emit_edge, &ee);
     *tedges = ee.out;
@@ -395,7 +395,7 @@ static void graph_views(cg_arena *a, cg_jv *spans, cg_jv *edges, cg_jv *trunc, c
     free(s.later);
     free(node_of);
     free(keep);
-    cg_strmap_free(&kept_ids);
+    cg_hstr_free(&kept_ids);
 }
 
 static cg_jv *logical_peak(cg_arena *a, const cg_jv *packet) {

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/strmap.h"
+#include "base/hmap.h"
 
 #include "base/alloc.h"
 #include "trace/trace.h"
@@ -27,8 +27,8 @@ static bool logical_peak(const cg_trace *t, uint64_t *peak_out) {
         ev[i].idx = i;
     }
     qsort(ev, t->n_memory, sizeof *ev, cmp_mem_ev);
-    cg_strmap live;
-    cg_strmap_init(&live);
+    cg_hstr live;
+    cg_hstr_init(&live, 0);
     cg_arena keys;
     cg_arena_init(&keys, 0);
     uint64_t cur = 0, peak = 0;
@@ -39,11 +39,11 @@ static bool logical_peak(const cg_trace *t, uint64_t *peak_out) {
         while (j < t->n_memory && ev[j].ts == ev[i].ts) {
             const cg_memory *m = &t->memory[ev[j].idx];
             char *key = cg_arena_printf(&keys, "%s%c%s", m->device, 0x1f, m->storage_id);
-            size_t *v = cg_strmap_get(&live, key);
+            size_t *v = cg_hstr_get(&live, key);
             if (!m->is_free) {
                 if (!v || *v == SIZE_MAX) {
                     if (v) *v = (size_t)m->bytes;
-                    else cg_strmap_put(&live, key, (size_t)m->bytes, NULL);
+                    else cg_hstr_put(&live, key, (size_t)m->bytes, NULL);
                     cur += m->bytes;
                 }
             } else if (v && *v != SIZE_MAX) {
@@ -58,7 +58,7 @@ static bool logical_peak(const cg_trace *t, uint64_t *peak_out) {
         }
         i = j;
     }
-    cg_strmap_free(&live);
+    cg_hstr_free(&live);
     cg_arena_free(&keys);
     free(ev);
     *peak_out = peak;

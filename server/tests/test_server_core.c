@@ -1,6 +1,6 @@
 /* test_server_core.c — unit tests of the server core: route matching (params,
  * the rest-of-path {path}, 404 vs 405 with Allow), scope parsing, public-key
- * parsing and key ids, Range. The reasons table: test_server_errors.c. */
+ * parsing and key ids, Range, the derived-view limits. The reasons table: test_server_errors.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +10,7 @@
 #include <sodium.h>
 
 #include "srv.h"
+#include "srv_derived.h"
 
 static void test_route_match(void **state) {
     (void)state;
@@ -161,10 +162,37 @@ static void test_pool_held_while_computing(void **state) {
     assert_int_equal(pool_counter("cg_db_pool_held_while_computing_total"), held + 1);
 }
 
+/* Derived views (issue 14): a trace is loaded up to the server's decoded limit
+ * (a 5M-record trace of about 1 GB passes the 8 GiB default; the old 256 MiB
+ * cap refused it), the view limit scales with the trace above its 512 MiB
+ * floor, and only traces over SRV_DERIVED_HEAVY_BYTES take the heavy gate. */
+static void test_derived_limits(void **state) {
+    (void)state;
+    const uint64_t gib = (uint64_t)1 << 30, five_m = 1037000000;
+    assert_true(srv_derived_trace_fits(five_m, 8 * gib));
+    assert_true(srv_derived_trace_fits(8 * gib, 8 * gib));
+    assert_false(srv_derived_trace_fits(8 * gib + 1, 8 * gib));
+    assert_false(srv_derived_trace_fits(five_m, 512u << 20)); /* a server run with a lower limit */
+    assert_true(srv_derived_view_limit(0) == SRV_DERIVED_MAX_BYTES);
+    assert_true(srv_derived_view_limit(1u << 20) == SRV_DERIVED_MAX_BYTES);
+    assert_true(srv_derived_view_limit(five_m) == (uint64_t)SRV_DERIVED_OUT_RATIO * five_m);
+    assert_true(srv_derived_view_limit(UINT64_MAX) == UINT64_MAX); /* saturates */
+    assert_int_equal(srv_heavy_enter(SRV_DERIVED_HEAVY_BYTES, 1), 0); /* light: no gate */
+    int t = srv_heavy_enter(five_m, 1);
+    assert_int_equal(t, 1);
+    assert_int_equal(srv_heavy_enter(five_m, 1), -1); /* a second heavy build waits, then gives up */
+    assert_int_equal(srv_heavy_enter(1u << 20, 1), 0); /* light builds never wait */
+    srv_heavy_leave(t);
+    t = srv_heavy_enter(five_m, 1);
+    assert_int_equal(t, 1);
+    srv_heavy_leave(t);
+}
+
 int main(void) {
     if (sodium_init() < 0) return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_route_match), cmocka_unit_test(test_routes_have_handlers),
+        cmocka_unit_test(test_derived_limits),
         cmocka_unit_test(test_scopes),      cmocka_unit_test(test_pubkey),
         cmocka_unit_test(test_range),       cmocka_unit_test(test_pool_held_at_reply),
         cmocka_unit_test(test_pool_held_while_computing),

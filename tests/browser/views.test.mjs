@@ -118,9 +118,23 @@ test('the span table is virtualized and paged, sorted and filtered by the server
   assert.equal(await page.getAttribute(sel + ' tbody tr[data-row="2999"]', 'data-id'), last.body.rows[0].id);
   const pages = log.requests.filter((p) => p.includes('/views/spans') && p.includes('limit=100'));
   assert.ok(pages.length <= 4, 'only the pages in view were fetched: ' + pages.length);
-  // sort by duration on the server
+  // sort by duration on the server. Back at the top first: there the header is
+  // in view, so the click scrolls nothing. (Scrolled to the end, the click's own
+  // scroll-into-view re-renders the virtual rows and moves the header under the
+  // pointer, and a busy machine could lose the click.) The sorted request is
+  // awaited with its listener in place before the click, then the table's own
+  // state: its sorted rows, or the error it shows instead.
+  await page.$eval(sel + ' .wa-vt-scroll', (el) => { el.scrollTop = 0; });
+  await page.waitForSelector(sel + ' tbody tr[data-row="0"][data-id]');
+  const sorted = page.waitForResponse((q) => q.url().includes('/views/spans?') && q.url().includes('sort=duration_ns'));
   await page.click(sel + ' th[data-key=duration_ns] button');
-  await page.waitForFunction((s) => { const r = document.querySelector(s); return r.dataset.sort === 'duration_ns' && r.querySelector('tbody tr[data-id]'); }, sel);
+  assert.equal((await sorted).status(), 200, 'the sorted page');
+  const outcome = await page.waitForFunction((s) => {
+    const r = document.querySelector(s), err = r.querySelector('.wa-error');
+    if (err) return 'error: ' + err.textContent;
+    return r.dataset.sort === 'duration_ns' && r.querySelector('tbody tr[data-row="0"][data-id]') ? 'sorted' : false;
+  }, sel);
+  assert.equal(await outcome.jsonValue(), 'sorted');
   const byDur = await api('/bundles/' + BIG + '/views/spans?sort=duration_ns&order=desc&limit=1');
   assert.equal(await page.getAttribute(sel, 'data-order'), 'desc');
   assert.equal(await page.getAttribute(sel + ' tbody tr[data-id]', 'data-id'), byDur.body.rows[0].id);

@@ -6,6 +6,7 @@
 #    interval exactly once, times exact (µs with three decimals from integer ns);
 #  - complete events nest properly on every (pid, tid) track (no partial overlap);
 #  - each (device, clock_id) is its own process, never the host's, named as its own clock;
+#    pids follow first appearance in start order and process names come in pid order;
 #  - memory counters: logical live bytes per device, physical samples verbatim;
 #  - a bundle is verified first (same bytes as its raw trace; a tampered bundle is refused);
 #  - usage errors exit 2.
@@ -54,6 +55,17 @@ def check(trace_path, export_path):
       assert e["pid"] != 1, "device intervals never on the host process"
       assert "own clock" in names[(e["pid"], None)] and a["clock_id"] in names[(e["pid"], None)]
   assert len({p for _, p in clock_pid}) == len({(d["device"], d["clock_id"]) for d in dis})
+  # process names in pid order; device clocks numbered in order of first appearance (start order)
+  pids = [e["pid"] for e in ev if e["ph"] == "M" and e["name"] == "process_name"]
+  assert pids == list(range(1, len(pids) + 1)), pids
+  first = {}
+  for d in sorted(dis, key=lambda d: (d["start_ns"], -d["duration_ns"])):
+      first.setdefault((d["device"], d["clock_id"]), len(first) + 2)
+  for e in got_dev:
+      a = e["args"]
+      dev = next(d["device"] for d in dis if (d["span_id"], d["clock_id"], d["stream_id"], d["start_ns"], d["duration_ns"])
+                 == (a["span_id"], a["clock_id"], a["stream_id"], ns(e["ts"]), ns(e["dur"])))
+      assert e["pid"] == first[(dev, a["clock_id"])], (e, first)
   tracks = {}
   for e in xs:
       tracks.setdefault((e["pid"], e["tid"]), []).append((ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])))
@@ -131,6 +143,33 @@ read -r events lanes < <(check "$T/list1")
 [ "$events" = 6 ] || fail "concurrent: $events events"
 [ "$lanes" -ge 3 ] || fail "concurrent: overlapping siblings and the wide op need >= 3 lanes, got $lanes"
 echo "concurrent spans: $events events on $lanes lanes, nesting holds"
+
+# Six device clocks: processes numbered by first appearance in start order
+# (not by the order of any hash table), their names listed in that order.
+python3 - "$T/concurrent.jsonl" "$T/clocks.jsonl" <<'PY'
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+clocks = [("cuda:1", "zeta", 10), ("cuda:0", "alpha", 20), ("cuda:0", "mu", 30), ("cuda:2", "b", 40),
+          ("cuda:1", "alpha", 50), ("cuda:0", "zeta", 60)]
+dev = [{"kind":"device_interval","span_id":"c0","device":d,"stream_id":"7","clock_id":c,"backend":"cuda-event",
+        "start_ns":s,"duration_ns":5} for d, c, s in reversed(clocks)]
+recs[-1:-1] = dev
+with open(sys.argv[2], "w") as f:
+    for r in recs: f.write(json.dumps(r) + "\n")
+PY
+"$CG" export "$T/clocks.jsonl" --format chrome -o "$T/k.json"
+printf '%s\t%s\n' "$T/clocks.jsonl" "$T/k.json" >"$T/list2"
+check "$T/list2" >/dev/null || fail "six clocks"
+python3 - "$T/k.json" <<'PY' || fail "six clocks: process names not in first-seen order"
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+got = [e["args"]["name"].split(" (")[0] for e in ev if e["ph"] == "M" and e["name"] == "process_name"]
+want = ["host"] + [f"device {d}, clock {c}" for d, c in
+                   [("cuda:1", "zeta"), ("cuda:0", "alpha"), ("cuda:0", "mu"), ("cuda:2", "b"), ("cuda:1", "alpha"),
+                    ("cuda:0", "zeta")]]
+assert got == want, got
+PY
+echo "six device clocks: processes in first-seen order"
 
 # A bundle: verified first, same bytes as its trace; tampering is refused.
 "$CG" report "$BASE" --bundle "$T/bundle" >/dev/null

@@ -72,10 +72,25 @@ static void unbuild(built *b) {
     cg_trace_free(b->t);
 }
 
+/* A view of node id; the last 4 views stay valid (their ids live in a static arena). */
 static const cg_graph_node *node(const cg_graph *g, const char *id) {
-    const cg_graph_node *n = cg_graph_find_node(g, id);
-    if (!n) fail_msg("no node %s", id);
+    static cg_graph_node ring[4];
+    static unsigned next;
+    static cg_arena ids;
+    static bool ids_ready;
+    if (!ids_ready) cg_arena_init(&ids, 0), ids_ready = true;
+    size_t i = cg_graph_find_node(g, id);
+    if (i == CG_GRAPH_NONE) fail_msg("no node %s", id);
+    cg_graph_node *n = &ring[next++ % 4];
+    cg_graph_node_view(g, i, &ids, n);
+    assert_string_equal(n->id, id);
     return n;
+}
+
+static cg_graph_edge edge(const cg_graph *g, size_t i, cg_arena *a) {
+    cg_graph_edge e;
+    cg_graph_edge_view(g, i, a, &e);
+    return e;
 }
 
 /* ---- §7 union ---- */
@@ -145,10 +160,11 @@ static void test_same_storage_two_devices(void **st) {
     const cg_logical_memory *l = p->logical;
     assert_int_equal(l->storage_allocation_count, 2);
     assert_int_equal(l->n_lifetimes, 2);
-    assert_string_equal(l->lifetimes[0].device, "cuda:0");
-    assert_false(l->lifetimes[0].has_end);
-    assert_string_equal(l->lifetimes[1].device, "cuda:1");
-    assert_true(l->lifetimes[1].has_end);
+    cg_lifetime l0 = cg_logical_lifetime(l, &l->lifetimes[0]), l1 = cg_logical_lifetime(l, &l->lifetimes[1]);
+    assert_string_equal(l0.device, "cuda:0");
+    assert_false(l0.has_end);
+    assert_string_equal(l1.device, "cuda:1");
+    assert_true(l1.has_end);
     assert_int_equal(l->n_devices, 2);
     uint64_t bytes = 0;
     assert_true(cg_memory_logical_peak(p, &bytes, NULL));
@@ -234,9 +250,10 @@ static void test_illustrative_derivations(void **st) {
     assert_int_equal(ts, 210);
     const cg_logical_memory *l = g->memory->logical;
     assert_int_equal(l->n_lifetimes, 1);
-    assert_int_equal(l->lifetimes[0].start_timestamp_ns, 210);
-    assert_true(l->lifetimes[0].has_end);
-    assert_int_equal(l->lifetimes[0].end_timestamp_ns, 900);
+    cg_lifetime l0 = cg_logical_lifetime(l, &l->lifetimes[0]);
+    assert_int_equal(l0.start_timestamp_ns, 210);
+    assert_true(l0.has_end);
+    assert_int_equal(l0.end_timestamp_ns, 900);
     assert_int_equal(g->timing->n_device_clocks, 1);
     assert_int_equal(g->timing->device_clocks[0].busy_ns, 300);
     assert_int_equal(g->n_tensor_nodes, 3);
@@ -386,10 +403,10 @@ static void test_edges_deduplicated_and_sorted(void **st) {
         const cg_graph *g = b.g;
         if (!g) fail_msg("%s", b.err.msg);
         for (size_t i = 1; i < g->n_edges; i++) {
-            const cg_graph_edge *p = &g->edges[i - 1], *e = &g->edges[i];
-            int k = strcmp(p->from, e->from);
-            if (!k) k = strcmp(p->to, e->to);
-            if (!k) k = (int)p->is_data - (int)e->is_data;
+            cg_graph_edge p = edge(g, i - 1, &b.a), e = edge(g, i, &b.a);
+            int k = strcmp(p.from, e.from);
+            if (!k) k = strcmp(p.to, e.to);
+            if (!k) k = (int)p.is_data - (int)e.is_data;
             assert_true(k < 0);
         }
         unbuild(&b);
@@ -400,7 +417,8 @@ static void test_edges_deduplicated_and_sorted(void **st) {
     build(&b, fixture_trace("concurrent_overlap"));
     size_t s2s3 = 0, t1add = 0;
     for (size_t i = 0; i < b.g->n_edges; i++) {
-        const cg_graph_edge *e = &b.g->edges[i];
+        cg_graph_edge ev = edge(b.g, i, &b.a);
+        const cg_graph_edge *e = &ev;
         if (!strcmp(e->from, "s2") && !strcmp(e->to, "s3")) {
             s2s3++;
             assert_false(e->is_data);

@@ -84,6 +84,41 @@ static void test_parse_errors_and_limits(void **st) {
     cg_arena_free(&a);
 }
 
+/* Each class of parse failure carries its reason, set by the parser itself:
+ * syntax malformed_json (no limit), each limit payload_too_large naming it. */
+static void test_parse_reasons(void **st) {
+    (void)st;
+    cg_arena a;
+    cg_arena_init(&a, 0);
+    cg_error err;
+    const char *bad[] = {"{", "[1,]", "01", "\"abc", "nul", "1 2", "\"\\ud800\"", "\"\xff\"", "1e999", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cg_err_clear(&err);
+        assert_null(cg_json_parse(&a, bad[i], strlen(bad[i]), NULL, &err));
+        assert_int_equal(err.reason, CG_R_MALFORMED_JSON);
+        assert_null(err.limit);
+    }
+    const struct { const char *text; unsigned depth; size_t string, items; const char *limit; } over[] = {
+        {"[[[[1]]]]", 3, 100, 100, CG_JSON_LIMIT_DEPTH},
+        {"{\"a\":{\"b\":{\"c\":{}}}}", 3, 100, 100, CG_JSON_LIMIT_DEPTH},
+        {"\"abcd\"", 8, 3, 100, CG_JSON_LIMIT_STRING},
+        {"{\"abcd\":1}", 8, 3, 100, CG_JSON_LIMIT_STRING},
+        {"\"a\\u0062cd\"", 8, 3, 100, CG_JSON_LIMIT_STRING},
+        {"[1,2,3]", 8, 100, 2, CG_JSON_LIMIT_ITEMS},
+        {"{\"a\":1,\"b\":2,\"c\":3}", 8, 100, 2, CG_JSON_LIMIT_ITEMS},
+    };
+    for (size_t i = 0; i < sizeof over / sizeof over[0]; i++) {
+        cg_json_limits lim = {over[i].depth, over[i].string, over[i].items};
+        cg_err_clear(&err);
+        assert_null(cg_json_parse(&a, over[i].text, strlen(over[i].text), &lim, &err));
+        assert_int_equal(err.code, CG_ELIMIT);
+        assert_int_equal(err.reason, CG_R_PAYLOAD_TOO_LARGE);
+        assert_non_null(err.limit);
+        assert_string_equal(err.limit, over[i].limit);
+    }
+    cg_arena_free(&a);
+}
+
 static void test_value_equality(void **st) {
     (void)st;
     cg_arena a;
@@ -102,6 +137,7 @@ int main(void) {
         cmocka_unit_test(test_floats_like_serde),
         cmocka_unit_test(test_roundtrip_compact_and_pretty),
         cmocka_unit_test(test_parse_errors_and_limits),
+        cmocka_unit_test(test_parse_reasons),
         cmocka_unit_test(test_value_equality),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
