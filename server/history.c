@@ -265,8 +265,9 @@ void srv_history_params(const char *params_json, srv_cp_params *p) {
  * the series' state, kept change points, points and cohort rows each through
  * the store (a pooled connection per statement), runs the sweep steps and
  * confirmations, then hands the result to one short write transaction that
- * takes the series lock and compares the version it read (every write to the
- * series' points or change points bumps it). When the series moved in between
+ * compares the version it read (every write to the series' points or change
+ * points bumps it) under the series row's lock, then takes the series lock
+ * (store_history.c: the ingest's order). When the series moved in between
  * — another upload indexed a revision, or another sweep wrote — the sweep
  * recomputes from the new state, at most SWEEP_ATTEMPTS times; after that the
  * newer writer's own sweep, which runs after its commit, covers the series. */
