@@ -27,9 +27,21 @@ SRV_PID=$!
 cleanup() { kill -TERM "$SRV_PID" 2>/dev/null || true; wait "$SRV_PID" 2>/dev/null || true; }
 trap cleanup EXIT INT TERM
 
+# The server's own reason (one `candle-graph-server: …` line: which directory or
+# setting, why, what to do), else the log's tail; then how to pick another data dir.
+start_failed() {
+  echo "make run: candle-graph-server did not start (log: $DATA/server.log):" >&2
+  if grep -q '^candle-graph-server: ' "$DATA/server.log"; then
+    grep '^candle-graph-server: ' "$DATA/server.log" | tail -1 >&2
+  else
+    tail -20 "$DATA/server.log" >&2
+  fi
+  echo "make run: its data dir is $DATA; set CG_DEMO_DATA=<dir> to use another one" >&2
+  exit 1
+}
 for _ in $(seq 120); do
   curl -fsS "$URL/readyz" >/dev/null 2>&1 && break
-  kill -0 "$SRV_PID" 2>/dev/null || { echo "server exited; see $DATA/server.log" >&2; tail -20 "$DATA/server.log" >&2; exit 1; }
+  kill -0 "$SRV_PID" 2>/dev/null || start_failed
   sleep 0.5
 done
 curl -fsS "$URL/readyz" >/dev/null || { echo "server did not become ready" >&2; exit 1; }

@@ -151,11 +151,11 @@ static bool metric_parse(cg_arena *a, const char *metric, const char **kind, con
     return true;
 }
 
-int srv_history_points(srv_pool *pool, PGconn *c, cg_arena *a, long long series_id, const char *metric,
-                       long from_pos, srv_point **out, size_t *n, cg_error *err) {
+int srv_history_points(srv_pool *pool, cg_arena *a, long long series_id, const char *metric, long from_pos,
+                       srv_point **out, size_t *n, cg_error *err) {
     const char *kind, *path;
     if (!metric_parse(a, metric, &kind, &path)) return cg_err_set(err, CG_EINVAL, "unknown metric %s", metric);
-    PGresult *x = srv_store_history_points(pool, c, cg_arena_printf(a, "%lld", series_id),
+    PGresult *x = srv_store_history_points(pool, cg_arena_printf(a, "%lld", series_id),
                                            cg_arena_printf(a, "%ld", from_pos), kind, path, err);
     if (!x) return -1;
     int rows = PQntuples(x);
@@ -176,9 +176,9 @@ int srv_history_points(srv_pool *pool, PGconn *c, cg_arena *a, long long series_
 
 /* ------------------------------------------------------------ confirmation */
 
-static int load_rows(srv_pool *pool, PGconn *c, cg_arena *a, const srv_point *pt, cg_cohort_row **rows, size_t *n,
+static int load_rows(srv_pool *pool, cg_arena *a, const srv_point *pt, cg_cohort_row **rows, size_t *n,
                      cg_error *err) {
-    PGresult *x = srv_store_history_cohort_rows(pool, c, srv_id_array(a, pt->ids, pt->n_ids), err);
+    PGresult *x = srv_store_history_cohort_rows(pool, srv_id_array(a, pt->ids, pt->n_ids), err);
     if (!x) return -1;
     *n = (size_t)PQntuples(x);
     *rows = cg_arena_zalloc(a, (*n + 1) * sizeof **rows);
@@ -197,12 +197,13 @@ static double num(const cg_jv *v) {
     return d;
 }
 
-int srv_history_confirm(srv_pool *pool, PGconn *c, cg_arena *a, const char *metric, const srv_point *before,
+int srv_history_confirm(srv_pool *pool, cg_arena *a, const char *metric, const srv_point *before,
                         const srv_point *after, srv_confirmation *out, cg_error *err) {
     memset(out, 0, sizeof *out);
     cg_cohort_row *rb, *rc;
     size_t nb, nc;
-    if (load_rows(pool, c, a, before, &rb, &nb, err) < 0 || load_rows(pool, c, a, after, &rc, &nc, err) < 0) return -1;
+    if (load_rows(pool, a, before, &rb, &nb, err) < 0 || load_rows(pool, a, after, &rc, &nc, err) < 0) return -1;
+    srv_pool_note_compute();
     cg_jv *cmp = cg_compare_rows(a, rb, nb, rc, nc, CG_CMP_VERIFIED_BUNDLES);
     out->comparison = cmp;
     out->reasons = cg_jv_arr(a);
@@ -258,78 +259,81 @@ void srv_history_params(const char *params_json, srv_cp_params *p) {
     srv_cp_sanitize(p);
 }
 
-/* ------------------------------------------------------------ alerts */
+/* ------------------------------------------------------------ detection */
+
+/* The post-upload sweep never holds a connection while it computes: it reads
+ * the series' state, kept change points, points and cohort rows each through
+ * the store (a pooled connection per statement), runs the sweep steps and
+ * confirmations, then hands the result to one short write transaction that
+ * compares the version it read (every write to the series' points or change
+ * points bumps it) under the series row's lock, then takes the series lock
+ * (store_history.c: the ingest's order). When the series moved in between
+ * — another upload indexed a revision, or another sweep wrote — the sweep
+ * recomputes from the new state, at most SWEEP_ATTEMPTS times; after that the
+ * newer writer's own sweep, which runs after its commit, covers the series. */
+#define SWEEP_ATTEMPTS 3
+
+static atomic_ulong sweeps_written, sweeps_conflict;
 
 static const char *f64s(cg_arena *a, double d) { return cg_arena_printf(a, "%.17g", d); }
 
-/* Creates or refreshes the alert of a confirmed change point; *event is the
- * event type to emit (NULL when nothing changed). */
-static int alert_upsert(PGconn *c, cg_arena *a, const char *sid, const char *metric, const srv_point *before,
-                        const srv_point *after, const srv_confirmation *cf, long long *alert_id, const char **event,
-                        cg_error *err) {
-    const char *q[10] = {sid,
-                         metric,
-                         before->commit,
-                         after->commit,
-                         f64s(a, cf->delta_ns),
-                         f64s(a, cf->relative_change),
-                         f64s(a, cf->ci_lower),
-                         f64s(a, cf->ci_upper),
-                         srv_id_array(a, before->ids, before->n_ids),
-                         srv_id_array(a, after->ids, after->n_ids)};
-    return srv_store_alert_upsert(c, q, alert_id, event, err);
-}
-
-/* Confirms one change point, raises/refreshes its alert and stores it. */
-static int record_cp(PGconn *c, cg_arena *a, const char *sid, const srv_cp *cp, const srv_point *before,
-                     const srv_point *after, bool *kick, cg_error *err) {
+/* Confirms one change point and fills its rows. */
+static int plan_cp(srv_pool *pool, cg_arena *a, const char *sid, const srv_cp *cp, const srv_point *before,
+                   const srv_point *after, srv_cp_write *w, cg_error *err) {
     srv_confirmation cf;
-    if (srv_history_confirm(NULL, c, a, SRV_METRIC_OUTER, before, after, &cf, err) < 0) return -1;
-    long long alert_id = -1;
-    if (cf.confirmed) {
-        const char *event;
-        if (alert_upsert(c, a, sid, SRV_METRIC_OUTER, before, after, &cf, &alert_id, &event, err) < 0) return -1;
-        if (event) {
-            cg_jv *aj = srv_alert_load(c, a, alert_id, err);
-            if (!aj || srv_webhook_enqueue(c, a, event, alert_id, aj, err) < 0) return -1;
-            *kick = true;
-        }
-    }
+    if (srv_history_confirm(pool, a, SRV_METRIC_OUTER, before, after, &cf, err) < 0) return -1;
+    w->confirmed = cf.confirmed;
+    const char *alert[10] = {sid, SRV_METRIC_OUTER, before->commit, after->commit, f64s(a, cf.delta_ns),
+                             f64s(a, cf.relative_change), f64s(a, cf.ci_lower), f64s(a, cf.ci_upper),
+                             srv_id_array(a, before->ids, before->n_ids), srv_id_array(a, after->ids, after->n_ids)};
+    memcpy(w->alert, alert, sizeof alert);
     cg_buf rb = CG_BUF_INIT;
     cg_json_write(&rb, cf.reasons, false);
-    const char *q[12] = {sid,
-                         SRV_METRIC_OUTER,
-                         cg_arena_printf(a, "%zu", cp->pos),
-                         cg_arena_printf(a, "%zu", cp->detected_pos),
-                         after->commit,
-                         before->commit,
-                         f64s(a, cp->p_value),
-                         f64s(a, cp->relative_change),
-                         cf.confirmed ? "confirmed" : "unconfirmed",
-                         cf.verdict ? cf.verdict : "ineligible",
-                         cg_arena_strndup(a, rb.data, rb.len),
-                         alert_id >= 0 ? cg_arena_printf(a, "%lld", alert_id) : NULL};
+    const char *row[12] = {sid,
+                           SRV_METRIC_OUTER,
+                           cg_arena_printf(a, "%zu", cp->pos),
+                           cg_arena_printf(a, "%zu", cp->detected_pos),
+                           after->commit,
+                           before->commit,
+                           f64s(a, cp->p_value),
+                           f64s(a, cp->relative_change),
+                           cf.confirmed ? "confirmed" : "unconfirmed",
+                           cf.verdict ? cf.verdict : "ineligible",
+                           cg_arena_strndup(a, rb.data, rb.len),
+                           NULL};
     cg_buf_free(&rb);
-    return srv_store_change_point_put(c, q, err);
+    memcpy(w->row, row, sizeof row);
+    return 0;
 }
 
-/* ------------------------------------------------------------ detection */
+/* The next change point's slot of a growing array (arena-allocated). */
+static srv_cp_write *cp_slot(cg_arena *a, srv_cp_write **cps, size_t *n, size_t *cap) {
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 8;
+        srv_cp_write *grown = cg_arena_zalloc(a, *cap * sizeof *grown);
+        if (*n) memcpy(grown, *cps, *n * sizeof *grown);
+        *cps = grown;
+    }
+    return &(*cps)[(*n)++];
+}
 
-/* The sweep from position k (the series is locked, the transaction open). */
-static int sweep(PGconn *c, cg_arena *a, const char *sid, long k, const srv_cp_params *prm, bool *kick,
-                 cg_error *err) {
-    long kept;
-    if (srv_store_history_cp_reset(c, sid, SRV_METRIC_OUTER, k, &kept, err) < 0) return -1;
-    size_t last = kept > 0 ? (size_t)kept : 0;
+/* Reads and computes the sweep's steps from w->from with no connection held. */
+static int sweep_plan(srv_pool *pool, cg_arena *a, const srv_cp_params *prm, srv_sweep_write *w, cg_error *err) {
+    long k = w->from, kept;
+    if (srv_store_history_cp_kept(pool, w->sid, SRV_METRIC_OUTER, k, &kept, err) < 0) return -1;
+    size_t last = kept > 0 ? (size_t)kept : 0, n_cps = 0, cap = 0;
+    srv_cp_write *cps = NULL;
     long base = k + 1 - (long)prm->window;
     if (base < (long)last) base = (long)last;
     if (base < 0) base = 0;
     srv_point *pt;
     size_t n;
-    if (srv_history_points(NULL, c, a, strtoll(sid, NULL, 10), SRV_METRIC_OUTER, base, &pt, &n, err) < 0) return -1;
+    if (srv_history_points(pool, a, strtoll(w->sid, NULL, 10), SRV_METRIC_OUTER, base, &pt, &n, err) < 0) return -1;
+    srv_pool_note_compute();
     double *v = cg_arena_zalloc(a, (n + 1) * sizeof *v);
     for (size_t i = 0; i < n; i++) {
-        if (pt[i].pos != base + (long)i) return cg_err_set(err, CG_ESTATE, "history points of series %s are not dense", sid);
+        if (pt[i].pos != base + (long)i)
+            return cg_err_set(err, CG_ESTATE, "history points of series %s are not dense", w->sid);
         v[i] = pt[i].median;
     }
     for (long e = k; e < base + (long)n; e++) {
@@ -337,45 +341,63 @@ static int sweep(PGconn *c, cg_arena *a, const char *sid, long k, const srv_cp_p
         size_t got = srv_cp_step(prm, v, (size_t)base, (size_t)e, &last, found, 16);
         for (size_t i = 0; i < got; i++) {
             size_t at = found[i].pos - (size_t)base;
-            if (record_cp(c, a, sid, &found[i], &pt[at - 1], &pt[at], kick, err) < 0) return -1;
+            srv_cp_write *slot = cp_slot(a, &cps, &n_cps, &cap);
+            if (plan_cp(pool, a, w->sid, &found[i], &pt[at - 1], &pt[at], slot, err) < 0) return -1;
         }
     }
+    w->cps = cps;
+    w->n = n_cps;
     return 0;
 }
 
-int srv_history_redetect(PGconn *c, long long series_id, cg_error *err) {
+/* One attempt: 0 with *conflict when the series moved, -1 on failure. */
+static int sweep_once(srv_pool *pool, const char *sid, bool *conflict, cg_error *err) {
     cg_arena a;
     cg_arena_init(&a, 0);
-    const char *sid = cg_arena_printf(&a, "%lld", series_id), *params;
+    *conflict = false;
+    srv_sweep_write w = {.sid = sid, .metric = SRV_METRIC_OUTER};
+    const char *params;
     bool kick = false;
-    int rc = -1;
-    long k;
-    if (srv_store_history_detect_open(c, &a, sid, &k, &params, err) < 0) goto out;
-    if (k >= 0) {
+    int rc = srv_store_history_detect_state(pool, &a, sid, &w.from, &params, &w.version, err);
+    if (rc == 0 && w.from >= 0) {
         srv_cp_params prm;
         srv_history_params(params, &prm);
-        if (sweep(c, &a, sid, k, &prm, &kick, err) < 0) {
-            srv_store_history_detect_abort(c);
-            goto out;
-        }
+        rc = sweep_plan(pool, &a, &prm, &w, err);
+        if (rc == 0) rc = srv_store_history_sweep_commit(pool, &a, &w, conflict, &kick, err);
+        if (rc == 0) atomic_fetch_add(*conflict ? &sweeps_conflict : &sweeps_written, 1);
     }
-    if (srv_store_history_detect_close(c, sid, k >= 0, err) < 0) goto out;
-    rc = 0;
-    if (kick) srv_webhook_kick();
-out:
     cg_arena_free(&a);
+    if (kick) srv_webhook_kick();
     return rc;
+}
+
+int srv_history_redetect(srv_pool *pool, long long series_id, cg_error *err) {
+    char sid[24];
+    snprintf(sid, sizeof sid, "%lld", series_id);
+    bool conflict = true;
+    for (int i = 0; i < SWEEP_ATTEMPTS && conflict; i++)
+        if (sweep_once(pool, sid, &conflict, err) < 0) return -1;
+    if (conflict) srv_log("info", "change-point sweep left to the series' newer writer", "series", sid, NULL);
+    return 0;
 }
 
 void srv_history_detect(srv_server *s, long long series_id) {
     if (series_id < 0) return;
     cg_error err = {0};
-    PGconn *c = srv_pool_get(s->pool, &err);
-    if (!c || srv_history_redetect(c, series_id, &err) < 0) {
+    if (srv_history_redetect(s->pool, series_id, &err) < 0) {
         char id[24];
         snprintf(id, sizeof id, "%lld", series_id);
         srv_log("error", "change-point detection failed (retried at the next upload of the series)", "series", id,
                 "error", err.msg, NULL);
     }
-    if (c) srv_pool_put(s->pool, c);
+}
+
+void srv_history_metrics(cg_buf *b) {
+    cg_buf_printf(b,
+                  "# HELP cg_history_sweeps_total Post-upload change-point sweeps by result: written, or conflict "
+                  "(the series moved while the sweep computed; recomputed).\n"
+                  "# TYPE cg_history_sweeps_total counter\n"
+                  "cg_history_sweeps_total{result=\"written\"} %lu\n"
+                  "cg_history_sweeps_total{result=\"conflict\"} %lu\n",
+                  atomic_load(&sweeps_written), atomic_load(&sweeps_conflict));
 }

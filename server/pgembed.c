@@ -101,6 +101,63 @@ static int own_dir(const srv_pgembed *pg, const char *dir, mode_t mode, cg_error
     return 0;
 }
 
+/* The k-th (1-based) directory on the way to abs: "/", then abs up to each
+ * further '/' (abs itself, without a trailing '/', is not one). Its length. */
+static size_t ancestor_len(const char *abs, int k) {
+    size_t len = 0;
+    for (int seen = 0; abs[len]; len++)
+        if (abs[len] == '/' && ++seen == k) return len ? len : 1;
+    return 0;
+}
+
+/* As root: the first directory on the way to abs that pw cannot search, with
+ * the credentials run_as gives the cluster (no supplementary groups). A child
+ * takes them and tries each; its exit status is the index of the first it
+ * cannot search (0: all can be, 255: could not check). 1 (out filled) or 0. */
+static int untraversable_ancestor(const struct passwd *pw, const char *abs, char *out, size_t outsz) {
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s", abs);
+    pid_t pid = fork();
+    if (pid < 0) return 0;
+    if (pid == 0) {
+        if (setgroups(0, NULL) != 0 || setgid(pw->pw_gid) != 0 || setuid(pw->pw_uid) != 0) _exit(255);
+        for (int k = 1; k < 255; k++) {
+            size_t len = ancestor_len(abs, k);
+            if (!len) break;
+            char keep = path[len];
+            path[len] = 0;
+            if (access(path, X_OK) != 0) _exit(k);
+            path[len] = keep;
+        }
+        _exit(0);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) return 0;
+    int k = WIFEXITED(st) ? WEXITSTATUS(st) : 255;
+    size_t len = k > 0 && k < 255 ? ancestor_len(abs, k) : 0;
+    if (!len) return 0;
+    snprintf(out, outsz, "%.*s", (int)len, abs);
+    return 1;
+}
+
+/* Refuses, before initdb, a data dir the cluster's user could not reach (initdb
+ * would fail with a bare "could not access directory …: Permission denied"). */
+static int check_reachable(const struct passwd *pw, const char *abs, cg_error *err) {
+    char bad[PATH_MAX];
+    if (!untraversable_ancestor(pw, abs, bad, sizeof bad)) return 0;
+    struct stat st;
+    bool known = stat(bad, &st) == 0;
+    struct passwd *owner = known ? getpwuid(st.st_uid) : NULL;
+    return cg_err_set(err, CG_EINVAL,
+                      "the embedded PostgreSQL runs as the unprivileged user '%s', which cannot enter %s "
+                      "(mode %04o, owner %s), a parent of the data dir %s, so its cluster cannot be created "
+                      "there. Give that directory search permission for '%s' (e.g. chmod o+x %s), choose a "
+                      "--data-dir whose parents '%s' can enter, or pass --database-url",
+                      pw->pw_name, bad, known ? (unsigned)(st.st_mode & 07777) : 0u,
+                      owner ? owner->pw_name : "unknown", abs, pw->pw_name, bad, pw->pw_name);
+}
+
 static bool safe_for_shell(const char *s) {
     for (; *s; s++)
         if (*s == '\'' || *s == '"' || *s == ' ' || *s == '\\' || *s == '$' || *s == '`') return false;
@@ -133,6 +190,7 @@ int srv_pgembed_start(srv_pgembed *pg, const srv_config *cfg, char *conninfo, si
                               "running as root: the embedded PostgreSQL needs the unprivileged user '%s' "
                               "(create it or pass --pg-user)",
                               pg->user);
+        if (check_reachable(pw, abs, err) < 0) return -1;
         if (chown(abs, (uid_t)-1, pw->pw_gid) != 0 || chmod(abs, 0710) != 0)
             return cg_err_set(err, CG_EIO, "cannot make %s traversable for %s: %s", abs, pg->user, strerror(errno));
     }

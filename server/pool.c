@@ -35,6 +35,31 @@ void srv_pool_note_reply(void) {
 
 unsigned long srv_pool_held_at_reply(void) { return atomic_load(&held_at_reply); }
 
+/* CPU sections entered, and those entered while the thread held a connection. */
+static atomic_ulong compute_sections, held_while_computing;
+
+void srv_pool_note_compute(void) {
+    atomic_fetch_add(&compute_sections, 1);
+    if (held_here > 0) atomic_fetch_add(&held_while_computing, 1);
+}
+
+void srv_pool_metrics(cg_buf *b) {
+    cg_buf_printf(b,
+                  "# HELP cg_db_pool_held_at_reply_total Answers queued while the request still held a pooled "
+                  "database connection (the store layer keeps this 0).\n"
+                  "# TYPE cg_db_pool_held_at_reply_total counter\n"
+                  "cg_db_pool_held_at_reply_total %lu\n"
+                  "# HELP cg_db_pool_compute_sections_total CPU sections entered by change-point sweeps and "
+                  "confirmations.\n"
+                  "# TYPE cg_db_pool_compute_sections_total counter\n"
+                  "cg_db_pool_compute_sections_total %lu\n"
+                  "# HELP cg_db_pool_held_while_computing_total CPU sections entered while the thread held a "
+                  "pooled database connection (kept 0).\n"
+                  "# TYPE cg_db_pool_held_while_computing_total counter\n"
+                  "cg_db_pool_held_while_computing_total %lu\n",
+                  atomic_load(&held_at_reply), atomic_load(&compute_sections), atomic_load(&held_while_computing));
+}
+
 static void quiet_notice(void *arg, const char *msg) {
     (void)arg;
     (void)msg; /* server notices (e.g. "relation already exists, skipping") are not errors */

@@ -162,7 +162,7 @@ static int computed_cps(srv_pool *pool, cg_arena *a, long long sid, const char *
     for (size_t i = 0; i < k && i < cap; i++) {
         const srv_point *b = use[cps[i].pos - 1], *af = use[cps[i].pos];
         srv_confirmation cf;
-        if (srv_history_confirm(pool, NULL, a, metric, b, af, &cf, err) < 0) return -1;
+        if (srv_history_confirm(pool, a, metric, b, af, &cf, err) < 0) return -1;
         const char *key[4] = {cg_arena_printf(a, "%lld", sid), metric, b->commit, af->commit};
         long long id = -1;
         if (cf.confirmed && srv_store_alert_id(pool, NULL, key, &id, err) < 0) return -1;
@@ -229,7 +229,7 @@ enum MHD_Result srv_h_history(srv_req *r) {
     long from = maxpos + 1 - limit > 0 ? maxpos + 1 - limit : 0;
     srv_point *pt;
     size_t n;
-    if (srv_history_points(pool, NULL, a, sid, metric, from, &pt, &n, &err) < 0) return srv_fail_unavailable(r, &err);
+    if (srv_history_points(pool, a, sid, metric, from, &pt, &n, &err) < 0) return srv_fail_unavailable(r, &err);
     cg_jv *points = cg_jv_arr(a), *cps = cg_jv_arr(a);
     for (size_t i = 0; i < n; i++) cg_jv_arr_push(a, points, point_json(a, &pt[i]));
     bool stored = !strcmp(metric, SRV_METRIC_OUTER) && !custom && !(detect && !strcmp(detect, "full"));

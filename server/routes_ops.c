@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "srv_history.h"
 #include "srv_store.h"
 
 enum MHD_Result srv_h_healthz(srv_req *r) {
@@ -40,12 +41,8 @@ enum MHD_Result srv_h_metrics(srv_req *r) {
     srv_store_blob_at_rest(r->s, &bt);
     cg_buf b = CG_BUF_INIT;
     srv_metrics_render(&b, size, in_use, open, bytes, count, &bt);
-    cg_buf_printf(&b,
-                  "# HELP cg_db_pool_held_at_reply_total Answers queued while the request still held a pooled "
-                  "database connection (the store layer keeps this 0).\n"
-                  "# TYPE cg_db_pool_held_at_reply_total counter\n"
-                  "cg_db_pool_held_at_reply_total %lu\n",
-                  srv_pool_held_at_reply());
+    srv_pool_metrics(&b);
+    srv_history_metrics(&b);
     enum MHD_Result res = srv_reply_bytes(r, 200, "text/plain; version=0.0.4; charset=utf-8", b.data, b.len, NULL);
     cg_buf_free(&b);
     return res;

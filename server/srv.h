@@ -128,6 +128,12 @@ void srv_pool_held_adjust(int delta);
  * cg_db_pool_held_at_reply_total, asserted by the store-layer test). */
 void srv_pool_note_reply(void);
 unsigned long srv_pool_held_at_reply(void);
+/* Called where a thread starts CPU work that must not hold a connection (the
+ * change-point sweep's steps, a confirmation): counts the sections and those
+ * entered while the thread held one (cg_db_pool_held_while_computing_total). */
+void srv_pool_note_compute(void);
+/* /metrics: the counters above. */
+void srv_pool_metrics(cg_buf *b);
 /* One connection outside the pool (admin CLI, migrations). */
 PGconn *srv_db_connect(const char *conninfo, unsigned stmt_timeout_ms, cg_error *err);
 

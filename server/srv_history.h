@@ -31,11 +31,15 @@ extern const size_t srv_n_series_fields;
 int srv_history_index(PGconn *c, const char *bundle_id, const cg_trace *t, long long *series_id, char sqlstate[6],
                       cg_error *err);
 
-/* After the ingest commit: re-detects the series when it is marked (own
- * transaction, series lock). Failures are logged; the mark stays, so the next
- * upload of the series catches up. */
+/* After the ingest commit: re-detects the series when it is marked. The
+ * sweep reads and computes with no connection held and writes in one short
+ * transaction under the series lock, recomputing when the series moved in
+ * between (history.c). Failures are logged; the mark stays, so the next upload
+ * of the series catches up. */
 void srv_history_detect(srv_server *s, long long series_id);
-int srv_history_redetect(PGconn *c, long long series_id, cg_error *err);
+int srv_history_redetect(srv_pool *pool, long long series_id, cg_error *err);
+/* /metrics: cg_history_sweeps_total by result (written, conflict). */
+void srv_history_metrics(cg_buf *b);
 
 /* One point of a history: a commit's cohort (bundle ids ascending) and the
  * metric value of each of its runs that has one. */
@@ -52,11 +56,10 @@ typedef struct srv_point {
 /* Loads the points at positions ≥ from_pos (all when 0) of a series for a
  * metric (outer_wall_time_ns, span:/op:/device: paths). Points whose cohort
  * has no value for the metric are kept with n = 0. 0 or -1.
- * Connections (here and in srv_history_confirm): c is the caller's
- * connection (its transaction); NULL takes one from pool for each read and
- * returns it before computing (the request path, GET /history). */
-int srv_history_points(srv_pool *pool, PGconn *c, cg_arena *a, long long series_id, const char *metric,
-                       long from_pos, srv_point **out, size_t *n, cg_error *err);
+ * Connections (here and in srv_history_confirm): one from pool for each read,
+ * returned before computing. */
+int srv_history_points(srv_pool *pool, cg_arena *a, long long series_id, const char *metric, long from_pos,
+                       srv_point **out, size_t *n, cg_error *err);
 
 /* Confirmation of a change point between two commit cohorts (fail-closed):
  * comparison/6 of the stored cohort rows must be comparable with an interval
@@ -70,7 +73,7 @@ typedef struct srv_confirmation {
     cg_jv *comparison; /* comparison/6 */
     double delta_ns, relative_change, ci_lower, ci_upper;
 } srv_confirmation;
-int srv_history_confirm(srv_pool *pool, PGconn *c, cg_arena *a, const char *metric, const srv_point *before,
+int srv_history_confirm(srv_pool *pool, cg_arena *a, const char *metric, const srv_point *before,
                         const srv_point *after, srv_confirmation *out, cg_error *err);
 
 /* Detection parameters of a series: defaults overridden by its params JSON. */

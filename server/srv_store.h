@@ -283,36 +283,50 @@ int srv_store_history_point_pos(PGconn *c, const char *sid, const char *commit, 
 /* Marks the series for re-detection from pos. */
 int srv_store_history_mark(PGconn *c, const char *sid, long pos, char ss[6], cg_error *err);
 
-/* The next three run on c when given (the caller's transaction), otherwise on
- * a pooled connection taken and returned before they return. */
 /* Points at positions >= from: pos, commit, commit_time, ids (comma list,
  * ascending), values (comma list, same order). kind NULL: the outer metric;
  * else kind "span"/"op"/"device" and the path of bundle_span_totals. */
-PGresult *srv_store_history_points(srv_pool *p, PGconn *c, const char *sid, const char *from, const char *kind,
+PGresult *srv_store_history_points(srv_pool *p, const char *sid, const char *from, const char *kind,
                                    const char *path, cg_error *err);
 /* The cohort_row fact of each id of a text[] literal that has one, in order. */
-PGresult *srv_store_history_cohort_rows(srv_pool *p, PGconn *c, const char *id_array, cg_error *err);
-/* The alert of key (series id, metric, before commit, after commit): *id, or -1 when none. */
+PGresult *srv_store_history_cohort_rows(srv_pool *p, const char *id_array, cg_error *err);
+/* The alert of key (series id, metric, before commit, after commit): *id, or
+ * -1 when none; on c when given (a transaction), else on a pooled connection. */
 int srv_store_alert_id(srv_pool *p, PGconn *c, const char *const key[4], long long *id, cg_error *err);
 
-/* Re-detection on the caller's connection: open begins the transaction, takes
- * the series lock and reads dirty_from (-1: not marked) and params (arena a);
- * close clears the mark when swept and commits; abort rolls back. open and
- * close roll back themselves on failure. */
-int srv_store_history_detect_open(PGconn *c, cg_arena *a, const char *sid, long *dirty_from, const char **params,
-                                  cg_error *err);
-int srv_store_history_detect_close(PGconn *c, const char *sid, bool swept, cg_error *err);
-void srv_store_history_detect_abort(PGconn *c);
-/* Drops the change points detected at or after k; *last: the highest kept position (0: none). */
-int srv_store_history_cp_reset(PGconn *c, const char *sid, const char *metric, long k, long *last, cg_error *err);
-/* Upserts one change point: series id, metric, pos, detected_pos, commit,
- * before commit, p_value, relative_change, state, verdict, reasons JSON, alert id|NULL. */
-int srv_store_change_point_put(PGconn *c, const char *const q[12], cg_error *err);
-/* Opens or refreshes the alert of a confirmed change point: series id, metric,
- * before, after, delta, relative change, ci lower, ci upper, baseline and
- * candidate text[] literals. *event: "alert.opened", "alert.updated" or NULL (unchanged). */
-int srv_store_alert_upsert(PGconn *c, const char *const q[10], long long *alert_id, const char **event,
-                           cg_error *err);
+/* The post-upload change-point sweep (history.c): reads with no lock, each on
+ * a pooled connection returned before the caller computes, then one short
+ * write transaction.
+ * detect_state: dirty_from (-1: not marked), params and version (arena a). */
+int srv_store_history_detect_state(srv_pool *p, cg_arena *a, const char *sid, long *dirty_from, const char **params,
+                                   const char **version, cg_error *err);
+/* The highest position of a change point detected before k (0: none). */
+int srv_store_history_cp_kept(srv_pool *p, const char *sid, const char *metric, long k, long *last, cg_error *err);
+/* One change point to write. row: series id, metric, pos, detected_pos,
+ * commit, before commit, p_value, relative_change, state, verdict, reasons
+ * JSON, (alert id: filled by the write). alert, when confirmed: series id,
+ * metric, before, after, delta, relative change, ci lower, ci upper, baseline
+ * and candidate text[] literals. */
+typedef struct srv_cp_write {
+    const char *row[12];
+    const char *alert[10];
+    bool confirmed;
+} srv_cp_write;
+/* The sweep's result: the change points of metric detected from position
+ * `from` on, computed from what the series was at `version`. */
+typedef struct srv_sweep_write {
+    const char *sid, *metric, *version;
+    long from;
+    const srv_cp_write *cps;
+    size_t n;
+} srv_sweep_write;
+/* In one transaction under the series lock: when the series is still at
+ * w->version, marks it clean (version + 1), replaces its change points
+ * detected from w->from with w's, opens or refreshes their alerts and queues
+ * their events (*kick: the caller wakes the webhook thread); otherwise
+ * *conflict and nothing is written. 0 or -1 (rolled back). */
+int srv_store_history_sweep_commit(srv_pool *p, cg_arena *a, const srv_sweep_write *w, bool *conflict, bool *kick,
+                                   cg_error *err);
 
 /* GET /history: the series matching the given identity values (one per
  * srv_series_fields entry, NULL = any) and branch: id, identity, branch,

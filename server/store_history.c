@@ -1,9 +1,9 @@
 /* store_history.c — the SQL of issue 15's history (srv_store.h): the revision
  * index written in the ingest transaction, the points and cohort rows of a
- * series, the change-point sweep's transaction and writes, and the reads of
- * GET /history. Functions taking both an srv_pool and a PGconn run on the
- * caller's connection when it is given, otherwise on a pooled connection taken
- * and returned here. */
+ * series, the change-point sweep's reads and its short write transaction, and
+ * the reads of GET /history. Functions taking an srv_pool take a pooled
+ * connection and return it before they return; srv_store_alert_id runs on the
+ * caller's connection when one is given. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,7 +37,8 @@ static const char SQL_POINT_PUT[] =
     "INSERT INTO history_points (series_id, commit_sha, commit_time, pos) "
     "VALUES ($1::bigint, $2, $3::timestamptz, $4::int)";
 static const char SQL_SERIES_MARK[] =
-    "UPDATE history_series SET dirty_from = LEAST(COALESCE(dirty_from, $2::int), $2::int) WHERE id = $1::bigint";
+    "UPDATE history_series SET dirty_from = LEAST(COALESCE(dirty_from, $2::int), $2::int), version = version + 1 "
+    "WHERE id = $1::bigint";
 
 /* The points of a series from a position: the outer metric reads the
  * revision's measured_ns, span/op/device metrics the stored path totals. */
@@ -59,8 +60,13 @@ static const char SQL_COHORT_ROWS[] =
     "SELECT f.cohort_row FROM unnest($1::text[]) WITH ORDINALITY AS u(id, ord) "
     "JOIN bundle_facts f ON f.bundle_id = u.id ORDER BY u.ord";
 
-static const char SQL_DETECT_STATE[] = "SELECT dirty_from, params::text FROM history_series WHERE id = $1::bigint";
-static const char SQL_DETECT_DONE[] = "UPDATE history_series SET dirty_from = NULL WHERE id = $1::bigint";
+static const char SQL_DETECT_STATE[] =
+    "SELECT dirty_from, params::text, version FROM history_series WHERE id = $1::bigint";
+/* The sweep's compare-and-set: clean, and one version on, only when the series
+ * is still at the version the sweep read (0 rows: it moved). */
+static const char SQL_DETECT_DONE[] =
+    "UPDATE history_series SET dirty_from = NULL, version = version + 1 WHERE id = $1::bigint AND "
+    "version = $2::bigint RETURNING 1";
 static const char SQL_CP_LAST_KEPT[] =
     "SELECT coalesce(max(pos), 0) FROM history_change_points WHERE series_id = $1::bigint AND metric = $2 AND "
     "detected_pos < $3::int";
@@ -171,15 +177,15 @@ int srv_store_history_mark(PGconn *c, const char *sid, long pos, char ss[6], cg_
 
 /* ------------------------------------------------------------ points and rows */
 
-PGresult *srv_store_history_points(srv_pool *p, PGconn *c, const char *sid, const char *from, const char *kind,
+PGresult *srv_store_history_points(srv_pool *p, const char *sid, const char *from, const char *kind,
                                    const char *path, cg_error *err) {
     const char *q[4] = {sid, from, kind, path};
-    return run(p, c, kind ? SQL_POINTS_PATH : SQL_POINTS_OUTER, kind ? 4 : 2, q, NULL, err);
+    return srv_store_q(p, kind ? SQL_POINTS_PATH : SQL_POINTS_OUTER, kind ? 4 : 2, q, NULL, err);
 }
 
-PGresult *srv_store_history_cohort_rows(srv_pool *p, PGconn *c, const char *id_array, cg_error *err) {
+PGresult *srv_store_history_cohort_rows(srv_pool *p, const char *id_array, cg_error *err) {
     const char *q[1] = {id_array};
-    return run(p, c, SQL_COHORT_ROWS, 1, q, NULL, err);
+    return srv_store_q(p, SQL_COHORT_ROWS, 1, q, NULL, err);
 }
 
 int srv_store_alert_id(srv_pool *p, PGconn *c, const char *const key[4], long long *id, cg_error *err) {
@@ -190,52 +196,40 @@ int srv_store_alert_id(srv_pool *p, PGconn *c, const char *const key[4], long lo
     return 0;
 }
 
-/* ------------------------------------------------------------ detection transaction */
+/* ------------------------------------------------------------ the change-point sweep */
 
-int srv_store_history_detect_open(PGconn *c, cg_arena *a, const char *sid, long *dirty_from, const char **params,
-                                  cg_error *err) {
+int srv_store_history_detect_state(srv_pool *p, cg_arena *a, const char *sid, long *dirty_from, const char **params,
+                                   const char **version, cg_error *err) {
     *dirty_from = -1;
-    *params = NULL;
-    if (srv_exec(c, SQL_BEGIN, err) < 0) return -1;
+    *params = *version = NULL;
     const char *q[1] = {sid};
-    PGresult *x = NULL;
-    if (exec_p(c, SQL_SERIES_LOCK, 1, q, NULL, err) < 0 || !(x = srv_q(c, SQL_DETECT_STATE, 1, q, NULL, NULL, err))) {
-        srv_store_history_detect_abort(c);
-        return -1;
-    }
+    PGresult *x = srv_store_q(p, SQL_DETECT_STATE, 1, q, NULL, err);
+    if (!x) return -1;
     if (PQntuples(x) == 1 && !PQgetisnull(x, 0, 0)) {
         *dirty_from = strtol(PQgetvalue(x, 0, 0), NULL, 10);
         *params = cg_arena_strdup(a, PQgetvalue(x, 0, 1));
+        *version = cg_arena_strdup(a, PQgetvalue(x, 0, 2));
     }
     PQclear(x);
     return 0;
 }
 
-int srv_store_history_detect_close(PGconn *c, const char *sid, bool swept, cg_error *err) {
-    const char *q[1] = {sid};
-    if ((swept && exec_p(c, SQL_DETECT_DONE, 1, q, NULL, err) < 0) || srv_exec(c, SQL_COMMIT, err) < 0) {
-        srv_store_history_detect_abort(c);
-        return -1;
-    }
-    return 0;
-}
-
-void srv_store_history_detect_abort(PGconn *c) { srv_exec(c, SQL_ROLLBACK, &(cg_error){0}); }
-
-int srv_store_history_cp_reset(PGconn *c, const char *sid, const char *metric, long k, long *last, cg_error *err) {
+int srv_store_history_cp_kept(srv_pool *p, const char *sid, const char *metric, long k, long *last, cg_error *err) {
     char ks[24];
     snprintf(ks, sizeof ks, "%ld", k);
     const char *q[3] = {sid, metric, ks};
-    if (one_long(c, SQL_CP_LAST_KEPT, 3, q, NULL, last, err) < 0) return -1;
-    return exec_p(c, SQL_CP_DROP_FROM, 3, q, NULL, err);
+    PGresult *x = srv_store_q(p, SQL_CP_LAST_KEPT, 3, q, NULL, err);
+    if (!x) return -1;
+    *last = PQntuples(x) ? strtol(PQgetvalue(x, 0, 0), NULL, 10) : 0;
+    PQclear(x);
+    return 0;
 }
 
-int srv_store_change_point_put(PGconn *c, const char *const q[12], cg_error *err) {
-    return exec_p(c, SQL_CP_PUT, 12, q, NULL, err);
-}
-
-int srv_store_alert_upsert(PGconn *c, const char *const q[10], long long *alert_id, const char **event,
-                           cg_error *err) {
+/* Opens or refreshes the alert of a confirmed change point (q: series id,
+ * metric, before, after, delta, relative change, ci lower, ci upper, baseline
+ * and candidate text[] literals). *event: "alert.opened", "alert.updated" or
+ * NULL (unchanged). */
+static int alert_upsert(PGconn *c, const char *const q[10], long long *alert_id, const char **event, cg_error *err) {
     *event = NULL;
     PGresult *x = srv_q(c, SQL_ALERT_OPEN, 10, q, NULL, NULL, err);
     if (!x) return -1;
@@ -247,6 +241,60 @@ int srv_store_alert_upsert(PGconn *c, const char *const q[10], long long *alert_
     if (PQntuples(x) == 1) *event = "alert.updated";
     PQclear(x);
     return srv_store_alert_id(NULL, c, q, alert_id, err);
+}
+
+/* One change point: its alert (confirmed ones) and event, then its row. */
+static int cp_write(PGconn *c, cg_arena *a, const srv_cp_write *w, bool *kick, cg_error *err) {
+    const char *row[12];
+    memcpy(row, w->row, sizeof row);
+    row[11] = NULL;
+    if (w->confirmed) {
+        long long alert_id = -1;
+        const char *event;
+        if (alert_upsert(c, w->alert, &alert_id, &event, err) < 0) return -1;
+        if (event) {
+            cg_jv *aj = srv_alert_load(c, a, alert_id, err);
+            if (!aj || srv_webhook_enqueue(c, a, event, alert_id, aj, err) < 0) return -1;
+            *kick = true;
+        }
+        if (alert_id >= 0) row[11] = cg_arena_printf(a, "%lld", alert_id);
+    }
+    return exec_p(c, SQL_CP_PUT, 12, row, NULL, err);
+}
+
+/* The write transaction on c: compare-and-set, series lock, replace, commit.
+ * The compare-and-set UPDATE takes the series row's lock first, then the
+ * advisory series lock follows: the order of the ingest transaction (its
+ * series upsert, then the lock), so the two never wait on each other in a
+ * cycle. An ingest that holds the row makes the UPDATE wait for its commit and
+ * then find the new version: a conflict. */
+static int sweep_tx(PGconn *c, cg_arena *a, const srv_sweep_write *w, bool *conflict, bool *kick, cg_error *err) {
+    const char *q[2] = {w->sid, w->version};
+    if (srv_exec(c, SQL_BEGIN, err) < 0) return -1;
+    PGresult *x = srv_q(c, SQL_DETECT_DONE, 2, q, NULL, NULL, err);
+    if (!x) return -1;
+    *conflict = PQntuples(x) == 0;
+    PQclear(x);
+    if (*conflict) return srv_exec(c, SQL_ROLLBACK, err);
+    if (exec_p(c, SQL_SERIES_LOCK, 1, q, NULL, err) < 0) return -1;
+    char ks[24];
+    snprintf(ks, sizeof ks, "%ld", w->from);
+    const char *d[3] = {w->sid, w->metric, ks};
+    if (exec_p(c, SQL_CP_DROP_FROM, 3, d, NULL, err) < 0) return -1;
+    for (size_t i = 0; i < w->n; i++)
+        if (cp_write(c, a, &w->cps[i], kick, err) < 0) return -1;
+    return srv_exec(c, SQL_COMMIT, err);
+}
+
+int srv_store_history_sweep_commit(srv_pool *p, cg_arena *a, const srv_sweep_write *w, bool *conflict, bool *kick,
+                                   cg_error *err) {
+    *conflict = *kick = false;
+    PGconn *c = srv_pool_get(p, err);
+    if (!c) return -1;
+    int rc = sweep_tx(c, a, w, conflict, kick, err);
+    if (rc < 0) *kick = false; /* nothing was committed; srv_pool_put rolls back */
+    srv_pool_put(p, c);
+    return rc;
 }
 
 /* ------------------------------------------------------------ GET /history */

@@ -132,6 +132,36 @@ static void test_pool_held_at_reply(void **state) {
     assert_int_equal(srv_pool_held_here(), 0);
 }
 
+/* The value of counter name in srv_pool_metrics' text. */
+static unsigned long pool_counter(const char *name) {
+    cg_buf b = CG_BUF_INIT;
+    srv_pool_metrics(&b);
+    char key[96];
+    snprintf(key, sizeof key, "\n%s ", name);
+    const char *at = strstr(b.data, key);
+    unsigned long v = at ? strtoul(at + strlen(key), NULL, 10) : ~0ul;
+    cg_buf_free(&b);
+    return v;
+}
+
+/* The sweep's rule made observable: a compute section entered while the
+ * thread holds a pooled connection is counted as held, one entered after it
+ * went back is counted only as a section. */
+static void test_pool_held_while_computing(void **state) {
+    (void)state;
+    unsigned long sections = pool_counter("cg_db_pool_compute_sections_total");
+    unsigned long held = pool_counter("cg_db_pool_held_while_computing_total");
+    assert_int_equal(held, 0);
+    srv_pool_note_compute();
+    assert_int_equal(pool_counter("cg_db_pool_compute_sections_total"), sections + 1);
+    assert_int_equal(pool_counter("cg_db_pool_held_while_computing_total"), held);
+    srv_pool_held_adjust(1); /* as srv_pool_get does */
+    srv_pool_note_compute();
+    srv_pool_held_adjust(-1);
+    assert_int_equal(pool_counter("cg_db_pool_compute_sections_total"), sections + 2);
+    assert_int_equal(pool_counter("cg_db_pool_held_while_computing_total"), held + 1);
+}
+
 /* Derived views (issue 14): a trace is loaded up to the server's decoded limit
  * (a 5M-record trace of about 1 GB passes the 8 GiB default; the old 256 MiB
  * cap refused it), the view limit scales with the trace above its 512 MiB
@@ -165,6 +195,7 @@ int main(void) {
         cmocka_unit_test(test_derived_limits),
         cmocka_unit_test(test_scopes),      cmocka_unit_test(test_pubkey),
         cmocka_unit_test(test_range),       cmocka_unit_test(test_pool_held_at_reply),
+        cmocka_unit_test(test_pool_held_while_computing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

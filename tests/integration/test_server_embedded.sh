@@ -54,5 +54,26 @@ if as_pg "$PG_BIN/pg_ctl" -D "$EMB/pg" status >/dev/null 2>&1; then fail "cluste
 if as_pg "$PG_BIN/pg_ctl" -D "$EMB/pg" status >/dev/null 2>&1; then fail "offline admin left the cluster running"; else pass "offline admin stopped the cluster"; fi
 "$SERVER" fsck --data-dir "$EMB" | jq -e '.clean and .bundles_checked == 1' >/dev/null && pass "fsck (embedded)" || fail "fsck (embedded)"
 
+# a data dir below a directory the cluster's user cannot enter (a root-only 0700
+# mktemp -d parent): refused before initdb, naming the directory, why and what to do
+if [ "$(id -u)" = 0 ]; then
+  P=$(mktemp -d "${TMPDIR:-/tmp}/cgpriv.XXXXXX"); chmod 700 "$P"
+  want="candle-graph-server: the embedded PostgreSQL runs as the unprivileged user 'postgres', which cannot enter $P (mode 0700, owner root), a parent of the data dir $P/data"
+  "$SERVER" serve --data-dir "$P/data" --listen 127.0.0.1:0 >"$T/priv.log" 2>&1; rc=$?
+  [ $rc != 0 ] && grep -qF "$want" "$T/priv.log" && grep -qF -- "chmod o+x $P), choose a --data-dir" "$T/priv.log" \
+    && pass "serve below a root-only 0700 parent: refused with the directory, the reason and the fixes" \
+    || fail "serve below a 0700 parent: exit $rc: $(tail -3 "$T/priv.log")"
+  grep -q 'initdb' "$T/priv.log" && fail "initdb ran: $(grep initdb "$T/priv.log" | head -2)" || pass "refused before initdb"
+  [ ! -e "$P/data/pg" ] && pass "no cluster directory created" || fail "cluster dir created below the 0700 parent"
+  "$SERVER" admin token list --data-dir "$P/data" >"$T/priv-admin.log" 2>&1; rc=$?
+  [ $rc != 0 ] && grep -qF "which cannot enter $P (mode 0700" "$T/priv-admin.log" && pass "admin refused alike" \
+    || fail "admin below a 0700 parent: exit $rc: $(tail -2 "$T/priv-admin.log")"
+  # make run's server script prints the server's reason and how to pick another data dir
+  CG_DEMO_DATA="$P/data" CG_DEMO_LISTEN=127.0.0.1:0 bash "$SRC/scripts/demo-server.sh" "$(realpath --relative-to="$SRC" "$BIN")" >"$T/demo.log" 2>&1; rc=$?
+  [ $rc != 0 ] && grep -qF "$want" "$T/demo.log" && grep -qF "set CG_DEMO_DATA=<dir> to use another one" "$T/demo.log" \
+    && pass "make run's server script shows the reason and CG_DEMO_DATA" || fail "demo-server.sh: exit $rc: $(cat "$T/demo.log")"
+  rm -rf "$P"
+fi
+
 [ $FAILS -eq 0 ] || { note "$FAILS check(s) failed"; exit 1; }
 note "all embedded-mode checks passed"
