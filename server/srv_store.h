@@ -188,6 +188,9 @@ typedef struct srv_ingest_tx {
     /* pg blob store: puts the blobs inside the transaction (NULL: fs store, done before) */
     int (*put_blobs)(void *ctx, PGconn *c, cg_error *err);
     void *blob_ctx;
+    /* statement timeout inside this transaction (ms; 0: the pool's): the index,
+     * facts and history rows of a large trace take longer than a small one's */
+    uint64_t statement_timeout_ms;
 } srv_ingest_tx;
 typedef struct srv_ingest_outcome {
     bool existed;        /* an identical bundle was stored: nothing inserted */

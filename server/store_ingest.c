@@ -14,6 +14,7 @@
 static const char SQL_BEGIN[] = "BEGIN";
 static const char SQL_COMMIT[] = "COMMIT";
 static const char SQL_ROLLBACK[] = "ROLLBACK";
+static const char SQL_TX_TIMEOUT[] = "SELECT set_config('statement_timeout', $1, true)"; /* this transaction only */
 
 static const char SQL_SIGNER_KEY[] = "SELECT public_key, revoked_at IS NOT NULL FROM signer_keys WHERE key_id = $1";
 
@@ -165,7 +166,12 @@ int srv_store_ingest_commit(srv_pool *p, const srv_ingest_tx *tx, srv_ingest_out
     PGconn *c = srv_pool_get(p, err);
     if (!c) return -1;
     int rc = -1;
-    if (srv_exec(c, SQL_BEGIN, err) < 0 || check_existing(c, tx, out, ss, err) < 0) goto out;
+    char ms[32];
+    snprintf(ms, sizeof ms, "%" PRIu64, tx->statement_timeout_ms);
+    const char *qt[1] = {ms};
+    if (srv_exec(c, SQL_BEGIN, err) < 0 || (tx->statement_timeout_ms && exec_p(c, SQL_TX_TIMEOUT, 1, qt, NULL, ss, err) < 0) ||
+        check_existing(c, tx, out, ss, err) < 0)
+        goto out;
     if (!out->existed && !out->conflict && publish_new(c, tx, out, ss, err) < 0) goto out;
     if (out->existed && tx->attempt.campaign && attach_existing(c, tx, ss, err) < 0) goto out;
     rc = out->conflict ? srv_exec(c, SQL_ROLLBACK, err) : srv_exec(c, SQL_COMMIT, err);
