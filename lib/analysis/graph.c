@@ -181,21 +181,32 @@ static void strsort(skey *v, size_t n) {
     free(st);
 }
 
-/* ---- span and tensor id lookup ---- */
+/* ---- span and tensor id lookup ----
+ * The reader interns short strings, so an id usually shares its pointer with
+ * every other mention of it: lookups try the pointer first (no strlen, no
+ * strcmp) and fall back to the string's content. */
 
 static uint64_t str_hash(const char *s) { return cg_hmap_mix(cg_hmap_hash_bytes(0, s, strlen(s)), 0); }
+static uint64_t ptr_hash(const char *s) { return cg_hmap_mix(0x9e3779b97f4a7c15ULL, (uint64_t)(uintptr_t)s); }
 
 static bool span_eq(const void *ctx, uint32_t id, const void *key) {
     return strcmp(((const cg_trace *)ctx)->spans[id].id, key) == 0;
 }
-
-static uint32_t span_lookup(const cg_hmap *m, const cg_trace *t, const char *id) {
-    return id ? cg_hmap_find(m, str_hash(id), span_eq, t, id, NULL) : NONE32;
+static bool span_ptr_eq(const void *ctx, uint32_t id, const void *key) {
+    return ((const cg_trace *)ctx)->spans[id].id == key;
 }
 
-static bool tid_eq(const void *ctx, uint32_t id, const void *key) {
-    return strcmp(((const char *const *)ctx)[id], key) == 0;
+typedef struct span_index {
+    cg_hmap by_ptr, by_str;
+} span_index;
+
+static uint32_t span_lookup(const span_index *m, const cg_trace *t, const char *id) {
+    if (!id) return NONE32;
+    uint32_t i = cg_hmap_find(&m->by_ptr, ptr_hash(id), span_ptr_eq, t, id, NULL);
+    return i != NONE32 ? i : cg_hmap_find(&m->by_str, str_hash(id), span_eq, t, id, NULL);
 }
+
+static bool ptr_eq(const void *ctx, uint32_t id, const void *key) { return ((const char *const *)ctx)[id] == key; }
 
 static void put_dec(cg_buf *b, uint64_t v) {
     char d[20];
@@ -285,10 +296,10 @@ typedef struct bctx {
     cg_graph_store *st;
     cg_arena *a;
     size_t ns, no, nu;
-    cg_hmap spans;       /* span id -> span index */
-    cg_hmap tmap;        /* tensor id -> first-seen index into tstr */
-    const char **tstr;   /* distinct tensor ids, first-seen order */
-    uint32_t *tpos;      /* first-seen index -> tensor node (sorted position) */
+    span_index spans;    /* span id -> span index */
+    cg_hmap tmap;        /* tensor id pointer -> index into tstr */
+    const char **tstr;   /* distinct tensor id pointers, first-seen order */
+    uint32_t *tpos;      /* tstr index -> tensor node (sorted position) */
     const char **opid;   /* op node ids (scratch, in opbuf) */
     cg_buf opbuf;
     uint32_t *rank;      /* node -> position in by_id */
@@ -305,28 +316,43 @@ static idref build_ref(const bctx *b, size_t i) {
 }
 
 static void index_spans(bctx *b) {
-    cg_hmap_init(&b->spans, b->ns);
+    cg_hmap_init(&b->spans.by_ptr, b->ns);
+    cg_hmap_init(&b->spans.by_str, b->ns);
     for (size_t i = 0; i < b->ns; i++) {
         const char *id = b->t->spans[i].id;
-        cg_hmap_find_or_put(&b->spans, str_hash(id), span_eq, b->t, id, (uint32_t)i);
+        cg_hmap_find_or_put(&b->spans.by_ptr, ptr_hash(id), span_ptr_eq, b->t, id, (uint32_t)i);
+        cg_hmap_find_or_put(&b->spans.by_str, str_hash(id), span_eq, b->t, id, (uint32_t)i);
     }
 }
 
+/* the tensor node of id tid, or NONE32 (content search when the pointer is new) */
 static uint32_t tensor_lookup(const bctx *b, const char *tid) {
-    uint32_t f = cg_hmap_find(&b->tmap, str_hash(tid), tid_eq, b->tstr, tid, NULL);
-    return f == NONE32 ? NONE32 : b->tpos[f];
+    uint32_t f = cg_hmap_find(&b->tmap, ptr_hash(tid), ptr_eq, b->tstr, tid, NULL);
+    if (f != NONE32) return b->tpos[f];
+    size_t lo = 0, hi = b->nu;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(b->st->tensors[mid].tid, tid);
+        if (c == 0) return (uint32_t)mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NONE32;
 }
 
-/* the distinct tensor ids (tensor events ∪ op inputs ∪ op outputs), sorted */
+/* the tensor id pointers (tensor events ∪ op inputs ∪ op outputs), then the
+ * distinct ids among them, sorted */
 typedef struct tcollect {
     size_t n, cap;
-    uint32_t *tev; /* first-seen index -> first tensor event or NONE32 */
+    uint32_t *tev; /* tstr index -> first tensor event or NONE32 */
 } tcollect;
 
 static void tensor_add(bctx *b, tcollect *c, const char *tid, uint32_t tev) {
-    uint64_t h = str_hash(tid);
+    uint64_t h = ptr_hash(tid);
     size_t at = 0;
-    if (cg_hmap_find(&b->tmap, h, tid_eq, b->tstr, tid, &at) != NONE32) return;
+    if (cg_hmap_find(&b->tmap, h, ptr_eq, b->tstr, tid, &at) != NONE32) return;
     if (c->n == c->cap) {
         c->cap = c->cap ? 2 * c->cap : 1024;
         b->tstr = cg_xrealloc(b->tstr, c->cap, sizeof *b->tstr);
@@ -346,17 +372,26 @@ static void collect_tensors(bctx *b) {
         for (size_t k = 0; k < t->ops[i].inputs.n; k++) tensor_add(b, &c, t->ops[i].inputs.items[k], NONE32);
         if (t->ops[i].output) tensor_add(b, &c, t->ops[i].output, NONE32);
     }
-    b->nu = c.n;
     skey *k = cg_xalloc(c.n ? c.n : 1, sizeof *k);
     for (size_t i = 0; i < c.n; i++) k[i] = (skey){0, b->tstr[i], i};
     strsort(k, c.n);
     b->tpos = cg_xalloc(c.n ? c.n : 1, sizeof *b->tpos);
     b->st->tensors = cg_arena_alloc(b->a, (c.n ? c.n : 1) * sizeof *b->st->tensors);
-    for (size_t u = 0; u < c.n; u++) {
-        uint32_t ev = c.tev[k[u].idx];
-        b->tpos[k[u].idx] = (uint32_t)u;
-        b->st->tensors[u] = (tensor_node){k[u].s, ev, ev == NONE32 ? NONE32 : span_lookup(&b->spans, t, t->tensors[ev].span_id)};
+    size_t nu = 0;
+    for (size_t i = 0; i < c.n; i++) {
+        uint32_t ev = c.tev[k[i].idx]; /* equal ids under several pointers: one node, the first event */
+        if (nu > 0 && strcmp(b->st->tensors[nu - 1].tid, k[i].s) == 0) {
+            if (ev < b->st->tensors[nu - 1].tev) b->st->tensors[nu - 1].tev = ev;
+        } else {
+            b->st->tensors[nu++] = (tensor_node){k[i].s, ev, NONE32};
+        }
+        b->tpos[k[i].idx] = (uint32_t)(nu - 1);
     }
+    for (size_t u = 0; u < nu; u++) {
+        uint32_t ev = b->st->tensors[u].tev;
+        if (ev != NONE32) b->st->tensors[u].parent = span_lookup(&b->spans, t, t->tensors[ev].span_id);
+    }
+    b->nu = nu;
     free(k);
     free(c.tev);
 }
@@ -827,7 +862,8 @@ static void build_summary(bctx *b) {
 }
 
 static void bctx_free(bctx *b) {
-    cg_hmap_free(&b->spans);
+    cg_hmap_free(&b->spans.by_ptr);
+    cg_hmap_free(&b->spans.by_str);
     cg_hmap_free(&b->tmap);
     free(b->tstr);
     free(b->tpos);
