@@ -93,10 +93,12 @@ static bool nonblank(const char *s) { return s && !cg_str_blank(s); }
 
 static int shape_copy(cg_arena *a, const uint64_t *dims, size_t rank, cg_shape *out,
                       cg_error *err) {
-    out->n = rank;
+    out->n = 0;
     out->dims = NULL;
     if (rank == 0) return 0;
     if (!dims) return cg_err_set(err, CG_EINVAL, "shape has rank %zu but no dimensions", rank);
+    if (rank > UINT32_MAX) return cg_err_set(err, CG_EINVAL, "shape has rank %zu, over the model's limit", rank);
+    out->n = (uint32_t)rank;
     out->dims = cg_arena_alloc(a, rank * sizeof *out->dims);
     memcpy(out->dims, dims, rank * sizeof *out->dims);
     return 0;

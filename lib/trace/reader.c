@@ -26,6 +26,7 @@
 
 #include "base/strmap.h"
 #include "trace/trace.h"
+#include "trace/intern.h"
 #include "trace/scan.h"
 #include "trace/wire.h"
 
@@ -51,18 +52,6 @@ void cg_trace_limits_default(cg_trace_limits *l) {
         (n)++;                                                                       \
     } while (0)
 
-/* Interning table (reader-local): open addressing, linear probing, at most
- * half full; a slot keeps the string, its length and 32 bits of its hash. */
-typedef struct islot {
-    const char *s;
-    uint32_t len, h;
-} islot;
-
-typedef struct itab {
-    islot *slots;
-    size_t cap, n;
-} itab;
-
 typedef struct rd {
     cg_trace *t;
     const char *path;
@@ -70,12 +59,7 @@ typedef struct rd {
     size_t line;
     size_t index;    /* 0-based index among non-empty records */
     cg_arena la;     /* per-line JSON arena */
-    itab intern;
-    islot *recent;      /* RECENT slots, direct-mapped front of the intern table: a string
-                         * referenced again a few records later is found without
-                         * touching the (large, cache-cold) table */
-    char *pool;         /* packed string storage (1-byte aligned) carved from the trace arena */
-    size_t pool_left;
+    tstore store;      /* strings and shapes, stored once in the trace arena */
     cg_strmap span_ix; /* span id -> index into t->spans (before sorting) */
     size_t cap_spans, cap_ops, cap_tensors, cap_stats, cap_memory, cap_dm, cap_di, cap_grad, cap_edges;
     bool have_meta, have_terminal;
@@ -133,104 +117,13 @@ static int rule_fail(rd *r, const char *fmt, ...) {
     return -1;
 }
 
-/* ---- interning ---- */
+/* ---- storage (intern.h) ---- */
 
-static inline uint64_t load64(const unsigned char *p) {
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
+static const char *sink_intern(void *ctx, const char *s, size_t len) {
+    return tstore_intern(&((rd *)ctx)->store, s, len);
 }
-
-/* 8 bytes per step, multiply-xorshift mixing (strings here are short ids and names). */
-static uint64_t str_hash64(const char *s, size_t n) {
-    const unsigned char *p = (const unsigned char *)s;
-    uint64_t h = 0x9e3779b97f4a7c15ull ^ ((uint64_t)n * 0xff51afd7ed558ccdull);
-    while (n >= 8) {
-        h = (h ^ load64(p)) * 0xbf58476d1ce4e5b9ull;
-        h ^= h >> 29;
-        p += 8;
-        n -= 8;
-    }
-    uint64_t tail = 0;
-    if (n) memcpy(&tail, p, n);
-    h = (h ^ tail) * 0x94d049bb133111ebull;
-    h ^= h >> 32;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 29;
-    return h;
-}
-
-static void itab_grow(itab *m) {
-    size_t ncap = m->cap ? m->cap * 2 : 1024;
-    islot *ns = cg_xzalloc(ncap, sizeof *ns);
-    for (size_t i = 0; i < m->cap; i++) {
-        const islot *o = &m->slots[i];
-        if (!o->s) continue;
-        size_t j = o->h & (ncap - 1);
-        while (ns[j].s) j = (j + 1) & (ncap - 1);
-        ns[j] = *o;
-    }
-    free(m->slots);
-    m->slots = ns;
-    m->cap = ncap;
-}
-
-static void itab_free(itab *m) {
-    free(m->slots);
-    m->slots = NULL;
-    m->cap = m->n = 0;
-}
-
-#define POOL_CHUNK (64u << 10)
-#define RECENT 8192u
-
-/* A NUL-terminated copy of s in the trace arena, packed without alignment padding. */
-static const char *pool_copy(rd *r, const char *s, size_t len) {
-    if (len >= POOL_CHUNK / 16) return cg_arena_strndup(&r->t->arena, s, len);
-    if (r->pool_left < len + 1) {
-        r->pool = cg_arena_alloc(&r->t->arena, POOL_CHUNK);
-        r->pool_left = POOL_CHUNK;
-    }
-    char *c = r->pool;
-    memcpy(c, s, len);
-    c[len] = '\0';
-    r->pool += len + 1;
-    r->pool_left -= len + 1;
-    return c;
-}
-
-static const char *intern(rd *r, const char *s, size_t len) {
-    if (len > 96) return pool_copy(r, s, len);
-    uint64_t h64 = str_hash64(s, len);
-    uint32_t h = (uint32_t)(h64 >> 32);
-    islot *front = &r->recent[h64 & (RECENT - 1)];
-    if (front->s && front->h == h && front->len == len && memcmp(front->s, s, len) == 0) return front->s;
-    itab *m = &r->intern;
-    if (2 * (m->n + 1) > m->cap) itab_grow(m);
-    size_t mask = m->cap - 1;
-    for (size_t i = h & mask;; i = (i + 1) & mask) {
-        islot *sl = &m->slots[i];
-        if (!sl->s) {
-            sl->s = pool_copy(r, s, len);
-            sl->len = (uint32_t)len;
-            sl->h = h;
-            m->n++;
-            *front = *sl;
-            return sl->s;
-        }
-        if (sl->h == h && sl->len == len && memcmp(sl->s, s, len) == 0) {
-            *front = *sl;
-            return sl->s;
-        }
-    }
-}
-
-/* Nearly unique identifiers (a record's own id): copied, not interned — they
- * would only grow the table; references to them elsewhere are still interned. */
-static const char *copy_str(rd *r, const char *s, size_t len) { return pool_copy(r, s, len); }
-
-static const char *sink_intern(void *ctx, const char *s, size_t len) { return intern(ctx, s, len); }
-static const char *sink_copy(void *ctx, const char *s, size_t len) { return copy_str(ctx, s, len); }
+static const char *sink_copy(void *ctx, const char *s, size_t len) { return tstore_copy(&((rd *)ctx)->store, s, len); }
+static uint64_t *sink_dims(void *ctx, const uint64_t *d, size_t n) { return tstore_dims(&((rd *)ctx)->store, d, n); }
 
 /* ---- serde_json positions of the tag errors ---- */
 
@@ -380,7 +273,7 @@ typedef union any_rec {
 static void apply_span_start(rd *r, const cg_span *in) {
     cg_trace *t = r->t;
     cg_span s = *in;
-    s.line = r->line;
+    s.line = r->line < UINT32_MAX ? (uint32_t)r->line : UINT32_MAX;
     if (!cg_strmap_put(&r->span_ix, s.id, t->n_spans, NULL)) {
         rule_defer(r, "duplicate span_start id `%s` at index %zu", s.id, r->index);
         return;
@@ -591,7 +484,7 @@ static int admit_record(rd *r, int ki) {
 
 static int kind_index(const char *s, size_t len) {
     for (int k = 0; k < K_COUNT; k++)
-        if (strlen(kinds[k]) == len && !memcmp(kinds[k], s, len)) return k;
+        if (scan_name_is(kinds[k], s, len)) return k;
     return -1;
 }
 
@@ -738,14 +631,13 @@ static void rd_init(rd *r, cg_trace *t, const char *path, cg_error *err, cg_trac
     cg_strmap_init(&r->span_ix);
     r->lim = lim;
     r->fast = !lim->general_only;
-    r->recent = cg_xzalloc(RECENT, sizeof *r->recent);
-    r->sink = (wire_sink){&t->arena, sink_intern, sink_copy, r};
+    tstore_init(&r->store, &t->arena);
+    r->sink = (wire_sink){&t->arena, sink_intern, sink_copy, sink_dims, r};
 }
 
 static void rd_done(rd *r) {
-    free(r->recent);
+    tstore_done(&r->store);
     cg_arena_free(&r->la);
-    itab_free(&r->intern);
     cg_strmap_free(&r->span_ix);
     cg_buf_free(&r->msg);
 }

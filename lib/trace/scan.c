@@ -17,19 +17,21 @@ typedef struct sc {
 } sc;
 
 static inline void ws(sc *s) {
+    if (s->p < s->end && (unsigned char)*s->p > ' ') return; /* compact JSON: no whitespace */
     while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\r' || *s->p == '\n')) s->p++;
 }
 
 #define ONES 0x0101010101010101ull
 #define HIGHS 0x8080808080808080ull
 
-/* Whether any of the 8 bytes of w is '"', '\\', a control character or >= 0x80
- * (may also flag a byte next to such a byte; the byte loop decides). */
-static inline bool special8(uint64_t w) {
+/* The high bit of each of the 8 bytes of w that is '"', '\\', a control
+ * character or >= 0x80 (bytes above the first such byte may be flagged too:
+ * the lowest flag is exact). */
+static inline uint64_t special8(uint64_t w) {
     uint64_t quote = w ^ (ONES * '"'), slash = w ^ (ONES * '\\');
     uint64_t zero = ((quote - ONES) & ~quote) | ((slash - ONES) & ~slash);
     uint64_t ctrl = (w - ONES * 0x20) & ~w;
-    return ((zero | ctrl | w) & HIGHS) != 0;
+    return (zero | ctrl | w) & HIGHS;
 }
 
 /* 1 for the bytes a plain string stops at: '"', '\\', control characters, >= 0x80. */
@@ -53,14 +55,19 @@ static const unsigned char special[256] = {
 };
 
 /* s->p after the opening quote: the plain string up to its closing quote. */
-static int str(sc *s, const char **out, size_t *len) {
+static inline __attribute__((always_inline)) int str(sc *s, const char **out, size_t *len) {
     const unsigned char *b = (const unsigned char *)s->p, *q = b, *e = (const unsigned char *)s->end;
     bool high = false;
-    for (uint64_t w; e - q >= 8; q += 8) { /* 8 plain bytes at a time */
-        memcpy(&w, q, 8);
-        if (special8(w)) break;
-    }
-    for (;; q++) {
+    for (;; q++) { /* q: at the next special byte, then past it (UTF-8) */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        for (uint64_t w, m; e - q >= 8; q += 8) { /* 8 bytes at a time; the lowest flag is the first special */
+            memcpy(&w, q, 8);
+            if ((m = special8(w)) != 0) {
+                q += __builtin_ctzll(m) >> 3;
+                break;
+            }
+        }
+#endif
         while (q < e && !special[*q]) q++;
         if (q == e) return -1;
         unsigned c = *q;
@@ -246,7 +253,7 @@ static int to_enum(const wire_field *f, const scan_val *v, int *out) {
     const wire_enum *e = f->sub;
     for (size_t i = 0; i < e->n; i++) {
         const char *nm = e->names[i];
-        if (nm && strlen(nm) == v->len && !memcmp(nm, v->p, v->len)) {
+        if (nm && scan_name_is(nm, v->p, v->len)) {
             *out = (int)i;
             return 0;
         }
@@ -281,15 +288,17 @@ static int to_strlist(const wire_sink *k, const scan_val *v, cg_strlist *out) {
 static int to_shape(const wire_sink *k, const scan_val *v, cg_shape *out) {
     if (v->type == SV_EMPTY) return 0;
     if (v->type != SV_INTARR) return -1;
-    out->n = v->n;
-    out->dims = cg_arena_alloc(k->arena, v->n * sizeof *out->dims);
+    uint64_t tmp[WIRE_SHAPE_STACK];
+    uint64_t *dims = v->n <= WIRE_SHAPE_STACK ? tmp : cg_arena_alloc(k->arena, v->n * sizeof *dims);
     const char *q = v->p;
     for (size_t i = 0; i < v->n; i++) {
         while (!digit(*q)) q++;
         uint64_t x = 0;
         for (; digit(*q); q++) x = x * 10 + (uint64_t)(*q - '0');
-        out->dims[i] = x;
+        dims[i] = x;
     }
+    out->n = v->n;
+    out->dims = v->n <= WIRE_SHAPE_STACK ? k->dims(k->ctx, tmp, v->n) : dims;
     return 0;
 }
 
@@ -334,7 +343,7 @@ static int field(const wire_field *f, const scan_val *v, void *out, const wire_s
     case W_ENUM:
     case W_ENUM_DEF:
         if (to_enum(f, v, &x)) return -1;
-        *AT(int, out, f->off) = x;
+        wire_enum_put(f, out, x);
         return 0;
     case W_ENUM_BOOL:
         if (to_enum(f, v, &x)) return -1;
@@ -385,7 +394,7 @@ int scan_decode(const wire_record *rec, const scan_obj *o, void *out, const wire
         const wire_field *f = &rec->fields[i];
         if (seen & (1u << i)) continue;
         if (wire_required(f->type)) return -1;
-        if (f->type == W_ENUM_DEF) *AT(int, out, f->off) = f->def;
+        if (f->type == W_ENUM_DEF) wire_enum_put(f, out, f->def);
     }
     return 0;
 }

@@ -17,6 +17,7 @@
 #ifndef CG_TRACE_SCAN_H
 #define CG_TRACE_SCAN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,6 +55,13 @@ typedef struct scan_obj {
     scan_member m[SCAN_MAX_MEMBERS];
     size_t n;
 } scan_obj;
+
+/* Whether the NUL-terminated name equals the len bytes at s (which hold no NUL). */
+static inline bool scan_name_is(const char *name, const char *s, size_t len) {
+    for (size_t i = 0; i < len; i++)
+        if (name[i] != s[i]) return false;
+    return name[len] == '\0';
+}
 
 /* Scans the n bytes at p (already trimmed) as one flat object within lim.
  * 0 on success, -1 when the line needs the general path. */

@@ -86,9 +86,13 @@ typedef struct cg_strlist {
     size_t n;
 } cg_strlist;
 
-typedef struct cg_shape {
+/* A shape (Vec<usize>): n dims (n < 2^32; the reader's item limit is far
+ * lower). Packed to 12 bytes (4-aligned) so that it fills the records' tails;
+ * read the members by value (no pointer to .dims or .n). A read trace's dims
+ * arrays are shared between equal shapes: never written. */
+typedef struct __attribute__((packed, aligned(4))) cg_shape {
     uint64_t *dims;
-    size_t n;
+    uint32_t n;
 } cg_shape;
 
 typedef struct cg_kv {
@@ -146,39 +150,42 @@ typedef struct cg_run_meta {
     const char *candle_version; /* optional */
 } cg_run_meta;
 
+/* The record structs keep their members ordered by size (fewest padding
+ * bytes: a 1M-record trace holds ~10^6 of them); enum-valued members of the
+ * record arrays are stored in a uint8_t (the enum named beside each). */
 typedef struct cg_span {
     const char *id, *parent_id /* optional */, *name;
-    cg_span_kind kind;
-    bool measured;
     uint64_t start_ns;
-    bool closed;          /* a span_end was seen */
     uint64_t duration_ns; /* 0 while open */
-    cg_step step;
-    size_t line;          /* 1-based line of the span_start */
+    uint32_t line;        /* 1-based line of the span_start (saturates at UINT32_MAX) */
+    uint8_t kind;         /* cg_span_kind */
+    uint8_t step;         /* cg_step */
+    bool measured;
+    bool closed;          /* a span_end was seen */
 } cg_span;
 
 typedef struct cg_op {
     const char *span_id, *op_name;
     cg_strlist inputs;
     const char *output; /* optional */
-    cg_shape shape;
     const char *dtype, *device;
     uint64_t duration_ns, timestamp_ns;
-    bool has_output_dense_bytes; /* after read: present or derived from shape×dtype */
-    bool output_dense_bytes_derived; /* true when the reader derived it (absent on the wire) */
     uint64_t output_dense_bytes;
     uint64_t input_dense_bytes;
+    cg_shape shape;
+    bool has_output_dense_bytes; /* after read: present or derived from shape×dtype */
+    bool output_dense_bytes_derived; /* true when the reader derived it (absent on the wire) */
 } cg_op;
 
 typedef struct cg_tensor {
     const char *span_id, *tensor_id, *label /* optional */;
-    cg_shape shape;
     const char *dtype, *device;
+    uint64_t dense_bytes;
+    cg_shape shape;
     bool requires_grad;
     bool has_dense_bytes;
     bool dense_bytes_derived;
-    uint64_t dense_bytes;
-    cg_category category;
+    uint8_t category; /* cg_category */
 } cg_tensor;
 
 typedef struct cg_tensor_stats {
@@ -193,10 +200,10 @@ typedef struct cg_memory {
     uint64_t timestamp_ns;
     const char *storage_id, *tensor_id, *span_id, *op_name /* optional */, *device;
     uint64_t bytes;
-    bool is_free; /* action: alloc (false) | free (true) */
-    cg_shape shape;
     const char *dtype;
-    cg_category category;
+    cg_shape shape;
+    bool is_free;     /* action: alloc (false) | free (true) */
+    uint8_t category; /* cg_category */
 } cg_memory;
 
 typedef struct cg_device_memory {
@@ -213,9 +220,9 @@ typedef struct cg_device_interval {
 
 typedef struct cg_gradient {
     const char *event_id, *root, *key;
-    cg_grad_state state;
-    bool has_norm;
     double norm;
+    uint8_t state; /* cg_grad_state */
+    bool has_norm;
 } cg_gradient;
 
 typedef struct cg_edge {
@@ -244,7 +251,6 @@ typedef struct cg_trace {
     cg_gradient *gradients; size_t n_gradients;
     cg_edge *edges; size_t n_edges;
     cg_terminal terminal;
-    void *intern; /* private string-intern table */
 } cg_trace;
 
 /* Reader limits. Defaults: line 64 MiB, depth 64, string 16 MiB, 100,000,000 records,

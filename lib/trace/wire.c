@@ -12,7 +12,7 @@
 
 #define NL(nm) (sizeof(nm) - 1)
 #define FLD(nm, ty, st, mem) {nm, ty, offsetof(st, mem), 0, 0, NULL, 0, NL(nm)}
-#define FLDE(nm, ty, st, mem, en, d) {nm, ty, offsetof(st, mem), 0, 0, &en, d, NL(nm)}
+#define FLDE(nm, ty, st, mem, en, d) {nm, ty, offsetof(st, mem), 0, sizeof(((st *)0)->mem), &en, d, NL(nm)}
 #define FLDA(nm, ty, st, mem, aux) {nm, ty, offsetof(st, mem), offsetof(st, aux), 0, NULL, 0, NL(nm)}
 #define FLDS(nm, ty, st, mem, rec) {nm, ty, offsetof(st, mem), 0, 0, &rec, 0, NL(nm)}
 #define FLDSQ(nm, st, mem, cnt, rec) {nm, W_SEQ, offsetof(st, mem), offsetof(st, cnt), 0, &rec, 0, NL(nm)}
@@ -335,10 +335,13 @@ static int dec_strlist(dctx *d, const cg_jv *v, cg_strlist *out) {
 
 static int dec_shape(dctx *d, const cg_jv *v, cg_shape *out) {
     if (v->type != CG_JARR) return invalid_type(d->msg, v, "a sequence");
-    out->n = v->u.arr.n;
-    out->dims = out->n ? cg_arena_alloc(d->sink->arena, out->n * sizeof *out->dims) : NULL;
-    for (size_t i = 0; i < out->n; i++)
-        if (dec_u64(d, v->u.arr.items[i], "usize", &out->dims[i])) return -1;
+    size_t n = v->u.arr.n;
+    uint64_t tmp[WIRE_SHAPE_STACK];
+    uint64_t *dims = n <= WIRE_SHAPE_STACK ? tmp : cg_arena_alloc(d->sink->arena, n * sizeof *dims);
+    for (size_t i = 0; i < n; i++)
+        if (dec_u64(d, v->u.arr.items[i], "usize", &dims[i])) return -1;
+    out->n = n;
+    out->dims = n <= WIRE_SHAPE_STACK ? d->sink->dims(d->sink->ctx, tmp, n) : dims;
     return 0;
 }
 
@@ -396,7 +399,7 @@ static int set_enum(dctx *d, const wire_field *f, const cg_jv *v, void *out) {
     int x;
     if (dec_enum(d, v, f->sub, &x)) return -1;
     if (f->type == W_ENUM_BOOL) *AT(bool, out, f->off) = x == 1;
-    else *AT(int, out, f->off) = x;
+    else wire_enum_put(f, out, x);
     return 0;
 }
 
@@ -482,7 +485,7 @@ static int decode_positional(dctx *d, const wire_record *rec, const cg_jv *arr, 
         } else if (wire_required(f->type)) { /* every Option of these records is #[serde(default)] */
             return invalid_length(d, i, rec->expecting, rec->n_fields, "");
         } else if (f->type == W_ENUM_DEF) {
-            *AT(int, out, f->off) = f->def;
+            wire_enum_put(f, out, f->def);
         }
     }
     return n > rec->n_fields ? invalid_length(d, n, "", rec->n_fields, " in sequence") : 0;
@@ -512,7 +515,7 @@ static int decode_struct(dctx *d, const wire_record *rec, const cg_jv *obj, void
             cg_buf_printf(d->msg, "missing field `%s`", f->name);
             return -1;
         }
-        if (f->type == W_ENUM_DEF) *AT(int, out, f->off) = f->def;
+        if (f->type == W_ENUM_DEF) wire_enum_put(f, out, f->def);
     }
     return 0;
 }
@@ -563,9 +566,9 @@ static cg_jv *enc_field(cg_arena *a, const wire_field *f, const void *in, bool i
     case W_F64: return cg_jv_f64(a, *AT(const double, in, f->off));
     case W_OF64: return *AT(const bool, in, f->aux) ? cg_jv_f64(a, *AT(const double, in, f->off)) : NULL;
     case W_BOOL_DEF: return cg_jv_bool(a, *AT(const bool, in, f->off));
-    case W_OENUM: return *AT(const int, in, f->off) ? enc_enum(a, f, *AT(const int, in, f->off)) : NULL;
+    case W_OENUM: return wire_enum_get(f, in) ? enc_enum(a, f, wire_enum_get(f, in)) : NULL;
     case W_ENUM:
-    case W_ENUM_DEF: return enc_enum(a, f, *AT(const int, in, f->off));
+    case W_ENUM_DEF: return enc_enum(a, f, wire_enum_get(f, in));
     case W_ENUM_BOOL: return enc_enum(a, f, *AT(const bool, in, f->off) ? 1 : 0);
     case W_STRLIST_SKIP:
         if (AT(const cg_strlist, in, f->off)->n == 0) return NULL;

@@ -11,12 +11,13 @@
 #define CG_TRACE_WIRE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "trace/trace.h"
 
 typedef enum wire_type {
     W_STR,         /* const char *, required */
-    W_ID,          /* const char *, required; copied, not interned (nearly unique ids) */
+    W_ID,          /* const char *, required; a nearly unique id: sink->copy (not the intern table) */
     W_OSTR,        /* const char *, Option<String>: absent/null -> NULL, omitted when NULL */
     W_U64,         /* uint64_t, required */
     W_U64_DEF,     /* uint64_t, #[serde(default)] 0, always written */
@@ -48,7 +49,7 @@ typedef struct wire_enum {
 typedef struct wire_field {
     const char *name;
     wire_type type;
-    size_t off, aux, aux2;
+    size_t off, aux, aux2; /* enum types: aux2 is the member's size (int, or uint8_t in the record arrays) */
     const void *sub; /* wire_enum * for enum types, wire_record * for struct types */
     int def;
     size_t name_len; /* strlen(name) */
@@ -76,13 +77,29 @@ typedef struct wire_span_end_rec {
 } wire_span_end_rec;
 
 /* How strings are stored: intern(ctx, s, len) for W_STR/W_OSTR/lists/tags,
- * copy(ctx, s, len) for W_ID; arena for arrays. */
+ * copy(ctx, s, len) for W_ID; dims(ctx, d, n) stores a shape's dims (maybe
+ * shared with an equal shape: never written afterwards); arena for the other
+ * arrays. */
 typedef struct wire_sink {
     cg_arena *arena;
     const char *(*intern)(void *ctx, const char *s, size_t len);
     const char *(*copy)(void *ctx, const char *s, size_t len);
+    uint64_t *(*dims)(void *ctx, const uint64_t *d, size_t n);
     void *ctx;
 } wire_sink;
+/* Shapes of up to this many dims are decoded on the stack and stored through
+ * sink->dims; longer ones go straight into the arena (not shared). */
+#define WIRE_SHAPE_STACK 16
+
+/* An enum-typed member of a record (W_ENUM, W_ENUM_DEF, W_OENUM), by its size. */
+static inline void wire_enum_put(const wire_field *f, void *out, int x) {
+    if (f->aux2 == 1) *((uint8_t *)out + f->off) = (uint8_t)x;
+    else *(int *)(void *)((char *)out + f->off) = x;
+}
+static inline int wire_enum_get(const wire_field *f, const void *in) {
+    if (f->aux2 == 1) return *((const uint8_t *)in + f->off);
+    return *(const int *)(const void *)((const char *)in + f->off);
+}
 
 /* Decodes obj into out (zeroed by the caller) per rec. On failure returns -1
  * with serde's message (no position) in msg. */

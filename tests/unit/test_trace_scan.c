@@ -21,7 +21,7 @@
 /* The document as text: its JSONL rewrite plus what the rewrite leaves out. */
 static void describe(cg_buf *b, const cg_trace *t) {
     cg_trace_write(b, t);
-    for (size_t i = 0; i < t->n_spans; i++) cg_buf_printf(b, "span %s line %zu\n", t->spans[i].id, t->spans[i].line);
+    for (size_t i = 0; i < t->n_spans; i++) cg_buf_printf(b, "span %s line %zu\n", t->spans[i].id, (size_t)t->spans[i].line);
     for (size_t i = 0; i < t->n_ops; i++)
         cg_buf_printf(b, "op %d %d %llu\n", t->ops[i].has_output_dense_bytes, t->ops[i].output_dense_bytes_derived,
                       (unsigned long long)t->ops[i].output_dense_bytes);
