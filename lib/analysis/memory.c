@@ -1,109 +1,147 @@
-/* memory.c — logical and physical memory planes (spec §8) and per-span logical
- * metrics for the graph. */
+/* memory.c — logical and physical memory planes (spec §8) and their JSON. The
+ * per-span and per-op metrics for the graph are in memory_span.c. */
 #include "analysis/memory.h"
 #include "base/alloc.h"
+#include "base/hmap.h"
 #include "base/num.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define NONE ((size_t)-1)
-
+#define NONE32 UINT32_MAX
 
 /* ---------------------------------------------------------------- logical */
 
-typedef struct mref {
-    const cg_memory *m;
-    size_t idx;
-} mref;
+typedef struct tkey {
+    uint64_t ts;
+    uint32_t idx;
+} tkey;
 
-static int cmp_by_key(const void *pa, const void *pb) {
-    const mref *a = pa, *b = pb;
-    int c = strcmp(a->m->device, b->m->device);
-    if (!c) c = strcmp(a->m->storage_id, b->m->storage_id);
-    if (c) return c;
+static int cmp_tkey(const void *pa, const void *pb) {
+    const tkey *a = pa, *b = pb;
+    if (a->ts != b->ts) return a->ts < b->ts ? -1 : 1;
     return a->idx < b->idx ? -1 : a->idx > b->idx;
 }
 
-static int cmp_by_time(const void *pa, const void *pb) {
-    const mref *a = pa, *b = pb;
-    if (a->m->timestamp_ns != b->m->timestamp_ns) return a->m->timestamp_ns < b->m->timestamp_ns ? -1 : 1;
-    return a->idx < b->idx ? -1 : a->idx > b->idx;
+/* The events in (timestamp, document index) order; no sort when the document
+ * is already in time order (the usual capture). */
+static uint32_t *time_order(const cg_trace *t) {
+    size_t n = t->n_memory;
+    uint32_t *ord = cg_xalloc(n, sizeof *ord);
+    bool sorted = true;
+    for (size_t i = 0; i < n; i++) {
+        ord[i] = (uint32_t)i;
+        if (i && t->memory[i].timestamp_ns < t->memory[i - 1].timestamp_ns) sorted = false;
+    }
+    if (sorted) return ord;
+    tkey *k = cg_xalloc(n, sizeof *k);
+    for (size_t i = 0; i < n; i++) k[i] = (tkey){t->memory[i].timestamp_ns, (uint32_t)i};
+    qsort(k, n, sizeof *k, cmp_tkey);
+    for (size_t i = 0; i < n; i++) ord[i] = k[i].idx;
+    free(k);
+    return ord;
 }
 
-typedef struct wlife { /* lifetime under construction */
-    cg_lifetime l;
-    size_t dev;       /* compact device index */
-    size_t open_pos;  /* position in time order of the opening alloc */
-    size_t close_pos; /* NONE while live */
+/* Interned devices (ids = rank by name) and (device, storage_id) keys. */
+typedef struct keyring {
+    const cg_trace *t;
+    cg_hmap devs, keys;
+    uint32_t *dev_ev, *rank; /* first event of each device (first-seen id); rank by name */
+    size_t n_devs, cap_devs;
+    const char *last_dev;    /* pointer cache: interned strings repeat */
+    uint32_t last_id;
+    struct kslot {
+        uint32_t ev, dev, live; /* first event, device rank, open lifetime (NONE32) */
+    } *key;
+    size_t n_keys, cap_keys;
+} keyring;
+
+typedef struct skey {
+    uint32_t dev;
+    const char *storage_id;
+} skey;
+
+static bool dev_eq(const void *ctx, uint32_t id, const void *key) {
+    const keyring *k = ctx;
+    return strcmp(k->t->memory[k->dev_ev[id]].device, key) == 0;
+}
+
+static bool key_eq(const void *ctx, uint32_t id, const void *key) {
+    const keyring *k = ctx;
+    const skey *s = key;
+    return k->key[id].dev == s->dev && strcmp(k->t->memory[k->key[id].ev].storage_id, s->storage_id) == 0;
+}
+
+static uint64_t str_hash(uint64_t seed, const char *s) { return cg_hmap_hash_bytes(seed, s, strlen(s)); }
+
+/* First-seen id of event i's device, interning it. */
+static uint32_t device_id(keyring *k, uint32_t i) {
+    const char *d = k->t->memory[i].device;
+    if (d == k->last_dev) return k->last_id;
+    uint64_t h = cg_hmap_mix(str_hash(0, d), 1);
+    uint32_t id = cg_hmap_find_or_put(&k->devs, h, dev_eq, k, d, (uint32_t)k->n_devs);
+    if (id == CG_HMAP_NONE) {
+        k->dev_ev = cg_xgrow(k->dev_ev, &k->cap_devs, k->n_devs + 1, sizeof *k->dev_ev);
+        k->dev_ev[k->n_devs] = i;
+        id = (uint32_t)k->n_devs++;
+    }
+    k->last_dev = d;
+    k->last_id = id;
+    return id;
+}
+
+/* Interns every device and ranks the devices by name into lm->devices. */
+static void rank_devices(keyring *k, cg_logical_memory *lm, cg_arena *a) {
+    for (size_t i = 0; i < k->t->n_memory; i++) device_id(k, (uint32_t)i);
+    size_t nd = k->n_devs;
+    uint32_t *by_name = cg_xalloc(nd, sizeof *by_name);
+    for (size_t d = 0; d < nd; d++) { /* insertion by name: devices are few */
+        size_t j = d;
+        const char *name = k->t->memory[k->dev_ev[d]].device;
+        while (j > 0 && strcmp(k->t->memory[k->dev_ev[by_name[j - 1]]].device, name) > 0) {
+            by_name[j] = by_name[j - 1];
+            j--;
+        }
+        by_name[j] = (uint32_t)d;
+    }
+    k->rank = cg_xalloc(nd, sizeof *k->rank);
+    lm->devices = cg_arena_zalloc(a, (nd ? nd : 1) * sizeof *lm->devices);
+    lm->n_devices = nd;
+    for (size_t r = 0; r < nd; r++) {
+        k->rank[by_name[r]] = (uint32_t)r;
+        lm->devices[r].device = k->t->memory[k->dev_ev[by_name[r]]].device;
+    }
+    free(by_name);
+}
+
+/* The key of event i (device rank dev), interning it. */
+static uint32_t key_id(keyring *k, uint32_t i, uint32_t dev) {
+    skey s = {dev, k->t->memory[i].storage_id};
+    uint64_t h = cg_hmap_mix(str_hash(0x5eed, s.storage_id), dev);
+    uint32_t id = cg_hmap_find_or_put(&k->keys, h, key_eq, k, &s, (uint32_t)k->n_keys);
+    if (id != CG_HMAP_NONE) return id;
+    k->key = cg_xgrow(k->key, &k->cap_keys, k->n_keys + 1, sizeof *k->key);
+    k->key[k->n_keys] = (struct kslot){i, dev, NONE32};
+    return (uint32_t)k->n_keys++;
+}
+
+static void keyring_free(keyring *k) {
+    cg_hmap_free(&k->keys);
+    cg_hmap_free(&k->devs);
+    free(k->key);
+    free(k->rank);
+    free(k->dev_ev);
+}
+
+/* A lifetime under construction: positions in time order of its opening alloc
+ * and of its free (NONE32 while live), and its device rank. */
+typedef struct wlife {
+    uint32_t open_pos, close_pos, dev;
 } wlife;
 
-typedef struct alias {
-    size_t life;
-    const char *tensor_id;
-    size_t pos;
+typedef struct alias { /* an event naming a tensor of lifetime `life` */
+    uint32_t life, pos;
 } alias;
-
-static int cmp_alias(const void *pa, const void *pb) {
-    const alias *a = pa, *b = pb;
-    if (a->life != b->life) return a->life < b->life ? -1 : 1;
-    int c = strcmp(a->tensor_id, b->tensor_id);
-    if (c) return c;
-    return a->pos < b->pos ? -1 : a->pos > b->pos;
-}
-
-typedef struct lorder { /* sort key of a lifetime: (start, device, storage_id, opening order) */
-    uint64_t start;
-    const char *device, *storage_id;
-    size_t open_pos, life;
-} lorder;
-
-static int cmp_life_order(const void *pa, const void *pb) {
-    const lorder *a = pa, *b = pb;
-    if (a->start != b->start) return a->start < b->start ? -1 : 1;
-    int c = strcmp(a->device, b->device);
-    if (!c) c = strcmp(a->storage_id, b->storage_id);
-    if (c) return c;
-    return a->open_pos < b->open_pos ? -1 : a->open_pos > b->open_pos;
-}
-
-/* Sorted unique tensor ids of aliases[first..end) with pos < limit. */
-static const char **alias_ids(cg_arena *a, const alias *al, size_t first, size_t end, size_t limit,
-                              size_t *n_out) {
-    size_t n = 0;
-    for (size_t k = first; k < end; k++)
-        if (al[k].pos < limit) n++;
-    const char **ids = cg_arena_alloc(a, (n ? n : 1) * sizeof *ids);
-    size_t m = 0;
-    for (size_t k = first; k < end; k++) {
-        if (al[k].pos >= limit) continue;
-        if (m > 0 && strcmp(ids[m - 1], al[k].tensor_id) == 0) continue;
-        ids[m++] = al[k].tensor_id;
-    }
-    *n_out = m;
-    return ids;
-}
-
-/* Interns (device, storage_id) keys and devices: key_of / dev_of per event
- * index; devices[] named and sorted by device (every device with an event). */
-static size_t intern_keys(const cg_trace *t, cg_arena *a, mref *r, size_t *key_of, size_t *dev_of,
-                          cg_logical_memory *lm) {
-    size_t n = t->n_memory, n_keys = 0, n_devs = 0;
-    qsort(r, n, sizeof *r, cmp_by_key);
-    for (size_t i = 0; i < n; i++)
-        if (i == 0 || strcmp(r[i - 1].m->device, r[i].m->device) != 0) n_devs++;
-    lm->devices = cg_arena_zalloc(a, (n_devs ? n_devs : 1) * sizeof *lm->devices);
-    lm->n_devices = n_devs;
-    n_devs = 0;
-    for (size_t i = 0; i < n; i++) {
-        bool new_dev = i == 0 || strcmp(r[i - 1].m->device, r[i].m->device) != 0;
-        if (new_dev) lm->devices[n_devs++].device = r[i].m->device;
-        if (new_dev || strcmp(r[i - 1].m->storage_id, r[i].m->storage_id) != 0) n_keys++;
-        key_of[r[i].idx] = n_keys - 1;
-        dev_of[r[i].idx] = n_devs - 1;
-    }
-    return n_keys;
-}
 
 /* Running state of the walk over timestamp groups. */
 typedef struct walk {
@@ -111,13 +149,11 @@ typedef struct walk {
     size_t cat_active[CG_CAT_COUNT];
     uint64_t *dev_live;
     size_t *dev_active, *dev_stamp, *touched, n_touched, group;
+    wlife *lives;
+    size_t n_lives;
+    alias *al;
+    size_t n_al, peak_limit; /* peak_limit: first position after the peak's group */
 } walk;
-
-static void walk_touch(walk *w, size_t d) {
-    if (w->dev_stamp[d] == w->group) return;
-    w->dev_stamp[d] = w->group;
-    w->touched[w->n_touched++] = d;
-}
 
 static void walk_change(walk *w, size_t d, cg_category c, uint64_t bytes, bool add) {
     if (add) {
@@ -133,23 +169,17 @@ static void walk_change(walk *w, size_t d, cg_category c, uint64_t bytes, bool a
         w->cat_active[c]--;
         w->dev_active[d]--;
     }
-    walk_touch(w, d);
+    if (w->dev_stamp[d] == w->group) return;
+    w->dev_stamp[d] = w->group;
+    w->touched[w->n_touched++] = d;
 }
 
-/* Closes the group just walked: its timeline point, device changes and peaks. */
-static void close_point(cg_logical_memory *lm, walk *w, uint64_t ts, size_t end_pos, size_t *peak_limit) {
-    cg_logical_point *pt = &lm->timeline[lm->n_timeline];
-    pt->timestamp_ns = ts;
-    pt->live_bytes = w->total_live;
-    memcpy(pt->live_bytes_by_category, w->cat_live, sizeof w->cat_live);
-    pt->category_present = 0;
-    for (int c = 0; c < CG_CAT_COUNT; c++)
-        if (w->cat_active[c]) pt->category_present |= (uint8_t)(1u << c);
-    pt->change_first = lm->n_changes;
-    pt->n_changes = w->n_touched;
+/* Closes the group [first, end) just walked: its timeline point and the peaks. */
+static void close_point(cg_logical_memory *lm, walk *w, uint64_t ts, size_t first, size_t end) {
+    lm->timeline[lm->n_timeline] = (cg_logical_point){ts, w->total_live};
+    lm->group_start[first / 64] |= (uint64_t)1 << (first % 64);
     for (size_t k = 0; k < w->n_touched; k++) {
         size_t d = w->touched[k];
-        lm->changes[lm->n_changes++] = (cg_device_live_change){d, w->dev_live[d], w->dev_active[d] > 0};
         cg_logical_device *dv = &lm->devices[d];
         if (!dv->has_peak || w->dev_live[d] > dv->peak_live_bytes) {
             dv->has_peak = true;
@@ -161,159 +191,299 @@ static void close_point(cg_logical_memory *lm, walk *w, uint64_t ts, size_t end_
         (!lm->has_peak || w->total_live > lm->timeline[lm->peak_point].live_bytes)) {
         lm->has_peak = true;
         lm->peak_point = lm->n_timeline;
-        *peak_limit = end_pos;
+        w->peak_limit = end;
     }
     lm->n_timeline++;
 }
 
-/* Final lifetimes, sorted by (start, device, storage_id) with their tensor ids,
- * and the snapshot of those live at the peak (aliases seen by then, no end). */
-static void finish_lifetimes(cg_logical_memory *lm, cg_arena *a, wlife *lives, size_t n_lives, alias *al,
-                             size_t n_al, size_t peak_limit) {
-    /* tensor ids per lifetime (final and at the peak) */
-    qsort(al, n_al, sizeof *al, cmp_alias);
-    size_t *al_first = cg_xalloc((n_lives + 1), sizeof *al_first);
-    for (size_t k = 0, l = 0; l <= n_lives; l++) {
-        while (k < n_al && al[k].life < l) k++;
-        al_first[l] = k;
+/* Applies the event at time position j to the walk and records its effect. */
+static void walk_event(cg_logical_memory *lm, walk *w, keyring *k, const uint32_t *ord, size_t j) {
+    const cg_trace *t = k->t;
+    const cg_memory *m = &t->memory[ord[j]];
+    uint32_t d = k->rank[device_id(k, ord[j])], key = key_id(k, ord[j], d);
+    uint32_t *live = &k->key[key].live;
+    lm->effects[j] = CG_EFFECT_NONE;
+    if (!m->is_free) {
+        if (*live == NONE32) {
+            *live = (uint32_t)w->n_lives;
+            w->lives[w->n_lives++] = (wlife){(uint32_t)j, NONE32, d};
+            lm->effects[j] = 2 * *live;
+            lm->storage_allocation_count++;
+            lm->total_allocated_bytes = cg_sat_add_u64(lm->total_allocated_bytes, m->bytes);
+            lm->devices[d].storage_allocation_count++;
+            lm->devices[d].total_allocated_bytes = cg_sat_add_u64(lm->devices[d].total_allocated_bytes, m->bytes);
+            walk_change(w, d, m->category, m->bytes, true);
+        }
+        w->al[w->n_al++] = (alias){*live, (uint32_t)j};
+    } else if (*live != NONE32) {
+        wlife *wl = &w->lives[*live];
+        const cg_memory *open = &t->memory[ord[wl->open_pos]];
+        wl->close_pos = (uint32_t)j;
+        lm->effects[j] = 2 * *live + 1;
+        w->al[w->n_al++] = (alias){*live, (uint32_t)j};
+        lm->matched_storage_free_count++;
+        lm->devices[wl->dev].matched_storage_free_count++;
+        walk_change(w, wl->dev, open->category, open->bytes, false);
+        *live = NONE32;
     }
-    for (size_t l = 0; l < n_lives; l++)
-        lives[l].l.tensor_ids =
-            alias_ids(a, al, al_first[l], al_first[l + 1], NONE, &lives[l].l.n_tensor_ids);
-    /* order (start, device, storage_id) */
-    lorder *lo = cg_xalloc((n_lives ? n_lives : 1), sizeof *lo);
-    for (size_t l = 0; l < n_lives; l++)
-        lo[l] = (lorder){lives[l].l.start_timestamp_ns, lives[l].l.device, lives[l].l.storage_id,
-                         lives[l].open_pos, l};
-    qsort(lo, n_lives, sizeof *lo, cmp_life_order);
-    size_t *order = cg_xalloc((n_lives ? n_lives : 1), sizeof *order);
-    for (size_t l = 0; l < n_lives; l++) order[l] = lo[l].life;
-    free(lo);
-    lm->lifetimes = cg_arena_alloc(a, (n_lives ? n_lives : 1) * sizeof *lm->lifetimes);
-    lm->n_lifetimes = n_lives;
-    size_t n_peak = 0;
-    for (size_t k = 0; k < n_lives; k++) {
-        const wlife *wl = &lives[order[k]];
-        lm->lifetimes[k] = wl->l;
-        if (wl->open_pos < peak_limit && (wl->close_pos == NONE || wl->close_pos >= peak_limit)) n_peak++;
-    }
-    lm->peak_live_allocations = cg_arena_alloc(a, (n_peak ? n_peak : 1) * sizeof(cg_lifetime));
-    for (size_t k = 0; k < n_lives; k++) {
-        size_t l = order[k];
-        const wlife *wl = &lives[l];
-        if (!(wl->open_pos < peak_limit && (wl->close_pos == NONE || wl->close_pos >= peak_limit))) continue;
-        cg_lifetime *s = &lm->peak_live_allocations[lm->n_peak_live_allocations++];
-        *s = wl->l;
-        s->has_end = false;
-        s->end_timestamp_ns = 0;
-        s->tensor_ids = alias_ids(a, al, al_first[l], al_first[l + 1], peak_limit, &s->n_tensor_ids);
-    }
+}
 
+/* ------------------------------------------- lifetimes from the walk */
+
+typedef struct lorder { /* tie order of lifetimes opened at one timestamp */
+    const char *storage_id;
+    uint32_t dev, open_pos, life;
+} lorder;
+
+static int cmp_lorder(const void *pa, const void *pb) {
+    const lorder *a = pa, *b = pb;
+    if (a->dev != b->dev) return a->dev < b->dev ? -1 : 1; /* ranks follow device names */
+    int c = strcmp(a->storage_id, b->storage_id);
+    if (c) return c;
+    return a->open_pos < b->open_pos ? -1 : a->open_pos > b->open_pos;
+}
+
+/* order[k] = the k-th lifetime by (start, device, storage_id). Lifetimes are
+ * opened in time order, so only runs of equal start need sorting. */
+static uint32_t *life_order(const cg_trace *t, const uint32_t *ord, const walk *w) {
+    size_t nl = w->n_lives;
+    uint32_t *order = cg_xalloc(nl ? nl : 1, sizeof *order);
+    lorder *run = NULL;
+    size_t cap = 0;
+    for (size_t i = 0, j; i < nl; i = j) {
+        uint64_t ts = t->memory[ord[w->lives[i].open_pos]].timestamp_ns;
+        for (j = i + 1; j < nl && t->memory[ord[w->lives[j].open_pos]].timestamp_ns == ts; j++) continue;
+        if (j - i == 1) {
+            order[i] = (uint32_t)i;
+            continue;
+        }
+        run = cg_xgrow(run, &cap, j - i, sizeof *run);
+        for (size_t k = i; k < j; k++)
+            run[k - i] = (lorder){t->memory[ord[w->lives[k].open_pos]].storage_id, w->lives[k].dev,
+                                  w->lives[k].open_pos, (uint32_t)k};
+        qsort(run, j - i, sizeof *run, cmp_lorder);
+        for (size_t k = i; k < j; k++) order[k] = run[k - i].life;
+    }
+    free(run);
+    return order;
+}
+
+typedef struct idpos {
+    const char *id;
+    uint32_t pos;
+} idpos;
+
+static int cmp_idpos(const void *pa, const void *pb) {
+    const idpos *a = pa, *b = pb;
+    int c = strcmp(a->id, b->id);
+    if (c) return c;
+    return a->pos < b->pos ? -1 : a->pos > b->pos;
+}
+
+/* The alias positions of each lifetime, by (tensor id, position):
+ * pos[first[l], first[l + 1]) for lifetime l (walk order). */
+static uint32_t *alias_groups(const cg_trace *t, const uint32_t *ord, const walk *w, uint32_t **first_out) {
+    size_t nl = w->n_lives;
+    uint32_t *first = cg_xzalloc(nl + 1, sizeof *first);
+    for (size_t k = 0; k < w->n_al; k++) first[w->al[k].life + 1]++;
+    for (size_t l = 0; l < nl; l++) first[l + 1] += first[l];
+    uint32_t *pos = cg_xalloc(w->n_al ? w->n_al : 1, sizeof *pos), *fill = cg_xalloc(nl ? nl : 1, sizeof *fill);
+    memcpy(fill, first, nl * sizeof *fill);
+    for (size_t k = 0; k < w->n_al; k++) pos[fill[w->al[k].life]++] = w->al[k].pos; /* ascending */
+    free(fill);
+    idpos *tmp = NULL;
+    size_t cap = 0;
+    for (size_t l = 0; l < nl; l++) {
+        size_t n = first[l + 1] - first[l];
+        if (n < 2) continue;
+        tmp = cg_xgrow(tmp, &cap, n, sizeof *tmp);
+        for (size_t k = 0; k < n; k++) tmp[k] = (idpos){t->memory[ord[pos[first[l] + k]]].tensor_id, pos[first[l] + k]};
+        qsort(tmp, n, sizeof *tmp, cmp_idpos);
+        for (size_t k = 0; k < n; k++) pos[first[l] + k] = tmp[k].pos;
+    }
+    free(tmp);
+    *first_out = first;
+    return pos;
+}
+
+/* Appends to ids the unique tensor ids (as events) of pos[from, to) with
+ * position < limit; returns how many. */
+static uint32_t unique_ids(const cg_trace *t, const uint32_t *ord, const uint32_t *pos, size_t from, size_t to,
+                           size_t limit, uint32_t *ids) {
+    uint32_t n = 0;
+    for (size_t k = from; k < to; k++) {
+        if (pos[k] >= limit) continue;
+        uint32_t ev = ord[pos[k]];
+        if (n > 0 && strcmp(t->memory[ids[n - 1]].tensor_id, t->memory[ev].tensor_id) == 0) continue;
+        ids[n++] = ev;
+    }
+    return n;
+}
+
+static bool live_at_peak(const wlife *wl, size_t peak_limit) {
+    return wl->open_pos < peak_limit && (wl->close_pos == NONE32 || wl->close_pos >= peak_limit);
+}
+
+/* Final lifetimes in (start, device, storage_id) order with their tensor ids,
+ * the snapshot of those live at the peak (aliases seen by then, no end), and
+ * the effects renumbered to the final order. */
+static void finish_lifetimes(cg_logical_memory *lm, cg_arena *a, const uint32_t *ord, const walk *w) {
+    const cg_trace *t = lm->trace;
+    size_t nl = w->n_lives, n_peak = 0;
+    uint32_t *order = life_order(t, ord, w), *first, *pos = alias_groups(t, ord, w, &first);
+    for (size_t l = 0; l < nl; l++) n_peak += live_at_peak(&w->lives[l], w->peak_limit);
+    size_t n_ids = 0;
+    for (size_t l = 0; l < nl; l++)
+        n_ids += first[l + 1] - first[l] + (live_at_peak(&w->lives[l], w->peak_limit) ? first[l + 1] - first[l] : 0);
+    uint32_t *ids = cg_xalloc(n_ids ? n_ids : 1, sizeof *ids); /* upper bound; copied exact */
+    lm->lifetimes = cg_arena_alloc(a, (nl ? nl : 1) * sizeof *lm->lifetimes);
+    lm->peak_live_allocations = cg_arena_alloc(a, (n_peak ? n_peak : 1) * sizeof *lm->peak_live_allocations);
+    lm->n_lifetimes = nl;
+    uint32_t *rank = cg_xalloc(nl ? nl : 1, sizeof *rank), used = 0;
+    for (size_t k = 0; k < nl; k++) {
+        uint32_t l = order[k];
+        const wlife *wl = &w->lives[l];
+        rank[l] = (uint32_t)k;
+        cg_lifetime_rec r = {ord[wl->open_pos], wl->close_pos == NONE32 ? CG_LIFETIME_RETAINED : ord[wl->close_pos],
+                             wl->dev, used, 0};
+        r.n_ids = unique_ids(t, ord, pos, first[l], first[l + 1], SIZE_MAX, ids + used);
+        used += r.n_ids;
+        lm->lifetimes[k] = r;
+        if (!live_at_peak(wl, w->peak_limit)) continue;
+        r.close = CG_LIFETIME_RETAINED;
+        r.ids_first = used;
+        r.n_ids = unique_ids(t, ord, pos, first[l], first[l + 1], w->peak_limit, ids + used);
+        used += r.n_ids;
+        lm->peak_live_allocations[lm->n_peak_live_allocations++] = r;
+    }
+    lm->tensor_ev = cg_arena_alloc(a, (used ? used : 1) * sizeof *lm->tensor_ev);
+    memcpy(lm->tensor_ev, ids, used * sizeof *ids);
+    for (size_t j = 0; j < lm->n_effects; j++)
+        if (lm->effects[j] != CG_EFFECT_NONE) lm->effects[j] = 2 * rank[lm->effects[j] >> 1] + (lm->effects[j] & 1);
+    free(rank);
+    free(ids);
+    free(pos);
+    free(first);
     free(order);
-    free(al_first);
 }
 
 static cg_logical_memory *logical_analyze(const cg_trace *t, cg_arena *a) {
     size_t n = t->n_memory;
+    if (n >= (size_t)1 << 31) cg_oom_exit(n); /* beyond the 32-bit event indices (see Limits) */
     cg_logical_memory *lm = cg_arena_zalloc(a, sizeof *lm);
-    mref *r = cg_xalloc(n, sizeof *r);
-    for (size_t i = 0; i < n; i++) {
-        r[i].m = &t->memory[i];
-        r[i].idx = i;
-    }
-    size_t *key_of = cg_xalloc(n, sizeof *key_of), *dev_of = cg_xalloc(n, sizeof *dev_of);
-    size_t n_keys = intern_keys(t, a, r, key_of, dev_of, lm);
+    lm->trace = t;
+    keyring k = {.t = t};
+    cg_hmap_init(&k.devs, 4);
+    cg_hmap_init(&k.keys, 16);
+    rank_devices(&k, lm, a);
     size_t nd = lm->n_devices;
     walk w = {0};
     w.dev_live = cg_xzalloc(nd, sizeof *w.dev_live);
     w.dev_active = cg_xzalloc(nd, sizeof *w.dev_active);
     w.dev_stamp = cg_xalloc(nd, sizeof *w.dev_stamp);
-    for (size_t d = 0; d < nd; d++) w.dev_stamp[d] = NONE;
+    for (size_t d = 0; d < nd; d++) w.dev_stamp[d] = SIZE_MAX;
     w.touched = cg_xalloc(nd, sizeof *w.touched);
-
-    /* walk in (timestamp, index) order, by groups of equal timestamp */
-    qsort(r, n, sizeof *r, cmp_by_time);
-    size_t *live = cg_xalloc(n_keys, sizeof *live);
-    for (size_t k = 0; k < n_keys; k++) live[k] = NONE;
-    wlife *lives = cg_xalloc(n, sizeof *lives);
-    size_t n_lives = 0;
-    alias *al = cg_xalloc(2 * n, sizeof *al);
-    size_t n_al = 0;
+    w.lives = cg_xalloc(n, sizeof *w.lives);
+    w.al = cg_xalloc(n, sizeof *w.al); /* each event names at most one tensor */
+    uint32_t *ord = time_order(t);
     lm->timeline = cg_arena_alloc(a, n * sizeof *lm->timeline);
-    lm->changes = cg_arena_alloc(a, n * sizeof *lm->changes);
-    size_t peak_limit = 0;
-    for (size_t i = 0; i < n; w.group++) {
-        size_t j = i;
-        uint64_t ts = r[i].m->timestamp_ns;
+    lm->effects = cg_arena_alloc(a, n * sizeof *lm->effects);
+    lm->n_effects = n;
+    lm->group_start = cg_arena_zalloc(a, (n / 64 + 1) * sizeof *lm->group_start);
+    for (size_t i = 0, j; i < n; i = j, w.group++) { /* by groups of equal timestamp */
+        uint64_t ts = t->memory[ord[i]].timestamp_ns;
         w.n_touched = 0;
-        for (; j < n && r[j].m->timestamp_ns == ts; j++) {
-            const cg_memory *m = r[j].m;
-            size_t key = key_of[r[j].idx], d = dev_of[r[j].idx];
-            if (!m->is_free) {
-                if (live[key] == NONE) {
-                    wlife *wl = &lives[n_lives];
-                    memset(wl, 0, sizeof *wl);
-                    wl->l.device = m->device;
-                    wl->l.storage_id = m->storage_id;
-                    wl->l.allocation_span_id = m->span_id;
-                    wl->l.op_name = m->op_name;
-                    wl->l.bytes = m->bytes;
-                    wl->l.shape = &m->shape;
-                    wl->l.dtype = m->dtype;
-                    wl->l.category = m->category;
-                    wl->l.start_timestamp_ns = ts;
-                    wl->dev = d;
-                    wl->open_pos = j;
-                    wl->close_pos = NONE;
-                    live[key] = n_lives++;
-                    lm->storage_allocation_count++;
-                    lm->total_allocated_bytes = cg_sat_add_u64(lm->total_allocated_bytes, m->bytes);
-                    lm->devices[d].storage_allocation_count++;
-                    lm->devices[d].total_allocated_bytes = cg_sat_add_u64(lm->devices[d].total_allocated_bytes, m->bytes);
-                    walk_change(&w, d, m->category, m->bytes, true);
-                }
-                al[n_al++] = (alias){live[key], m->tensor_id, j};
-            } else if (live[key] != NONE) {
-                wlife *wl = &lives[live[key]];
-                wl->l.has_end = true;
-                wl->l.end_timestamp_ns = ts;
-                wl->close_pos = j;
-                al[n_al++] = (alias){live[key], m->tensor_id, j};
-                lm->matched_storage_free_count++;
-                lm->devices[wl->dev].matched_storage_free_count++;
-                walk_change(&w, wl->dev, wl->l.category, wl->l.bytes, false);
-                live[key] = NONE;
-            }
-        }
-        close_point(lm, &w, ts, j, &peak_limit);
-        i = j;
+        for (j = i; j < n && t->memory[ord[j]].timestamp_ns == ts; j++) walk_event(lm, &w, &k, ord, j);
+        close_point(lm, &w, ts, i, j);
     }
-
-    finish_lifetimes(lm, a, lives, n_lives, al, n_al, peak_limit);
-    free(al);
-    free(lives);
-    free(live);
+    keyring_free(&k);
     free(w.touched);
     free(w.dev_stamp);
     free(w.dev_active);
     free(w.dev_live);
-    free(dev_of);
-    free(key_of);
-    free(r);
+    finish_lifetimes(lm, a, ord, &w);
+    free(w.al);
+    free(w.lives);
+    free(ord);
     return lm;
 }
 
+/* ------------------------------------------------- replaying the timeline */
+
+cg_lifetime cg_logical_lifetime(const cg_logical_memory *l, const cg_lifetime_rec *r) {
+    const cg_memory *o = &l->trace->memory[r->open];
+    cg_lifetime v = {o->device, o->storage_id, o->span_id, o->op_name, o->bytes, &o->shape, o->dtype, o->category,
+                     o->timestamp_ns, r->close != CG_LIFETIME_RETAINED, 0, r->n_ids};
+    if (v.has_end) v.end_timestamp_ns = l->trace->memory[r->close].timestamp_ns;
+    return v;
+}
+
+const char *cg_logical_tensor_id(const cg_logical_memory *l, const cg_lifetime_rec *r, size_t i) {
+    return l->trace->memory[l->tensor_ev[r->ids_first + i]].tensor_id;
+}
+
+/* The live bytes per device and category after the points [0, next). */
+typedef struct replay {
+    const cg_logical_memory *l;
+    uint64_t *dev_live, cat_live[CG_CAT_COUNT];
+    size_t *dev_active, cat_active[CG_CAT_COUNT];
+    size_t next, ev; /* next point, its first event */
+} replay;
+
+static void replay_init(replay *r, const cg_logical_memory *l, uint64_t *dev_live, size_t *dev_active) {
+    r->l = l;
+    r->dev_live = dev_live;
+    r->dev_active = dev_active;
+    r->next = SIZE_MAX; /* reset on first use */
+}
+
+/* Brings r to the state just after point p (replaying from 0 when p is behind). */
+static void replay_to(replay *r, size_t p) {
+    const cg_logical_memory *l = r->l;
+    if (r->next == SIZE_MAX || r->next > p + 1) {
+        memset(r->dev_live, 0, l->n_devices * sizeof *r->dev_live);
+        memset(r->dev_active, 0, l->n_devices * sizeof *r->dev_active);
+        memset(r->cat_live, 0, sizeof r->cat_live);
+        memset(r->cat_active, 0, sizeof r->cat_active);
+        r->next = r->ev = 0;
+    }
+    for (; r->next <= p; r->next++) {
+        size_t i = r->ev;
+        do {
+            uint32_t e = l->effects[i++];
+            if (e == CG_EFFECT_NONE) continue;
+            const cg_lifetime_rec *lr = &l->lifetimes[e >> 1];
+            const cg_memory *o = &l->trace->memory[lr->open];
+            if (e & 1) {
+                r->dev_live[lr->device] -= o->bytes;
+                r->dev_active[lr->device]--;
+                r->cat_live[o->category] -= o->bytes;
+                r->cat_active[o->category]--;
+            } else {
+                r->dev_live[lr->device] += o->bytes;
+                r->dev_active[lr->device]++;
+                r->cat_live[o->category] += o->bytes;
+                r->cat_active[o->category]++;
+            }
+        } while (i < l->n_effects && !(l->group_start[i / 64] >> (i % 64) & 1));
+        r->ev = i;
+    }
+}
+
 void cg_logical_live_by_device(const cg_logical_memory *l, size_t point, uint64_t *out, bool *seen) {
-    for (size_t d = 0; d < l->n_devices; d++) {
+    size_t nd = l->n_devices;
+    for (size_t d = 0; d < nd; d++) {
         out[d] = 0;
         seen[d] = false;
     }
-    for (size_t p = 0; p <= point && p < l->n_timeline; p++)
-        for (size_t k = 0; k < l->timeline[p].n_changes; k++) {
-            const cg_device_live_change *c = &l->changes[l->timeline[p].change_first + k];
-            out[c->device] = c->live_bytes;
-            seen[c->device] = c->present;
-        }
+    if (l->n_timeline == 0) return;
+    if (point >= l->n_timeline) point = l->n_timeline - 1;
+    replay r;
+    size_t *active = cg_xzalloc(nd ? nd : 1, sizeof *active);
+    replay_init(&r, l, out, active);
+    replay_to(&r, point);
+    for (size_t d = 0; d < nd; d++) seen[d] = active[d] > 0;
+    free(active);
 }
 
 /* --------------------------------------------------------------- physical */
@@ -349,7 +519,7 @@ static cg_physical_memory *physical_analyze(const cg_trace *t, cg_arena *a) {
         if (i == 0 || strcmp(byd[i - 1]->device, byd[i]->device)) nd++;
     pm->devices = cg_arena_zalloc(a, nd * sizeof *pm->devices);
     pm->n_devices = nd;
-    for (size_t i = 0, d = NONE; i < n; i++) {
+    for (size_t i = 0, d = SIZE_MAX; i < n; i++) {
         const cg_device_memory *s = byd[i];
         if (i == 0 || strcmp(byd[i - 1]->device, s->device)) pm->devices[++d].device = s->device;
         cg_physical_device *pd = &pm->devices[d];
@@ -405,378 +575,6 @@ bool cg_memory_logical_peak(const cg_memory_profile *p, uint64_t *bytes, uint64_
     return true;
 }
 
-/* ------------------------------------------------------ per-span metrics */
-
-/* The crate's clipped_lifetime_metrics walks one window: live = the bytes live
- * at its start, then per timestamp T inside it live = sat_sub(live, F_T) + A_T
- * (F_T / A_T: bytes of the lifetimes ending / starting at T), peak = the largest
- * live seen. Each step is the map x -> max(x + (A_T - F_T), A_T), and such maps
- * compose (x -> max(x + a, b)), as does "the largest value met along the way"
- * (x -> max(x + c, d)); so a segment tree over the distinct timestamps holding
- * A_T, F_T and Z_T (bytes of zero-length lifetimes at T) answers a window's
- * peak and residual in O(log n) for whatever set of lifetimes it holds.
- * Figures are exact while byte sums stay below 2^63 (the map coefficients
- * saturate there); the A/F/Z sums wrap exactly (each removal undoes an addition). */
-typedef struct fnode {
-    bool empty;          /* identity (queries only) */
-    uint64_t sa, sf, sz; /* sums of A, F, Z over the segment */
-    int64_t a, b, c, d;  /* step map max(x + a, b), peak map max(x + c, d) */
-} fnode;
-
-typedef struct ftree {
-    size_t size; /* leaves, a power of two >= the number of timestamps */
-    fnode *n;    /* n[1] root, leaves at [size, 2 size) */
-} ftree;
-
-static int64_t i64_of(uint64_t v) { return v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v; }
-
-static int64_t add_i64(int64_t x, int64_t y) {
-    if (y > 0 && x > INT64_MAX - y) return INT64_MAX;
-    if (y < 0 && x < INT64_MIN - y) return INT64_MIN;
-    return x + y;
-}
-
-static int64_t max_i64(int64_t x, int64_t y) { return x > y ? x : y; }
-
-static fnode fnode_join(const fnode *l, const fnode *r) {
-    if (l->empty) return *r;
-    if (r->empty) return *l;
-    fnode o = {false, l->sa + r->sa, l->sf + r->sf, l->sz + r->sz, add_i64(l->a, r->a),
-               max_i64(add_i64(l->b, r->a), r->b), max_i64(l->c, add_i64(l->a, r->c)), 0};
-    o.d = max_i64(max_i64(l->d, add_i64(l->b, r->c)), r->d);
-    return o;
-}
-
-static void ftree_init(ftree *f, size_t m) {
-    f->size = 1;
-    while (f->size < m) f->size *= 2;
-    f->n = cg_xzalloc(2 * f->size, sizeof *f->n); /* all-zero leaves are x -> max(x, 0) = x */
-}
-
-/* adds (or removes) bytes to leaf k's A, F or Z sum (which: 0, 1, 2) */
-static void ftree_update(ftree *f, size_t k, int which, uint64_t bytes, bool add) {
-    fnode *leaf = &f->n[f->size + k];
-    uint64_t *sum = which == 0 ? &leaf->sa : which == 1 ? &leaf->sf : &leaf->sz;
-    *sum = add ? *sum + bytes : *sum - bytes;
-    int64_t A = i64_of(leaf->sa), F = i64_of(leaf->sf);
-    leaf->a = leaf->c = A - F;
-    leaf->b = leaf->d = A;
-    for (size_t i = (f->size + k) / 2; i >= 1; i /= 2) f->n[i] = fnode_join(&f->n[2 * i], &f->n[2 * i + 1]);
-}
-
-/* the join of leaves [lo, hi) */
-static fnode ftree_query(const ftree *f, size_t lo, size_t hi) {
-    fnode left = {.empty = true}, right = {.empty = true};
-    for (lo += f->size, hi += f->size; lo < hi; lo /= 2, hi /= 2) {
-        if (lo & 1) left = fnode_join(&left, &f->n[lo++]);
-        if (hi & 1) right = fnode_join(&f->n[--hi], &right);
-    }
-    return fnode_join(&left, &right);
-}
-
-typedef struct slife {
-    size_t span;       /* owning span index */
-    size_t tin;        /* preorder position of that span */
-    size_t life;       /* index into the profile's lifetimes */
-    size_t k0, k1;     /* leaves of its start and end timestamps */
-    uint64_t bytes;
-    bool zero;         /* start = end: allocated and freed at one timestamp */
-} slife;
-
-static uint64_t lifetime_end(const cg_lifetime *l) { return l->has_end ? l->end_timestamp_ns : UINT64_MAX; }
-
-static int cmp_u64(const void *pa, const void *pb) {
-    uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
-    return a < b ? -1 : a > b;
-}
-
-/* count of x[i] < v (or <= v when inclusive) */
-static size_t count_below(const uint64_t *x, size_t m, uint64_t v, bool inclusive) {
-    size_t lo = 0, hi = m;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (x[mid] < v || (inclusive && x[mid] == v))
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-static int cmp_slife_tin(const void *pa, const void *pb) {
-    const slife *a = pa, *b = pb;
-    return a->tin < b->tin ? -1 : a->tin > b->tin;
-}
-
-static void apply_range(ftree *f, const slife *ls, size_t from, size_t to, bool add) {
-    for (size_t k = from; k < to; k++) {
-        ftree_update(f, ls[k].k0, 0, ls[k].bytes, add);
-        ftree_update(f, ls[k].k1, 1, ls[k].bytes, add);
-        if (ls[k].zero) ftree_update(f, ls[k].k0, 2, ls[k].bytes, add);
-    }
-}
-
-/* The span forest: parents, children (CSR), preorder positions and subtree
- * extents [tin, tout), built without recursion. Unreachable spans keep NONE. */
-typedef struct stree {
-    size_t ns, reached;
-    size_t *par, *nch, *child, *tin, *tout;
-} stree;
-
-static void stree_build(stree *T, const cg_trace *t) {
-    size_t ns = T->ns = t->n_spans;
-    T->par = cg_xalloc(ns, sizeof *T->par);
-    T->nch = cg_xzalloc(ns + 1, sizeof *T->nch);
-    for (size_t i = 0; i < ns; i++) {
-        const cg_span *ps = t->spans[i].parent_id ? cg_trace_find_span(t, t->spans[i].parent_id) : NULL;
-        T->par[i] = ps ? (size_t)(ps - t->spans) : NONE;
-        if (T->par[i] != NONE) T->nch[T->par[i] + 1]++;
-    }
-    for (size_t i = 0; i < ns; i++) T->nch[i + 1] += T->nch[i];
-    T->child = cg_xalloc(ns, sizeof *T->child);
-    size_t *fill = cg_xalloc(ns, sizeof *fill), *order = cg_xalloc(ns, sizeof *order), *stack = cg_xalloc(ns, sizeof *stack);
-    memcpy(fill, T->nch, ns * sizeof *fill);
-    for (size_t i = 0; i < ns; i++)
-        if (T->par[i] != NONE) T->child[fill[T->par[i]]++] = i;
-    T->tin = cg_xalloc(ns, sizeof *T->tin);
-    T->tout = cg_xalloc(ns, sizeof *T->tout);
-    for (size_t i = 0; i < ns; i++) T->tin[i] = T->tout[i] = NONE;
-    T->reached = 0;
-    for (size_t root = 0; root < ns; root++) {
-        if (T->par[root] != NONE) continue;
-        size_t sp = 0;
-        stack[sp++] = root;
-        while (sp) {
-            size_t v = stack[--sp];
-            T->tin[v] = T->reached;
-            order[T->reached++] = v;
-            for (size_t k = T->nch[v + 1]; k > T->nch[v]; k--) stack[sp++] = T->child[k - 1];
-        }
-    }
-    for (size_t k = T->reached; k > 0; k--) { /* subtree extents, reverse preorder */
-        size_t v = order[k - 1], size = 1;
-        for (size_t c = T->nch[v]; c < T->nch[v + 1]; c++) size += T->tout[T->child[c]] - T->tin[T->child[c]];
-        T->tout[v] = T->tin[v] + size;
-    }
-    free(stack);
-    free(order);
-    free(fill);
-}
-
-static void stree_free(stree *T) {
-    free(T->tout);
-    free(T->tin);
-    free(T->child);
-    free(T->nch);
-    free(T->par);
-}
-
-/* The lifetimes of reachable spans, in preorder of their span (pref[i] = first
- * with tin >= i, so a subtree's lifetimes are ls[pref[tin], pref[tout])), on
- * the compressed timestamps xs[0..m). Fills every span's direct allocation. */
-typedef struct slives {
-    slife *ls;
-    size_t nls, m;
-    uint64_t *xs; /* distinct start and end timestamps, sorted */
-    size_t *pref;
-} slives;
-
-static void slives_collect(slives *L, const cg_trace *t, const cg_logical_memory *lm, const stree *T,
-                           cg_span_memory *out) {
-    size_t nl = lm->n_lifetimes, nx = 0;
-    L->ls = cg_xalloc((nl ? nl : 1), sizeof *L->ls);
-    L->xs = cg_xalloc((nl ? 2 * nl : 1), sizeof *L->xs);
-    L->nls = 0;
-    for (size_t k = 0; k < nl; k++) {
-        const cg_lifetime *l = &lm->lifetimes[k];
-        const cg_span *sp = cg_trace_find_span(t, l->allocation_span_id);
-        if (!sp) continue;
-        size_t s = (size_t)(sp - t->spans);
-        out[s].has_allocated = true;
-        out[s].allocated_bytes = cg_sat_add_u64(out[s].allocated_bytes, l->bytes);
-        if (T->tin[s] == NONE) continue;
-        L->ls[L->nls++] = (slife){s, T->tin[s], k, 0, 0, l->bytes, l->has_end && l->end_timestamp_ns == l->start_timestamp_ns};
-        L->xs[nx++] = l->start_timestamp_ns;
-        L->xs[nx++] = lifetime_end(l);
-    }
-    qsort(L->xs, nx, sizeof *L->xs, cmp_u64);
-    L->m = 0;
-    for (size_t k = 0; k < nx; k++)
-        if (L->m == 0 || L->xs[L->m - 1] != L->xs[k]) L->xs[L->m++] = L->xs[k];
-    for (size_t k = 0; k < L->nls; k++) {
-        const cg_lifetime *l = &lm->lifetimes[L->ls[k].life];
-        L->ls[k].k0 = count_below(L->xs, L->m, l->start_timestamp_ns, false);
-        L->ls[k].k1 = count_below(L->xs, L->m, lifetime_end(l), false);
-    }
-    qsort(L->ls, L->nls, sizeof *L->ls, cmp_slife_tin);
-    L->pref = cg_xalloc((T->reached + 1), sizeof *L->pref);
-    for (size_t i = 0, k = 0; i <= T->reached; i++) {
-        while (k < L->nls && L->ls[k].tin < i) k++;
-        L->pref[i] = k;
-    }
-}
-
-static void slives_free(slives *L) {
-    free(L->pref);
-    free(L->xs);
-    free(L->ls);
-}
-
-/* Heavy child of every reachable span: the child with the most subtree lifetimes. */
-static size_t *heavy_children(const stree *T, const slives *L) {
-    size_t *heavy = cg_xalloc(T->ns, sizeof *heavy);
-    for (size_t i = 0; i < T->ns; i++) {
-        heavy[i] = NONE;
-        if (T->tin[i] == NONE) continue;
-        size_t best = 0;
-        for (size_t c = T->nch[i]; c < T->nch[i + 1]; c++) {
-            size_t ch = T->child[c], w = L->pref[T->tout[ch]] - L->pref[T->tin[ch]];
-            if (heavy[i] == NONE || w > best) {
-                heavy[i] = ch;
-                best = w;
-            }
-        }
-    }
-    return heavy;
-}
-
-/* Peak and residual of a span's window while the tree holds exactly its subtree:
- * peak = the crate's walk from the live bytes at the window start through the
- * timestamps strictly inside; residual = bytes with start < window end < end. */
-static void span_window(cg_span_memory *o, const ftree *f, const slives *L, const cg_span *s) {
-    uint64_t ws = s->start_ns;
-    uint64_t we = ws + s->duration_ns < ws ? UINT64_MAX : ws + s->duration_ns;
-    o->has_window = true;
-    if (we <= ws || L->m == 0) return; /* an empty window is 0 / 0 */
-    size_t at_start = count_below(L->xs, L->m, ws, true), before_end = count_below(L->xs, L->m, we, false);
-    size_t to_end = count_below(L->xs, L->m, we, true);
-    fnode head = ftree_query(f, 0, at_start);
-    uint64_t live = head.empty ? 0 : head.sa - head.sf;
-    int64_t x0 = i64_of(live), peak = x0;
-    if (before_end > at_start) {
-        fnode mid = ftree_query(f, at_start, before_end);
-        peak = max_i64(peak, max_i64(add_i64(x0, mid.c), mid.d));
-    }
-    o->peak_live_bytes = (uint64_t)peak;
-    fnode upto = ftree_query(f, 0, before_end), incl = ftree_query(f, 0, to_end);
-    uint64_t started = upto.empty ? 0 : upto.sa, ended = incl.empty ? 0 : incl.sf;
-    uint64_t zero_at_end = to_end > before_end ? f->n[f->size + before_end].sz : 0;
-    o->residual_bytes = started - ended + zero_at_end;
-}
-
-typedef struct frame {
-    size_t v;
-    unsigned char keep, state;
-} frame;
-
-/* Small-to-large walk: every span's subtree lifetimes are in the tree when its
- * window is measured; light subtrees are removed again afterwards. */
-static void subtree_walk(cg_span_memory *out, const cg_trace *t, const stree *T, const slives *L, bool complete) {
-    size_t *heavy = heavy_children(T, L);
-    ftree f;
-    ftree_init(&f, L->m ? L->m : 1);
-    frame *fs = cg_xalloc(T->ns, sizeof *fs);
-    const size_t *nch = T->nch, *child = T->child, *tin = T->tin, *tout = T->tout, *pref = L->pref;
-    for (size_t root = 0; root < T->ns; root++) {
-        if (T->par[root] != NONE || tin[root] == NONE) continue;
-        size_t sp = 0;
-        fs[sp++] = (frame){root, 0, 0};
-        while (sp) {
-            frame fr = fs[--sp];
-            size_t v = fr.v;
-            if (fr.state == 0) {
-                fs[sp++] = (frame){v, fr.keep, 1};
-                if (heavy[v] != NONE) fs[sp++] = (frame){heavy[v], 1, 0};
-                for (size_t c = nch[v]; c < nch[v + 1]; c++)
-                    if (child[c] != heavy[v]) fs[sp++] = (frame){child[c], 0, 0};
-                continue;
-            }
-            for (size_t c = nch[v]; c < nch[v + 1]; c++)
-                if (child[c] != heavy[v]) apply_range(&f, L->ls, pref[tin[child[c]]], pref[tout[child[c]]], true);
-            apply_range(&f, L->ls, pref[tin[v]], pref[tin[v] + 1], true);
-            const cg_span *s = &t->spans[v];
-            if (s->closed && (complete || pref[tout[v]] > pref[tin[v]])) span_window(&out[v], &f, L, s);
-            if (!fr.keep) apply_range(&f, L->ls, pref[tin[v]], pref[tout[v]], false);
-        }
-    }
-    free(fs);
-    free(f.n);
-    free(heavy);
-}
-
-cg_span_memory *cg_memory_span_metrics(const cg_trace *t, const cg_memory_profile *p, cg_arena *a) {
-    if (!p || !p->logical) return NULL;
-    const cg_logical_memory *lm = p->logical;
-    size_t ns = t->n_spans;
-    cg_span_memory *out = cg_arena_zalloc(a, (ns ? ns : 1) * sizeof *out);
-    bool complete = t->run.contract.logical_memory == CG_COV_COMPLETE;
-    for (size_t i = 0; i < ns; i++) out[i].has_allocated = complete;
-    if (ns == 0) return out;
-    stree T;
-    stree_build(&T, t);
-    slives L;
-    slives_collect(&L, t, lm, &T, out);
-    subtree_walk(out, t, &T, &L, complete);
-    slives_free(&L);
-    stree_free(&T);
-    return out;
-}
-
-/* ------------------------------------------------------ per-op metrics */
-
-typedef struct opref {
-    const char *span_id, *op_name;
-    size_t idx;
-} opref;
-
-static int opref_cmp_key(const char *span_a, const char *name_a, const char *span_b, const char *name_b) {
-    int c = strcmp(span_a, span_b);
-    return c ? c : strcmp(name_a, name_b);
-}
-
-static int cmp_opref(const void *pa, const void *pb) {
-    const opref *a = pa, *b = pb;
-    int c = opref_cmp_key(a->span_id, a->op_name, b->span_id, b->op_name);
-    if (c) return c;
-    return a->idx < b->idx ? -1 : a->idx > b->idx;
-}
-
-/* first ref with key >= (span_id, op_name) */
-static size_t opref_lower(const opref *r, size_t n, const char *span_id, const char *op_name) {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (opref_cmp_key(r[mid].span_id, r[mid].op_name, span_id, op_name) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-cg_op_memory *cg_memory_op_metrics(const cg_trace *t, const cg_memory_profile *p, cg_arena *a) {
-    if (!p || !p->logical) return NULL;
-    size_t no = t->n_ops;
-    cg_op_memory *out = cg_arena_zalloc(a, (no ? no : 1) * sizeof *out);
-    opref *r = cg_xalloc(no, sizeof *r);
-    for (size_t i = 0; i < no; i++) r[i] = (opref){t->ops[i].span_id, t->ops[i].op_name, i};
-    qsort(r, no, sizeof *r, cmp_opref);
-    const cg_logical_memory *lm = p->logical;
-    for (size_t k = 0; k < lm->n_lifetimes; k++) {
-        const cg_lifetime *l = &lm->lifetimes[k];
-        if (!l->op_name) continue;
-        size_t i = opref_lower(r, no, l->allocation_span_id, l->op_name);
-        if (i >= no || opref_cmp_key(r[i].span_id, r[i].op_name, l->allocation_span_id, l->op_name) != 0) continue;
-        if (i + 1 < no && opref_cmp_key(r[i + 1].span_id, r[i + 1].op_name, l->allocation_span_id, l->op_name) == 0)
-            continue; /* ambiguous within the span: span-level attribution only */
-        cg_op_memory *o = &out[r[i].idx];
-        o->has_allocated = true;
-        o->allocated_bytes = cg_sat_add_u64(o->allocated_bytes, l->bytes);
-    }
-    free(r);
-    return out;
-}
-
 /* ------------------------------------------------------------------- JSON */
 
 static cg_jv *shape_json(cg_arena *a, const cg_shape *s) {
@@ -785,26 +583,28 @@ static cg_jv *shape_json(cg_arena *a, const cg_shape *s) {
     return arr;
 }
 
-cg_jv *cg_lifetime_to_json(cg_arena *a, const cg_lifetime *l) {
+static cg_jv *lifetime_json(cg_arena *a, const cg_logical_memory *lm, const cg_lifetime_rec *r) {
+    cg_lifetime l = cg_logical_lifetime(lm, r);
     cg_jv *o = cg_jv_obj(a);
-    cg_jv_obj_put(a, o, "device", cg_jv_str_nocopy(a, l->device));
-    cg_jv_obj_put(a, o, "storage_id", cg_jv_str_nocopy(a, l->storage_id));
+    cg_jv_obj_put(a, o, "device", cg_jv_str_nocopy(a, l.device));
+    cg_jv_obj_put(a, o, "storage_id", cg_jv_str_nocopy(a, l.storage_id));
     cg_jv *ids = cg_jv_arr(a);
-    for (size_t i = 0; i < l->n_tensor_ids; i++) cg_jv_arr_push(a, ids, cg_jv_str_nocopy(a, l->tensor_ids[i]));
+    for (size_t i = 0; i < l.n_tensor_ids; i++)
+        cg_jv_arr_push(a, ids, cg_jv_str_nocopy(a, cg_logical_tensor_id(lm, r, i)));
     cg_jv_obj_put(a, o, "tensor_ids", ids);
-    cg_jv_obj_put(a, o, "allocation_span_id", cg_jv_str_nocopy(a, l->allocation_span_id));
-    cg_jv_obj_put(a, o, "op_name", l->op_name ? cg_jv_str_nocopy(a, l->op_name) : cg_jv_null(a));
-    cg_jv_obj_put(a, o, "bytes", cg_jv_u64(a, l->bytes));
-    cg_jv_obj_put(a, o, "shape", shape_json(a, l->shape));
-    cg_jv_obj_put(a, o, "dtype", cg_jv_str_nocopy(a, l->dtype));
-    cg_jv_obj_put(a, o, "category", cg_jv_str_nocopy(a, cg_category_name(l->category)));
-    cg_jv_obj_put(a, o, "start_timestamp_ns", cg_jv_u64(a, l->start_timestamp_ns));
-    if (l->has_end) cg_jv_obj_put(a, o, "end_timestamp_ns", cg_jv_u64(a, l->end_timestamp_ns));
+    cg_jv_obj_put(a, o, "allocation_span_id", cg_jv_str_nocopy(a, l.allocation_span_id));
+    cg_jv_obj_put(a, o, "op_name", l.op_name ? cg_jv_str_nocopy(a, l.op_name) : cg_jv_null(a));
+    cg_jv_obj_put(a, o, "bytes", cg_jv_u64(a, l.bytes));
+    cg_jv_obj_put(a, o, "shape", shape_json(a, l.shape));
+    cg_jv_obj_put(a, o, "dtype", cg_jv_str_nocopy(a, l.dtype));
+    cg_jv_obj_put(a, o, "category", cg_jv_str_nocopy(a, cg_category_name(l.category)));
+    cg_jv_obj_put(a, o, "start_timestamp_ns", cg_jv_u64(a, l.start_timestamp_ns));
+    if (l.has_end) cg_jv_obj_put(a, o, "end_timestamp_ns", cg_jv_u64(a, l.end_timestamp_ns));
     return o;
 }
 
 /* categories of a point's map, keys sorted (a BTreeMap in the crate) */
-static cg_jv *by_category_json(cg_arena *a, const cg_logical_point *pt) {
+static cg_jv *by_category_json(cg_arena *a, const replay *r) {
     int order[CG_CAT_COUNT];
     for (int c = 0; c < CG_CAT_COUNT; c++) {
         int k = c;
@@ -816,69 +616,49 @@ static cg_jv *by_category_json(cg_arena *a, const cg_logical_point *pt) {
     }
     cg_jv *o = cg_jv_obj(a);
     for (int k = 0; k < CG_CAT_COUNT; k++)
-        if (pt->category_present & (1u << order[k]))
-            cg_jv_obj_put(a, o, cg_category_name((cg_category)order[k]), cg_jv_u64(a, pt->live_bytes_by_category[order[k]]));
+        if (r->cat_active[order[k]])
+            cg_jv_obj_put(a, o, cg_category_name((cg_category)order[k]), cg_jv_u64(a, r->cat_live[order[k]]));
     return o;
 }
 
-static cg_jv *by_device_json(cg_arena *a, const cg_logical_memory *l, const uint64_t *live, const bool *seen) {
+static cg_jv *by_device_json(cg_arena *a, const replay *r) {
     cg_jv *o = cg_jv_obj(a);
-    for (size_t d = 0; d < l->n_devices; d++)
-        if (seen[d]) cg_jv_obj_put(a, o, l->devices[d].device, cg_jv_u64(a, live[d]));
+    for (size_t d = 0; d < r->l->n_devices; d++)
+        if (r->dev_active[d]) cg_jv_obj_put(a, o, r->l->devices[d].device, cg_jv_u64(a, r->dev_live[d]));
     return o;
 }
 
 static cg_jv *lifetime_item(cg_arena *a, void *ctx, size_t i) {
-    return cg_lifetime_to_json(a, &((const cg_logical_memory *)ctx)->lifetimes[i]);
+    const cg_logical_memory *l = ctx;
+    return lifetime_json(a, l, &l->lifetimes[i]);
 }
 
 static cg_jv *peak_live_item(cg_arena *a, void *ctx, size_t i) {
-    return cg_lifetime_to_json(a, &((const cg_logical_memory *)ctx)->peak_live_allocations[i]);
+    const cg_logical_memory *l = ctx;
+    return lifetime_json(a, l, &l->peak_live_allocations[i]);
 }
 
-/* Timeline generator: live bytes per device carried from point to point
- * (items come in order; state restarts at point 0). */
-typedef struct timeline_gen {
-    const cg_logical_memory *l;
-    uint64_t *live;
-    bool *seen;
-} timeline_gen;
-
-static cg_jv *timeline_item(cg_arena *a, void *ctx, size_t p) {
-    timeline_gen *g = ctx;
-    const cg_logical_memory *l = g->l;
-    if (p == 0) {
-        for (size_t d = 0; d < l->n_devices; d++) {
-            g->live[d] = 0;
-            g->seen[d] = false;
-        }
-    }
-    const cg_logical_point *pt = &l->timeline[p];
-    for (size_t k = 0; k < pt->n_changes; k++) {
-        const cg_device_live_change *c = &l->changes[pt->change_first + k];
-        g->live[c->device] = c->live_bytes;
-        g->seen[c->device] = c->present;
-    }
+/* One timeline point, its maps from the replay (items come in order, so each
+ * point costs its own events; a jump back replays from point 0). */
+static cg_jv *point_json(cg_arena *a, replay *r, size_t p) {
+    replay_to(r, p);
+    const cg_logical_point *pt = &r->l->timeline[p];
     cg_jv *e = cg_jv_obj(a);
     cg_jv_obj_put(a, e, "timestamp_ns", cg_jv_u64(a, pt->timestamp_ns));
     cg_jv_obj_put(a, e, "live_bytes", cg_jv_u64(a, pt->live_bytes));
-    cg_jv_obj_put(a, e, "live_bytes_by_device", by_device_json(a, l, g->live, g->seen));
-    cg_jv_obj_put(a, e, "live_bytes_by_category", by_category_json(a, pt));
+    cg_jv_obj_put(a, e, "live_bytes_by_device", by_device_json(a, r));
+    cg_jv_obj_put(a, e, "live_bytes_by_category", by_category_json(a, r));
     return e;
 }
+
+static cg_jv *timeline_item(cg_arena *a, void *ctx, size_t p) { return point_json(a, ctx, p); }
 
 static void put_opt(cg_arena *a, cg_jv *o, const char *k, bool has, uint64_t v) {
     if (has) cg_jv_obj_put(a, o, k, cg_jv_u64(a, v));
 }
 
-static cg_jv *logical_peak_json(cg_arena *a, const cg_logical_memory *l, timeline_gen *tg) {
-    const cg_logical_point *pk = &l->timeline[l->peak_point];
-    cg_logical_live_by_device(l, l->peak_point, tg->live, tg->seen);
-    cg_jv *peak = cg_jv_obj(a);
-    cg_jv_obj_put(a, peak, "timestamp_ns", cg_jv_u64(a, pk->timestamp_ns));
-    cg_jv_obj_put(a, peak, "live_bytes", cg_jv_u64(a, pk->live_bytes));
-    cg_jv_obj_put(a, peak, "live_bytes_by_device", by_device_json(a, l, tg->live, tg->seen));
-    cg_jv_obj_put(a, peak, "live_bytes_by_category", by_category_json(a, pk));
+static cg_jv *logical_peak_json(cg_arena *a, const cg_logical_memory *l, replay *r) {
+    cg_jv *peak = point_json(a, r, l->peak_point);
     cg_jv_obj_put(a, peak, "live_allocations",
                   cg_jv_lazy_arr(a, l->n_peak_live_allocations, peak_live_item, (void *)(uintptr_t)l));
     return peak;
@@ -901,13 +681,12 @@ static cg_jv *logical_json(cg_arena *a, const cg_logical_memory *l) {
     cg_jv_obj_put(a, o, "storage_allocation_count", cg_jv_u64(a, l->storage_allocation_count));
     cg_jv_obj_put(a, o, "matched_storage_free_count", cg_jv_u64(a, l->matched_storage_free_count));
     cg_jv_obj_put(a, o, "total_allocated_bytes", cg_jv_u64(a, l->total_allocated_bytes));
-    timeline_gen *tg = cg_arena_alloc(a, sizeof *tg);
-    tg->l = l;
-    tg->live = cg_arena_zalloc(a, (l->n_devices ? l->n_devices : 1) * sizeof *tg->live);
-    tg->seen = cg_arena_zalloc(a, (l->n_devices ? l->n_devices : 1) * sizeof *tg->seen);
-    /* the peak borrows the generator's scratch: the timeline restarts it at point 0 */
-    if (l->has_peak) cg_jv_obj_put(a, o, "peak", logical_peak_json(a, l, tg));
-    cg_jv_obj_put(a, o, "timeline", cg_jv_lazy_arr(a, l->n_timeline, timeline_item, tg));
+    replay *r = cg_arena_alloc(a, sizeof *r);
+    replay_init(r, l, cg_arena_zalloc(a, (l->n_devices ? l->n_devices : 1) * sizeof *r->dev_live),
+                cg_arena_zalloc(a, (l->n_devices ? l->n_devices : 1) * sizeof *r->dev_active));
+    /* the peak and the timeline share the replay: the timeline's point 0 restarts it */
+    if (l->has_peak) cg_jv_obj_put(a, o, "peak", logical_peak_json(a, l, r));
+    cg_jv_obj_put(a, o, "timeline", cg_jv_lazy_arr(a, l->n_timeline, timeline_item, r));
     cg_jv_obj_put(a, o, "lifetimes", cg_jv_lazy_arr(a, l->n_lifetimes, lifetime_item, ctx));
     cg_jv *devs = cg_jv_arr(a);
     for (size_t d = 0; d < l->n_devices; d++) cg_jv_arr_push(a, devs, logical_device_json(a, &l->devices[d]));

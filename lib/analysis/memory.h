@@ -13,8 +13,11 @@
  * malloc'd and freed before returning.
  * Errors: none (allocation failure aborts).
  * Thread safety: reentrant (no global state); distinct arenas may be used concurrently.
- * Limits: O(n log n) in the number of events; memory proportional to the input
- * (the timeline stores per-device changes, not full per-point device maps).
+ * Limits: fewer than 2^31 memory events (more exits as out of memory);
+ * O(n log n) time in the number of events. Held memory: 16 bytes per
+ * timeline point, 4 bytes and a bit per event (its effect, the group starts),
+ * 20 bytes per lifetime and 4 per tensor id;
+ * the by-device / by-category maps are replayed, never stored per point.
  * Byte sums saturate at UINT64_MAX except the running live sums, which are exact
  * as long as the true values fit in u64. */
 #ifndef CG_ANALYSIS_MEMORY_H
@@ -28,12 +31,22 @@
 #include "base/json.h"
 #include "trace/trace.h"
 
-/* LogicalStorageLifetime. tensor_ids: opening tensor, aliases, freeing tensor;
- * sorted, deduplicated. */
+/* LogicalStorageLifetime, stored compactly: the opening alloc and the matching
+ * free are events of the trace (indices into t->memory), and the tensor ids
+ * (opening tensor, aliases, freeing tensor; sorted, deduplicated) are the
+ * tensor_id of the events tensor_ev[ids_first, ids_first + n_ids). */
+#define CG_LIFETIME_RETAINED UINT32_MAX
+typedef struct cg_lifetime_rec {
+    uint32_t open;  /* the opening alloc: device, storage_id, span, op_name, bytes, shape, dtype,
+                       category and start timestamp are its fields */
+    uint32_t close; /* the matching free (its timestamp is the end), CG_LIFETIME_RETAINED while retained */
+    uint32_t device; /* index into cg_logical_memory.devices */
+    uint32_t ids_first, n_ids;
+} cg_lifetime_rec;
+
+/* A lifetime's fields as the crate names them (cg_logical_lifetime builds it). */
 typedef struct cg_lifetime {
-    const char *device, *storage_id;
-    const char **tensor_ids; size_t n_tensor_ids;
-    const char *allocation_span_id;
+    const char *device, *storage_id, *allocation_span_id;
     const char *op_name; /* NULL when the opening alloc had none */
     uint64_t bytes;
     const cg_shape *shape;
@@ -42,26 +55,19 @@ typedef struct cg_lifetime {
     uint64_t start_timestamp_ns;
     bool has_end; /* false while retained */
     uint64_t end_timestamp_ns;
+    size_t n_tensor_ids;
 } cg_lifetime;
 
-/* One change of a device's live bytes, applied at a timeline point. */
-typedef struct cg_device_live_change {
-    size_t device; /* index into cg_logical_memory.devices */
-    uint64_t live_bytes;
-    bool present; /* the device holds at least one live storage (so it is a key of the map) */
-} cg_device_live_change;
-
-/* LogicalMemoryPoint. live_bytes_by_device is reconstructed by replaying the
- * changes [change_first, change_first+n_changes) of every point up to this one
- * (cg_logical_live_by_device does it). Both maps hold exactly the devices /
- * categories with at least one live storage at that point (no zero entries
- * invented for the others). */
+/* LogicalMemoryPoint: one per group of events of equal timestamp, in order (the
+ * group of point p starts at the p-th set bit of cg_logical_memory.group_start
+ * in the (timestamp, document index) order of the events). Its
+ * live_bytes_by_device / live_bytes_by_category maps are rebuilt by replaying
+ * the effects of every event up to it (the JSON writer does it in one pass;
+ * cg_logical_live_by_device for one point). Both maps hold exactly the devices /
+ * categories with at least one live storage at that point. */
 typedef struct cg_logical_point {
     uint64_t timestamp_ns;
     uint64_t live_bytes;
-    uint64_t live_bytes_by_category[CG_CAT_COUNT]; /* index = cg_category */
-    uint8_t category_present;                       /* bit c: category c is a key of the map */
-    size_t change_first, n_changes;
 } cg_logical_point;
 
 /* LogicalDeviceMemoryStats: every device with a memory event (a device that only
@@ -73,18 +79,30 @@ typedef struct cg_logical_device {
     uint64_t peak_live_bytes, peak_timestamp_ns;
 } cg_logical_device;
 
+/* effects[i], for the i-th event in (timestamp, document index) order: 2 k when it
+ * opens lifetimes[k], 2 k + 1 when it closes it, CG_EFFECT_NONE when it changes
+ * nothing (an alias alloc of a live storage, an unmatched free). */
+#define CG_EFFECT_NONE UINT32_MAX
+
 typedef struct cg_logical_memory {
+    const cg_trace *trace; /* the events the records index */
     uint64_t storage_allocation_count, matched_storage_free_count, total_allocated_bytes;
     bool has_peak;     /* false: no allocation at all (the stream only held unmatched frees) */
     size_t peak_point; /* index into timeline of the peak: the first strict maximum among the
                           points at or after the first allocation */
-    cg_lifetime *peak_live_allocations; size_t n_peak_live_allocations; /* snapshot at the peak:
-                                          sorted by (start, device, storage_id), no end, aliases so far */
+    cg_lifetime_rec *peak_live_allocations; size_t n_peak_live_allocations; /* snapshot at the peak:
+                          sorted by (start, device, storage_id), close RETAINED, aliases so far */
     cg_logical_device *devices; size_t n_devices; /* sorted by device */
-    cg_lifetime *lifetimes; size_t n_lifetimes;   /* sorted by (start, device, storage_id) */
-    cg_logical_point *timeline; size_t n_timeline; /* one point per timestamp group */
-    cg_device_live_change *changes; size_t n_changes;
+    cg_lifetime_rec *lifetimes; size_t n_lifetimes; /* sorted by (start, device, storage_id) */
+    uint32_t *tensor_ev;                           /* tensor ids of lifetimes and snapshot */
+    cg_logical_point *timeline; size_t n_timeline;
+    uint32_t *effects; size_t n_effects;           /* one per memory event */
+    uint64_t *group_start;                         /* bit i: event i of the order opens a point */
 } cg_logical_memory;
+
+/* The fields of record r (a lifetime or a peak snapshot entry) and its i-th tensor id. */
+cg_lifetime cg_logical_lifetime(const cg_logical_memory *l, const cg_lifetime_rec *r);
+const char *cg_logical_tensor_id(const cg_logical_memory *l, const cg_lifetime_rec *r, size_t i);
 
 typedef struct cg_physical_device {
     const char *device;
@@ -114,7 +132,8 @@ cg_memory_profile *cg_memory_analyze(const cg_trace *t, cg_arena *a);
 bool cg_memory_logical_peak(const cg_memory_profile *p, uint64_t *bytes, uint64_t *timestamp_ns);
 
 /* Fills out[0..n_devices) with the live bytes per device at timeline point `point`
- * and seen[0..n_devices) with whether the device appears in that point's map. O(changes). */
+ * and seen[0..n_devices) with whether the device appears in that point's map.
+ * O(events up to the point). */
 void cg_logical_live_by_device(const cg_logical_memory *l, size_t point, uint64_t *out, bool *seen);
 
 /* Per-span metrics (indexed like t->spans) for the graph (node_memory_metrics).
@@ -163,6 +182,5 @@ cg_jv *cg_memory_to_json(cg_arena *a, const cg_memory_profile *p);
 /* The same value with lifetimes, peak live allocations and both timelines as
  * lazy arrays (json.h); p and its trace must outlive every use of the value. */
 cg_jv *cg_memory_to_json_lazy(cg_arena *a, const cg_memory_profile *p);
-cg_jv *cg_lifetime_to_json(cg_arena *a, const cg_lifetime *l);
 
 #endif
