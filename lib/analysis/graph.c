@@ -598,10 +598,63 @@ typedef struct ekey {
     uint64_t seq; /* is_data << 32 | construction order */
 } ekey;
 
-static int cmp_ekey(const void *pa, const void *pb) {
-    const ekey *a = pa, *b = pb;
-    if (a->ft != b->ft) return a->ft < b->ft ? -1 : 1;
-    return a->seq < b->seq ? -1 : a->seq > b->seq;
+static bool ekey_less(const ekey *a, const ekey *b) { return a->ft != b->ft ? a->ft < b->ft : a->seq < b->seq; }
+
+static void ekey_sift(ekey *k, size_t n, size_t i) {
+    for (size_t c; (c = 2 * i + 1) < n; i = c) {
+        if (c + 1 < n && ekey_less(&k[c], &k[c + 1])) c++;
+        if (!ekey_less(&k[i], &k[c])) return;
+        ekey x = k[i];
+        k[i] = k[c];
+        k[c] = x;
+    }
+}
+
+/* In place (no scratch copy of the keys): quicksort on the median of three,
+ * heapsort below a depth of 2 log n, insertion sort for short runs. The keys
+ * are distinct (seq), so the order is the same as any sort's. */
+static void sort_ekeys(ekey *k, size_t n) {
+    unsigned depth = 0;
+    for (size_t m = n; m > 1; m >>= 1) depth += 2;
+    while (n > 16) {
+        if (depth-- == 0) {
+            for (size_t i = n / 2; i > 0; i--) ekey_sift(k, n, i - 1);
+            for (size_t e = n - 1; e > 0; e--) {
+                ekey x = k[0];
+                k[0] = k[e];
+                k[e] = x;
+                ekey_sift(k, e, 0);
+            }
+            return;
+        }
+        ekey *a = &k[0], *b = &k[n / 2], *c = &k[n - 1];
+        ekey p = ekey_less(a, b) ? (ekey_less(b, c) ? *b : ekey_less(a, c) ? *c : *a)
+                                 : (ekey_less(a, c) ? *a : ekey_less(b, c) ? *c : *b);
+        size_t i = 0, j = n - 1;
+        for (;;) { /* Hoare partition: [0, j] <= p <= [j + 1, n) */
+            while (ekey_less(&k[i], &p)) i++;
+            while (ekey_less(&p, &k[j])) j--;
+            if (i >= j) break;
+            ekey x = k[i];
+            k[i++] = k[j];
+            k[j--] = x;
+        }
+        size_t left = j + 1;
+        if (left < n - left) { /* recurse into the smaller side, loop on the larger */
+            sort_ekeys(k, left);
+            k += left;
+            n -= left;
+        } else {
+            sort_ekeys(k + left, n - left);
+            n = left;
+        }
+    }
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && ekey_less(&k[j], &k[j - 1]); j--) {
+            ekey x = k[j];
+            k[j] = k[j - 1];
+            k[j - 1] = x;
+        }
 }
 
 /* an endpoint naming no node, waiting for its foreign index */
@@ -755,7 +808,7 @@ static void build_edges(bctx *b) {
         k[i] = (ekey){f << 32 | t, (uint64_t)rec_is_data(b->t, &es[i]) << 32 | i};
     }
     free(fkey);
-    qsort(k, ne, sizeof *k, cmp_ekey);
+    sort_ekeys(k, ne);
     permute_edges(es, k, ne);
     size_t kept = 0;
     for (size_t i = 0; i < ne; i++) {
@@ -928,8 +981,13 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
         cg_buf_free(&id);
     } else {
         self_times(&b);
-        build_edges(&b);
         build_summary(&b);
+        free(b.cfirst); /* the child lists are done: the edges' scratch comes next */
+        free(b.clist);
+        free(b.ivs);
+        b.cfirst = b.clist = NULL;
+        b.ivs = NULL;
+        build_edges(&b);
     }
     bctx_free(&b);
     return rc ? NULL : g;
