@@ -300,6 +300,7 @@ typedef struct bctx {
     cg_hmap tmap;        /* tensor id pointer -> index into tstr */
     const char **tstr;   /* distinct tensor id pointers, first-seen order */
     uint32_t *tpos;      /* tstr index -> tensor node (sorted position) */
+    uint32_t *opref;     /* tstr index of each op input and output, in op order */
     const char **opid;   /* op node ids (scratch, in opbuf) */
     cg_buf opbuf;
     uint32_t *rank;      /* node -> position in by_id */
@@ -349,10 +350,12 @@ typedef struct tcollect {
     uint32_t *tev; /* tstr index -> first tensor event or NONE32 */
 } tcollect;
 
-static void tensor_add(bctx *b, tcollect *c, const char *tid, uint32_t tev) {
+/* the tstr index of tid, added when new */
+static uint32_t tensor_add(bctx *b, tcollect *c, const char *tid, uint32_t tev) {
     uint64_t h = ptr_hash(tid);
     size_t at = 0;
-    if (cg_hmap_find(&b->tmap, h, ptr_eq, b->tstr, tid, &at) != NONE32) return;
+    uint32_t f = cg_hmap_find(&b->tmap, h, ptr_eq, b->tstr, tid, &at);
+    if (f != NONE32) return f;
     if (c->n == c->cap) {
         c->cap = c->cap ? 2 * c->cap : 1024;
         b->tstr = cg_xrealloc(b->tstr, c->cap, sizeof *b->tstr);
@@ -360,7 +363,8 @@ static void tensor_add(bctx *b, tcollect *c, const char *tid, uint32_t tev) {
     }
     cg_hmap_put_at(&b->tmap, at, h, (uint32_t)c->n);
     b->tstr[c->n] = tid;
-    c->tev[c->n++] = tev;
+    c->tev[c->n] = tev;
+    return (uint32_t)c->n++;
 }
 
 static void collect_tensors(bctx *b) {
@@ -368,9 +372,13 @@ static void collect_tensors(bctx *b) {
     tcollect c = {0, 0, NULL};
     cg_hmap_init(&b->tmap, t->n_tensors + 2 * t->n_ops);
     for (size_t i = 0; i < t->n_tensors; i++) tensor_add(b, &c, t->tensors[i].tensor_id, (uint32_t)i);
+    size_t nref = 0;
+    for (size_t i = 0; i < t->n_ops; i++) nref += t->ops[i].inputs.n + (t->ops[i].output ? 1 : 0);
+    b->opref = cg_xalloc(nref ? nref : 1, sizeof *b->opref);
+    nref = 0;
     for (size_t i = 0; i < t->n_ops; i++) {
-        for (size_t k = 0; k < t->ops[i].inputs.n; k++) tensor_add(b, &c, t->ops[i].inputs.items[k], NONE32);
-        if (t->ops[i].output) tensor_add(b, &c, t->ops[i].output, NONE32);
+        for (size_t k = 0; k < t->ops[i].inputs.n; k++) b->opref[nref++] = tensor_add(b, &c, t->ops[i].inputs.items[k], NONE32);
+        if (t->ops[i].output) b->opref[nref++] = tensor_add(b, &c, t->ops[i].output, NONE32);
     }
     skey *k = cg_xalloc(c.n ? c.n : 1, sizeof *k);
     for (size_t i = 0; i < c.n; i++) k[i] = (skey){0, b->tstr[i], i};
@@ -522,9 +530,31 @@ static uint32_t *span_order(const bctx *b) {
     return out;
 }
 
+/* the merged id order being written: by_id, rank and the first repeated id */
+typedef struct merge_out {
+    uint32_t *by_id, *rank;
+    size_t r, dup, group_len;
+    idref prev;
+} merge_out;
+
+/* distinct: ref is known to differ from the previous id */
+static void merge_emit(merge_out *m, uint32_t node, idref ref, bool distinct) {
+    m->by_id[m->r] = node;
+    m->rank[node] = (uint32_t)m->r;
+    m->group_len = !distinct && m->r > 0 && idcmp(m->prev, ref) == 0 ? m->group_len + 1 : 1;
+    if (m->group_len == 2 && (m->dup == NONE || node < m->dup)) m->dup = node;
+    m->prev = ref;
+    m->r++;
+}
+
+static bool tensor_prefixed(const char *id) { return strncmp(id, "tensor/", 7) == 0; }
+
 /* by_id and rank: the three id-sorted lists (spans, ops, tensors) merged; equal
- * ids come out by node index. Returns the node order position of the first
- * repeated id (the second node of its group), or NONE. */
+ * ids come out by node index. When no span or op id starts with "tensor/" (the
+ * usual case) the tensor ids are one block: every other id compares with each
+ * of them as with "tensor/", so the block goes in whole where "tensor/" would,
+ * without a comparison per tensor. Returns the node order position of the
+ * first repeated id (the second node of its group), or NONE. */
 static size_t rank_nodes(bctx *b) {
     size_t n = b->g->n_nodes;
     uint32_t *lists[3], len[3] = {(uint32_t)b->ns, (uint32_t)b->no, (uint32_t)b->nu}, pos[3] = {0, 0, 0};
@@ -535,29 +565,32 @@ static size_t rank_nodes(bctx *b) {
     free(k);
     lists[2] = cg_xalloc(b->nu ? b->nu : 1, sizeof *lists[2]);
     for (size_t u = 0; u < b->nu; u++) lists[2][u] = (uint32_t)(b->ns + b->no + u);
-    uint32_t *by_id = cg_arena_alloc(b->a, (n ? n : 1) * sizeof *by_id);
-    b->rank = cg_xalloc(n ? n : 1, sizeof *b->rank);
-    size_t dup = NONE;
-    idref prev = {"", ""};
-    size_t group_len = 0;
-    for (size_t r = 0; r < n; r++) {
+    bool block = true;
+    for (size_t i = 0; i < b->ns && block; i++) block = !tensor_prefixed(b->t->spans[i].id);
+    for (size_t i = 0; i < b->no && block; i++) block = !tensor_prefixed(b->opid[i]);
+    merge_out m = {cg_arena_alloc(b->a, (n ? n : 1) * sizeof *m.by_id), cg_xalloc(n ? n : 1, sizeof *m.rank), 0, NONE,
+                   0, {"", ""}};
+    b->rank = m.rank;
+    const idref tensor_start = {"tensor/", ""};
+    while (m.r < n) {
         int best = -1;
         idref bref = {"", ""};
-        for (int l = 0; l < 3; l++) {
+        for (int l = 0; l < (block ? 2 : 3); l++) {
             if (pos[l] == len[l]) continue;
             idref x = build_ref(b, lists[l][pos[l]]);
             if (best < 0 || idcmp(x, bref) < 0) best = l, bref = x;
         }
-        uint32_t node = lists[best][pos[best]++];
-        by_id[r] = node;
-        b->rank[node] = (uint32_t)r;
-        group_len = r > 0 && idcmp(prev, bref) == 0 ? group_len + 1 : 1;
-        if (group_len == 2 && (dup == NONE || node < dup)) dup = node;
-        prev = bref;
+        if (block && (best < 0 || idcmp(bref, tensor_start) > 0)) {
+            for (; pos[2] < len[2]; pos[2]++) /* distinct ids, none equal to a span's or op's */
+                merge_emit(&m, lists[2][pos[2]], build_ref(b, lists[2][pos[2]]), true);
+            block = false;
+            continue;
+        }
+        merge_emit(&m, lists[best][pos[best]++], bref, false);
     }
     for (int l = 0; l < 3; l++) free(lists[l]);
-    b->st->by_id = by_id;
-    return dup;
+    b->st->by_id = m.by_id;
+    return m.dup;
 }
 
 static cg_interval child_interval(const bctx *b, size_t node) {
@@ -740,7 +773,7 @@ static uint32_t *edges_foreign(bctx *b, epend *p, edge_rec *es) {
 
 static size_t edges_collect(bctx *b, edge_rec *es, epend *p) {
     const cg_trace *t = b->t;
-    size_t ne = 0, ns = b->ns, no = b->no;
+    size_t ne = 0, ns = b->ns, no = b->no, r = 0;
     for (size_t i = 0; i < t->n_edges; i++, ne++) {
         const cg_edge *e = &t->edges[i];
         es[ne] = (edge_rec){0, 0, (uint32_t)i, E_TRACE};
@@ -755,9 +788,8 @@ static size_t edges_collect(bctx *b, edge_rec *es, epend *p) {
         uint32_t on = (uint32_t)(ns + i);
         if (b->st->ops[i].parent != NONE32) es[ne++] = (edge_rec){b->st->ops[i].parent, on, (uint32_t)i, E_OP_CALL};
         for (size_t k = 0; k < o->inputs.n; k++)
-            es[ne++] = (edge_rec){(uint32_t)(ns + no + tensor_lookup(b, o->inputs.items[k])), on, (uint32_t)i, E_OP_INPUT};
-        if (o->output)
-            es[ne++] = (edge_rec){on, (uint32_t)(ns + no + tensor_lookup(b, o->output)), (uint32_t)i, E_OP_OUTPUT};
+            es[ne++] = (edge_rec){(uint32_t)(ns + no + b->tpos[b->opref[r++]]), on, (uint32_t)i, E_OP_INPUT};
+        if (o->output) es[ne++] = (edge_rec){on, (uint32_t)(ns + no + b->tpos[b->opref[r++]]), (uint32_t)i, E_OP_OUTPUT};
     }
     return ne;
 }
@@ -799,8 +831,10 @@ static void build_edges(bctx *b) {
     cg_hmap_free(&b->tmap); /* tensor lookups are done */
     free(b->tstr);
     free(b->tpos);
+    free(b->opref);
     b->tstr = NULL;
     b->tpos = NULL;
+    b->opref = NULL;
     ekey *k = cg_xalloc(ne ? ne : 1, sizeof *k);
     for (size_t i = 0; i < ne; i++) {
         uint64_t f = es[i].from < n ? b->rank[es[i].from] : fkey[es[i].from - n];
@@ -920,6 +954,7 @@ static void bctx_free(bctx *b) {
     cg_hmap_free(&b->tmap);
     free(b->tstr);
     free(b->tpos);
+    free(b->opref);
     free(b->opid);
     cg_buf_free(&b->opbuf);
     free(b->rank);
