@@ -151,8 +151,10 @@ void cg_logical_live_by_device(const cg_logical_memory *l, size_t point, uint64_
  *   start < window end < end (an open lifetime ends at UINT64_MAX).
  * Under partial or undeclared coverage an unobserved span stays unknown, not 0.
  * Returns NULL when the logical plane is absent. O(n log^2 n) (small-to-large
- * over a segment tree of composed step maps); exact while byte sums stay below
- * 2^63. */
+ * over a segment tree of composed step maps; subtrees of at most 32 lifetimes
+ * are walked directly); exact while byte sums stay below 2^63. Scratch, freed
+ * before returning: about 64 bytes per distinct lifetime timestamp (the tree,
+ * only when some subtree is larger) and 24 per lifetime. */
 typedef struct cg_span_memory {
     bool has_allocated;
     uint64_t allocated_bytes;

@@ -260,9 +260,13 @@ static void slives_collect(slives *L, const cg_trace *t, const cg_logical_memory
     uint32_t *tin_of = cg_xalloc((nl ? nl : 1), sizeof *tin_of); /* UINT32_MAX: not collected */
     L->xs = cg_xalloc((nl ? 2 * nl : 1), sizeof *L->xs);
     L->pref = cg_xzalloc((T->reached + 2), sizeof *L->pref);
+    const char *last_id = NULL; /* interned ids repeat: neighbours often share the pointer */
+    const cg_span *last = NULL;
     for (size_t k = 0; k < nl; k++) {
         const cg_memory *o = &t->memory[lm->lifetimes[k].open];
-        const cg_span *sp = cg_trace_find_span(t, o->span_id);
+        const cg_span *sp = o->span_id == last_id ? last : cg_trace_find_span(t, o->span_id);
+        last_id = o->span_id;
+        last = sp;
         tin_of[k] = UINT32_MAX;
         if (!sp) continue;
         size_t s = (size_t)(sp - t->spans);
