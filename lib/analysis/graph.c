@@ -181,21 +181,32 @@ static void strsort(skey *v, size_t n) {
     free(st);
 }
 
-/* ---- span and tensor id lookup ---- */
+/* ---- span and tensor id lookup ----
+ * The reader interns short strings, so an id usually shares its pointer with
+ * every other mention of it: lookups try the pointer first (no strlen, no
+ * strcmp) and fall back to the string's content. */
 
 static uint64_t str_hash(const char *s) { return cg_hmap_mix(cg_hmap_hash_bytes(0, s, strlen(s)), 0); }
+static uint64_t ptr_hash(const char *s) { return cg_hmap_mix(0x9e3779b97f4a7c15ULL, (uint64_t)(uintptr_t)s); }
 
 static bool span_eq(const void *ctx, uint32_t id, const void *key) {
     return strcmp(((const cg_trace *)ctx)->spans[id].id, key) == 0;
 }
-
-static uint32_t span_lookup(const cg_hmap *m, const cg_trace *t, const char *id) {
-    return id ? cg_hmap_find(m, str_hash(id), span_eq, t, id, NULL) : NONE32;
+static bool span_ptr_eq(const void *ctx, uint32_t id, const void *key) {
+    return ((const cg_trace *)ctx)->spans[id].id == key;
 }
 
-static bool tid_eq(const void *ctx, uint32_t id, const void *key) {
-    return strcmp(((const char *const *)ctx)[id], key) == 0;
+typedef struct span_index {
+    cg_hmap by_ptr, by_str;
+} span_index;
+
+static uint32_t span_lookup(const span_index *m, const cg_trace *t, const char *id) {
+    if (!id) return NONE32;
+    uint32_t i = cg_hmap_find(&m->by_ptr, ptr_hash(id), span_ptr_eq, t, id, NULL);
+    return i != NONE32 ? i : cg_hmap_find(&m->by_str, str_hash(id), span_eq, t, id, NULL);
 }
+
+static bool ptr_eq(const void *ctx, uint32_t id, const void *key) { return ((const char *const *)ctx)[id] == key; }
 
 static void put_dec(cg_buf *b, uint64_t v) {
     char d[20];
@@ -285,10 +296,11 @@ typedef struct bctx {
     cg_graph_store *st;
     cg_arena *a;
     size_t ns, no, nu;
-    cg_hmap spans;       /* span id -> span index */
-    cg_hmap tmap;        /* tensor id -> first-seen index into tstr */
-    const char **tstr;   /* distinct tensor ids, first-seen order */
-    uint32_t *tpos;      /* first-seen index -> tensor node (sorted position) */
+    span_index spans;    /* span id -> span index */
+    cg_hmap tmap;        /* tensor id pointer -> index into tstr */
+    const char **tstr;   /* distinct tensor id pointers, first-seen order */
+    uint32_t *tpos;      /* tstr index -> tensor node (sorted position) */
+    uint32_t *opref;     /* tstr index of each op input and output, in op order */
     const char **opid;   /* op node ids (scratch, in opbuf) */
     cg_buf opbuf;
     uint32_t *rank;      /* node -> position in by_id */
@@ -305,28 +317,45 @@ static idref build_ref(const bctx *b, size_t i) {
 }
 
 static void index_spans(bctx *b) {
-    cg_hmap_init(&b->spans, b->ns);
+    cg_hmap_init(&b->spans.by_ptr, b->ns);
+    cg_hmap_init(&b->spans.by_str, b->ns);
     for (size_t i = 0; i < b->ns; i++) {
         const char *id = b->t->spans[i].id;
-        cg_hmap_find_or_put(&b->spans, str_hash(id), span_eq, b->t, id, (uint32_t)i);
+        cg_hmap_find_or_put(&b->spans.by_ptr, ptr_hash(id), span_ptr_eq, b->t, id, (uint32_t)i);
+        cg_hmap_find_or_put(&b->spans.by_str, str_hash(id), span_eq, b->t, id, (uint32_t)i);
     }
 }
 
+/* the tensor node of id tid, or NONE32 (content search when the pointer is new) */
 static uint32_t tensor_lookup(const bctx *b, const char *tid) {
-    uint32_t f = cg_hmap_find(&b->tmap, str_hash(tid), tid_eq, b->tstr, tid, NULL);
-    return f == NONE32 ? NONE32 : b->tpos[f];
+    uint32_t f = cg_hmap_find(&b->tmap, ptr_hash(tid), ptr_eq, b->tstr, tid, NULL);
+    if (f != NONE32) return b->tpos[f];
+    size_t lo = 0, hi = b->nu;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(b->st->tensors[mid].tid, tid);
+        if (c == 0) return (uint32_t)mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NONE32;
 }
 
-/* the distinct tensor ids (tensor events ∪ op inputs ∪ op outputs), sorted */
+/* the tensor id pointers (tensor events ∪ op inputs ∪ op outputs), then the
+ * distinct ids among them, sorted */
 typedef struct tcollect {
     size_t n, cap;
-    uint32_t *tev; /* first-seen index -> first tensor event or NONE32 */
+    uint32_t *tev; /* tstr index -> first tensor event or NONE32 */
 } tcollect;
 
-static void tensor_add(bctx *b, tcollect *c, const char *tid, uint32_t tev) {
-    uint64_t h = str_hash(tid);
+/* the tstr index of tid, added when new */
+static uint32_t tensor_add(bctx *b, tcollect *c, const char *tid, uint32_t tev) {
+    uint64_t h = ptr_hash(tid);
     size_t at = 0;
-    if (cg_hmap_find(&b->tmap, h, tid_eq, b->tstr, tid, &at) != NONE32) return;
+    uint32_t f = cg_hmap_find(&b->tmap, h, ptr_eq, b->tstr, tid, &at);
+    if (f != NONE32) return f;
     if (c->n == c->cap) {
         c->cap = c->cap ? 2 * c->cap : 1024;
         b->tstr = cg_xrealloc(b->tstr, c->cap, sizeof *b->tstr);
@@ -334,7 +363,8 @@ static void tensor_add(bctx *b, tcollect *c, const char *tid, uint32_t tev) {
     }
     cg_hmap_put_at(&b->tmap, at, h, (uint32_t)c->n);
     b->tstr[c->n] = tid;
-    c->tev[c->n++] = tev;
+    c->tev[c->n] = tev;
+    return (uint32_t)c->n++;
 }
 
 static void collect_tensors(bctx *b) {
@@ -342,21 +372,34 @@ static void collect_tensors(bctx *b) {
     tcollect c = {0, 0, NULL};
     cg_hmap_init(&b->tmap, t->n_tensors + 2 * t->n_ops);
     for (size_t i = 0; i < t->n_tensors; i++) tensor_add(b, &c, t->tensors[i].tensor_id, (uint32_t)i);
+    size_t nref = 0;
+    for (size_t i = 0; i < t->n_ops; i++) nref += t->ops[i].inputs.n + (t->ops[i].output ? 1 : 0);
+    b->opref = cg_xalloc(nref ? nref : 1, sizeof *b->opref);
+    nref = 0;
     for (size_t i = 0; i < t->n_ops; i++) {
-        for (size_t k = 0; k < t->ops[i].inputs.n; k++) tensor_add(b, &c, t->ops[i].inputs.items[k], NONE32);
-        if (t->ops[i].output) tensor_add(b, &c, t->ops[i].output, NONE32);
+        for (size_t k = 0; k < t->ops[i].inputs.n; k++) b->opref[nref++] = tensor_add(b, &c, t->ops[i].inputs.items[k], NONE32);
+        if (t->ops[i].output) b->opref[nref++] = tensor_add(b, &c, t->ops[i].output, NONE32);
     }
-    b->nu = c.n;
     skey *k = cg_xalloc(c.n ? c.n : 1, sizeof *k);
     for (size_t i = 0; i < c.n; i++) k[i] = (skey){0, b->tstr[i], i};
     strsort(k, c.n);
     b->tpos = cg_xalloc(c.n ? c.n : 1, sizeof *b->tpos);
     b->st->tensors = cg_arena_alloc(b->a, (c.n ? c.n : 1) * sizeof *b->st->tensors);
-    for (size_t u = 0; u < c.n; u++) {
-        uint32_t ev = c.tev[k[u].idx];
-        b->tpos[k[u].idx] = (uint32_t)u;
-        b->st->tensors[u] = (tensor_node){k[u].s, ev, ev == NONE32 ? NONE32 : span_lookup(&b->spans, t, t->tensors[ev].span_id)};
+    size_t nu = 0;
+    for (size_t i = 0; i < c.n; i++) {
+        uint32_t ev = c.tev[k[i].idx]; /* equal ids under several pointers: one node, the first event */
+        if (nu > 0 && strcmp(b->st->tensors[nu - 1].tid, k[i].s) == 0) {
+            if (ev < b->st->tensors[nu - 1].tev) b->st->tensors[nu - 1].tev = ev;
+        } else {
+            b->st->tensors[nu++] = (tensor_node){k[i].s, ev, NONE32};
+        }
+        b->tpos[k[i].idx] = (uint32_t)(nu - 1);
     }
+    for (size_t u = 0; u < nu; u++) {
+        uint32_t ev = b->st->tensors[u].tev;
+        if (ev != NONE32) b->st->tensors[u].parent = span_lookup(&b->spans, t, t->tensors[ev].span_id);
+    }
+    b->nu = nu;
     free(k);
     free(c.tev);
 }
@@ -487,9 +530,31 @@ static uint32_t *span_order(const bctx *b) {
     return out;
 }
 
+/* the merged id order being written: by_id, rank and the first repeated id */
+typedef struct merge_out {
+    uint32_t *by_id, *rank;
+    size_t r, dup, group_len;
+    idref prev;
+} merge_out;
+
+/* distinct: ref is known to differ from the previous id */
+static void merge_emit(merge_out *m, uint32_t node, idref ref, bool distinct) {
+    m->by_id[m->r] = node;
+    m->rank[node] = (uint32_t)m->r;
+    m->group_len = !distinct && m->r > 0 && idcmp(m->prev, ref) == 0 ? m->group_len + 1 : 1;
+    if (m->group_len == 2 && (m->dup == NONE || node < m->dup)) m->dup = node;
+    m->prev = ref;
+    m->r++;
+}
+
+static bool tensor_prefixed(const char *id) { return strncmp(id, "tensor/", 7) == 0; }
+
 /* by_id and rank: the three id-sorted lists (spans, ops, tensors) merged; equal
- * ids come out by node index. Returns the node order position of the first
- * repeated id (the second node of its group), or NONE. */
+ * ids come out by node index. When no span or op id starts with "tensor/" (the
+ * usual case) the tensor ids are one block: every other id compares with each
+ * of them as with "tensor/", so the block goes in whole where "tensor/" would,
+ * without a comparison per tensor. Returns the node order position of the
+ * first repeated id (the second node of its group), or NONE. */
 static size_t rank_nodes(bctx *b) {
     size_t n = b->g->n_nodes;
     uint32_t *lists[3], len[3] = {(uint32_t)b->ns, (uint32_t)b->no, (uint32_t)b->nu}, pos[3] = {0, 0, 0};
@@ -500,29 +565,32 @@ static size_t rank_nodes(bctx *b) {
     free(k);
     lists[2] = cg_xalloc(b->nu ? b->nu : 1, sizeof *lists[2]);
     for (size_t u = 0; u < b->nu; u++) lists[2][u] = (uint32_t)(b->ns + b->no + u);
-    uint32_t *by_id = cg_arena_alloc(b->a, (n ? n : 1) * sizeof *by_id);
-    b->rank = cg_xalloc(n ? n : 1, sizeof *b->rank);
-    size_t dup = NONE;
-    idref prev = {"", ""};
-    size_t group_len = 0;
-    for (size_t r = 0; r < n; r++) {
+    bool block = true;
+    for (size_t i = 0; i < b->ns && block; i++) block = !tensor_prefixed(b->t->spans[i].id);
+    for (size_t i = 0; i < b->no && block; i++) block = !tensor_prefixed(b->opid[i]);
+    merge_out m = {cg_arena_alloc(b->a, (n ? n : 1) * sizeof *m.by_id), cg_xalloc(n ? n : 1, sizeof *m.rank), 0, NONE,
+                   0, {"", ""}};
+    b->rank = m.rank;
+    const idref tensor_start = {"tensor/", ""};
+    while (m.r < n) {
         int best = -1;
         idref bref = {"", ""};
-        for (int l = 0; l < 3; l++) {
+        for (int l = 0; l < (block ? 2 : 3); l++) {
             if (pos[l] == len[l]) continue;
             idref x = build_ref(b, lists[l][pos[l]]);
             if (best < 0 || idcmp(x, bref) < 0) best = l, bref = x;
         }
-        uint32_t node = lists[best][pos[best]++];
-        by_id[r] = node;
-        b->rank[node] = (uint32_t)r;
-        group_len = r > 0 && idcmp(prev, bref) == 0 ? group_len + 1 : 1;
-        if (group_len == 2 && (dup == NONE || node < dup)) dup = node;
-        prev = bref;
+        if (block && (best < 0 || idcmp(bref, tensor_start) > 0)) {
+            for (; pos[2] < len[2]; pos[2]++) /* distinct ids, none equal to a span's or op's */
+                merge_emit(&m, lists[2][pos[2]], build_ref(b, lists[2][pos[2]]), true);
+            block = false;
+            continue;
+        }
+        merge_emit(&m, lists[best][pos[best]++], bref, false);
     }
     for (int l = 0; l < 3; l++) free(lists[l]);
-    b->st->by_id = by_id;
-    return dup;
+    b->st->by_id = m.by_id;
+    return m.dup;
 }
 
 static cg_interval child_interval(const bctx *b, size_t node) {
@@ -563,10 +631,63 @@ typedef struct ekey {
     uint64_t seq; /* is_data << 32 | construction order */
 } ekey;
 
-static int cmp_ekey(const void *pa, const void *pb) {
-    const ekey *a = pa, *b = pb;
-    if (a->ft != b->ft) return a->ft < b->ft ? -1 : 1;
-    return a->seq < b->seq ? -1 : a->seq > b->seq;
+static bool ekey_less(const ekey *a, const ekey *b) { return a->ft != b->ft ? a->ft < b->ft : a->seq < b->seq; }
+
+static void ekey_sift(ekey *k, size_t n, size_t i) {
+    for (size_t c; (c = 2 * i + 1) < n; i = c) {
+        if (c + 1 < n && ekey_less(&k[c], &k[c + 1])) c++;
+        if (!ekey_less(&k[i], &k[c])) return;
+        ekey x = k[i];
+        k[i] = k[c];
+        k[c] = x;
+    }
+}
+
+/* In place (no scratch copy of the keys): quicksort on the median of three,
+ * heapsort below a depth of 2 log n, insertion sort for short runs. The keys
+ * are distinct (seq), so the order is the same as any sort's. */
+static void sort_ekeys(ekey *k, size_t n) {
+    unsigned depth = 0;
+    for (size_t m = n; m > 1; m >>= 1) depth += 2;
+    while (n > 16) {
+        if (depth-- == 0) {
+            for (size_t i = n / 2; i > 0; i--) ekey_sift(k, n, i - 1);
+            for (size_t e = n - 1; e > 0; e--) {
+                ekey x = k[0];
+                k[0] = k[e];
+                k[e] = x;
+                ekey_sift(k, e, 0);
+            }
+            return;
+        }
+        ekey *a = &k[0], *b = &k[n / 2], *c = &k[n - 1];
+        ekey p = ekey_less(a, b) ? (ekey_less(b, c) ? *b : ekey_less(a, c) ? *c : *a)
+                                 : (ekey_less(a, c) ? *a : ekey_less(b, c) ? *c : *b);
+        size_t i = 0, j = n - 1;
+        for (;;) { /* Hoare partition: [0, j] <= p <= [j + 1, n) */
+            while (ekey_less(&k[i], &p)) i++;
+            while (ekey_less(&p, &k[j])) j--;
+            if (i >= j) break;
+            ekey x = k[i];
+            k[i++] = k[j];
+            k[j--] = x;
+        }
+        size_t left = j + 1;
+        if (left < n - left) { /* recurse into the smaller side, loop on the larger */
+            sort_ekeys(k, left);
+            k += left;
+            n -= left;
+        } else {
+            sort_ekeys(k + left, n - left);
+            n = left;
+        }
+    }
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && ekey_less(&k[j], &k[j - 1]); j--) {
+            ekey x = k[j];
+            k[j] = k[j - 1];
+            k[j - 1] = x;
+        }
 }
 
 /* an endpoint naming no node, waiting for its foreign index */
@@ -652,7 +773,7 @@ static uint32_t *edges_foreign(bctx *b, epend *p, edge_rec *es) {
 
 static size_t edges_collect(bctx *b, edge_rec *es, epend *p) {
     const cg_trace *t = b->t;
-    size_t ne = 0, ns = b->ns, no = b->no;
+    size_t ne = 0, ns = b->ns, no = b->no, r = 0;
     for (size_t i = 0; i < t->n_edges; i++, ne++) {
         const cg_edge *e = &t->edges[i];
         es[ne] = (edge_rec){0, 0, (uint32_t)i, E_TRACE};
@@ -667,9 +788,8 @@ static size_t edges_collect(bctx *b, edge_rec *es, epend *p) {
         uint32_t on = (uint32_t)(ns + i);
         if (b->st->ops[i].parent != NONE32) es[ne++] = (edge_rec){b->st->ops[i].parent, on, (uint32_t)i, E_OP_CALL};
         for (size_t k = 0; k < o->inputs.n; k++)
-            es[ne++] = (edge_rec){(uint32_t)(ns + no + tensor_lookup(b, o->inputs.items[k])), on, (uint32_t)i, E_OP_INPUT};
-        if (o->output)
-            es[ne++] = (edge_rec){on, (uint32_t)(ns + no + tensor_lookup(b, o->output)), (uint32_t)i, E_OP_OUTPUT};
+            es[ne++] = (edge_rec){(uint32_t)(ns + no + b->tpos[b->opref[r++]]), on, (uint32_t)i, E_OP_INPUT};
+        if (o->output) es[ne++] = (edge_rec){on, (uint32_t)(ns + no + b->tpos[b->opref[r++]]), (uint32_t)i, E_OP_OUTPUT};
     }
     return ne;
 }
@@ -711,8 +831,10 @@ static void build_edges(bctx *b) {
     cg_hmap_free(&b->tmap); /* tensor lookups are done */
     free(b->tstr);
     free(b->tpos);
+    free(b->opref);
     b->tstr = NULL;
     b->tpos = NULL;
+    b->opref = NULL;
     ekey *k = cg_xalloc(ne ? ne : 1, sizeof *k);
     for (size_t i = 0; i < ne; i++) {
         uint64_t f = es[i].from < n ? b->rank[es[i].from] : fkey[es[i].from - n];
@@ -720,7 +842,7 @@ static void build_edges(bctx *b) {
         k[i] = (ekey){f << 32 | t, (uint64_t)rec_is_data(b->t, &es[i]) << 32 | i};
     }
     free(fkey);
-    qsort(k, ne, sizeof *k, cmp_ekey);
+    sort_ekeys(k, ne);
     permute_edges(es, k, ne);
     size_t kept = 0;
     for (size_t i = 0; i < ne; i++) {
@@ -827,10 +949,12 @@ static void build_summary(bctx *b) {
 }
 
 static void bctx_free(bctx *b) {
-    cg_hmap_free(&b->spans);
+    cg_hmap_free(&b->spans.by_ptr);
+    cg_hmap_free(&b->spans.by_str);
     cg_hmap_free(&b->tmap);
     free(b->tstr);
     free(b->tpos);
+    free(b->opref);
     free(b->opid);
     cg_buf_free(&b->opbuf);
     free(b->rank);
@@ -892,8 +1016,13 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
         cg_buf_free(&id);
     } else {
         self_times(&b);
-        build_edges(&b);
         build_summary(&b);
+        free(b.cfirst); /* the child lists are done: the edges' scratch comes next */
+        free(b.clist);
+        free(b.ivs);
+        b.cfirst = b.clist = NULL;
+        b.ivs = NULL;
+        build_edges(&b);
     }
     bctx_free(&b);
     return rc ? NULL : g;

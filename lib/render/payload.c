@@ -218,18 +218,6 @@ static cg_jv *trace_edge(cg_arena *a, const cg_jv *e) {
     return o;
 }
 
-typedef struct cost_ref {
-    uint64_t total;
-    const char *id;
-    size_t index; /* in graph order */
-} cost_ref;
-
-static int cmp_cost(const void *x, const void *y) {
-    const cost_ref *p = x, *q = y;
-    if (p->total != q->total) return p->total > q->total ? -1 : 1;
-    return strcmp(p->id, q->id);
-}
-
 static const char *str_or_empty(const cg_jv *v) {
     const char *s = cg_jv_as_str(v);
     return s ? s : "";
@@ -256,65 +244,174 @@ static const char *pool_dup(str_pool *sp, const char *s) {
     return r;
 }
 
-#define NO_PARENT ((size_t)-1)
-#define PARENT_LATER ((size_t)-2) /* named before its node was seen: resolved after the walk */
+#define NO_PARENT UINT32_MAX
+#define PARENT_LATER (UINT32_MAX - 1) /* named before its node was seen: resolved after the walk */
 
-/* What node selection needs of every graph node, read in one walk over the
- * spans list (ids copied, so the list may be lazy). Node ids are unique
- * (graph/5; the builder refuses duplicates) and parents are spans, so only
- * the nodes that can be parents (all but tensor nodes) are kept in the id
- * map. A parent already seen is kept as its index; the few named before their
- * node (span ids sort as strings) are copied and resolved after the walk. */
-typedef struct later_ref {
+/* A node that may be a parent (every kind but tensor; parents are spans in
+ * graph/5): its id (copied), host total, graph index and parent record. Node
+ * ids are unique (the builder refuses duplicates); with repeated ids the first
+ * record keeps the id, as a map's first insertion would. */
+typedef struct prec {
+    const char *id;
+    uint64_t total;
     size_t node;
+    uint32_t parent; /* record index, NO_PARENT or PARENT_LATER */
+} prec;
+
+/* One of the VIEW_MAX_NODES heaviest nodes seen so far (ids copied with malloc). */
+typedef struct heavy {
+    uint64_t total;
+    char *id, *parent_id; /* parent_id: NULL when the node names no parent */
+    size_t node;
+} heavy;
+
+typedef struct later_ref {
+    uint32_t rec;
     const char *parent;
 } later_ref;
 
+/* What node selection needs, read in one walk over the spans list (the list
+ * may be lazy): the parent-capable nodes with their parents, and a bounded
+ * heap (worst on top) of the heaviest nodes by (host total desc, id asc). A
+ * parent already seen is kept as its index; the few named before their node
+ * (span ids sort as strings) are copied and resolved after the walk. */
 typedef struct node_scan {
     str_pool pool;
-    cost_ref *refs;
-    size_t *parent; /* node index, NO_PARENT or PARENT_LATER */
+    prec *recs;
+    size_t n_recs, cap_recs;
+    cg_hmap by_id; /* id -> record */
     later_ref *later;
     size_t n_later, cap_later;
-    cg_hstr by_id;
+    heavy *heap;
+    size_t n_heap;
 } node_scan;
+
+static uint64_t id_hash(const char *s) { return cg_hmap_mix(cg_hmap_hash_bytes(0, s, strlen(s)), 0); }
+static bool rec_eq(const void *ctx, uint32_t id, const void *key) {
+    return strcmp(((const prec *)ctx)[id].id, key) == 0;
+}
+static uint32_t rec_of(const node_scan *s, const char *id) {
+    return cg_hmap_find(&s->by_id, id_hash(id), rec_eq, s->recs, id, NULL);
+}
+
+/* heavier: larger total, then smaller id */
+static bool heavier(uint64_t ta, const char *ia, uint64_t tb, const char *ib) {
+    return ta != tb ? ta > tb : strcmp(ia, ib) < 0;
+}
+
+static void heap_sift_down(heavy *h, size_t n, size_t i) {
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, w = i; /* w: the lighter of i and its children */
+        if (l < n && heavier(h[w].total, h[w].id, h[l].total, h[l].id)) w = l;
+        if (r < n && heavier(h[w].total, h[w].id, h[r].total, h[r].id)) w = r;
+        if (w == i) return;
+        heavy x = h[i];
+        h[i] = h[w];
+        h[w] = x;
+        i = w;
+    }
+}
+
+static void heap_offer(node_scan *s, uint64_t total, const char *id, const char *parent, size_t node) {
+    heavy *h = s->heap;
+    if (s->n_heap == VIEW_MAX_NODES) {
+        if (!heavier(total, id, h[0].total, h[0].id)) return;
+        free(h[0].id);
+        free(h[0].parent_id);
+        h[0] = (heavy){total, cg_xstrdup(id), parent ? cg_xstrdup(parent) : NULL, node};
+        heap_sift_down(h, s->n_heap, 0);
+        return;
+    }
+    size_t i = s->n_heap++;
+    h[i] = (heavy){total, cg_xstrdup(id), parent ? cg_xstrdup(parent) : NULL, node};
+    while (i > 0 && heavier(h[(i - 1) / 2].total, h[(i - 1) / 2].id, h[i].total, h[i].id)) {
+        heavy x = h[i];
+        h[i] = h[(i - 1) / 2];
+        h[(i - 1) / 2] = x;
+        i = (i - 1) / 2;
+    }
+}
 
 static int scan_node(void *ctx, size_t i, const cg_jv *n) {
     node_scan *s = ctx;
     const char *parent = cg_jv_as_str(cg_jv_get(n, "parent_id"));
-    const char *id = pool_dup(&s->pool, str_or_empty(cg_jv_get(n, "id")));
-    s->refs[i] = (cost_ref){u64_of(cg_jv_get(n, "host_total_time_ns")), id, i};
+    const char *id = str_or_empty(cg_jv_get(n, "id"));
+    uint64_t total = u64_of(cg_jv_get(n, "host_total_time_ns"));
+    heap_offer(s, total, id, parent, i);
     const char *kind = cg_jv_as_str(cg_jv_get(n, "kind"));
-    if (!kind || strcmp(kind, "tensor")) cg_hstr_put(&s->by_id, id, i, NULL);
-    size_t *pi = parent ? cg_hstr_get(&s->by_id, parent) : NULL;
-    s->parent[i] = !parent ? NO_PARENT : pi ? *pi : PARENT_LATER;
-    if (s->parent[i] != PARENT_LATER) return 0;
+    if (kind && !strcmp(kind, "tensor")) return 0;
+    uint32_t p = parent ? rec_of(s, parent) : NO_PARENT;
+    if (parent && p == CG_HMAP_NONE) p = PARENT_LATER;
+    if (s->n_recs == s->cap_recs) {
+        s->cap_recs = s->cap_recs ? 2 * s->cap_recs : 1024;
+        s->recs = cg_xrealloc(s->recs, s->cap_recs, sizeof *s->recs);
+    }
+    uint32_t r = (uint32_t)s->n_recs++;
+    s->recs[r] = (prec){pool_dup(&s->pool, id), total, i, p};
+    size_t at = 0;
+    uint64_t h = id_hash(id);
+    if (cg_hmap_find(&s->by_id, h, rec_eq, s->recs, id, &at) == CG_HMAP_NONE) cg_hmap_put_at(&s->by_id, at, h, r);
+    if (p != PARENT_LATER) return 0;
     if (s->n_later == s->cap_later) {
         s->cap_later = s->cap_later ? 2 * s->cap_later : 64;
         s->later = cg_xrealloc(s->later, s->cap_later, sizeof *s->later);
     }
-    s->later[s->n_later++] = (later_ref){i, pool_dup(&s->pool, parent)};
+    s->later[s->n_later++] = (later_ref){r, pool_dup(&s->pool, parent)};
     return 0;
 }
 
 static void resolve_later(node_scan *s) {
     for (size_t k = 0; k < s->n_later; k++) {
-        size_t *pi = cg_hstr_get(&s->by_id, s->later[k].parent);
-        s->parent[s->later[k].node] = pi ? *pi : NO_PARENT;
+        uint32_t p = rec_of(s, s->later[k].parent);
+        s->recs[s->later[k].rec].parent = p == CG_HMAP_NONE ? NO_PARENT : p;
     }
 }
 
-/* Marks the `max` heaviest nodes and the ancestors they need (each node is marked
- * once, so the ancestor walk is linear overall). Sorts refs heaviest first. */
-static void select_nodes(node_scan *s, size_t n, size_t max, bool *keep) {
-    qsort(s->refs, n, sizeof *s->refs, cmp_cost);
-    for (size_t r = 0; r < n && r < max; r++) {
-        for (size_t i = s->refs[r].index; !keep[i];) {
-            keep[i] = true;
-            if (s->parent[i] == NO_PARENT) break;
-            i = s->parent[i];
+/* A kept node: its host total and id (for the heaviest-first order) and graph index. */
+typedef struct kept_ref {
+    uint64_t total;
+    const char *id;
+    size_t node, pos; /* pos: in the graph-order list of kept nodes */
+} kept_ref;
+
+static int cmp_kept_cost(const void *x, const void *y) {
+    const kept_ref *p = x, *q = y;
+    if (p->total != q->total) return p->total > q->total ? -1 : 1;
+    return strcmp(p->id, q->id);
+}
+
+static int cmp_kept_node(const void *x, const void *y) {
+    const kept_ref *p = x, *q = y;
+    return p->node < q->node ? -1 : p->node > q->node;
+}
+
+/* Marks the heaviest nodes and the ancestors they need (each node is marked
+ * once, so the ancestor walk is linear overall); returns the kept nodes. */
+static kept_ref *select_nodes(node_scan *s, bool *keep, size_t *n_kept) {
+    size_t cap = 0, n = 0;
+    kept_ref *k = NULL;
+    for (size_t h = 0; h < s->n_heap; h++) {
+        const heavy *e = &s->heap[h];
+        uint32_t r = NO_PARENT;
+        if (e->parent_id) {
+            r = rec_of(s, e->parent_id);
+            if (r == CG_HMAP_NONE) r = NO_PARENT;
+        }
+        for (size_t node = e->node; !keep[node];) {
+            keep[node] = true;
+            if (n == cap) {
+                cap = cap ? 2 * cap : 256;
+                k = cg_xrealloc(k, cap, sizeof *k);
+            }
+            k[n++] = node == e->node ? (kept_ref){e->total, e->id, node, 0}
+                                     : (kept_ref){s->recs[r].total, s->recs[r].id, node, 0};
+            if (node != e->node) r = s->recs[r].parent;
+            if (r == NO_PARENT) break;
+            node = s->recs[r].node;
         }
     }
+    *n_kept = n;
+    return k;
 }
 
 /* Second walk over the spans: the trace nodes of the kept ones (graph order). */
@@ -322,18 +419,21 @@ typedef struct node_emit {
     cg_arena *a;
     bool lazy;
     const bool *keep;
-    cg_jv **node_of, *nodes, *tree;
-    size_t kept;
+    const kept_ref *by_node; /* the kept nodes by graph index */
+    cg_jv **node_of;         /* aligned with by_node */
+    size_t n_kept, next;
+    cg_jv *nodes, *tree;
 } node_emit;
 
 static int emit_node(void *ctx, size_t i, const cg_jv *n) {
     node_emit *e = ctx;
     if (!e->keep[i]) return 0;
-    e->node_of[i] = trace_node(e->a, e->lazy ? cg_jv_clone(e->a, n) : n);
-    cg_jv_arr_push(e->a, e->nodes, e->node_of[i]);
-    e->kept++;
-    const char *kind = cg_jv_as_str(cg_jv_get(e->node_of[i], "kind"));
-    if (kind && strcmp(kind, "op") && strcmp(kind, "tensor")) cg_jv_arr_push(e->a, e->tree, e->node_of[i]);
+    while (e->next < e->n_kept && e->by_node[e->next].node < i) e->next++;
+    cg_jv *t = trace_node(e->a, e->lazy ? cg_jv_clone(e->a, n) : n);
+    e->node_of[e->next] = t;
+    cg_jv_arr_push(e->a, e->nodes, t);
+    const char *kind = cg_jv_as_str(cg_jv_get(t, "kind"));
+    if (kind && strcmp(kind, "op") && strcmp(kind, "tensor")) cg_jv_arr_push(e->a, e->tree, t);
     return 0;
 }
 
@@ -357,42 +457,55 @@ static int emit_edge(void *ctx, size_t i, const cg_jv *edge) {
     return 0;
 }
 
+static void scan_free(node_scan *s) {
+    for (size_t h = 0; h < s->n_heap; h++) {
+        free(s->heap[h].id);
+        free(s->heap[h].parent_id);
+    }
+    free(s->heap);
+    free(s->recs);
+    free(s->later);
+    cg_hmap_free(&s->by_id);
+}
+
 /* The graph views: trace nodes (graph order) and the span tree over the selected
  * nodes, edges between them, span costs heaviest first; each cut noted in trunc.
- * spans and edges may be lazy arrays: each is walked (not materialized). */
+ * spans and edges may be lazy arrays: each is walked (not materialized). Memory:
+ * a record per span and op node, one byte per node, the kept nodes. */
 static void graph_views(cg_arena *a, cg_jv *spans, cg_jv *edges, cg_jv *trunc, cg_jv **nodes, cg_jv **tedges,
                         cg_jv **tree, cg_jv **items) {
-    size_t n = cg_jv_items(spans);
-    node_scan s = {{a, NULL, 0}, cg_xalloc(n, sizeof *s.refs), cg_xalloc(n, sizeof *s.parent), NULL, 0, 0, {{0}, NULL, 0, 0}};
-    bool *keep = cg_xzalloc(n, sizeof *keep);
-    cg_jv **node_of = cg_xzalloc(n, sizeof *node_of);
-    cg_hstr_init(&s.by_id, 0);
+    size_t n = cg_jv_items(spans), n_kept = 0;
+    node_scan s = {{a, NULL, 0}, NULL, 0, 0, {0}, NULL, 0, 0, cg_xalloc(VIEW_MAX_NODES, sizeof(heavy)), 0};
+    cg_hmap_init(&s.by_id, 1024);
+    bool *keep = cg_xzalloc(n ? n : 1, sizeof *keep);
     cg_jv_each(spans, scan_node, &s);
     resolve_later(&s);
-    select_nodes(&s, n, VIEW_MAX_NODES, keep);
-    cg_hstr_free(&s.by_id); /* parents are indices now */
-    node_emit ne = {a, spans && spans->type == CG_JLAZY, keep, node_of, cg_jv_arr(a), cg_jv_arr(a), 0};
+    kept_ref *k = select_nodes(&s, keep, &n_kept);
+    cg_hmap_free(&s.by_id); /* parents are indices now */
+    qsort(k, n_kept, sizeof *k, cmp_kept_node);
+    cg_jv **node_of = cg_xzalloc(n_kept ? n_kept : 1, sizeof *node_of);
+    node_emit ne = {a, spans && spans->type == CG_JLAZY, keep, k, node_of, n_kept, 0, cg_jv_arr(a), cg_jv_arr(a)};
     cg_jv_each(spans, emit_node, &ne);
     *nodes = ne.nodes;
     *tree = ne.tree;
+    for (size_t i = 0; i < n_kept; i++) k[i].pos = i;
+    qsort(k, n_kept, sizeof *k, cmp_kept_cost);
     *items = cg_jv_arr(a);
-    for (size_t r = 0; r < n; r++)
-        if (keep[s.refs[r].index]) cg_jv_arr_push(a, *items, node_of[s.refs[r].index]);
-    /* edges: endpoints looked up among the kept nodes only */
-    cg_hstr kept_ids;
-    cg_hstr_init(&kept_ids, 0);
-    for (size_t r = 0; r < n; r++)
-        if (keep[s.refs[r].index]) cg_hstr_put(&kept_ids, s.refs[r].id, s.refs[r].index, NULL);
+    cg_hstr kept_ids; /* edges: endpoints looked up among the kept nodes only */
+    cg_hstr_init(&kept_ids, n_kept);
+    for (size_t r = 0; r < n_kept; r++) {
+        cg_jv_arr_push(a, *items, node_of[k[r].pos]);
+        cg_hstr_put(&kept_ids, k[r].id, k[r].node, NULL);
+    }
     edge_emit ee = {a, edges && edges->type == CG_JLAZY, keep, &kept_ids, cg_jv_arr(a)};
     cg_jv_each(edges, emit_edge, &ee);
     *tedges = ee.out;
     const char *order = "heaviest by host total time, with their ancestors";
-    note_cut(a, trunc, "views.trace.nodes", n, ne.kept, order);
-    note_cut(a, trunc, "views.span_costs.items", n, ne.kept, order);
+    note_cut(a, trunc, "views.trace.nodes", n, n_kept, order);
+    note_cut(a, trunc, "views.span_costs.items", n, n_kept, order);
     note_cut(a, trunc, "views.trace.edges", cg_jv_items(edges), cg_jv_len(*tedges), "between displayed nodes");
-    free(s.refs);
-    free(s.parent);
-    free(s.later);
+    scan_free(&s);
+    free(k);
     free(node_of);
     free(keep);
     cg_hstr_free(&kept_ids);

@@ -435,6 +435,64 @@ static void test_edges_deduplicated_and_sorted(void **st) {
     unbuild(&b);
 }
 
+/* ---- node id order and ids the reader does not intern ---- */
+
+/* Span ids where one is a prefix of another ("a" < "a-b", but "a-b/op/0" < "a/op/0"),
+ * twelve ops in one span ("a/op/10" < "a/op/2"), and a 130-byte tensor id (longer
+ * than the reader interns, so each mention is its own copy) named by a tensor
+ * event, two op inputs and a trace edge: one tensor node, edges in id order. */
+static void test_node_id_order_and_uninterned_ids(void **st) {
+    (void)st;
+    char longid[131];
+    memset(longid, 'x', 130);
+    longid[130] = '\0';
+    cg_buf text = CG_BUF_INIT;
+    cg_buf_puts(&text, META);
+    cg_buf_puts(&text, "{\"kind\":\"span_start\",\"id\":\"a\",\"name\":\"root\",\"start_ns\":0,\"span_kind\":\"function\","
+                       "\"measured\":true}\n"
+                       "{\"kind\":\"span_start\",\"id\":\"a-b\",\"parent_id\":\"a\",\"name\":\"child\",\"start_ns\":10,"
+                       "\"span_kind\":\"function\"}\n");
+    for (int k = 0; k < 12; k++)
+        cg_buf_printf(&text, "{\"kind\":\"op\",\"span_id\":\"a\",\"op_name\":\"op%d\",\"inputs\":[\"%s\"],"
+                             "\"output\":\"o%d\",\"shape\":[],\"dtype\":\"f32\",\"device\":\"cpu\",\"duration_ns\":1,"
+                             "\"timestamp_ns\":%d,\"input_dense_bytes\":0}\n", k, k < 2 ? longid : "in", k, 100 + k);
+    cg_buf_printf(&text, "{\"kind\":\"op\",\"span_id\":\"a-b\",\"op_name\":\"b0\",\"inputs\":[],\"shape\":[],"
+                         "\"dtype\":\"f32\",\"device\":\"cpu\",\"duration_ns\":1,\"timestamp_ns\":20,\"input_dense_bytes\":0}\n"
+                         "{\"kind\":\"tensor\",\"span_id\":\"a\",\"tensor_id\":\"%s\",\"label\":\"long\",\"shape\":[2],"
+                         "\"dtype\":\"f32\",\"device\":\"cpu\",\"requires_grad\":false,\"category\":\"activation\"}\n"
+                         "{\"kind\":\"edge\",\"edge_kind\":\"data\",\"from_tensor\":\"%s\",\"to_tensor\":\"o0\"}\n"
+                         "{\"kind\":\"span_end\",\"id\":\"a-b\",\"duration_ns\":50}\n"
+                         "{\"kind\":\"span_end\",\"id\":\"a\",\"duration_ns\":1000}\n"
+                         "{\"kind\":\"terminal\",\"outcome\":\"complete\",\"timestamp_ns\":2000}\n",
+                  longid, longid);
+    built b;
+    build(&b, parse(text.data));
+    cg_buf_free(&text);
+    const cg_graph *g = b.g;
+    if (!g) fail_msg("%s", b.err.msg);
+    assert_int_equal(g->n_tensor_nodes, 14); /* long, in, o0..o11 */
+    char tid[140];
+    snprintf(tid, sizeof tid, "tensor/%s", longid);
+    assert_string_equal(node(g, tid)->name, "long");
+    assert_string_equal(node(g, tid)->parent_id, "a");
+    assert_string_equal(node(g, "a/op/10")->name, "op10");
+    assert_string_equal(node(g, "a-b/op/0")->name, "b0");
+    assert_int_equal(cg_graph_find_node(g, "a/op/12"), CG_GRAPH_NONE);
+    size_t from_long = 0;
+    for (size_t i = 0; i < g->n_edges; i++) {
+        cg_graph_edge e = edge(g, i, &b.a);
+        from_long += e.is_data && !strcmp(e.from, tid);
+        if (i == 0) continue;
+        cg_graph_edge p = edge(g, i - 1, &b.a);
+        int k = strcmp(p.from, e.from);
+        if (!k) k = strcmp(p.to, e.to);
+        if (!k) k = (int)p.is_data - (int)e.is_data;
+        assert_true(k < 0);
+    }
+    assert_int_equal(from_long, 3); /* inputs of a/op/0 and a/op/1, the trace edge to tensor/o0 */
+    unbuild(&b);
+}
+
 /* ---- per-span memory clipping ---- */
 
 static void test_span_peak_and_residual_clipping(void **st) {
@@ -708,6 +766,7 @@ int main(void) {
         cmocka_unit_test(test_top_eight_with_id_tie_break),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_edges_deduplicated_and_sorted),
+        cmocka_unit_test(test_node_id_order_and_uninterned_ids),
         cmocka_unit_test(test_span_peak_and_residual_clipping),
         cmocka_unit_test(test_deep_chain),
         cmocka_unit_test(test_union_matches_bitmap),
