@@ -482,14 +482,14 @@ static void graph_views(cg_arena *a, cg_jv *spans, cg_jv *edges, cg_jv *trunc, c
     resolve_later(&s);
     kept_ref *k = select_nodes(&s, keep, &n_kept);
     cg_hmap_free(&s.by_id); /* parents are indices now */
-    qsort(k, n_kept, sizeof *k, cmp_kept_node);
+    if (n_kept) qsort(k, n_kept, sizeof *k, cmp_kept_node);
     cg_jv **node_of = cg_xzalloc(n_kept ? n_kept : 1, sizeof *node_of);
     node_emit ne = {a, spans && spans->type == CG_JLAZY, keep, k, node_of, n_kept, 0, cg_jv_arr(a), cg_jv_arr(a)};
     cg_jv_each(spans, emit_node, &ne);
     *nodes = ne.nodes;
     *tree = ne.tree;
     for (size_t i = 0; i < n_kept; i++) k[i].pos = i;
-    qsort(k, n_kept, sizeof *k, cmp_kept_cost);
+    if (n_kept) qsort(k, n_kept, sizeof *k, cmp_kept_cost);
     *items = cg_jv_arr(a);
     cg_hstr kept_ids; /* edges: endpoints looked up among the kept nodes only */
     cg_hstr_init(&kept_ids, n_kept);
