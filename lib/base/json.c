@@ -568,24 +568,6 @@ static cg_jv *jp_value(jp *s) {
     return NULL;
 }
 
-cg_jv *cg_json_parse(cg_arena *a, const char *text, size_t len, const cg_json_limits *lim,
-                     cg_error *err) {
-    cg_json_limits def;
-    if (!lim) {
-        cg_json_limits_default(&def);
-        lim = &def;
-    }
-    jp s = {a, text, text + len, text, lim, err, 0, NULL, {0}, NULL, 0};
-    cg_jv *v = jp_value(&s);
-    if (!v) return NULL;
-    jp_ws(&s);
-    if (s.p != s.end) {
-        jp_fail(&s, CG_EPARSE, "trailing characters");
-        return NULL;
-    }
-    return v;
-}
-
 cg_jv *cg_json_parse_hooked(cg_arena *a, const char *text, size_t len, const cg_json_limits *lim,
                             const cg_json_hook *hook, cg_error *err) {
     cg_json_limits def;
@@ -602,6 +584,11 @@ cg_jv *cg_json_parse_hooked(cg_arena *a, const char *text, size_t len, const cg_
         return NULL;
     }
     return v;
+}
+
+cg_jv *cg_json_parse(cg_arena *a, const char *text, size_t len, const cg_json_limits *lim,
+                     cg_error *err) {
+    return cg_json_parse_hooked(a, text, len, lim, NULL, err);
 }
 
 cg_jv *cg_json_parse_at(cg_arena *a, const char *text, size_t len, size_t *pos, const cg_json_limits *lim,
