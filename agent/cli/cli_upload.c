@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/fs.h"
@@ -21,6 +22,12 @@ char *cli_upload_url(const char *server) {
     char *url = cg_xalloc(sl + 16, 1);
     snprintf(url, sl + 16, "%.*s/bundles", (int)(sl && server[sl - 1] == '/' ? sl - 1 : sl), server);
     return url;
+}
+
+double cli_upload_clock_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 void cli_upload_result_free(cli_upload_result *r) {
@@ -123,16 +130,35 @@ static int on_seek(void *ud, curl_off_t off, int origin) {
     return fseeko((FILE *)ud, (off_t)off, origin) == 0 ? CURL_SEEKFUNC_OK : CURL_SEEKFUNC_FAIL;
 }
 
+/* The body-send stall rule of opts->abort_stalled: the next STALL_BYTES of the
+ * body took more than STALL_S to go out. Once the whole body is out, the server
+ * is working on its answer (a 5M-record ingest takes minutes) and no stall is
+ * counted; that wait is bounded by opts->timeout_s and TCP keepalive only. */
+#define STALL_S 60.0
+#define STALL_BYTES ((curl_off_t)60 << 10)
+
 typedef struct {
     cli_upload_progress_fn fn;
     void *ud;
-} progress;
+    bool watch_stall, stalled;
+    double mark_t;        /* when the body had mark_bytes out */
+    curl_off_t mark_bytes;
+} xfer;
 
-static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow) {
+static int on_xfer(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow) {
     (void)dltotal;
     (void)dlnow;
-    progress *p = ud;
-    p->fn(p->ud, ulnow > 0 ? (uint64_t)ulnow : 0, ultotal > 0 ? (uint64_t)ultotal : 0);
+    xfer *x = ud;
+    if (x->fn) x->fn(x->ud, ulnow > 0 ? (uint64_t)ulnow : 0, ultotal > 0 ? (uint64_t)ultotal : 0);
+    if (!x->watch_stall || (ultotal > 0 && ulnow >= ultotal)) return 0;
+    double now = cli_upload_clock_s();
+    if (ulnow < x->mark_bytes || ulnow - x->mark_bytes >= STALL_BYTES) { /* progress, or a rewind */
+        x->mark_t = now;
+        x->mark_bytes = ulnow;
+    } else if (now - x->mark_t >= STALL_S) {
+        x->stalled = true;
+        return 1; /* CURLE_ABORTED_BY_CALLBACK */
+    }
     return 0;
 }
 
@@ -164,7 +190,7 @@ int cli_upload_send(cli_upload *u, const char *server, const char *token, const 
     }
     rewind(u->archive);
     sink s = {out, 0, opts->body_max ? opts->body_max : BODY_MAX_DEFAULT};
-    progress prog = {opts->progress, opts->progress_ud};
+    xfer x = {opts->progress, opts->progress_ud, opts->abort_stalled, false, cli_upload_clock_s(), 0};
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(c, CURLOPT_POST, 1L);
@@ -179,14 +205,10 @@ int cli_upload_send(cli_upload *u, const char *server, const char *token, const 
     curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
     if (opts->timeout_s > 0) curl_easy_setopt(c, CURLOPT_TIMEOUT, opts->timeout_s);
-    if (opts->abort_stalled) {
-        curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
-        curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 60L);
-    }
-    if (opts->progress) {
+    if (opts->progress || opts->abort_stalled) {
         curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-        curl_easy_setopt(c, CURLOPT_XFERINFODATA, &prog);
+        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_xfer);
+        curl_easy_setopt(c, CURLOPT_XFERINFODATA, &x);
     }
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, out->curl_error);
     CURLcode cr = curl_easy_perform(c);
@@ -194,6 +216,12 @@ int cli_upload_send(cli_upload *u, const char *server, const char *token, const 
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->http_status);
         curl_off_t ra = 0;
         if (curl_easy_getinfo(c, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0) out->retry_after_s = (long)ra;
+    } else if (x.stalled) {
+        out->http_status = 0;
+        out->transport_retryable = true;
+        snprintf(out->curl_error, sizeof out->curl_error,
+                 "upload stalled: less than %lld KiB of the bundle sent in the last %.0f seconds",
+                 (long long)(STALL_BYTES >> 10), STALL_S);
     } else {
         out->http_status = 0;
         out->transport_retryable = retryable_curl(cr);

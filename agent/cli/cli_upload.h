@@ -46,7 +46,9 @@ typedef void (*cli_upload_progress_fn)(void *ud, uint64_t sent, uint64_t total);
 
 typedef struct cli_upload_opts {
     long timeout_s;         /* whole request; 0 = no limit */
-    bool abort_stalled;     /* abort a transfer under 1 KiB/s for 60 s */
+    bool abort_stalled;     /* abort while sending the body when its next 60 KiB take over 60 s
+                               (a retryable transport failure); never once the whole body is
+                               sent and the server works on its answer */
     bool expect_continue;   /* let curl send `Expect: 100-continue` for large bodies */
     size_t body_max;        /* response bytes kept; 0 = 1 MiB */
     cli_upload_progress_fn progress; /* optional */
@@ -67,6 +69,9 @@ uint64_t cli_upload_size(const cli_upload *u);
 int cli_upload_send(cli_upload *u, const char *server, const char *token, const cli_upload_opts *opts,
                     cli_upload_result *out, cg_error *err);
 void cli_upload_free(cli_upload *u);
+
+/* Monotonic seconds (CLOCK_MONOTONIC), for rates and stall windows. */
+double cli_upload_clock_s(void);
 
 /* <server>/bundles (one '/' between them); malloc'd, never NULL (base/alloc.h). */
 char *cli_upload_url(const char *server);

@@ -51,12 +51,6 @@ typedef struct progress {
     uint64_t last_shown;
 } progress;
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void human(double b, char *out, size_t n) {
     const char *u[] = {"B", "KiB", "MiB", "GiB"};
     int i = 0;
@@ -72,7 +66,7 @@ static void on_progress(void *cls, uint64_t ulnow, uint64_t ultotal) {
     progress *p = cls;
     if (!p->tty || ultotal == 0 || ulnow == p->last_shown) return;
     p->last_shown = ulnow;
-    double el = now_s() - p->t0;
+    double el = cli_upload_clock_s() - p->t0;
     char a[32], b[32], r[32];
     human((double)ulnow, a, sizeof a);
     human((double)ultotal, b, sizeof b);
@@ -172,7 +166,7 @@ int cg_cmd_upload(int argc, char **argv) {
     char sz[32];
     human((double)cli_upload_size(up), sz, sizeof sz);
     for (long attempt = 0;; attempt++) {
-        prog.t0 = now_s();
+        prog.t0 = cli_upload_clock_s();
         prog.last_shown = UINT64_MAX;
         if (!prog.tty) fprintf(stderr, "candle-graph upload: sending %s to %s (attempt %ld)\n", sz, url, attempt + 1);
         cli_upload_result r;
