@@ -5,12 +5,27 @@
 # its peak RSS as a ratio to the trace file, plus time per record relative to the
 # 100k run. Prints one table; nothing is asserted (timing never is).
 #
+# Commands: parse+health (bench_parse_health), summary, import, overview, query,
+# report, view, export (on the trace); verify --semantic, pack, compare (on the
+# size's `report` bundle); series --bundle over CG_SCALE_SERIES_BUNDLES bundles of
+# the size (the report bundle plus `report`s of copies of the trace whose meta
+# record says capture_step 2, 3, … and run_id bench-run-2, …); upload of the
+# report bundle to a fresh candle-graph-server per size (embedded PostgreSQL,
+# default limits, loopback, data under this run's temporary directory, stopped
+# afterwards). The upload row is the CLI process (pack + send + waiting for the
+# server's answer); the server's own figures (its request time from its log, its
+# peak RSS) are printed on the line after it.
+#
 # usage: bench/scale/run.sh [BUILD_DIR]                      (default: build)
 # env:   CG_SCALE_SIZES   record counts (default "10000 100000 1000000 5000000")
 #        CG_SCALE_MEM_GB  address-space limit per command in GiB (default 16): a
 #                         command that needs more fails and is reported as such
 #        CG_SCALE_CMDS    commands to run (default: all below)
 #        CG_SCALE_PEER    a serde-trace-reader binary already built (skips the cargo build)
+#        CG_SCALE_TRACE_<N>  an existing trace of N records to use instead of generating one
+#                         (kept; e.g. CG_SCALE_TRACE_1000000=/data/t1000000.jsonl)
+#        CG_SCALE_SERIES_BUNDLES  bundles in the series row (default 3; each extra one is
+#                         one more `report` of the size, not timed)
 # Columns: wall seconds, their ratio to the peer's wall seconds, CPU seconds
 # (user + system) and their ratio to the peer's (steadier than wall time on a
 # loaded machine), peak RSS and its ratio to the file, ns per record (wall) and
@@ -23,13 +38,26 @@ GEN="$BUILD/bench/trace_ingest/bench_gen_trace"
 PH="$BUILD/bench/trace_ingest/bench_parse_health"
 SIZES="${CG_SCALE_SIZES:-10000 100000 1000000 5000000}"
 MEM_GB="${CG_SCALE_MEM_GB:-16}"
-CMDS="${CG_SCALE_CMDS:-parse+health summary import overview query report view verify-semantic pack export compare}"
+SERVER="$BUILD/server/candle-graph-server"
+CMDS="${CG_SCALE_CMDS:-parse+health summary import overview query report view verify-semantic pack export compare series upload}"
+N_SERIES="${CG_SCALE_SERIES_BUNDLES:-3}"
 for exe in "$CG" "$GEN" "$PH"; do
   [ -x "$exe" ] || { echo "scale: $exe is not built (cmake --build $BUILD)" >&2; exit 1; }
 done
 [ -x /usr/bin/time ] || { echo "scale: /usr/bin/time is missing (apt-get install time)" >&2; exit 1; }
+case " $CMDS " in
+  *" upload "*)
+    [ -x "$SERVER" ] || { echo "scale: $SERVER is not built (needed by upload)" >&2; exit 1; }
+    for t in curl jq python3; do command -v "$t" >/dev/null || { echo "scale: $t is missing (needed by upload)" >&2; exit 1; }; done ;;
+esac
 TMP="$(mktemp -d "${TMPDIR:-/tmp}/cg-scale.XXXXXX")"
-trap 'rm -rf "$TMP"' EXIT
+chmod 755 "$TMP" # the server's embedded PostgreSQL runs below it
+SRV_PID=""
+stop_server() {
+  [ -n "$SRV_PID" ] && { kill -TERM "$SRV_PID" 2>/dev/null || true; wait "$SRV_PID" 2>/dev/null || true; }
+  SRV_PID=""
+}
+trap 'stop_server; rm -rf "$TMP"' EXIT
 
 # The peer, built outside shared/ (read-only in CI) from Debian's crate sources.
 PEER="$TMP/peer/release/serde-trace-reader"
@@ -64,18 +92,57 @@ run() {
   fi
 }
 
+# start_server DIR: a fresh candle-graph-server with its data in DIR on a free
+# loopback port; sets URL, TOKEN and SRV_PID (URL empty when it did not start).
+start_server() {
+  local dir="$1" port
+  mkdir -p "$dir/data"
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  "$SERVER" serve --data-dir "$dir/data" --listen "127.0.0.1:$port" --require-signature no >"$dir/server.log" 2>&1 &
+  SRV_PID=$!
+  URL="http://127.0.0.1:$port"
+  for _ in $(seq 240); do curl -fsS "$URL/readyz" >/dev/null 2>&1 && break; sleep 0.25; done
+  TOKEN=$("$SERVER" admin bootstrap --data-dir "$dir/data" 2>/dev/null | sed -n 's/.*"token": *"\([^"]*\)".*/\1/p')
+  if [ -z "$TOKEN" ]; then
+    echo "  server did not start: $(tail -n 2 "$dir/server.log" | tr '\n' ' ')" >&2
+    stop_server; URL=""
+  fi
+}
+
+# series_bundles N: bundles 2..N of the series row next to $TMP/bundle (capture
+# step 1): the trace with its meta record's capture_step and run_id changed,
+# reported; sets SERIES (the --bundle arguments), empty when one failed.
+series_bundles() {
+  local k v
+  SERIES=(--bundle "$TMP/bundle")
+  for k in $(seq 2 "$N_SERIES"); do
+    v="$TMP/series/t$k.jsonl"
+    mkdir -p "$TMP/series"
+    sed '1s/"run_id":"bench-run-1"/"run_id":"bench-run-'"$k"'"/; 1s/"capture_step":1,/"capture_step":'"$k"',/' "$trace" >"$v"
+    if ! head -n 1 "$v" | grep -q '"capture_step":'"$k"','; then
+      echo "  series: the generator's meta record has no capture_step 1 to change" >&2; SERIES=(); return
+    fi
+    "$CG" report "$v" --bundle "$TMP/series/b$k" >/dev/null 2>&1 || { echo "  series: report of $v failed" >&2; SERIES=(); return; }
+    rm -f "$v"
+    SERIES+=(--bundle "$TMP/series/b$k")
+  done
+}
+
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores, memory limit per command ${MEM_GB} GiB"
 printf '%-9s %-16s %9s %9s %8s %7s %10s %9s %12s\n' records command seconds x_serde cpu_s x_cpu rss_MiB x_file ns_per_rec
 declare -A per100k
 for n in $SIZES; do
-  trace="$TMP/t$n.jsonl"
-  "$GEN" --records "$n" --out "$trace"
+  trace_var="CG_SCALE_TRACE_$n"
+  trace="${!trace_var:-$TMP/t$n.jsonl}"
+  [ -n "${!trace_var:-}" ] || "$GEN" --records "$n" --out "$trace"
   bytes=$(stat -c %s "$trace")
   peer_s=""; peer_c=""
   if [ -n "$PEER" ]; then run peer "$PEER" "$trace"; peer_s="$W"; peer_c="$C"; fi
   printf '%-9s %-16s %9s %9s %8s %7s %10s %9s %12s   (file %d MiB)\n' "$n" serde-peer "${peer_s:--}" 1.00 "${peer_c:--}" 1.00 - - - $((bytes >> 20))
-  rm -rf "$TMP/bundle" "$TMP/out"; mkdir -p "$TMP/out"
+  rm -rf "$TMP/bundle" "$TMP/out" "$TMP/series" "$TMP/srv"; mkdir -p "$TMP/out"
   "$CG" report "$trace" --bundle "$TMP/bundle" >/dev/null 2>&1 || true
+  SERIES=()
+  case " $CMDS " in *" series "*) [ -d "$TMP/bundle" ] && series_bundles ;; esac
   for cmd in $CMDS; do
     case "$cmd" in
       parse+health) run "$cmd" "$PH" "$trace" ;;
@@ -89,6 +156,11 @@ for n in $SIZES; do
       pack) if [ -d "$TMP/bundle" ]; then run "$cmd" "$CG" pack "$TMP/bundle" -o "$TMP/out/b.tar.zst"; else W="-"; R="-"; fi ;;
       export) run "$cmd" "$CG" export "$trace" --format chrome -o "$TMP/out/chrome.json" ;;
       compare) if [ -d "$TMP/bundle" ]; then run "$cmd" "$CG" compare --baseline "$TMP/bundle" --candidate "$TMP/bundle"; else W="-"; R="-"; fi ;;
+      series) if [ ${#SERIES[@]} -gt 0 ]; then run "$cmd" "$CG" series "${SERIES[@]}"; else W="-"; R="-"; fi ;;
+      upload)
+        W="-"; R="-"; URL=""
+        [ -d "$TMP/bundle" ] && start_server "$TMP/srv"
+        [ -n "$URL" ] && CANDLE_GRAPH_TOKEN="$TOKEN" run "$cmd" "$CG" upload "$TMP/bundle" --server "$URL" --retries 0 ;;
       *) echo "scale: unknown command $cmd" >&2; continue ;;
     esac
     xs="-"; xc="-"; xf="-"; nspr="-"; mib="-"
@@ -102,8 +174,16 @@ for n in $SIZES; do
       [ -n "${per100k[$cmd]:-}" ] && [ "$n" != 100000 ] && nspr="$nspr ($(awk -v a="$nspr" -v b="${per100k[$cmd]}" 'BEGIN { printf "%.2fx", a / b }'))"
     fi
     printf '%-9s %-16s %9s %9s %8s %7s %10s %9s %12s\n' "$n" "$cmd" "$W" "$xs" "$C" "$xc" "$mib" "$xf" "$nspr"
+    if [ "$cmd" = upload ] && [ -n "$SRV_PID" ]; then
+      hwm=$(awk '$1 == "VmHWM:" {print $2}' "/proc/$SRV_PID/status")
+      req=$(jq -Rr 'fromjson? | select(.msg == "request" and .method == "POST" and .path == "/bundles") | "\(.status) \(.ms)"' \
+        "$TMP/srv/server.log" | awk '{ printf "%s%s in %.2f s", (NR > 1 ? ", " : ""), $1, $2 / 1000 }')
+      echo "  server: POST /bundles ${req:-not logged}; server peak RSS $((hwm / 1024)) MiB"
+      stop_server
+    fi
   done
   if [ -f "$TMP/out/v.html" ]; then echo "  viewer.html: $(( $(stat -c %s "$TMP/out/v.html") >> 10 )) KiB"; fi
-  rm -f "$trace"
+  [ -n "${!trace_var:-}" ] || rm -f "$trace"
+  rm -rf "$TMP/bundle" "$TMP/out" "$TMP/series" "$TMP/srv"
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
