@@ -9,6 +9,10 @@
 #include "cli_evidence.h"
 #include "cli_util.h"
 
+#ifdef __GLIBC__ /* defined by the libc headers above */
+#include <malloc.h>
+#endif
+
 const char cg_cmd_series_help[] =
     "usage: candle-graph series (--manifest FILE | --bundle DIR...) [--label-prefix P] [-o FILE]\n"
     "Build capture-step series of outer wall time, tensor statistics and gradients (candle-graph/series/1).\n"
@@ -16,6 +20,17 @@ const char cg_cmd_series_help[] =
     "  --bundle D...      explicit bundle directories (repeatable)\n"
     "  --label-prefix P   keep tensor-stat labels and gradient root/key names starting with P\n"
     "  -o, --output F     write to F instead of stdout (never inside an input bundle)\n";
+
+/* The bundles' trace models are read one after another. glibc raises its mmap
+ * threshold to the size of each large block freed, so the next model's growing
+ * arrays would land on the brk heap, where every realloc leaves a resident
+ * hole; a fixed threshold keeps them mmapped (grown in place by mremap) and the
+ * peak RSS that of one model (1M records, 3 bundles: 190 -> 129 MiB). */
+static void fixed_mmap_threshold(void) {
+#ifdef __GLIBC__
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+#endif
+}
 
 int cg_cmd_series(int argc, char **argv) {
     const char **bundles = NULL;
@@ -41,6 +56,7 @@ int cg_cmd_series(int argc, char **argv) {
                       : cli_usage_missing("series", "--manifest <FILE>");
         goto done;
     }
+    fixed_mmap_threshold();
     cg_arena a;
     cg_arena_init(&a, 1 << 20);
     cg_error err;

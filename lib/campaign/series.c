@@ -106,17 +106,28 @@ static cg_jv *gradient_point(cg_arena *a, const series_ref *r) {
     return o;
 }
 
-/* Groups refs by key (sorted) into {key: [points…]}. */
+/* One key's points: a lazy array over its run of sorted refs, each point built
+ * only while the document is written (a 5M-record series has millions). */
+typedef struct series_group {
+    const series_ref *refs;
+    cg_jv *(*point)(cg_arena *, const series_ref *);
+} series_group;
+
+static cg_jv *group_item(cg_arena *a, void *ctx, size_t i) {
+    const series_group *g = ctx;
+    return g->point(a, &g->refs[i]);
+}
+
+/* Groups refs by key (sorted) into {key: [points…]}; refs must live in a. */
 static cg_jv *grouped(cg_arena *a, series_ref *refs, size_t n, cg_jv *(*point)(cg_arena *, const series_ref *)) {
     qsort(refs, n, sizeof *refs, cmp_ref);
     cg_jv *o = cg_jv_obj(a);
-    cg_jv *cur = NULL;
-    for (size_t i = 0; i < n; i++) {
-        if (i == 0 || strcmp(refs[i].key, refs[i - 1].key) != 0) {
-            cur = cg_jv_arr(a);
-            cg_jv_obj_put(a, o, cg_arena_strdup(a, refs[i].key), cur);
+    for (size_t i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && strcmp(refs[j].key, refs[i].key) == 0; j++) {
         }
-        cg_jv_arr_push(a, cur, point(a, &refs[i]));
+        series_group *g = cg_arena_alloc(a, sizeof *g);
+        *g = (series_group){&refs[i], point};
+        cg_jv_obj_put(a, o, cg_arena_strdup(a, refs[i].key), cg_jv_lazy_arr(a, j - i, group_item, g));
     }
     return o;
 }
@@ -181,8 +192,8 @@ cg_jv *cg_build_series_from_points(cg_arena *a, const cg_series_point *pts, size
                       p->measured_regions == 1 ? cg_jv_u64(a, p->measured_duration_ns) : cg_jv_null(a));
         cg_jv_arr_push(a, timing, tp);
     }
-    series_ref *sr = cg_xalloc(n_stats, sizeof *sr);
-    series_ref *gr = cg_xalloc(n_grads, sizeof *gr);
+    series_ref *sr = cg_arena_alloc(a, (n_stats ? n_stats : 1) * sizeof *sr);
+    series_ref *gr = cg_arena_alloc(a, (n_grads ? n_grads : 1) * sizeof *gr);
     size_t ns = 0, ng = 0;
     for (size_t k = 0; k < n; k++) {
         const cg_series_point *p = &pts[order[k]];
@@ -202,8 +213,6 @@ cg_jv *cg_build_series_from_points(cg_arena *a, const cg_series_point *pts, size
     cg_jv_obj_put(a, o, "outer_wall_time", timing);
     cg_jv_obj_put(a, o, "tensor_stats", grouped(a, sr, ns, scalar_point));
     cg_jv_obj_put(a, o, "gradients", grouped(a, gr, ng, gradient_point));
-    free(sr);
-    free(gr);
     free(order);
     return o;
 }

@@ -6,7 +6,12 @@
  * server building series from its index (cg_build_series_from_points) share
  * one JSON builder and the same error rules.
  *
- * Ownership: points and JSON live in the caller's arena.
+ * Ownership: points and JSON live in the caller's arena. The point arrays of
+ * the document (tensor_stats.<label>, gradients.<root/key>) are lazy
+ * (base/json.h): their items are built while the document is written, so its
+ * memory is that of the points, not of the JSON tree; they read the points,
+ * which must outlive every use of the document; call cg_jv_materialize for a
+ * DOM.
  * Errors: "series requires at least one bundle", "verify series bundle …",
  * "parse trace of series bundle …", "series bundles mix entrypoints: A and B",
  * "series bundles mix phases: A and B", "ambiguous series coordinate:
