@@ -44,6 +44,13 @@ static inline size_t cg_hmap_home(const cg_hmap *m, uint32_t tag) {
     return (size_t)((uint32_t)(tag * 0x9e3779b1u) >> m->shift) & m->mask;
 }
 
+/* Starts loading the home slot of hash h into the cache, for a lookup of h a
+ * little later (a table larger than the cache: issue several before the first
+ * find). A hint only: nothing is read or changed. */
+static inline void cg_hmap_prefetch(const cg_hmap *m, uint64_t h) {
+    __builtin_prefetch(&m->slot[cg_hmap_home(m, (uint32_t)(h >> 32))]);
+}
+
 /* The id of the record equal to key under hash h, or CG_HMAP_NONE; *at (when
  * not NULL) receives the empty slot where such a record would be stored. */
 static inline uint32_t cg_hmap_find(const cg_hmap *m, uint64_t h, cg_hmap_eq eq, const void *ctx,
