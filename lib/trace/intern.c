@@ -13,10 +13,10 @@
 #define MAX_CHUNKS 65535u /* chunk numbers 0..65534: ids stay below CG_HMAP_NONE */
 #define MAX_SHAPE_DIMS 16u
 
-void tstore_init(tstore *st, cg_arena *arena) {
+void tstore_init(tstore *st, cg_arena *arena, size_t expect_strings) {
     memset(st, 0, sizeof *st);
     st->arena = arena;
-    cg_hmap_init(&st->strings, 1024);
+    cg_hmap_init(&st->strings, expect_strings > 1024 ? expect_strings : 1024);
     cg_hmap_init(&st->shapes, 64);
     st->front = cg_xzalloc(FRONT, sizeof *st->front);
 }
@@ -97,6 +97,13 @@ const char *tstore_intern(tstore *st, const char *s, size_t len) {
         cg_hmap_put_at(&st->strings, at, h, (uint32_t)(chunk << 16 | (size_t)(c - st->chunks[chunk])));
     *f = (tstore_slot){c, tag};
     return c;
+}
+
+void tstore_prefetch(const tstore *st, const char *s, size_t len) {
+    if (len > MAX_INTERN) return;
+    uint64_t h = str_hash(s, len);
+    __builtin_prefetch(&st->front[h & (FRONT - 1)]);
+    cg_hmap_prefetch(&st->strings, h);
 }
 
 const char *tstore_copy(tstore *st, const char *s, size_t len) {

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/hmap.h"
@@ -127,6 +128,7 @@ static const char *sink_intern(void *ctx, const char *s, size_t len) {
 }
 static const char *sink_copy(void *ctx, const char *s, size_t len) { return tstore_copy(&((rd *)ctx)->store, s, len); }
 static uint64_t *sink_dims(void *ctx, const uint64_t *d, size_t n) { return tstore_dims(&((rd *)ctx)->store, d, n); }
+static void sink_prefetch(void *ctx, const char *s, size_t len) { tstore_prefetch(&((rd *)ctx)->store, s, len); }
 
 /* ---- serde_json positions of the tag errors ---- */
 
@@ -626,7 +628,12 @@ static cg_trace *new_trace(void) {
     return t;
 }
 
-static void rd_init(rd *r, cg_trace *t, const char *path, cg_error *err, cg_trace_limits *lim) {
+/* About one distinct short string per this many bytes of a trace (the
+ * generated bench traces: tensor ids, labels, keys; real captures repeat
+ * more): the string table is sized from the input's size with it. */
+#define BYTES_PER_STRING 320u
+
+static void rd_init(rd *r, cg_trace *t, const char *path, cg_error *err, cg_trace_limits *lim, size_t bytes) {
     memset(r, 0, sizeof *r);
     r->t = t;
     r->path = path;
@@ -635,8 +642,8 @@ static void rd_init(rd *r, cg_trace *t, const char *path, cg_error *err, cg_trac
     cg_hstr_init(&r->span_ix, 0);
     r->lim = lim;
     r->fast = !lim->general_only;
-    tstore_init(&r->store, &t->arena);
-    r->sink = (wire_sink){&t->arena, sink_intern, sink_copy, sink_dims, r};
+    tstore_init(&r->store, &t->arena, bytes / BYTES_PER_STRING);
+    r->sink = (wire_sink){&t->arena, sink_intern, sink_copy, sink_dims, sink_prefetch, r};
 }
 
 static void rd_done(rd *r) {
@@ -653,7 +660,7 @@ cg_trace *cg_trace_read_mem(const char *data, size_t len, const char *display_pa
     else cg_trace_limits_default(&l);
     cg_trace *t = new_trace();
     rd r;
-    rd_init(&r, t, display_path ? display_path : "<memory>", err, &l);
+    rd_init(&r, t, display_path ? display_path : "<memory>", err, &l, len);
     const char *p = data, *end = data + len;
     int rc = 0;
     while (p < end) {
@@ -691,7 +698,9 @@ cg_trace *cg_trace_read_file(const char *path, const cg_trace_limits *lim, cg_er
     }
     cg_trace *t = new_trace();
     rd r;
-    rd_init(&r, t, path, err, &l);
+    struct stat sb;
+    size_t bytes = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0 ? (size_t)sb.st_size : 0;
+    rd_init(&r, t, path, err, &l, bytes);
     size_t cap = 4u << 20, len = 0, off = 0;
     char *buf = cg_xalloc(1, cap);
     int rc = 0;

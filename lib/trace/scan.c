@@ -378,17 +378,37 @@ static int field_at(const wire_record *rec, size_t guess, const char *key, size_
     return len ? field_index(rec, key, len) : -1;
 }
 
+/* Announces the strings member v will intern (field f) to the sink. */
+static void prefetch_member(const wire_field *f, const scan_val *v, const wire_sink *k) {
+    if ((f->type == W_STR || f->type == W_OSTR) && v->type == SV_STR) {
+        k->prefetch(k->ctx, v->p, v->len);
+    } else if ((f->type == W_STRLIST_DEF || f->type == W_STRLIST_SKIP) && v->type == SV_STRARR) {
+        const char *q = v->p, *s;
+        size_t len;
+        for (size_t i = 0; i < v->n; i++) {
+            next_str(&q, v->p + v->len, &s, &len);
+            k->prefetch(k->ctx, s, len);
+        }
+    }
+}
+
 int scan_decode(const wire_record *rec, const scan_obj *o, void *out, const wire_sink *sink) {
-    uint32_t seen = 0;
+    int fis[SCAN_MAX_MEMBERS];
     size_t guess = 0;
-    for (size_t i = 0; i < o->n; i++) {
+    for (size_t i = 0; i < o->n; i++) { /* fields first, so that every string's slot loads at once */
         const scan_member *m = &o->m[i];
-        int fi = field_at(rec, guess, m->key, m->key_len);
-        if (fi >= 0) guess = (size_t)fi + 1;
+        int fi = fis[i] = field_at(rec, guess, m->key, m->key_len);
+        if (fi < 0) continue;
+        guess = (size_t)fi + 1;
+        if (sink->prefetch) prefetch_member(&rec->fields[fi], &m->v, sink);
+    }
+    uint32_t seen = 0;
+    for (size_t i = 0; i < o->n; i++) {
+        int fi = fis[i];
         if (fi < 0) continue;
         if (seen & (1u << fi)) return -1;
         seen |= 1u << fi;
-        if (field(&rec->fields[fi], &m->v, out, sink)) return -1;
+        if (field(&rec->fields[fi], &o->m[i].v, out, sink)) return -1;
     }
     for (size_t i = 0; i < rec->n_fields; i++) {
         const wire_field *f = &rec->fields[i];
