@@ -10,6 +10,10 @@
  * is inlined on hot paths (the trace health checks). cg_hstr (below) is the
  * string-keyed map on this table for callers that want it to hold the key.
  *
+ * A slot array of 2 MiB or more is aligned to 2 MiB and asks the kernel for
+ * transparent huge pages (madvise), so that random probes of a table larger
+ * than the cache do not also miss the TLB on every probe.
+ *
  * Limits: ids < CG_HMAP_NONE (2^32 - 1); at most 2^31 entries; load ≤ 1/2.
  * Ownership: the table owns its slot array (cg_hmap_free). Allocation failure
  * follows the cg_x* policy of base/alloc.h. Not thread-safe; concurrent
@@ -28,6 +32,7 @@ typedef struct cg_hmap {
     uint64_t *slot;
     size_t mask, count;
     unsigned shift; /* 32 - log2(capacity) */
+    void *block;    /* the allocation slot lies in (aligned inside it when large) */
 } cg_hmap;
 
 /* Equality of the caller's key with record id. */
