@@ -185,6 +185,7 @@ static int value(sc *s, scan_val *v) {
 int scan_object(const char *p, size_t n, const cg_json_limits *lim, scan_obj *o) {
     sc s = {p, p + n, lim};
     o->n = 0;
+    o->resolved = NULL;
     if (n < 2 || p[0] != '{' || lim->max_depth < 1) return -1;
     s.p++;
     ws(&s);
@@ -361,10 +362,17 @@ static int field(const wire_field *f, const scan_val *v, void *out, const wire_s
     return -1;
 }
 
+/* Whether the n bytes at a and b are equal (short keys: no library call). */
+static inline bool same_bytes(const char *a, const char *b, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i]) return false;
+    return true;
+}
+
 static int field_index(const wire_record *rec, const char *key, size_t len) {
     for (size_t i = 0; i < rec->n_fields; i++) {
         const wire_field *f = &rec->fields[i];
-        if (f->name_len == len && f->name[0] == key[0] && !memcmp(f->name, key, len)) return (int)i;
+        if (f->name_len == len && same_bytes(f->name, key, len)) return (int)i;
     }
     return -1;
 }
@@ -373,7 +381,7 @@ static int field_index(const wire_record *rec, const char *key, size_t len) {
 static int field_at(const wire_record *rec, size_t guess, const char *key, size_t len) {
     if (guess < rec->n_fields) {
         const wire_field *f = &rec->fields[guess];
-        if (f->name_len == len && !memcmp(f->name, key, len)) return (int)guess;
+        if (f->name_len == len && same_bytes(f->name, key, len)) return (int)guess;
     }
     return len ? field_index(rec, key, len) : -1;
 }
@@ -392,23 +400,28 @@ static void prefetch_member(const wire_field *f, const scan_val *v, const wire_s
     }
 }
 
-int scan_decode(const wire_record *rec, const scan_obj *o, void *out, const wire_sink *sink) {
-    int fis[SCAN_MAX_MEMBERS];
+void scan_resolve(const wire_record *rec, scan_obj *o, const wire_sink *sink) {
     size_t guess = 0;
-    for (size_t i = 0; i < o->n; i++) { /* fields first, so that every string's slot loads at once */
-        const scan_member *m = &o->m[i];
-        int fi = fis[i] = field_at(rec, guess, m->key, m->key_len);
+    for (size_t i = 0; i < o->n; i++) {
+        scan_member *m = &o->m[i];
+        int fi = m->field = field_at(rec, guess, m->key, m->key_len);
         if (fi < 0) continue;
         guess = (size_t)fi + 1;
         if (sink->prefetch) prefetch_member(&rec->fields[fi], &m->v, sink);
     }
+    o->resolved = rec;
+}
+
+int scan_decode(const wire_record *rec, scan_obj *o, void *out, const wire_sink *sink) {
+    if (o->resolved != rec) scan_resolve(rec, o, sink);
     uint32_t seen = 0;
     for (size_t i = 0; i < o->n; i++) {
-        int fi = fis[i];
+        const scan_member *m = &o->m[i];
+        int fi = m->field;
         if (fi < 0) continue;
         if (seen & (1u << fi)) return -1;
         seen |= 1u << fi;
-        if (field(&rec->fields[fi], &o->m[i].v, out, sink)) return -1;
+        if (field(&rec->fields[fi], &m->v, out, sink)) return -1;
     }
     for (size_t i = 0; i < rec->n_fields; i++) {
         const wire_field *f = &rec->fields[i];
