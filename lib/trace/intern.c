@@ -99,13 +99,6 @@ const char *tstore_intern(tstore *st, const char *s, size_t len) {
     return c;
 }
 
-void tstore_prefetch(const tstore *st, const char *s, size_t len) {
-    if (len > MAX_INTERN) return;
-    uint64_t h = str_hash(s, len);
-    __builtin_prefetch(&st->front[h & (FRONT - 1)]);
-    cg_hmap_prefetch(&st->strings, h);
-}
-
 const char *tstore_copy(tstore *st, const char *s, size_t len) {
     if (len > MAX_INTERN) return pool_copy(st, s, len);
     uint64_t h = str_hash(s, len);

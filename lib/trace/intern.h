@@ -60,9 +60,6 @@ void tstore_init(tstore *st, cg_arena *arena, size_t expect_strings);
 void tstore_done(tstore *st);
 const char *tstore_intern(tstore *st, const char *s, size_t len);
 const char *tstore_copy(tstore *st, const char *s, size_t len);
-/* A hint that s will be interned shortly: starts loading its table slots into
- * the cache (a record's strings are announced before the first is stored). */
-void tstore_prefetch(const tstore *st, const char *s, size_t len);
 /* The stored dims of a shape of n dims (NULL for n = 0). */
 uint64_t *tstore_dims(tstore *st, const uint64_t *dims, size_t n);
 

@@ -54,18 +54,6 @@ void cg_trace_limits_default(cg_trace_limits *l) {
         (n)++;                                                                       \
     } while (0)
 
-/* A line scanned by the fast path before its turn (scan.c), so that its
- * strings' table slots load while the line before it is decoded. */
-typedef struct prescan {
-    const char *text; /* the trimmed line scanned (NULL: none) */
-    size_t len;
-    bool ok;          /* flat, with a record kind the fast path decodes */
-    int ki;
-    bool is_data;     /* edges: a data edge */
-    const wire_record *rec;
-    scan_obj o;
-} prescan;
-
 typedef struct rd {
     cg_trace *t;
     const char *path;
@@ -85,8 +73,7 @@ typedef struct rd {
     size_t text_len;
     const cg_trace_limits *lim;
     bool fast;        /* take flat records through scan.c (off: the general path only) */
-    prescan ahead[2]; /* the fast path's scans: the current line's and the next one's */
-    unsigned cur;     /* ahead[cur] is (or will be) the current line's */
+    scan_obj scan;    /* the fast path's members of the current line */
 } rd;
 
 /* ---- errors ---- */
@@ -142,7 +129,6 @@ static const char *sink_intern(void *ctx, const char *s, size_t len) {
 }
 static const char *sink_copy(void *ctx, const char *s, size_t len) { return tstore_copy(&((rd *)ctx)->store, s, len); }
 static uint64_t *sink_dims(void *ctx, const uint64_t *d, size_t n) { return tstore_dims(&((rd *)ctx)->store, d, n); }
-static void sink_prefetch(void *ctx, const char *s, size_t len) { tstore_prefetch(&((rd *)ctx)->store, s, len); }
 
 /* ---- serde_json positions of the tag errors ---- */
 
@@ -508,45 +494,30 @@ static int kind_index(const char *s, size_t len) {
     return -1;
 }
 
-/* Scans the trimmed line text as a flat record into ps (ps->ok: the fast
- * path can decode it) and announces its strings to the store. */
-static void prescan_line(rd *r, prescan *ps, const char *text, size_t len) {
-    ps->text = text;
-    ps->len = len;
-    ps->ok = false;
-    scan_obj *o = &ps->o;
-    if (scan_object(text, len, &r->lim->json, o)) return;
-    const scan_member *k = scan_member_only(o, "kind", 4);
-    if (!k || k->v.type != SV_STR) return;
-    int ki = kind_index(k->v.p, k->v.len);
-    if (ki < 0 || !records[ki]) return;
-    ps->ki = ki;
-    ps->rec = records[ki];
-    ps->is_data = false;
-    if (ki == K_EDGE) {
-        const scan_member *ek = scan_member_only(o, "edge_kind", 9);
-        if (!ek || ek->v.type != SV_STR || ek->v.len != 4) return;
-        ps->is_data = !memcmp(ek->v.p, "data", 4);
-        if (!ps->is_data && memcmp(ek->v.p, "call", 4)) return;
-        ps->rec = ps->is_data ? &wire_data_edge : &wire_call_edge;
-    }
-    ps->ok = true;
-    scan_resolve(ps->rec, o, &r->sink);
-}
-
 /* The fast path (scan.c) of a flat, well-formed record that decodes as-is:
  * true when it took the line (*rc its status), false when the general path
  * must parse it (meta, sequences, escapes, nested values, any error). */
 static bool fast_line(rd *r, int *rc) {
-    prescan *ps = &r->ahead[r->cur];
-    if (ps->text != r->text || ps->len != r->text_len) prescan_line(r, ps, r->text, r->text_len);
-    ps->text = NULL;
-    if (!ps->ok) return false;
+    scan_obj *o = &r->scan;
+    if (scan_object(r->text, r->text_len, &r->lim->json, o)) return false;
+    const scan_member *k = scan_member_only(o, "kind", 4);
+    if (!k || k->v.type != SV_STR) return false;
+    int ki = kind_index(k->v.p, k->v.len);
+    if (ki < 0 || !records[ki]) return false;
+    const wire_record *rec = records[ki];
+    bool is_data = false;
+    if (ki == K_EDGE) {
+        const scan_member *ek = scan_member_only(o, "edge_kind", 9);
+        if (!ek || ek->v.type != SV_STR || ek->v.len != 4) return false;
+        is_data = !memcmp(ek->v.p, "data", 4);
+        if (!is_data && memcmp(ek->v.p, "call", 4)) return false;
+        rec = is_data ? &wire_data_edge : &wire_call_edge;
+    }
     any_rec u;
     memset(&u, 0, sizeof u);
-    if (scan_decode(ps->rec, &ps->o, &u, &r->sink)) return false;
-    if (ps->ki == K_EDGE) u.edge.is_data = ps->is_data;
-    if ((*rc = admit_record(r, ps->ki)) == 0) apply_record(r, ps->ki, &u);
+    if (scan_decode(rec, o, &u, &r->sink)) return false;
+    if (ki == K_EDGE) u.edge.is_data = is_data;
+    if ((*rc = admit_record(r, ki)) == 0) apply_record(r, ki, &u);
     r->index++;
     return true;
 }
@@ -572,35 +543,17 @@ static int general_line(rd *r, const char *p, size_t n) {
     return rc;
 }
 
-/* The span [*b, *e) of the n bytes at p without Rust's str::trim whitespace;
- * false when the line is blank. */
-static bool trim_line(const char *p, size_t n, size_t *b, size_t *e) {
-    *b = 0;
-    *e = n;
-    if (n >= 2 && p[0] == '{' && p[n - 1] == '}') return true; /* a record line needs no trimming */
-    cg_str_trim_span(p, n, b, e);
-    return *b != *e;
-}
-
 static int handle_line(rd *r, const char *p, size_t n) {
-    size_t b, e;
-    if (!trim_line(p, n, &b, &e)) return 0;
+    size_t b = 0, e = n;
+    if (n < 2 || p[0] != '{' || p[n - 1] != '}') { /* a record line needs no trimming */
+        cg_str_trim_span(p, n, &b, &e);
+        if (b == e) return 0;
+    }
     r->text = p + b;
     r->text_len = e - b;
     int rc;
     if (r->fast && fast_line(r, &rc)) return rc;
     return general_line(r, p, n);
-}
-
-/* handle_line of line p (n bytes), the line after it (next, next_n; NULL when
- * it is not in the buffer yet) scanned first: its strings load meanwhile. */
-static int handle_line_ahead(rd *r, const char *p, size_t n, const char *next, size_t next_n) {
-    size_t b, e;
-    if (r->fast && next && next_n <= r->lim->max_line_bytes && trim_line(next, next_n, &b, &e))
-        prescan_line(r, &r->ahead[r->cur ^ 1], next + b, e - b);
-    int rc = handle_line(r, p, n);
-    r->cur ^= 1;
-    return rc;
 }
 
 static int cmp_span(const void *x, const void *y) { return strcmp(((const cg_span *)x)->id, ((const cg_span *)y)->id); }
@@ -690,7 +643,7 @@ static void rd_init(rd *r, cg_trace *t, const char *path, cg_error *err, cg_trac
     r->lim = lim;
     r->fast = !lim->general_only;
     tstore_init(&r->store, &t->arena, bytes / BYTES_PER_STRING);
-    r->sink = (wire_sink){&t->arena, sink_intern, sink_copy, sink_dims, sink_prefetch, r};
+    r->sink = (wire_sink){&t->arena, sink_intern, sink_copy, sink_dims, r};
 }
 
 static void rd_done(rd *r) {
@@ -710,9 +663,9 @@ static void rd_done(rd *r) {
  * line afterwards). 0, or -1 after the error. */
 static int read_lines(rd *r, const char *data, size_t len, bool drop) {
     const char *p = data, *end = data + len;
-    const char *nl = memchr(p, '\n', len);
     size_t dropped = 0;
     while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *le = nl ? nl : end;
         r->line++;
         if ((size_t)(le - p) > r->lim->max_line_bytes) {
@@ -721,12 +674,8 @@ static int read_lines(rd *r, const char *data, size_t len, bool drop) {
             if (r->err) r->err->line = (int)r->line;
             return -1;
         }
-        const char *next = nl && nl + 1 < end ? nl + 1 : NULL;
-        const char *nl2 = next ? memchr(next, '\n', (size_t)(end - next)) : NULL;
-        size_t next_n = next ? (size_t)((nl2 ? nl2 : end) - next) : 0;
-        if (handle_line_ahead(r, p, (size_t)(le - p), next, next_n)) return -1;
+        if (handle_line(r, p, (size_t)(le - p))) return -1;
         p = nl ? nl + 1 : end;
-        nl = nl2;
         size_t done = (size_t)(p - data) & ~(PAGE_BYTES - 1);
         if (drop && done - dropped >= DROP_STEP) {
             (void)madvise((void *)(data + dropped), done - dropped, MADV_DONTNEED); /* a hint: the bytes stay readable */
@@ -790,8 +739,8 @@ cg_trace *cg_trace_read_file(const char *path, const cg_trace_limits *lim, cg_er
     bool eof = false;
     while (!rc) {
         /* process complete lines in buf[off..len) */
-        char *nl = memchr(buf + off, '\n', len - off);
-        while (nl) {
+        char *nl;
+        while ((nl = memchr(buf + off, '\n', len - off)) != NULL) {
             size_t ll = (size_t)(nl - (buf + off));
             r.line++;
             if (ll > l.max_line_bytes) {
@@ -800,11 +749,8 @@ cg_trace *cg_trace_read_file(const char *path, const cg_trace_limits *lim, cg_er
                 if (err) err->line = (int)r.line;
                 break;
             }
-            char *next = nl + 1, *nl2 = memchr(next, '\n', (size_t)(buf + len - next));
-            if ((rc = handle_line_ahead(&r, buf + off, ll, nl2 ? next : NULL, nl2 ? (size_t)(nl2 - next) : 0)) != 0)
-                break;
+            if ((rc = handle_line(&r, buf + off, ll)) != 0) break;
             off += ll + 1;
-            nl = nl2;
         }
         if (rc) break;
         if (eof) {
@@ -823,7 +769,6 @@ cg_trace *cg_trace_read_file(const char *path, const cg_trace_limits *lim, cg_er
         }
         /* compact, grow if a single line does not fit */
         if (off) {
-            r.ahead[0].text = r.ahead[1].text = NULL; /* the bytes move: no scan may match by address */
             memmove(buf, buf + off, len - off);
             len -= off;
             off = 0;

@@ -185,7 +185,6 @@ static int value(sc *s, scan_val *v) {
 int scan_object(const char *p, size_t n, const cg_json_limits *lim, scan_obj *o) {
     sc s = {p, p + n, lim};
     o->n = 0;
-    o->resolved = NULL;
     if (n < 2 || p[0] != '{' || lim->max_depth < 1) return -1;
     s.p++;
     ws(&s);
@@ -386,38 +385,13 @@ static int field_at(const wire_record *rec, size_t guess, const char *key, size_
     return len ? field_index(rec, key, len) : -1;
 }
 
-/* Announces the strings member v will intern (field f) to the sink. */
-static void prefetch_member(const wire_field *f, const scan_val *v, const wire_sink *k) {
-    if ((f->type == W_STR || f->type == W_OSTR) && v->type == SV_STR) {
-        k->prefetch(k->ctx, v->p, v->len);
-    } else if ((f->type == W_STRLIST_DEF || f->type == W_STRLIST_SKIP) && v->type == SV_STRARR) {
-        const char *q = v->p, *s;
-        size_t len;
-        for (size_t i = 0; i < v->n; i++) {
-            next_str(&q, v->p + v->len, &s, &len);
-            k->prefetch(k->ctx, s, len);
-        }
-    }
-}
-
-void scan_resolve(const wire_record *rec, scan_obj *o, const wire_sink *sink) {
+int scan_decode(const wire_record *rec, const scan_obj *o, void *out, const wire_sink *sink) {
+    uint32_t seen = 0;
     size_t guess = 0;
     for (size_t i = 0; i < o->n; i++) {
-        scan_member *m = &o->m[i];
-        int fi = m->field = field_at(rec, guess, m->key, m->key_len);
-        if (fi < 0) continue;
-        guess = (size_t)fi + 1;
-        if (sink->prefetch) prefetch_member(&rec->fields[fi], &m->v, sink);
-    }
-    o->resolved = rec;
-}
-
-int scan_decode(const wire_record *rec, scan_obj *o, void *out, const wire_sink *sink) {
-    if (o->resolved != rec) scan_resolve(rec, o, sink);
-    uint32_t seen = 0;
-    for (size_t i = 0; i < o->n; i++) {
         const scan_member *m = &o->m[i];
-        int fi = m->field;
+        int fi = field_at(rec, guess, m->key, m->key_len);
+        if (fi >= 0) guess = (size_t)fi + 1;
         if (fi < 0) continue;
         if (seen & (1u << fi)) return -1;
         seen |= 1u << fi;

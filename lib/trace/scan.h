@@ -47,7 +47,6 @@ typedef struct scan_member {
     const char *key;
     size_t key_len;
     scan_val v;
-    int field; /* index in the record's wire table once resolved (scan_resolve); -1: none */
 } scan_member;
 
 #define SCAN_MAX_MEMBERS 32
@@ -55,7 +54,6 @@ typedef struct scan_member {
 typedef struct scan_obj {
     scan_member m[SCAN_MAX_MEMBERS];
     size_t n;
-    const wire_record *resolved; /* the table the members' fields were resolved against */
 } scan_obj;
 
 /* Whether the NUL-terminated name equals the len bytes at s (which hold no NUL). */
@@ -72,13 +70,8 @@ int scan_object(const char *p, size_t n, const cg_json_limits *lim, scan_obj *o)
 /* The only member named key (len bytes); NULL when there is none or more than one. */
 const scan_member *scan_member_only(const scan_obj *o, const char *key, size_t len);
 
-/* Resolves each member of o to its field of rec, and announces to
- * sink->prefetch (when set) every string scan_decode would intern; reads the
- * line only. scan_decode resolves an object not yet resolved against rec. */
-void scan_resolve(const wire_record *rec, scan_obj *o, const wire_sink *sink);
-
 /* Decodes o into out (zeroed by the caller) per rec, with serde derive's
  * semantics; 0, or -1 when the general path must decide. */
-int scan_decode(const wire_record *rec, scan_obj *o, void *out, const wire_sink *sink);
+int scan_decode(const wire_record *rec, const scan_obj *o, void *out, const wire_sink *sink);
 
 #endif

@@ -79,14 +79,12 @@ typedef struct wire_span_end_rec {
 /* How strings are stored: intern(ctx, s, len) for W_STR/W_OSTR/lists/tags,
  * copy(ctx, s, len) for W_ID; dims(ctx, d, n) stores a shape's dims (maybe
  * shared with an equal shape: never written afterwards); arena for the other
- * arrays. prefetch(ctx, s, len) (may be NULL) announces a string that intern
- * will be given shortly (a hint: it stores nothing). */
+ * arrays. */
 typedef struct wire_sink {
     cg_arena *arena;
     const char *(*intern)(void *ctx, const char *s, size_t len);
     const char *(*copy)(void *ctx, const char *s, size_t len);
     uint64_t *(*dims)(void *ctx, const uint64_t *d, size_t n);
-    void (*prefetch)(void *ctx, const char *s, size_t len);
     void *ctx;
 } wire_sink;
 /* Shapes of up to this many dims are decoded on the stack and stored through
