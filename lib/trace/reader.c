@@ -653,8 +653,10 @@ static void rd_done(rd *r) {
     cg_buf_free(&r->msg);
 }
 
-/* Pages of a mapped trace behind the cursor are given back every this many bytes. */
-#define DROP_STEP ((size_t)16 << 20)
+/* Pages of a mapped trace behind the cursor are given back every this many
+ * bytes (the resident window of the mapping: no more than the read buffer
+ * it replaces). */
+#define DROP_STEP ((size_t)4 << 20)
 #define PAGE_BYTES ((size_t)4096)
 
 /* Every line of the len bytes at data. drop: data is a read-only file
