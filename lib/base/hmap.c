@@ -2,6 +2,7 @@
 #include "base/hmap.h"
 
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <time.h>
 
@@ -19,9 +20,21 @@ __attribute__((constructor)) static void seed_hstr(void) {
     cg_hstr_seed = s;
 }
 
-/* A zeroed slot array of cap = 2^bits slots. */
+#define HUGE_PAGE ((size_t)2 << 20)
+
+/* A zeroed slot array of cap = 2^bits slots; a large one 2 MiB-aligned inside
+ * a block one huge page longer (calloc maps it fresh: its pages stay
+ * untouched until probed), advised to use huge pages. */
 static void set_capacity(cg_hmap *m, unsigned bits) {
-    m->slot = cg_xzalloc((size_t)1 << bits, sizeof *m->slot);
+    size_t bytes = ((size_t)1 << bits) * sizeof *m->slot;
+    if (bytes < HUGE_PAGE) {
+        m->block = m->slot = cg_xzalloc((size_t)1 << bits, sizeof *m->slot);
+    } else {
+        m->block = cg_xzalloc(1, bytes + HUGE_PAGE);
+        uintptr_t at = ((uintptr_t)m->block + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
+        m->slot = (uint64_t *)at;
+        (void)madvise(m->slot, bytes, MADV_HUGEPAGE); /* a hint: without it the table works the same */
+    }
     m->mask = ((size_t)1 << bits) - 1;
     m->shift = 32 - bits;
 }
@@ -34,13 +47,14 @@ void cg_hmap_init(cg_hmap *m, size_t expect) {
 }
 
 void cg_hmap_free(cg_hmap *m) {
-    free(m->slot);
-    m->slot = NULL;
+    free(m->block);
+    m->slot = m->block = NULL;
     m->mask = m->count = 0;
 }
 
 static void grow(cg_hmap *m) {
     uint64_t *old = m->slot;
+    void *old_block = m->block;
     size_t n = m->mask + 1;
     unsigned bits = 32 - m->shift + 1;
     if (bits > 32) return; /* 2^32 slots: the id limit is reached first */
@@ -51,7 +65,7 @@ static void grow(cg_hmap *m) {
         while (m->slot[j]) j = (j + 1) & m->mask;
         m->slot[j] = old[i];
     }
-    free(old);
+    free(old_block);
 }
 
 void cg_hmap_put_at(cg_hmap *m, size_t at, uint64_t h, uint32_t id) {

@@ -10,6 +10,10 @@
  * is inlined on hot paths (the trace health checks). cg_hstr (below) is the
  * string-keyed map on this table for callers that want it to hold the key.
  *
+ * A slot array of 2 MiB or more is aligned to 2 MiB and asks the kernel for
+ * transparent huge pages (madvise), so that random probes of a table larger
+ * than the cache do not also miss the TLB on every probe.
+ *
  * Limits: ids < CG_HMAP_NONE (2^32 - 1); at most 2^31 entries; load ≤ 1/2.
  * Ownership: the table owns its slot array (cg_hmap_free). Allocation failure
  * follows the cg_x* policy of base/alloc.h. Not thread-safe; concurrent
@@ -28,6 +32,7 @@ typedef struct cg_hmap {
     uint64_t *slot;
     size_t mask, count;
     unsigned shift; /* 32 - log2(capacity) */
+    void *block;    /* the allocation slot lies in (aligned inside it when large) */
 } cg_hmap;
 
 /* Equality of the caller's key with record id. */
@@ -42,6 +47,13 @@ void cg_hmap_put_at(cg_hmap *m, size_t at, uint64_t h, uint32_t id);
 
 static inline size_t cg_hmap_home(const cg_hmap *m, uint32_t tag) {
     return (size_t)((uint32_t)(tag * 0x9e3779b1u) >> m->shift) & m->mask;
+}
+
+/* Starts loading the home slot of hash h into the cache, for a lookup of h a
+ * little later (a table larger than the cache: issue several before the first
+ * find). A hint only: nothing is read or changed. */
+static inline void cg_hmap_prefetch(const cg_hmap *m, uint64_t h) {
+    __builtin_prefetch(&m->slot[cg_hmap_home(m, (uint32_t)(h >> 32))]);
 }
 
 /* The id of the record equal to key under hash h, or CG_HMAP_NONE; *at (when

@@ -108,6 +108,43 @@ static uint32_t hmap_get(const hmap *m, hkey k) { return cg_hmap_find(&m->t, hke
 
 static hkey key1(const char *a) { return (hkey){a, NULL, 0}; }
 
+/* Lookups of a run of keys in one table, each one's slot prefetched LOOKAHEAD
+ * keys before its turn: the tables of a large trace do not fit the cache, and
+ * a lone lookup waits for memory. Keys are answered in the order they are
+ * pushed, so get-or-put runs see exactly the table a plain loop sees. */
+#define LOOKAHEAD 16u
+
+typedef struct lookahead {
+    hkey k[LOOKAHEAD];
+    uint64_t h[LOOKAHEAD];
+    uint32_t tag[LOOKAHEAD]; /* the caller's note of what each key is for */
+    unsigned head, n;
+} lookahead;
+
+/* Queues k; the queue must not be full (la_full: pop one first). */
+static void la_push(lookahead *q, const hmap *m, hkey k, uint32_t tag) {
+    unsigned i = (q->head + q->n++) % LOOKAHEAD;
+    q->k[i] = k;
+    q->h[i] = hkey_hash(k);
+    q->tag[i] = tag;
+    cg_hmap_prefetch(&m->t, q->h[i]);
+}
+
+static bool la_full(const lookahead *q) { return q->n == LOOKAHEAD; }
+
+/* The oldest queued key's lookup (put_id stored when absent, unless HNONE);
+ * *tag receives its note. */
+static uint32_t la_pop(lookahead *q, hmap *m, uint32_t put_id, uint32_t *tag) {
+    unsigned i = q->head;
+    q->head = (q->head + 1) % LOOKAHEAD;
+    q->n--;
+    if (tag) *tag = q->tag[i];
+    if (put_id == HNONE) return cg_hmap_find(&m->t, q->h[i], hmap_eq, m, &q->k[i], NULL);
+    return cg_hmap_find_or_put(&m->t, q->h[i], hmap_eq, m, &q->k[i], put_id);
+}
+
+static const hkey *la_front(const lookahead *q) { return &q->k[q->head]; }
+
 /* ---- analysis context ----------------------------------------------------- */
 
 typedef struct hctx {
@@ -338,18 +375,29 @@ static void strvec_push(strvec *v, const char *s) {
     v->s[v->n++] = s;
 }
 
+/* Queues endpoint lookup s, first marking the oldest queued one's answer when the queue is full. */
+static void known_push(lookahead *q, hmap *ends, unsigned char *known, const char *s) {
+    if (la_full(q)) {
+        uint32_t id = la_pop(q, ends, HNONE, NULL);
+        if (id != HNONE) known[id] = 1;
+    }
+    la_push(q, ends, key1(s), 0);
+}
+
 /* Marks which data-edge endpoints are known tensors (tensor events ∪ op inputs
  * ∪ op outputs); endpoints hold the distinct non-empty endpoint strings. */
-static unsigned char *known_endpoints(const cg_trace *t, const hmap *ends, size_t n_ends) {
+static unsigned char *known_endpoints(const cg_trace *t, hmap *ends, size_t n_ends) {
     unsigned char *known = cg_xzalloc(n_ends, 1);
-    uint32_t id;
-    for (size_t i = 0; i < t->n_tensors; i++)
-        if ((id = hmap_get(ends, key1(t->tensors[i].tensor_id))) != HNONE) known[id] = 1;
+    lookahead q = {0};
+    for (size_t i = 0; i < t->n_tensors; i++) known_push(&q, ends, known, t->tensors[i].tensor_id);
     for (size_t i = 0; i < t->n_ops; i++) {
         const cg_op *o = &t->ops[i];
-        for (size_t j = 0; j < o->inputs.n; j++)
-            if ((id = hmap_get(ends, key1(o->inputs.items[j]))) != HNONE) known[id] = 1;
-        if (o->output && (id = hmap_get(ends, key1(o->output))) != HNONE) known[id] = 1;
+        for (size_t j = 0; j < o->inputs.n; j++) known_push(&q, ends, known, o->inputs.items[j]);
+        if (o->output) known_push(&q, ends, known, o->output);
+    }
+    while (q.n) {
+        uint32_t id = la_pop(&q, ends, HNONE, NULL);
+        if (id != HNONE) known[id] = 1;
     }
     return known;
 }
@@ -373,21 +421,41 @@ static void check_call_edge(hctx *c, const cg_edge *e) {
                   ull(e->host_duration_ns), ull(target->duration_ns));
 }
 
-static void check_edges(hctx *c) {
-    const cg_trace *t = c->t;
-    strvec ends = {0};
-    hmap endmap;
-    hmap_init(&endmap, t->n_edges, strvec_key, &ends); /* sized up front: a rehash reads every key again */
+/* Stores the oldest queued endpoint in the table (a new one joins ends) and
+ * notes its id at ep[tag]. */
+static void endpoint_pop(lookahead *q, hmap *endmap, strvec *ends, uint32_t *ep) {
+    strvec_push(ends, la_front(q)->a); /* the key must be readable if the insert grows the table */
+    uint32_t tag, id = la_pop(q, endmap, (uint32_t)(ends->n - 1), &tag);
+    if (id != HNONE) ends->n--;
+    ep[tag] = id == HNONE ? (uint32_t)(ends->n - 1) : id;
+}
+
+/* The distinct non-empty data-edge endpoints, in first-seen order, with
+ * ep[2i], ep[2i+1] the ids of edge i's from and to (HNONE when blank). */
+static uint32_t *edge_endpoints(const cg_trace *t, hmap *endmap, strvec *ends) {
+    uint32_t *ep = cg_xzalloc(2 * t->n_edges + 1, sizeof *ep);
+    lookahead q = {0};
     for (size_t i = 0; i < t->n_edges; i++) {
         const cg_edge *e = &t->edges[i];
         if (!e->is_data) continue;
         const char *pts[2] = {e->from, e->to};
         for (int k = 0; k < 2; k++) {
+            ep[2 * i + (size_t)k] = HNONE;
             if (blank_id(pts[k])) continue;
-            strvec_push(&ends, pts[k]); /* the key must be readable if the insert grows the table */
-            if (hmap_get_or_put(&endmap, key1(pts[k]), (uint32_t)(ends.n - 1)) != HNONE) ends.n--;
+            if (la_full(&q)) endpoint_pop(&q, endmap, ends, ep);
+            la_push(&q, endmap, key1(pts[k]), (uint32_t)(2 * i + (size_t)k));
         }
     }
+    while (q.n) endpoint_pop(&q, endmap, ends, ep);
+    return ep;
+}
+
+static void check_edges(hctx *c) {
+    const cg_trace *t = c->t;
+    strvec ends = {0};
+    hmap endmap;
+    hmap_init(&endmap, t->n_edges, strvec_key, &ends);
+    uint32_t *ep = edge_endpoints(t, &endmap, &ends);
     unsigned char *known = ends.n ? known_endpoints(t, &endmap, ends.n) : NULL;
     for (size_t i = 0; i < t->n_edges; i++) {
         const cg_edge *e = &t->edges[i];
@@ -395,13 +463,12 @@ static void check_edges(hctx *c) {
             check_call_edge(c, e);
         } else if (blank_id(e->from) || blank_id(e->to)) {
             add_issue(c, CG_SEV_ERROR, "empty_data_edge_endpoint", "data-edge tensor IDs cannot be empty");
-        } else {
-            uint32_t f = hmap_get(&endmap, key1(e->from)), to = hmap_get(&endmap, key1(e->to));
-            if (f == HNONE || !known[f] || to == HNONE || !known[to])
-                add_issue(c, CG_SEV_ERROR, "unknown_data_edge_tensor",
-                          "data edge `%s` -> `%s` refers to unknown tensor evidence", e->from, e->to);
+        } else if (!known[ep[2 * i]] || !known[ep[2 * i + 1]]) {
+            add_issue(c, CG_SEV_ERROR, "unknown_data_edge_tensor",
+                      "data edge `%s` -> `%s` refers to unknown tensor evidence", e->from, e->to);
         }
     }
+    free(ep);
     free(known);
     free(ends.s);
     hmap_free(&endmap);
@@ -413,10 +480,13 @@ static void check_edges(hctx *c) {
  * record) so that a probe touches one entry, not the record too. */
 typedef struct storage_state {
     const char *device, *storage_id; /* the key */
+    const char *first_tensor;        /* tensor of the allocation that opened the live lifetime */
     uint32_t live_id;                /* 0 = not live */
     uint64_t bytes;                  /* bytes of the opening allocation while live */
 } storage_state;
 
+/* A further tensor allocated on a live storage (the opening one is the
+ * storage's first_tensor): only aliases go through the alias table. */
 typedef struct alias_ent {
     const char *tensor_id; /* of the memory event that made the alias */
     uint32_t live_id;      /* lifetime the alias belongs to */
@@ -428,6 +498,9 @@ typedef struct memwalk {
     size_t n_st, cap_st;
     alias_ent *al;
     size_t n_al, cap_al;
+    hmap storages, aliases;
+    uint32_t next_live;
+    uint64_t live;
 } memwalk;
 
 static hkey storage_key(const void *ctx, uint32_t id) {
@@ -451,13 +524,13 @@ static int mem_order_cmp(const void *pa, const void *pb) {
     return a->idx < b->idx ? -1 : a->idx > b->idx; /* stable */
 }
 
-static void alias_add(memwalk *w, hmap *aliases, uint32_t event, uint32_t live_id) {
+static void alias_add(memwalk *w, uint32_t event, uint32_t live_id) {
     if (w->n_al == w->cap_al) {
         w->cap_al = w->cap_al ? w->cap_al * 2 : 64;
         w->al = cg_xrealloc(w->al, w->cap_al, sizeof *w->al);
     }
     w->al[w->n_al] = (alias_ent){w->t->memory[event].tensor_id, live_id};
-    hmap_get_or_put(aliases, alias_key(w, (uint32_t)w->n_al), (uint32_t)w->n_al);
+    hmap_get_or_put(&w->aliases, alias_key(w, (uint32_t)w->n_al), (uint32_t)w->n_al);
     w->n_al++;
 }
 
@@ -480,16 +553,48 @@ static uint32_t *memory_order(const cg_trace *t) {
     return order;
 }
 
-static storage_state *storage_of(memwalk *w, hmap *storages, uint32_t ei) {
-    const cg_memory *m = &w->t->memory[ei];
+/* The state of the oldest queued event's storage (a new one is added);
+ * *ei receives the event. */
+static storage_state *storage_pop(memwalk *w, lookahead *q, uint32_t *ei) {
     if (w->n_st == w->cap_st) {
         w->cap_st = w->cap_st ? w->cap_st * 2 : 64;
         w->st = cg_xrealloc(w->st, w->cap_st, sizeof *w->st);
     }
-    w->st[w->n_st] = (storage_state){m->device, m->storage_id, 0, 0}; /* tentative new key */
-    uint32_t si = hmap_get_or_put(storages, (hkey){m->device, m->storage_id, 0}, (uint32_t)w->n_st);
+    const hkey *k = la_front(q);
+    w->st[w->n_st] = (storage_state){k->a, k->b, NULL, 0, 0}; /* tentative new key */
+    uint32_t si = la_pop(q, &w->storages, (uint32_t)w->n_st, ei);
     if (si == HNONE) si = (uint32_t)w->n_st++;
     return &w->st[si];
+}
+
+/* One memory event of the walk against its storage's state. */
+static void memory_event(hctx *c, memwalk *w, uint32_t ei, storage_state *s) {
+    const cg_memory *m = &w->t->memory[ei];
+    if (!m->is_free && !s->live_id) {
+        s->live_id = w->next_live++;
+        s->bytes = m->bytes;
+        s->first_tensor = m->tensor_id;
+        w->live++;
+    } else if (!m->is_free && m->bytes != s->bytes) {
+        add_issue(c, CG_SEV_ERROR, "allocation_size_mismatch",
+                  "storage `%s` on `%s` has conflicting allocation sizes", m->storage_id, m->device);
+    } else if (!m->is_free) {
+        if (str_eq(m->tensor_id, s->first_tensor) ||
+            hmap_get(&w->aliases, (hkey){m->tensor_id, NULL, s->live_id}) != HNONE)
+            add_issue(c, CG_SEV_ERROR, "duplicate_allocation",
+                      "tensor `%s` repeated an allocation for storage `%s` on `%s`", m->tensor_id, m->storage_id,
+                      m->device);
+        else alias_add(w, ei, s->live_id);
+    } else if (!s->live_id) {
+        add_issue(c, CG_SEV_ERROR, "unpaired_free", "storage `%s` on `%s` was freed while not live", m->storage_id,
+                  m->device);
+    } else {
+        if (m->bytes != s->bytes)
+            add_issue(c, CG_SEV_ERROR, "allocation_size_mismatch", "storage `%s` allocated %llu bytes but freed %llu",
+                      m->storage_id, ull(s->bytes), ull(m->bytes));
+        s->live_id = 0;
+        w->live--;
+    }
 }
 
 /* Pairs allocations and frees per (device, storage_id) in timestamp order. */
@@ -497,46 +602,29 @@ static void check_memory_pairing(hctx *c) {
     const cg_trace *t = c->t;
     if (t->n_memory == 0) return;
     uint32_t *order = memory_order(t);
-    memwalk w = {.t = t};
-    hmap storages, aliases;
-    /* sized for one storage per alloc/free pair up front: a rehash reads every key again */
-    hmap_init(&storages, t->n_memory / 2 + 1, storage_key, &w);
-    hmap_init(&aliases, t->n_memory / 2 + 1, alias_key, &w);
-    uint32_t next_live = 1;
-    uint64_t live = 0;
+    memwalk w = {.t = t, .next_live = 1};
+    /* sized for one storage per alloc/free pair up front; aliases are rare */
+    hmap_init(&w.storages, t->n_memory / 2 + 1, storage_key, &w);
+    hmap_init(&w.aliases, 16, alias_key, &w);
+    lookahead q = {0};
+    uint32_t ei;
     for (size_t k = 0; k < t->n_memory; k++) {
-        uint32_t ei = order[k];
-        const cg_memory *m = &t->memory[ei];
-        storage_state *s = storage_of(&w, &storages, ei);
-        if (!m->is_free && !s->live_id) {
-            s->live_id = next_live++;
-            s->bytes = m->bytes;
-            live++;
-            alias_add(&w, &aliases, ei, s->live_id);
-        } else if (!m->is_free && m->bytes != s->bytes) {
-            add_issue(c, CG_SEV_ERROR, "allocation_size_mismatch",
-                      "storage `%s` on `%s` has conflicting allocation sizes", m->storage_id, m->device);
-        } else if (!m->is_free) {
-            if (hmap_get(&aliases, (hkey){m->tensor_id, NULL, s->live_id}) != HNONE)
-                add_issue(c, CG_SEV_ERROR, "duplicate_allocation",
-                          "tensor `%s` repeated an allocation for storage `%s` on `%s`", m->tensor_id,
-                          m->storage_id, m->device);
-            else alias_add(&w, &aliases, ei, s->live_id);
-        } else if (!s->live_id) {
-            add_issue(c, CG_SEV_ERROR, "unpaired_free", "storage `%s` on `%s` was freed while not live",
-                      m->storage_id, m->device);
-        } else {
-            if (m->bytes != s->bytes)
-                add_issue(c, CG_SEV_ERROR, "allocation_size_mismatch", "storage `%s` allocated %llu bytes but freed %llu",
-                          m->storage_id, ull(s->bytes), ull(m->bytes));
-            s->live_id = 0;
-            live--;
+        if (la_full(&q)) {
+            storage_state *s = storage_pop(&w, &q, &ei);
+            memory_event(c, &w, ei, s);
         }
+        const cg_memory *m = &t->memory[order[k]];
+        la_push(&q, &w.storages, (hkey){m->device, m->storage_id, 0}, order[k]);
     }
-    if (live > 0)
-        add_issue(c, CG_SEV_WARNING, "retained_allocations", "%llu storages remained live at capture end", ull(live));
-    hmap_free(&storages);
-    hmap_free(&aliases);
+    while (q.n) {
+        storage_state *s = storage_pop(&w, &q, &ei);
+        memory_event(c, &w, ei, s);
+    }
+    if (w.live > 0)
+        add_issue(c, CG_SEV_WARNING, "retained_allocations", "%llu storages remained live at capture end",
+                  ull(w.live));
+    hmap_free(&w.storages);
+    hmap_free(&w.aliases);
     free(w.st);
     free(w.al);
     free(order);

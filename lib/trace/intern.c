@@ -13,10 +13,10 @@
 #define MAX_CHUNKS 65535u /* chunk numbers 0..65534: ids stay below CG_HMAP_NONE */
 #define MAX_SHAPE_DIMS 16u
 
-void tstore_init(tstore *st, cg_arena *arena) {
+void tstore_init(tstore *st, cg_arena *arena, size_t expect_strings) {
     memset(st, 0, sizeof *st);
     st->arena = arena;
-    cg_hmap_init(&st->strings, 1024);
+    cg_hmap_init(&st->strings, expect_strings > 1024 ? expect_strings : 1024);
     cg_hmap_init(&st->shapes, 64);
     st->front = cg_xzalloc(FRONT, sizeof *st->front);
 }

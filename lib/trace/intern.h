@@ -53,7 +53,10 @@ typedef struct tstore {
     size_t n_shapes, cap_shapes;
 } tstore;
 
-void tstore_init(tstore *st, cg_arena *arena);
+/* expect_strings: about how many distinct strings the document will intern
+ * (0 when unknown): the table is sized for them up front, so that it is not
+ * rebuilt as it grows. */
+void tstore_init(tstore *st, cg_arena *arena, size_t expect_strings);
 void tstore_done(tstore *st);
 const char *tstore_intern(tstore *st, const char *s, size_t len);
 const char *tstore_copy(tstore *st, const char *s, size_t len);

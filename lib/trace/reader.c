@@ -22,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/hmap.h"
@@ -626,7 +628,12 @@ static cg_trace *new_trace(void) {
     return t;
 }
 
-static void rd_init(rd *r, cg_trace *t, const char *path, cg_error *err, cg_trace_limits *lim) {
+/* About one distinct short string per this many bytes of a trace (the
+ * generated bench traces: tensor ids, labels, keys; real captures repeat
+ * more): the string table is sized from the input's size with it. */
+#define BYTES_PER_STRING 320u
+
+static void rd_init(rd *r, cg_trace *t, const char *path, cg_error *err, cg_trace_limits *lim, size_t bytes) {
     memset(r, 0, sizeof *r);
     r->t = t;
     r->path = path;
@@ -635,7 +642,7 @@ static void rd_init(rd *r, cg_trace *t, const char *path, cg_error *err, cg_trac
     cg_hstr_init(&r->span_ix, 0);
     r->lim = lim;
     r->fast = !lim->general_only;
-    tstore_init(&r->store, &t->arena);
+    tstore_init(&r->store, &t->arena, bytes / BYTES_PER_STRING);
     r->sink = (wire_sink){&t->arena, sink_intern, sink_copy, sink_dims, r};
 }
 
@@ -646,6 +653,51 @@ static void rd_done(rd *r) {
     cg_buf_free(&r->msg);
 }
 
+/* Pages of a mapped trace behind the cursor are given back every this many
+ * bytes (the resident window of the mapping: no more than the read buffer
+ * it replaces). */
+#define DROP_STEP ((size_t)4 << 20)
+#define PAGE_BYTES ((size_t)4096)
+
+/* Every line of the len bytes at data. drop: data is a read-only file
+ * mapping whose pages behind the cursor are given back as it advances (its
+ * resident pages count in the process's RSS; nothing points into a handled
+ * line afterwards). 0, or -1 after the error. */
+static int read_lines(rd *r, const char *data, size_t len, bool drop) {
+    const char *p = data, *end = data + len;
+    size_t dropped = 0;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        r->line++;
+        if ((size_t)(le - p) > r->lim->max_line_bytes) {
+            cg_err_setr(r->err, CG_R_TRACE_INVALID, CG_ELIMIT, "trace %s line %zu is longer than the limit of %zu bytes",
+                        r->path, r->line, r->lim->max_line_bytes);
+            if (r->err) r->err->line = (int)r->line;
+            return -1;
+        }
+        if (handle_line(r, p, (size_t)(le - p))) return -1;
+        p = nl ? nl + 1 : end;
+        size_t done = (size_t)(p - data) & ~(PAGE_BYTES - 1);
+        if (drop && done - dropped >= DROP_STEP) {
+            (void)madvise((void *)(data + dropped), done - dropped, MADV_DONTNEED); /* a hint: the bytes stay readable */
+            dropped = done;
+        }
+    }
+    return 0;
+}
+
+/* The end of a read: the document's rules when the lines were read (rc 0). */
+static cg_trace *read_done(rd *r, cg_trace *t, int rc) {
+    if (!rc) rc = finish_doc(r);
+    rd_done(r);
+    if (rc) {
+        cg_trace_free(t);
+        return NULL;
+    }
+    return t;
+}
+
 cg_trace *cg_trace_read_mem(const char *data, size_t len, const char *display_path, const cg_trace_limits *lim,
                             cg_error *err) {
     cg_trace_limits l;
@@ -653,29 +705,8 @@ cg_trace *cg_trace_read_mem(const char *data, size_t len, const char *display_pa
     else cg_trace_limits_default(&l);
     cg_trace *t = new_trace();
     rd r;
-    rd_init(&r, t, display_path ? display_path : "<memory>", err, &l);
-    const char *p = data, *end = data + len;
-    int rc = 0;
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *le = nl ? nl : end;
-        r.line++;
-        if ((size_t)(le - p) > l.max_line_bytes) {
-            rc = cg_err_setr(err, CG_R_TRACE_INVALID, CG_ELIMIT, "trace %s line %zu is longer than the limit of %zu bytes",
-                             r.path, r.line, l.max_line_bytes);
-            if (err) err->line = (int)r.line;
-            break;
-        }
-        if ((rc = handle_line(&r, p, (size_t)(le - p))) != 0) break;
-        p = nl ? nl + 1 : end;
-    }
-    if (!rc) rc = finish_doc(&r);
-    rd_done(&r);
-    if (rc) {
-        cg_trace_free(t);
-        return NULL;
-    }
-    return t;
+    rd_init(&r, t, display_path ? display_path : "<memory>", err, &l, len);
+    return read_done(&r, t, read_lines(&r, data, len, false));
 }
 
 cg_trace *cg_trace_read_file(const char *path, const cg_trace_limits *lim, cg_error *err) {
@@ -691,7 +722,19 @@ cg_trace *cg_trace_read_file(const char *path, const cg_trace_limits *lim, cg_er
     }
     cg_trace *t = new_trace();
     rd r;
-    rd_init(&r, t, path, err, &l);
+    struct stat sb;
+    size_t bytes = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0 ? (size_t)sb.st_size : 0;
+    rd_init(&r, t, path, err, &l, bytes);
+    /* a regular file is read through a mapping (no copy into a buffer); a
+     * pipe, or a file that cannot be mapped, through read() */
+    void *map = bytes && (uint64_t)sb.st_size <= SIZE_MAX ? mmap(NULL, bytes, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+    if (map != MAP_FAILED) {
+        (void)madvise(map, bytes, MADV_SEQUENTIAL);
+        int rc = read_lines(&r, map, bytes, true);
+        munmap(map, bytes);
+        close(fd);
+        return read_done(&r, t, rc);
+    }
     size_t cap = 4u << 20, len = 0, off = 0;
     char *buf = cg_xalloc(1, cap);
     int rc = 0;
@@ -757,13 +800,7 @@ cg_trace *cg_trace_read_file(const char *path, const cg_trace_limits *lim, cg_er
     }
     free(buf);
     close(fd);
-    if (!rc) rc = finish_doc(&r);
-    rd_done(&r);
-    if (rc) {
-        cg_trace_free(t);
-        return NULL;
-    }
-    return t;
+    return read_done(&r, t, rc);
 }
 
 void cg_trace_free(cg_trace *t) {

@@ -361,10 +361,17 @@ static int field(const wire_field *f, const scan_val *v, void *out, const wire_s
     return -1;
 }
 
+/* Whether the n bytes at a and b are equal (short keys: no library call). */
+static inline bool same_bytes(const char *a, const char *b, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i]) return false;
+    return true;
+}
+
 static int field_index(const wire_record *rec, const char *key, size_t len) {
     for (size_t i = 0; i < rec->n_fields; i++) {
         const wire_field *f = &rec->fields[i];
-        if (f->name_len == len && f->name[0] == key[0] && !memcmp(f->name, key, len)) return (int)i;
+        if (f->name_len == len && same_bytes(f->name, key, len)) return (int)i;
     }
     return -1;
 }
@@ -373,7 +380,7 @@ static int field_index(const wire_record *rec, const char *key, size_t len) {
 static int field_at(const wire_record *rec, size_t guess, const char *key, size_t len) {
     if (guess < rec->n_fields) {
         const wire_field *f = &rec->fields[guess];
-        if (f->name_len == len && !memcmp(f->name, key, len)) return (int)guess;
+        if (f->name_len == len && same_bytes(f->name, key, len)) return (int)guess;
     }
     return len ? field_index(rec, key, len) : -1;
 }

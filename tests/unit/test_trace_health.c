@@ -473,6 +473,25 @@ static void test_memory_alias_walk(void **st) {
     const char *c1[] = {"duplicate_allocation"};
     expect_walk(alias, 4, c1, 1);
 
+    /* the tensor that opened the lifetime allocating again is a duplicate too */
+    const mev reopen[] = {{1, "S", "t1", NULL, 8, false}, {2, "S", "t1", NULL, 8, false}, {3, "S", "t1", NULL, 8, true}};
+    expect_walk(reopen, 3, c1, 1);
+
+    /* a walk longer than the lookup queue: storages interleaved, each opened,
+     * aliased, re-allocated by its opener (one duplicate each) and freed */
+    enum { NS = 12 };
+    static const char *const sid[NS] = {"A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K", "L"};
+    mev longer[4 * NS];
+    for (size_t i = 0; i < NS; i++) {
+        longer[i] = (mev){i, sid[i], "open", NULL, 8, false};
+        longer[NS + i] = (mev){NS + i, sid[i], "alias", NULL, 8, false};
+        longer[2 * NS + i] = (mev){2 * NS + i, sid[i], "open", NULL, 8, false};
+        longer[3 * NS + i] = (mev){3 * NS + i, sid[i], "alias", NULL, 8, true};
+    }
+    const char *dups[NS];
+    for (size_t i = 0; i < NS; i++) dups[i] = "duplicate_allocation";
+    expect_walk(longer, 4 * NS, dups, NS);
+
     /* a new lifetime after a free starts with fresh aliases */
     const mev reuse[] = {{1, "S", "t1", NULL, 8, false}, {2, "S", "t2", NULL, 8, false}, {3, "S", "t2", NULL, 8, true},
                          {4, "S", "t2", NULL, 8, false}, {5, "S", "t1", NULL, 8, false}, {6, "S", "t1", NULL, 8, true}};

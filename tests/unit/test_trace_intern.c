@@ -17,7 +17,7 @@ static void test_equal_strings_share_one_copy(void **st) {
     cg_arena a;
     cg_arena_init(&a, 1 << 20);
     tstore s;
-    tstore_init(&s, &a);
+    tstore_init(&s, &a, 0);
     const char *x = tstore_intern(&s, "TensorId(3)", 11);
     assert_string_equal(x, "TensorId(3)");
     assert_ptr_equal(tstore_intern(&s, "TensorId(3)xyz", 11), x); /* by length, not NUL */
@@ -35,7 +35,7 @@ static void test_long_strings_are_copied(void **st) {
     cg_arena a;
     cg_arena_init(&a, 1 << 20);
     tstore s;
-    tstore_init(&s, &a);
+    tstore_init(&s, &a, 0);
     char big[97], huge[8192];
     memset(big, 'b', sizeof big);
     memset(huge, 'h', sizeof huge);
@@ -60,7 +60,7 @@ static void test_many_strings_across_chunks(void **st) {
     cg_arena a;
     cg_arena_init(&a, 1 << 20);
     tstore s;
-    tstore_init(&s, &a);
+    tstore_init(&s, &a, 0);
     const char **first = calloc(N, sizeof *first);
     assert_non_null(first);
     char buf[64];
@@ -88,7 +88,7 @@ static void test_equal_shapes_share_dims(void **st) {
     cg_arena a;
     cg_arena_init(&a, 1 << 20);
     tstore s;
-    tstore_init(&s, &a);
+    tstore_init(&s, &a, 0);
     uint64_t d1[] = {16, 64}, d2[] = {16, 64}, d3[] = {16, 64, 1};
     uint64_t *p = tstore_dims(&s, d1, 2);
     assert_ptr_not_equal(p, d1);

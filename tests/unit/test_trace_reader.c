@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "base/fs.h"
 #include "trace/trace.h"
@@ -223,8 +225,108 @@ static void test_dtype(void **st) {
     assert_false(cg_str_blank(" a "));
 }
 
+/* The illustrative trace with its first op line repeated n times (every 7th
+ * copy through the general path: an escaped name; every 11th padded; blank
+ * lines between some), long enough to cross the file reader's buffer. */
+static char *many_ops(size_t n, size_t *len) {
+    char *base = fixture("illustrative.jsonl");
+    const char *op = strstr(base, "{\"kind\":\"op\"");
+    assert_non_null(op);
+    const char *op_end = strchr(op, '\n') + 1;
+    size_t cap = strlen(base) + n * ((size_t)(op_end - op) + 16) + 1, at = (size_t)(op_end - base);
+    char *doc = malloc(cap);
+    assert_non_null(doc);
+    memcpy(doc, base, at);
+    const char *after_name = strstr(op, "\"matmul\"") + strlen("\"matmul\""); /* ,"inputs":... */
+    for (size_t i = 0; i < n; i++) {
+        int w = i % 7 == 0 ? snprintf(doc + at, cap - at, "{\"kind\":\"op\",\"span_id\":\"s3\",\"op_name\":\"m\\u0061t%zu\"%.*s",
+                                      i, (int)(op_end - after_name), after_name)
+                           : snprintf(doc + at, cap - at, "%s%.*s%s", i % 11 == 0 ? "  " : "",
+                                      (int)(op_end - op - 1), op, i % 5 == 0 ? "\n\n" : "\n");
+        assert_true(w > 0 && (size_t)w < cap - at);
+        at += (size_t)w;
+    }
+    size_t rest = strlen(op_end);
+    assert_true(at + rest < cap);
+    memcpy(doc + at, op_end, rest + 1);
+    *len = at + rest;
+    free(base);
+    return doc;
+}
+
+static void expect_same_ops(const cg_trace *a, const cg_trace *b) {
+    assert_int_equal(a->n_ops, b->n_ops);
+    for (size_t i = 0; i < a->n_ops; i++) {
+        assert_string_equal(a->ops[i].op_name, b->ops[i].op_name);
+        assert_string_equal(a->ops[i].output, b->ops[i].output);
+        assert_int_equal(a->ops[i].inputs.n, b->ops[i].inputs.n);
+        assert_int_equal(a->ops[i].timestamp_ns, b->ops[i].timestamp_ns);
+        assert_int_equal(a->ops[i].shape.n, b->ops[i].shape.n);
+    }
+    assert_int_equal(a->n_memory, b->n_memory);
+    assert_int_equal(a->n_spans, b->n_spans);
+}
+
+/* A file is read through a mapping, a pipe through read() into a buffer, text
+ * in memory as it is: the same document every way, whatever falls on a buffer
+ * edge. */
+static void test_file_pipe_memory_agree(void **st) {
+    (void)st;
+    size_t len;
+    char *doc = many_ops(60000, &len);
+    assert_true(len > (size_t)(8u << 20));
+    const char *tmp = getenv("TMPDIR");
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/cg-reader-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    assert_non_null(mkdtemp(dir));
+    char path[4200];
+    snprintf(path, sizeof path, "%s/trace.jsonl", dir);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(doc, 1, len, f), len);
+    assert_int_equal(fclose(f), 0);
+    cg_error err;
+    cg_err_clear(&err);
+    cg_trace *mem = cg_trace_read_mem(doc, len, "x", NULL, &err);
+    if (!mem) fail_msg("%s", err.msg);
+    assert_int_equal(mem->n_ops, 60000 + 1);
+    assert_string_equal(mem->ops[1].op_name, "mat0"); /* the escaped copy, decoded */
+    cg_trace *file = cg_trace_read_file(path, NULL, &err);
+    if (!file) fail_msg("%s", err.msg);
+    expect_same_ops(mem, file);
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        close(fds[0]);
+        for (size_t off = 0; off < len;) {
+            ssize_t w = write(fds[1], doc + off, len - off > 65536 ? 65536 : len - off);
+            if (w <= 0) _exit(1);
+            off += (size_t)w;
+        }
+        _exit(0);
+    }
+    close(fds[1]);
+    char fdpath[64];
+    snprintf(fdpath, sizeof fdpath, "/dev/fd/%d", fds[0]);
+    cg_trace *piped = cg_trace_read_file(fdpath, NULL, &err);
+    close(fds[0]);
+    int status = 0;
+    assert_int_equal(waitpid(child, &status, 0), child);
+    if (!piped) fail_msg("%s", err.msg);
+    expect_same_ops(mem, piped);
+    cg_trace_free(piped);
+    cg_trace_free(file);
+    cg_trace_free(mem);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(rmdir(dir), 0);
+    free(doc);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_file_pipe_memory_agree),
         cmocka_unit_test(test_illustrative_parses), cmocka_unit_test(test_roundtrip_value_identical),
         cmocka_unit_test(test_parse_rules), cmocka_unit_test(test_limits), cmocka_unit_test(test_dtype),
     };
