@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/async_sink.h"
 #include "base/buf.h"
 #include "base/fs.h"
 #include "base/writeback.h"
@@ -190,7 +191,9 @@ int cli_write_stream(const char *out_path, cli_producer produce, void *arg) {
     if (fd < 0) return 1;
     cg_wb_sink_ctx o;
     cg_wb_sink_init(&o, fd, to_stdout ? CG_WRITEBACK_OFF : CG_WRITEBACK_DROP_BEHIND);
-    int rc = produce(cg_wb_sink, &o, arg, &err);
+    cg_async_sink *as = cg_async_sink_start(cg_wb_sink, &o); /* writes beside the production */
+    int rc = produce(as ? cg_async_sink_put : cg_wb_sink, as ? (void *)as : &o, arg, &err);
+    if (as && cg_async_sink_finish(as) != 0 && rc == 0) rc = -1;
     if (rc != 0 && o.out.err_no) rc = to_stdout ? stdout_fail(o.out.err_no) : write_fail(out_path, o.out.err_no);
     else if (rc != 0) rc = cli_fail(&err);
     if (!to_stdout && close(fd) != 0 && rc == 0) rc = write_fail(out_path, errno);

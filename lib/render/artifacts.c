@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "analysis/evidence.h"
+#include "base/async_sink.h"
 #include "base/fs.h"
 #include "base/sha256.h"
 #include "base/writeback.h"
@@ -105,7 +106,16 @@ int cg_render_bundle_artifacts_fd(const char *trace_path, const char *nsight_dir
     cg_sha256_init(&hs.h);
     hs.bytes = 0;
     *run_id = NULL;
-    if (build_artifacts(trace_path, nsight_dir, hash_write, &hs, run_id, report_md, viewer_html, err) != 0) {
+    /* writing and hashing run beside the JSON text's production */
+    cg_async_sink *as = cg_async_sink_start(hash_write, &hs);
+    int rc = build_artifacts(trace_path, nsight_dir, as ? cg_async_sink_put : hash_write, as ? (void *)as : &hs, run_id,
+                             report_md, viewer_html, err);
+    if (as && cg_async_sink_finish(as) != 0 && rc == 0) {
+        rc = -1;
+        free(*run_id);
+        *run_id = NULL;
+    }
+    if (rc != 0) {
         if (hs.out.out.err_no) cg_err_set(err, CG_EIO, "write evidence.json: %s", strerror(hs.out.out.err_no));
         return -1;
     }
