@@ -8,8 +8,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/async_sink.h"
 #include "base/buf.h"
 #include "base/fs.h"
+#include "base/writeback.h"
 
 bool cli_is_flag(const char *arg, const char *flag, const char *alt) {
     return (flag && !strcmp(arg, flag)) || (alt && !strcmp(arg, alt));
@@ -183,12 +185,18 @@ int cli_write_stream(const char *out_path, cli_producer produce, void *arg) {
     cg_err_clear(&err);
     bool to_stdout = !out_path || !strcmp(out_path, "-");
     if (to_stdout && fflush(stdout) != 0) return stdout_fail(errno);
-    cg_fd_sink_ctx o = {to_stdout ? STDOUT_FILENO : open_output(out_path), 0};
-    if (o.fd < 0) return 1;
-    int rc = produce(cg_fd_sink, &o, arg, &err);
-    if (rc != 0 && o.err_no) rc = to_stdout ? stdout_fail(o.err_no) : write_fail(out_path, o.err_no);
+    /* a file output streams to disk as it grows and leaves the page cache
+     * behind it (base/writeback.h): a multi-gigabyte output is not read back */
+    int fd = to_stdout ? STDOUT_FILENO : open_output(out_path);
+    if (fd < 0) return 1;
+    cg_wb_sink_ctx o;
+    cg_wb_sink_init(&o, fd, to_stdout ? CG_WRITEBACK_OFF : CG_WRITEBACK_DROP_BEHIND);
+    cg_async_sink *as = cg_async_sink_start(cg_wb_sink, &o); /* writes beside the production */
+    int rc = produce(as ? cg_async_sink_put : cg_wb_sink, as ? (void *)as : &o, arg, &err);
+    if (as && cg_async_sink_finish(as) != 0 && rc == 0) rc = -1;
+    if (rc != 0 && o.out.err_no) rc = to_stdout ? stdout_fail(o.out.err_no) : write_fail(out_path, o.out.err_no);
     else if (rc != 0) rc = cli_fail(&err);
-    if (!to_stdout && close(o.fd) != 0 && rc == 0) rc = write_fail(out_path, errno);
+    if (!to_stdout && close(fd) != 0 && rc == 0) rc = write_fail(out_path, errno);
     return rc;
 }
 

@@ -4,6 +4,7 @@
 #include "base/arena.h"
 #include "base/fault.h"
 #include "base/sha256.h"
+#include "base/writeback.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -234,6 +235,8 @@ static int copy_file(const char *src, const char *dst, cg_sha256 *h, uint64_t *s
         return cg_err_set(err, CG_EIO, "create %s: %s", dst, strerror(e));
     }
     static _Thread_local char buf[1 << 16];
+    cg_writeback wb; /* the copy streams to disk as it grows: the fsync below finds little left */
+    cg_writeback_init(&wb, out, CG_WRITEBACK_EARLY);
     for (;;) {
         ssize_t r = read(in, buf, sizeof buf);
         if (r < 0) {
@@ -250,6 +253,7 @@ static int copy_file(const char *src, const char *dst, cg_sha256 *h, uint64_t *s
             close(out);
             return cg_err_set(err, CG_EIO, "write %s: %s", dst, strerror(e));
         }
+        cg_writeback_wrote(&wb, (size_t)r);
         if (h) cg_sha256_update(h, buf, (size_t)r);
         if (size) *size += (uint64_t)r;
     }

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -949,28 +950,60 @@ bool cg_jv_equal(const cg_jv *a, const cg_jv *b) {
 
 /* ------------------------------------------------------------------ output */
 
-/* Appends without re-terminating; public entry points restore the NUL. */
+/* Room for n more bytes (plus the NUL the public entry points restore); the
+ * returned pointer is where they go. Appends do not re-terminate. */
+static inline char *w_room(cg_buf *b, size_t n) {
+    if (b->len + n + 1 > b->cap) cg_buf_reserve(b, n);
+    return b->data + b->len;
+}
+
 static inline void w_putc(cg_buf *b, char c) {
-    if (b->len + 2 > b->cap) cg_buf_reserve(b, 1);
-    b->data[b->len++] = c;
+    *w_room(b, 1) = c;
+    b->len++;
 }
 
 static inline void w_put(cg_buf *b, const char *s, size_t n) {
-    if (b->len + n + 1 > b->cap) cg_buf_reserve(b, n);
-    memcpy(b->data + b->len, s, n);
+    memcpy(w_room(b, n), s, n);
     b->len += n;
 }
 
+static const char digit_pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                  "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                  "8081828384858687888990919293949596979899";
+
+/* Decimal digits of v written backwards ending at end; returns the count. */
+static inline size_t u64_digits_back(char *end, uint64_t v) {
+    char *p = end;
+    while (v >= 100) {
+        const char *d = digit_pairs + 2 * (v % 100);
+        v /= 100;
+        *--p = d[1];
+        *--p = d[0];
+    }
+    if (v >= 10) {
+        *--p = digit_pairs[2 * v + 1];
+        *--p = digit_pairs[2 * v];
+    } else {
+        *--p = (char)('0' + v);
+    }
+    return (size_t)(end - p);
+}
+
+static inline void w_u64(cg_buf *out, uint64_t v) {
+    char tmp[20];
+    size_t n = u64_digits_back(tmp + sizeof tmp, v);
+    w_put(out, tmp + sizeof tmp - n, n);
+}
 
 void cg_json_write_u64(cg_buf *out, uint64_t v) {
-    char tmp[24];
-    int i = 23;
-    tmp[i] = '\0';
-    do {
-        tmp[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    cg_buf_append(out, tmp + i, (size_t)(23 - i));
+    w_u64(out, v);
+    out->data[out->len] = '\0';
+}
+
+/* %.*e of d with prec significant digits when it reads back as d. */
+static bool exp_digits(double d, int prec, char *tmp, size_t cap) {
+    snprintf(tmp, cap, "%.*e", prec - 1, d);
+    return strtod(tmp, NULL) == d;
 }
 
 void cg_json_write_f64(cg_buf *out, double d) {
@@ -982,13 +1015,16 @@ void cg_json_write_f64(cg_buf *out, double d) {
         cg_buf_puts(out, signbit(d) ? "-0.0" : "0.0");
         return;
     }
-    /* shortest round-trip digits via %.*e */
+    /* Shortest round-trip digits. A double's rounding interval is narrower
+     * than the spacing of 15-digit decimals, so at most one decimal of 15 or
+     * fewer digits lies in it, and it is then the correctly rounded 15-digit
+     * value: if %.14e reads back, its digits without trailing zeros are the
+     * shortest; if not, no spelling of 15 or fewer digits does, and 16 or 17
+     * digits decide (the same digits as trying every precision from 1 up).
+     * Subnormals have fewer bits (wider intervals): every precision is tried. */
     char tmp[40];
-    int prec;
-    for (prec = 1; prec <= 17; prec++) {
-        snprintf(tmp, sizeof tmp, "%.*e", prec - 1, d);
-        if (strtod(tmp, NULL) == d) break;
-    }
+    int prec = fabs(d) < DBL_MIN ? 1 : 15;
+    while (!exp_digits(d, prec, tmp, sizeof tmp) && prec < 17) prec++;
     /* tmp = [-]D[.DDD]e[+-]XX */
     const char *p = tmp;
     bool neg = false;
@@ -1051,18 +1087,30 @@ static inline bool word_plain(const char *p) {
     return !(lt | hq | hb);
 }
 
-void cg_json_write_str(cg_buf *out, const char *s, size_t len) {
+static inline bool byte_plain(unsigned char c) { return c >= 0x20 && c != '"' && c != '\\'; }
+
+/* Length of the prefix of s[0..len) that needs no escaping. */
+static inline size_t plain_prefix(const char *s, size_t len) {
+    size_t i = 0;
+    if (len >= 8) {
+        while (i + 8 <= len && word_plain(s + i)) i += 8;
+        if (i + 8 > len && word_plain(s + len - 8)) return len; /* the tail, overlapping */
+    }
+    while (i < len && byte_plain((unsigned char)s[i])) i++;
+    return i;
+}
+
+/* The escaped body of s from `from` on (s[0..from) needs no escaping), without quotes. */
+static void w_escaped(cg_buf *out, const char *s, size_t len, size_t from) {
     static const char hex[] = "0123456789abcdef";
-    cg_buf_reserve(out, len + 2);
-    w_putc(out, '"');
     size_t run = 0;
-    for (size_t i = 0; i < len;) {
+    for (size_t i = from; i < len;) {
         if (i + 8 <= len && word_plain(s + i)) {
             i += 8;
             continue;
         }
         unsigned char c = (unsigned char)s[i++];
-        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        if (byte_plain(c)) continue;
         if (i - 1 > run) w_put(out, s + run, i - 1 - run);
         run = i;
         switch (c) {
@@ -1080,7 +1128,26 @@ void cg_json_write_str(cg_buf *out, const char *s, size_t len) {
         }
     }
     if (len > run) w_put(out, s + run, len - run);
+}
+
+/* Quoted + escaped; one copy when nothing needs escaping (the common case). */
+static inline void w_str(cg_buf *out, const char *s, size_t len) {
+    size_t plain = plain_prefix(s, len);
+    if (plain == len) {
+        char *o = w_room(out, len + 2);
+        o[0] = '"';
+        memcpy(o + 1, s, len);
+        o[len + 1] = '"';
+        out->len += len + 2;
+        return;
+    }
     w_putc(out, '"');
+    w_escaped(out, s, len, plain);
+    w_putc(out, '"');
+}
+
+void cg_json_write_str(cg_buf *out, const char *s, size_t len) {
+    w_str(out, s, len);
     out->data[out->len] = '\0';
 }
 
@@ -1104,15 +1171,46 @@ static inline void w_maybe_flush(jw *w) {
     if (w->sink && w->out->len >= CG_JSON_CHUNK) w_flush(w);
 }
 
-static void indent(cg_buf *out, int level) {
-    static const char spaces[] = "\n                                                                ";
-    size_t n = 2 * (size_t)level + 1;
-    if (n <= sizeof spaces - 1) {
-        w_put(out, spaces, n);
+/* "\n" + 2 * MAX_FAST_LEVEL spaces: one copy for the indentation of any level up to it. */
+#define MAX_FAST_LEVEL 48
+static const char newline_spaces[] = "\n"
+                                     "                                                "
+                                     "                                                ";
+
+static inline void indent(cg_buf *out, int level) {
+    if (level <= MAX_FAST_LEVEL) {
+        w_put(out, newline_spaces, 2 * (size_t)level + 1);
         return;
     }
     w_putc(out, '\n');
     for (int i = 0; i < level; i++) w_put(out, "  ", 2);
+}
+
+/* Member i of an object at `level`: separator, indentation, key and ": " in
+ * one copy when the key needs no escaping. */
+static inline void w_member_key(jw *w, const cg_jmember *m, size_t i, int level) {
+    cg_buf *out = w->out;
+    size_t kl = m->key_len;
+    if (w->pretty && level < MAX_FAST_LEVEL && plain_prefix(m->key, kl) == kl) {
+        size_t ind = 2 * (size_t)(level + 1) + 1;
+        char *o = w_room(out, 1 + ind + kl + 4);
+        char *p = o;
+        if (i) *p++ = ',';
+        memcpy(p, newline_spaces, ind);
+        p += ind;
+        *p++ = '"';
+        memcpy(p, m->key, kl);
+        p += kl;
+        memcpy(p, "\": ", 3);
+        p += 3;
+        out->len += (size_t)(p - o);
+        return;
+    }
+    if (i) w_putc(out, ',');
+    if (w->pretty) indent(out, level + 1);
+    w_str(out, m->key, kl);
+    if (w->pretty) w_put(out, ": ", 2);
+    else w_putc(out, ':');
 }
 
 static void write_value(jw *w, const cg_jv *v, int level);
@@ -1150,10 +1248,10 @@ static void write_value(jw *w, const cg_jv *v, int level) {
         break;
     case CG_JINT:
         if (v->u.i.neg) w_putc(out, '-');
-        cg_json_write_u64(out, v->u.i.mag);
+        w_u64(out, v->u.i.mag);
         break;
     case CG_JREAL: cg_json_write_f64(out, v->u.d); break;
-    case CG_JSTR: cg_json_write_str(out, v->u.str.s, v->u.str.len); break;
+    case CG_JSTR: w_str(out, v->u.str.s, v->u.str.len); break;
     case CG_JARR:
         w_putc(out, '[');
         for (size_t i = 0; i < v->u.arr.n; i++) {
@@ -1169,11 +1267,7 @@ static void write_value(jw *w, const cg_jv *v, int level) {
         w_putc(out, '{');
         for (size_t i = 0; i < v->u.obj.n; i++) {
             const cg_jmember *m = &v->u.obj.m[i];
-            if (i) w_putc(out, ',');
-            if (w->pretty) indent(out, level + 1);
-            cg_json_write_str(out, m->key, m->key_len);
-            if (w->pretty) w_put(out, ": ", 2);
-            else w_putc(out, ':');
+            w_member_key(w, m, i, level);
             write_value(w, m->val, level + 1);
             w_maybe_flush(w);
         }

@@ -44,6 +44,9 @@ __attribute__((target("sha,sse4.1,ssse3"))) void cg_sha256_shani_blocks(uint32_t
     for (; nblocks; nblocks--, p += 64) {
         __m128i abef = s0, cdgh = s1, m[4];
         for (int i = 0; i < 4; i++) m[i] = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(p + 16 * i)), mask);
+        /* unrolled: m[] stays in registers and the group conditions fold away
+         * (a rolled loop keeps m[] on the stack, about 3x slower) */
+#pragma GCC unroll 16
         for (int g = 0; g < 16; g++) { /* four rounds per group */
             __m128i w = m[g & 3];
             __m128i msg = _mm_add_epi32(w, _mm_loadu_si128((const __m128i *)&K[4 * g]));

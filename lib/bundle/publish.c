@@ -235,8 +235,13 @@ static int rename_noreplace(const char *from, const char *to) {
     return rename(from, to);
 }
 
-int cg_publish_bundle(const char *destination_in, const char *trace_path, const char *nsight_dir,
-                      cg_buf *manifest_out, cg_error *err) {
+int cg_publish_bundle(const char *destination, const char *trace_path, const char *nsight_dir, cg_buf *manifest_out,
+                      cg_error *err) {
+    return cg_publish_bundle_verified(destination, trace_path, nsight_dir, manifest_out, NULL, err);
+}
+
+int cg_publish_bundle_verified(const char *destination_in, const char *trace_path, const char *nsight_dir,
+                               cg_buf *manifest_out, cg_bundle_receipt *verified, cg_error *err) {
     /* "dir/" names "dir" (like a Rust Path file name) */
     char destination[PATH_MAX];
     size_t dl = strlen(destination_in);
@@ -339,6 +344,7 @@ int cg_publish_bundle(const char *destination_in, const char *trace_path, const 
     }
     step_done(CG_PUBLISH_STEP_PARENT_SYNCED, staging);
     if (manifest_out) cg_buf_append(manifest_out, man.data, man.len);
+    if (verified) *verified = r;
     rc = 0;
     goto done;
 out:

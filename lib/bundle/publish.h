@@ -24,6 +24,7 @@
 
 #include "base/buf.h"
 #include "base/error.h"
+#include "bundle/verify.h"
 
 /* Numbered steps (spec §1.4) after which the test hook runs. */
 typedef enum cg_publish_step {
@@ -46,5 +47,11 @@ void cg_publish_set_hook(cg_publish_hook_fn fn, void *ctx);
 
 int cg_publish_bundle(const char *destination, const char *trace_path, const char *nsight_dir, cg_buf *manifest_out,
                       cg_error *err);
+/* The same, and *verified (may be NULL) gets the receipt of step 6's deep
+ * verification of the staging directory — the directory that the rename then
+ * made the destination, so it is the receipt a verification of the published
+ * bundle gives (its fields name no path) without reading every byte again. */
+int cg_publish_bundle_verified(const char *destination, const char *trace_path, const char *nsight_dir,
+                               cg_buf *manifest_out, cg_bundle_receipt *verified, cg_error *err);
 
 #endif

@@ -10,8 +10,10 @@
 #include <unistd.h>
 
 #include "analysis/evidence.h"
+#include "base/async_sink.h"
 #include "base/fs.h"
 #include "base/sha256.h"
+#include "base/writeback.h"
 #include "render/payload.h"
 #include "render/report.h"
 #include "render/viewer_html.h"
@@ -80,16 +82,17 @@ int cg_render_bundle_artifacts(const char *trace_path, const char *nsight_dir, c
                            viewer_html, err);
 }
 
-/* Writes to the fd and hashes what it wrote. */
+/* Writes to the fd (its writeback started as it grows: the publication's
+ * fsync then finds little left) and hashes what it wrote. */
 typedef struct hash_sink {
-    cg_fd_sink_ctx fd;
+    cg_wb_sink_ctx out;
     cg_sha256 h;
     uint64_t bytes;
 } hash_sink;
 
 static int hash_write(void *ctx, const char *data, size_t len) {
     hash_sink *s = ctx;
-    if (cg_fd_sink(&s->fd, data, len) != 0) return -1;
+    if (cg_wb_sink(&s->out, data, len) != 0) return -1;
     cg_sha256_update(&s->h, data, len);
     s->bytes += len;
     return 0;
@@ -98,11 +101,22 @@ static int hash_write(void *ctx, const char *data, size_t len) {
 int cg_render_bundle_artifacts_fd(const char *trace_path, const char *nsight_dir, int evidence_fd,
                                   cg_artifact_digest *evidence, char **run_id, cg_buf *report_md,
                                   cg_buf *viewer_html, cg_error *err) {
-    hash_sink hs = {{evidence_fd, 0}, {{0}}, 0};
+    hash_sink hs;
+    cg_wb_sink_init(&hs.out, evidence_fd, CG_WRITEBACK_EARLY); /* kept cached: verification reads it back */
     cg_sha256_init(&hs.h);
+    hs.bytes = 0;
     *run_id = NULL;
-    if (build_artifacts(trace_path, nsight_dir, hash_write, &hs, run_id, report_md, viewer_html, err) != 0) {
-        if (hs.fd.err_no) cg_err_set(err, CG_EIO, "write evidence.json: %s", strerror(hs.fd.err_no));
+    /* writing and hashing run beside the JSON text's production */
+    cg_async_sink *as = cg_async_sink_start(hash_write, &hs);
+    int rc = build_artifacts(trace_path, nsight_dir, as ? cg_async_sink_put : hash_write, as ? (void *)as : &hs, run_id,
+                             report_md, viewer_html, err);
+    if (as && cg_async_sink_finish(as) != 0 && rc == 0) {
+        rc = -1;
+        free(*run_id);
+        *run_id = NULL;
+    }
+    if (rc != 0) {
+        if (hs.out.out.err_no) cg_err_set(err, CG_EIO, "write evidence.json: %s", strerror(hs.out.out.err_no));
         return -1;
     }
     unsigned char d[32];

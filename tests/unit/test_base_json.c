@@ -4,6 +4,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/json.h"
@@ -45,6 +48,46 @@ static void test_floats_like_serde(void **st) {
     expect_f64(-0.0, "-0.0");
     expect_f64(5e-324, "5e-324");
     expect_f64(1.7976931348623157e308, "1.7976931348623157e308");
+}
+
+/* Significant digits of a written float ("1.25e-7" -> 3, "1000.0" -> 1). */
+static int sig_digits(const char *s) {
+    char d[40];
+    int n = 0;
+    for (const char *p = s; *p && *p != 'e'; p++)
+        if (*p >= '0' && *p <= '9' && (n || *p != '0')) d[n++] = *p;
+    while (n > 1 && d[n - 1] == '0') n--;
+    return n;
+}
+
+/* Shortest round trip for any double (normal, subnormal, both signs): the
+ * text reads back as the value, and no spelling with one digit fewer does. */
+static void test_floats_shortest_round_trip(void **st) {
+    (void)st;
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < 200000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        uint64_t bits = x;
+        if (i % 4 == 1) bits &= 0x800fffffffffffffull; /* subnormals */
+        if (i % 4 == 2) bits = (bits & 0x800fffffffffffffull) | (uint64_t)(1020 + x % 8) << 52; /* near 1 */
+        double d;
+        memcpy(&d, &bits, sizeof d);
+        if (!isfinite(d) || d == 0) continue;
+        cg_buf b = CG_BUF_INIT;
+        cg_json_write_f64(&b, d);
+        if (strtod(b.data, NULL) != d) fail_msg("%s does not read back as %.17g", b.data, d);
+        int k = sig_digits(b.data);
+        if (k > 1) {
+            char shorter[40];
+            snprintf(shorter, sizeof shorter, "%.*e", k - 2, d);
+            if (strtod(shorter, NULL) == d) fail_msg("%s is not the shortest: %s reads back too", b.data, shorter);
+        }
+        cg_buf_free(&b);
+    }
+    expect_f64(0.1 + 0.2, "0.30000000000000004");
+    expect_f64(1.0 / 3.0, "0.3333333333333333");
+    expect_f64(1e23, "1e23");
+    expect_f64(-1.7976931348623157e308, "-1.7976931348623157e308");
 }
 
 static void test_roundtrip_compact_and_pretty(void **st) {
@@ -135,6 +178,7 @@ static void test_value_equality(void **st) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_floats_like_serde),
+        cmocka_unit_test(test_floats_shortest_round_trip),
         cmocka_unit_test(test_roundtrip_compact_and_pretty),
         cmocka_unit_test(test_parse_errors_and_limits),
         cmocka_unit_test(test_parse_reasons),
