@@ -87,6 +87,7 @@ int cg_cmd_summary(int argc, char **argv) {
     int rc = cli_evidence_require_input("summary", &ea);
     if (rc) return rc;
     cli_evidence ev;
+    ea.summary_only = true; /* only graph.summary is read */
     /* lazy: the packet's large lists are streamed, never materialized */
     if ((rc = cli_evidence_open(&ea, true, &ev)) == 0) {
         cg_jv *env = summary_envelope(&ev.arena, &ev.l);
