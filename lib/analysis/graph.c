@@ -593,6 +593,18 @@ static size_t rank_nodes(bctx *b) {
     return m.dup;
 }
 
+/* Whether no node id can repeat without sorting them: span ids are distinct
+ * (the build needs a structurally valid capture), tensor ids are deduplicated,
+ * and an op id "<S>/op/<k>" or a tensor's "tensor/<id>" can equal another id
+ * only when some span id or op span id contains "/op/" or starts "tensor". */
+static bool ids_distinct(const cg_trace *t) {
+    for (size_t i = 0; i < t->n_spans; i++)
+        if (strstr(t->spans[i].id, "/op/") || !strncmp(t->spans[i].id, "tensor", 6)) return false;
+    for (size_t i = 0; i < t->n_ops; i++)
+        if (strstr(t->ops[i].span_id, "/op/") || !strncmp(t->ops[i].span_id, "tensor", 6)) return false;
+    return true;
+}
+
 static cg_interval child_interval(const bctx *b, size_t node) {
     if (node < b->ns) return cg_interval_of(b->t->spans[node].start_ns, b->st->spans[node].total_ns);
     const cg_op *o = &b->t->ops[node - b->ns];
@@ -995,8 +1007,11 @@ static cg_graph *build(const cg_trace *t, const cg_health *h, const cg_timing_pr
     g->n_nodes = b.ns + b.no + b.nu;
     span_tree(&b);
     fill_spans(&b, timing);
-    fill_ops(&b);
-    size_t dup = rank_nodes(&b);
+    size_t dup = NONE;
+    if (!summary_only || !ids_distinct(t)) {
+        fill_ops(&b);
+        dup = rank_nodes(&b);
+    }
     int rc = 0;
     if (dup != NONE) {
         cg_buf id = CG_BUF_INIT;
