@@ -367,22 +367,41 @@ static uint32_t tensor_add(bctx *b, tcollect *c, const char *tid, uint32_t tev) 
     return (uint32_t)c->n++;
 }
 
-static void collect_tensors(bctx *b) {
+/* the distinct ids of the sorted keys k (equal ids under several pointers: one) */
+static size_t count_distinct(const skey *k, size_t n) {
+    size_t nu = 0;
+    for (size_t i = 0; i < n; i++) nu += i == 0 || strcmp(k[i - 1].s, k[i].s) != 0;
+    return nu;
+}
+
+/* The tensor nodes; count_only: only their number (a summary-only graph views none). */
+static void collect_tensors(bctx *b, bool count_only) {
     const cg_trace *t = b->t;
     tcollect c = {0, 0, NULL};
     cg_hmap_init(&b->tmap, t->n_tensors + 2 * t->n_ops);
     for (size_t i = 0; i < t->n_tensors; i++) tensor_add(b, &c, t->tensors[i].tensor_id, (uint32_t)i);
     size_t nref = 0;
-    for (size_t i = 0; i < t->n_ops; i++) nref += t->ops[i].inputs.n + (t->ops[i].output ? 1 : 0);
+    for (size_t i = 0; i < t->n_ops && !count_only; i++) nref += t->ops[i].inputs.n + (t->ops[i].output ? 1 : 0);
     b->opref = cg_xalloc(nref ? nref : 1, sizeof *b->opref);
     nref = 0;
     for (size_t i = 0; i < t->n_ops; i++) {
-        for (size_t k = 0; k < t->ops[i].inputs.n; k++) b->opref[nref++] = tensor_add(b, &c, t->ops[i].inputs.items[k], NONE32);
-        if (t->ops[i].output) b->opref[nref++] = tensor_add(b, &c, t->ops[i].output, NONE32);
+        for (size_t k = 0; k < t->ops[i].inputs.n; k++) {
+            uint32_t x = tensor_add(b, &c, t->ops[i].inputs.items[k], NONE32);
+            if (!count_only) b->opref[nref++] = x;
+        }
+        if (!t->ops[i].output) continue;
+        uint32_t x = tensor_add(b, &c, t->ops[i].output, NONE32);
+        if (!count_only) b->opref[nref++] = x;
     }
     skey *k = cg_xalloc(c.n ? c.n : 1, sizeof *k);
     for (size_t i = 0; i < c.n; i++) k[i] = (skey){0, b->tstr[i], i};
     strsort(k, c.n);
+    if (count_only) {
+        b->nu = count_distinct(k, c.n);
+        free(k);
+        free(c.tev);
+        return;
+    }
     b->tpos = cg_xalloc(c.n ? c.n : 1, sizeof *b->tpos);
     b->st->tensors = cg_arena_alloc(b->a, (c.n ? c.n : 1) * sizeof *b->st->tensors);
     size_t nu = 0;
@@ -975,6 +994,17 @@ cg_graph *cg_graph_build(const cg_trace *t, const cg_health *h, cg_arena *a, cg_
     return cg_graph_build_with(t, h, NULL, NULL, a, err);
 }
 
+/* the duplicate refusal naming node dup's id */
+static int refuse_duplicate(const bctx *b, size_t dup, cg_error *err) {
+    cg_buf id = CG_BUF_INIT;
+    idref r = build_ref(b, dup);
+    cg_buf_puts(&id, r.pre);
+    cg_buf_puts(&id, r.s);
+    int rc = duplicate_node_error(err, id.data);
+    cg_buf_free(&id);
+    return rc;
+}
+
 static cg_graph *build(const cg_trace *t, const cg_health *h, const cg_timing_profile *timing,
                        const cg_memory_profile *memory, bool summary_only, cg_arena *a, cg_error *err) {
     if (check_usable(h, err) != 0) return NULL;
@@ -1002,24 +1032,20 @@ static cg_graph *build(const cg_trace *t, const cg_health *h, const cg_timing_pr
     st->om = summary_only ? NULL : cg_memory_op_metrics(t, memory, a);
     g->summary_only = summary_only;
     index_spans(&b);
-    collect_tensors(&b);
+    bool no_order = summary_only && ids_distinct(t); /* nothing to view, nothing to refuse */
+    collect_tensors(&b, no_order);
     g->n_tensor_nodes = b.nu;
     g->n_nodes = b.ns + b.no + b.nu;
     span_tree(&b);
     fill_spans(&b, timing);
     size_t dup = NONE;
-    if (!summary_only || !ids_distinct(t)) {
+    if (!no_order) {
         fill_ops(&b);
         dup = rank_nodes(&b);
     }
     int rc = 0;
     if (dup != NONE) {
-        cg_buf id = CG_BUF_INIT;
-        idref r = build_ref(&b, dup);
-        cg_buf_puts(&id, r.pre);
-        cg_buf_puts(&id, r.s);
-        rc = duplicate_node_error(err, id.data);
-        cg_buf_free(&id);
+        rc = refuse_duplicate(&b, dup, err);
     } else {
         self_times(&b);
         build_summary(&b);
