@@ -374,34 +374,44 @@ static size_t count_distinct(const skey *k, size_t n) {
     return nu;
 }
 
+/* The number of distinct tensor ids (tensor events, op inputs and outputs) by
+ * content, from one sort of every mention: no pointer map. */
+static size_t count_tensor_ids(const cg_trace *t) {
+    size_t n = t->n_tensors, j = 0;
+    for (size_t i = 0; i < t->n_ops; i++) n += t->ops[i].inputs.n + (t->ops[i].output ? 1 : 0);
+    skey *k = cg_xalloc(n ? n : 1, sizeof *k);
+    for (size_t i = 0; i < t->n_tensors; i++) k[j++] = (skey){0, t->tensors[i].tensor_id, 0};
+    for (size_t i = 0; i < t->n_ops; i++) {
+        for (size_t x = 0; x < t->ops[i].inputs.n; x++) k[j++] = (skey){0, t->ops[i].inputs.items[x], 0};
+        if (t->ops[i].output) k[j++] = (skey){0, t->ops[i].output, 0};
+    }
+    strsort(k, n);
+    size_t nu = count_distinct(k, n);
+    free(k);
+    return nu;
+}
+
 /* The tensor nodes; count_only: only their number (a summary-only graph views none). */
 static void collect_tensors(bctx *b, bool count_only) {
     const cg_trace *t = b->t;
+    if (count_only) {
+        b->nu = count_tensor_ids(t);
+        return;
+    }
     tcollect c = {0, 0, NULL};
     cg_hmap_init(&b->tmap, t->n_tensors + 2 * t->n_ops);
     for (size_t i = 0; i < t->n_tensors; i++) tensor_add(b, &c, t->tensors[i].tensor_id, (uint32_t)i);
     size_t nref = 0;
-    for (size_t i = 0; i < t->n_ops && !count_only; i++) nref += t->ops[i].inputs.n + (t->ops[i].output ? 1 : 0);
+    for (size_t i = 0; i < t->n_ops; i++) nref += t->ops[i].inputs.n + (t->ops[i].output ? 1 : 0);
     b->opref = cg_xalloc(nref ? nref : 1, sizeof *b->opref);
     nref = 0;
     for (size_t i = 0; i < t->n_ops; i++) {
-        for (size_t k = 0; k < t->ops[i].inputs.n; k++) {
-            uint32_t x = tensor_add(b, &c, t->ops[i].inputs.items[k], NONE32);
-            if (!count_only) b->opref[nref++] = x;
-        }
-        if (!t->ops[i].output) continue;
-        uint32_t x = tensor_add(b, &c, t->ops[i].output, NONE32);
-        if (!count_only) b->opref[nref++] = x;
+        for (size_t k = 0; k < t->ops[i].inputs.n; k++) b->opref[nref++] = tensor_add(b, &c, t->ops[i].inputs.items[k], NONE32);
+        if (t->ops[i].output) b->opref[nref++] = tensor_add(b, &c, t->ops[i].output, NONE32);
     }
     skey *k = cg_xalloc(c.n ? c.n : 1, sizeof *k);
     for (size_t i = 0; i < c.n; i++) k[i] = (skey){0, b->tstr[i], i};
     strsort(k, c.n);
-    if (count_only) {
-        b->nu = count_distinct(k, c.n);
-        free(k);
-        free(c.tev);
-        return;
-    }
     b->tpos = cg_xalloc(c.n ? c.n : 1, sizeof *b->tpos);
     b->st->tensors = cg_arena_alloc(b->a, (c.n ? c.n : 1) * sizeof *b->st->tensors);
     size_t nu = 0;
