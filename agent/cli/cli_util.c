@@ -210,10 +210,12 @@ cg_jv *cli_tool_json(cg_arena *a) {
     return o;
 }
 
+/* byte order of two keys (short: compared in line, no memcmp call) */
 static int member_cmp(const cg_jmember *x, const cg_jmember *y) {
+    const unsigned char *p = (const unsigned char *)x->key, *q = (const unsigned char *)y->key;
     size_t n = x->key_len < y->key_len ? x->key_len : y->key_len;
-    int c = memcmp(x->key, y->key, n);
-    if (c) return c;
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != q[i]) return p[i] < q[i] ? -1 : 1;
     return x->key_len < y->key_len ? -1 : x->key_len > y->key_len;
 }
 
