@@ -374,7 +374,7 @@ static cg_logical_memory *logical_analyze(const cg_trace *t, cg_arena *a) {
     lm->trace = t;
     keyring k = {.t = t};
     cg_hmap_init(&k.devs, 4);
-    cg_hmap_init(&k.keys, 16);
+    cg_hmap_init(&k.keys, n / 2 + 16); /* a key per storage: an alloc and a free each, usually */
     rank_devices(&k, lm, a);
     size_t nd = lm->n_devices;
     walk w = {0};
