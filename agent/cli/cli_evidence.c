@@ -162,8 +162,8 @@ static int resolve_input(const char *path, cli_loaded *l, cg_error *err) {
     return reject_augmented_parent(dir, err);
 }
 
-int cli_load_evidence_ex(cg_arena *a, const char *path, const char *nsight_dir, bool lazy, cli_loaded *l,
-                         cg_error *err) {
+static int load(cg_arena *a, const char *path, const char *nsight_dir, bool lazy, bool summary_only, cli_loaded *l,
+                cg_error *err) {
     memset(l, 0, sizeof *l);
     if (resolve_input(path, l, err) != 0) return -1;
     if (l->is_bundle) {
@@ -175,12 +175,18 @@ int cli_load_evidence_ex(cg_arena *a, const char *path, const char *nsight_dir, 
     } else {
         l->trace = cg_trace_read_file(l->trace_path, NULL, err);
         if (!l->trace) return cg_err_context(err, "parse trace %s", l->trace_path); /* build_evidence's context */
-        l->evidence = cg_evidence_build(a, l->trace, nsight_dir, err);
+        l->evidence = summary_only ? cg_evidence_build_summary(a, l->trace, nsight_dir, err)
+                                   : cg_evidence_build(a, l->trace, nsight_dir, err);
         if (!l->evidence) return -1;
         l->packet = lazy ? cg_evidence_to_json_lazy(a, l->evidence) : cg_evidence_to_json(a, l->evidence);
     }
     l->input = input_json(a, path, l);
     return 0;
+}
+
+int cli_load_evidence_ex(cg_arena *a, const char *path, const char *nsight_dir, bool lazy, cli_loaded *l,
+                         cg_error *err) {
+    return load(a, path, nsight_dir, lazy, false, l, err);
 }
 
 void cli_loaded_free(cli_loaded *l) {
@@ -220,7 +226,7 @@ int cli_evidence_open(const cli_evidence_args *ea, bool lazy, cli_evidence *ev) 
     cg_arena_init(&ev->arena, 1 << 20);
     cg_error err;
     cg_err_clear(&err);
-    if (cli_load_evidence_ex(&ev->arena, ea->input, ea->nsight_dir, lazy, &ev->l, &err) != 0 ||
+    if (load(&ev->arena, ea->input, ea->nsight_dir, lazy, ea->summary_only, &ev->l, &err) != 0 ||
         cli_check_output_outside(ea->out, ev->l.is_bundle ? ev->l.bundle_root : NULL, &err) != 0)
         return cli_fail(&err);
     return 0;

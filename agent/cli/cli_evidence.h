@@ -58,6 +58,8 @@ typedef struct cli_evidence_args {
     const char *input;      /* the one INPUT */
     const char *out;        /* -o/--output FILE; NULL = stdout */
     const char *nsight_dir; /* --nsight-dir DIR (only when allowed) */
+    bool summary_only;      /* set by the command: a raw trace's graph is summary-only
+                               (cg_evidence_build_summary), for readers of graph.summary */
 } cli_evidence_args;
 
 /* Takes argv[*i] when it is -o/--output FILE, --nsight-dir DIR (allow_nsight)

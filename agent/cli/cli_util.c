@@ -218,11 +218,12 @@ cg_jv *cli_tool_json(cg_arena *a) {
     return o;
 }
 
-static int member_cmp(const void *l, const void *r) {
-    const cg_jmember *x = l, *y = r;
+/* byte order of two keys (short: compared in line, no memcmp call) */
+static int member_cmp(const cg_jmember *x, const cg_jmember *y) {
+    const unsigned char *p = (const unsigned char *)x->key, *q = (const unsigned char *)y->key;
     size_t n = x->key_len < y->key_len ? x->key_len : y->key_len;
-    int c = memcmp(x->key, y->key, n);
-    if (c) return c;
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != q[i]) return p[i] < q[i] ? -1 : 1;
     return x->key_len < y->key_len ? -1 : x->key_len > y->key_len;
 }
 
@@ -234,21 +235,45 @@ static cg_jv *sorted_item(cg_arena *a, void *ctx, size_t i) {
     return sorted_copy(a, src->u.lazy.item(a, src->u.lazy.ctx, i));
 }
 
+/* v's members by key (a stable insertion sort: envelopes' objects are small),
+ * each value sorted; v itself when nothing moved or changed */
+static cg_jv *sorted_obj(cg_arena *a, const cg_jv *v) {
+    size_t n = v->u.obj.n;
+    const cg_jmember *src = v->u.obj.m;
+    cg_jmember *m = NULL;
+    for (size_t i = 0; i < n; i++) {
+        cg_jv *val = sorted_copy(a, src[i].val);
+        if (!m && (val != src[i].val || (i > 0 && member_cmp(&src[i - 1], &src[i]) > 0))) {
+            m = cg_arena_alloc(a, sizeof *m * n);
+            memcpy(m, src, sizeof *m * i);
+        }
+        if (!m) continue;
+        cg_jmember x = {src[i].key, src[i].key_len, val};
+        size_t j = i;
+        for (; j > 0 && member_cmp(&m[j - 1], &x) > 0; j--) m[j] = m[j - 1];
+        m[j] = x;
+    }
+    if (!m) return (cg_jv *)v;
+    cg_jv *o = cg_jv_obj(a);
+    o->u.obj.m = m;
+    o->u.obj.n = o->u.obj.cap = n;
+    return o;
+}
+
 static cg_jv *sorted_copy(cg_arena *a, const cg_jv *v) {
     if (v->type == CG_JLAZY) return cg_jv_lazy_arr(a, v->u.lazy.n, sorted_item, (void *)v);
-    if (v->type == CG_JARR) {
-        cg_jv *o = cg_jv_arr(a);
-        for (size_t i = 0; i < v->u.arr.n; i++) cg_jv_arr_push(a, o, sorted_copy(a, v->u.arr.items[i]));
-        return o;
+    if (v->type == CG_JOBJ) return sorted_obj(a, v);
+    if (v->type != CG_JARR) return (cg_jv *)v;
+    cg_jv *o = NULL;
+    for (size_t i = 0; i < v->u.arr.n; i++) {
+        cg_jv *x = sorted_copy(a, v->u.arr.items[i]);
+        if (!o && x != v->u.arr.items[i]) {
+            o = cg_jv_arr(a);
+            for (size_t k = 0; k < i; k++) cg_jv_arr_push(a, o, v->u.arr.items[k]);
+        }
+        if (o) cg_jv_arr_push(a, o, x);
     }
-    if (v->type != CG_JOBJ) return (cg_jv *)v;
-    if (!v->u.obj.n) return cg_jv_obj(a);
-    cg_jmember *m = cg_arena_alloc(a, sizeof *m * v->u.obj.n);
-    memcpy(m, v->u.obj.m, sizeof *m * v->u.obj.n);
-    qsort(m, v->u.obj.n, sizeof *m, member_cmp);
-    cg_jv *o = cg_jv_obj(a);
-    for (size_t i = 0; i < v->u.obj.n; i++) cg_jv_obj_putn(a, o, m[i].key, m[i].key_len, sorted_copy(a, m[i].val));
-    return o;
+    return o ? o : (cg_jv *)v;
 }
 
 cg_jv *cli_jv_sorted(cg_arena *a, cg_jv *v) {

@@ -45,10 +45,11 @@ int cli_write_stream(const char *out_path, cli_producer produce, void *arg);
 int cli_write_bytes(const char *out_path, const void *data, size_t len);
 
 /* The value serde_json::to_value would make of v (what the crate's `json!`
- * envelopes hold): a copy in arena a with every object's keys sorted by byte
- * order, recursively. Scalars and strings are shared; a lazy array stays lazy
- * (its items are sorted as they are produced), so v's lazy sources must
- * outlive the copy. */
+ * envelopes hold): v with every object's keys sorted by byte order,
+ * recursively, copied into arena a where anything changes. Scalars, strings and
+ * any array or object already in that order are shared with v (so the result
+ * is for writing, not for editing); a lazy array stays lazy (its items are
+ * sorted as they are produced), so v's lazy sources must outlive the result. */
 cg_jv *cli_jv_sorted(cg_arena *a, cg_jv *v);
 
 /* {"package": "candle-graph", "version": CG_VERSION} */

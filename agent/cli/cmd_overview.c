@@ -6,6 +6,7 @@
  * GPU view. Never an unbounded list. Keys sorted at every level (`json!`). */
 #include <string.h>
 
+#include "analysis/graph.h"
 #include "cli_evidence.h"
 #include "cli_gpu.h"
 #include "cli_util.h"
@@ -46,16 +47,21 @@ static int count_non_finite(void *ctx, size_t i, const cg_jv *stat) {
     return 0;
 }
 
-/* tensor-stat counts walk the (lazy) list; graph_spans is its length */
-static cg_jv *counts(cg_arena *a, cg_jv *p) {
+/* tensor-stat counts walk the (lazy) list; graph_spans is the length of the
+ * graph's node list (a rebuilt summary-only graph has only its count) */
+static cg_jv *counts(cg_arena *a, const cli_loaded *l) {
+    cg_jv *p = l->packet;
     cg_jv *stats = cg_jv_get(p, "tensor_stats"), *graph = cg_jv_get(p, "graph");
     uint64_t non_finite = 0;
     cg_jv_each(stats, count_non_finite, &non_finite);
     cg_jv *o = cg_jv_obj(a);
     cg_jv_obj_put(a, o, "tensor_stat_events", cg_jv_u64(a, cg_jv_items(stats)));
     cg_jv_obj_put(a, o, "tensor_stat_non_finite_events", cg_jv_u64(a, non_finite));
+    const cg_graph *model = l->evidence ? l->evidence->graph_model : NULL;
     cg_jv_obj_put(a, o, "graph_spans",
-                  is_obj(graph) ? cg_jv_u64(a, cg_jv_items(cg_jv_get(graph, "spans"))) : cg_jv_null(a));
+                  model            ? cg_jv_u64(a, model->n_nodes)
+                  : is_obj(graph) ? cg_jv_u64(a, cg_jv_items(cg_jv_get(graph, "spans")))
+                                  : cg_jv_null(a));
     return o;
 }
 
@@ -103,7 +109,7 @@ static cg_jv *overview_envelope(cg_arena *a, const cli_loaded *l) {
     cg_jv_obj_put(a, o, "capabilities", or_null(a, cg_jv_get(p, "capabilities")));
     cg_jv_obj_put(a, o, "findings", cli_bounded(a, cg_jv_get(p, "findings"), LIST_LIMIT));
     cg_jv_obj_put(a, o, "gaps", cli_bounded(a, cg_jv_get(p, "gaps"), LIST_LIMIT));
-    cg_jv_obj_put(a, o, "counts", counts(a, p));
+    cg_jv_obj_put(a, o, "counts", counts(a, l));
     cg_jv_obj_put(a, o, "timing", timing(a, summary));
     cg_jv_obj_put(a, o, "timing_unavailable_reason",
                   is_obj(summary) ? cg_jv_null(a)
@@ -119,6 +125,7 @@ int cg_cmd_overview(int argc, char **argv) {
     int rc = cli_evidence_parse("overview", argc, argv, &ea);
     if (rc) return rc;
     cli_evidence ev;
+    ea.summary_only = true; /* of the graph only its summary and node count are read */
     /* lazy: only the packet's scalars and bounded lists are read */
     if ((rc = cli_evidence_open(&ea, true, &ev)) == 0) rc = cli_write_json(ea.out, overview_envelope(&ev.arena, &ev.l));
     cli_evidence_close(&ev);

@@ -49,7 +49,13 @@ static cg_jv *summary_envelope(cg_arena *a, const cli_loaded *l) {
     cg_jv *p = l->packet;
     cg_jv *graph = cg_jv_get(p, "graph");
     cg_trace_summary ts;
-    cg_trace_summary_build(l->trace, &ts);
+    if (l->evidence) { /* the rebuilt logical plane already walked the memory events */
+        cg_trace_summary_counts(l->trace, &ts);
+        ts.has_logical_peak = l->trace->n_memory > 0;
+        if (!cg_memory_logical_peak(l->evidence->memory, &ts.logical_peak_bytes, NULL)) ts.logical_peak_bytes = 0;
+    } else {
+        cg_trace_summary_build(l->trace, &ts);
+    }
     cg_jv *o = cg_jv_obj(a);
     cg_jv_obj_put(a, o, "schema", cg_jv_str_nocopy(a, SUMMARY_SCHEMA));
     cg_jv_obj_put(a, o, "tool", cli_tool_json(a));
@@ -87,6 +93,7 @@ int cg_cmd_summary(int argc, char **argv) {
     int rc = cli_evidence_require_input("summary", &ea);
     if (rc) return rc;
     cli_evidence ev;
+    ea.summary_only = true; /* only graph.summary is read */
     /* lazy: the packet's large lists are streamed, never materialized */
     if ((rc = cli_evidence_open(&ea, true, &ev)) == 0) {
         cg_jv *env = summary_envelope(&ev.arena, &ev.l);

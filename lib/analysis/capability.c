@@ -129,7 +129,7 @@ static bool required_labels_present(const cg_trace *t) {
     const cg_strlist *req = &t->run.contract.required_semantic_labels;
     if (!req->n) return true;
     cg_hstr names;
-    cg_hstr_init(&names, 0);
+    cg_hstr_init(&names, t->n_spans);
     for (size_t i = 0; i < t->n_spans; i++) {
         size_t *v;
         if (!cg_hstr_put(&names, t->spans[i].name, 1, &v)) (*v)++;

@@ -149,8 +149,8 @@ cg_evidence *cg_evidence_build(cg_arena *a, const cg_trace *t, const char *nsigh
     return cg_evidence_build_as(a, t, nsight_dir, NULL, err);
 }
 
-cg_evidence *cg_evidence_build_as(cg_arena *a, const cg_trace *t, const char *nsight_dir, const char *nsight_display,
-                                  cg_error *err) {
+static cg_evidence *build(cg_arena *a, const cg_trace *t, const char *nsight_dir, const char *nsight_display,
+                          bool summary_only, cg_error *err) {
     cg_evidence *e = cg_arena_zalloc(a, sizeof *e);
     e->trace = t;
     const cg_capture_contract *c = &t->run.contract;
@@ -163,7 +163,8 @@ cg_evidence *cg_evidence_build_as(cg_arena *a, const cg_trace *t, const char *ns
     cg_capabilities_assess(a, t, e->health, e->timing->device_coverage, e->gpu, &e->caps);
     const cg_graph *graph = NULL;
     if (e->health->structurally_valid && e->health->capture_complete) {
-        cg_graph *g = cg_graph_build_with(t, e->health, e->timing, e->memory, a, err);
+        cg_graph *g = (summary_only ? cg_graph_build_summary : cg_graph_build_with)(t, e->health, e->timing,
+                                                                                   e->memory, a, err);
         if (!g) {
             cg_health_free(e->health);
             return NULL;
@@ -175,6 +176,15 @@ cg_evidence *cg_evidence_build_as(cg_arena *a, const cg_trace *t, const char *ns
     build_findings_and_facts(a, e, graph);
     build_gaps(a, e);
     return e;
+}
+
+cg_evidence *cg_evidence_build_as(cg_arena *a, const cg_trace *t, const char *nsight_dir, const char *nsight_display,
+                                  cg_error *err) {
+    return build(a, t, nsight_dir, nsight_display, false, err);
+}
+
+cg_evidence *cg_evidence_build_summary(cg_arena *a, const cg_trace *t, const char *nsight_dir, cg_error *err) {
+    return build(a, t, nsight_dir, NULL, true, err);
 }
 
 void cg_evidence_free(cg_evidence *e) {

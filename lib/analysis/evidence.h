@@ -44,6 +44,10 @@ cg_evidence *cg_evidence_build(cg_arena *a, const cg_trace *t, const char *nsigh
  * path (see cg_nsight_load_as; NULL = nsight_dir). */
 cg_evidence *cg_evidence_build_as(cg_arena *a, const cg_trace *t, const char *nsight_dir, const char *nsight_display,
                                   cg_error *err);
+/* Same, with a summary-only graph (cg_graph_build_summary): the packet's graph
+ * is {schema, summary} and graph_model has no edges. Same refusals, findings,
+ * facts and every other member; for readers of the summary (summary, overview). */
+cg_evidence *cg_evidence_build_summary(cg_arena *a, const cg_trace *t, const char *nsight_dir, cg_error *err);
 void cg_evidence_free(cg_evidence *e);
 
 /* The packet JSON with the spec's field order. */

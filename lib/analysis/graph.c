@@ -367,8 +367,37 @@ static uint32_t tensor_add(bctx *b, tcollect *c, const char *tid, uint32_t tev) 
     return (uint32_t)c->n++;
 }
 
-static void collect_tensors(bctx *b) {
+/* the distinct ids of the sorted keys k (equal ids under several pointers: one) */
+static size_t count_distinct(const skey *k, size_t n) {
+    size_t nu = 0;
+    for (size_t i = 0; i < n; i++) nu += i == 0 || strcmp(k[i - 1].s, k[i].s) != 0;
+    return nu;
+}
+
+/* The number of distinct tensor ids (tensor events, op inputs and outputs) by
+ * content, from one sort of every mention: no pointer map. */
+static size_t count_tensor_ids(const cg_trace *t) {
+    size_t n = t->n_tensors, j = 0;
+    for (size_t i = 0; i < t->n_ops; i++) n += t->ops[i].inputs.n + (t->ops[i].output ? 1 : 0);
+    skey *k = cg_xalloc(n ? n : 1, sizeof *k);
+    for (size_t i = 0; i < t->n_tensors; i++) k[j++] = (skey){0, t->tensors[i].tensor_id, 0};
+    for (size_t i = 0; i < t->n_ops; i++) {
+        for (size_t x = 0; x < t->ops[i].inputs.n; x++) k[j++] = (skey){0, t->ops[i].inputs.items[x], 0};
+        if (t->ops[i].output) k[j++] = (skey){0, t->ops[i].output, 0};
+    }
+    strsort(k, n);
+    size_t nu = count_distinct(k, n);
+    free(k);
+    return nu;
+}
+
+/* The tensor nodes; count_only: only their number (a summary-only graph views none). */
+static void collect_tensors(bctx *b, bool count_only) {
     const cg_trace *t = b->t;
+    if (count_only) {
+        b->nu = count_tensor_ids(t);
+        return;
+    }
     tcollect c = {0, 0, NULL};
     cg_hmap_init(&b->tmap, t->n_tensors + 2 * t->n_ops);
     for (size_t i = 0; i < t->n_tensors; i++) tensor_add(b, &c, t->tensors[i].tensor_id, (uint32_t)i);
@@ -593,6 +622,18 @@ static size_t rank_nodes(bctx *b) {
     return m.dup;
 }
 
+/* Whether no node id can repeat without sorting them: span ids are distinct
+ * (the build needs a structurally valid capture), tensor ids are deduplicated,
+ * and an op id "<S>/op/<k>" or a tensor's "tensor/<id>" can equal another id
+ * only when some span id or op span id contains "/op/" or starts "tensor". */
+static bool ids_distinct(const cg_trace *t) {
+    for (size_t i = 0; i < t->n_spans; i++)
+        if (strstr(t->spans[i].id, "/op/") || !strncmp(t->spans[i].id, "tensor", 6)) return false;
+    for (size_t i = 0; i < t->n_ops; i++)
+        if (strstr(t->ops[i].span_id, "/op/") || !strncmp(t->ops[i].span_id, "tensor", 6)) return false;
+    return true;
+}
+
 static cg_interval child_interval(const bctx *b, size_t node) {
     if (node < b->ns) return cg_interval_of(b->t->spans[node].start_ns, b->st->spans[node].total_ns);
     const cg_op *o = &b->t->ops[node - b->ns];
@@ -798,32 +839,21 @@ static bool rec_is_data(const cg_trace *t, const edge_rec *e) {
     return e->type == E_TRACE ? t->edges[e->src].is_data : e->type == E_OP_INPUT || e->type == E_OP_OUTPUT;
 }
 
-/* Puts a[i] = a[seq of k[i]] for all i, in place (cycle by cycle; done marks one bit per edge). */
-static void permute_edges(edge_rec *a, const ekey *k, size_t n) {
-    uint64_t *done = cg_xzalloc(n / 64 + 1, sizeof *done);
-    for (size_t i = 0; i < n; i++) {
-        if (done[i / 64] >> (i % 64) & 1) continue;
-        edge_rec first = a[i];
-        size_t j = i;
-        for (;;) {
-            done[j / 64] |= (uint64_t)1 << (j % 64);
-            size_t from = (uint32_t)k[j].seq;
-            if (from == i) break;
-            a[j] = a[from];
-            j = from;
-        }
-        a[j] = first;
-    }
-    free(done);
-}
+/* a sort key, then (same slot, once its key is read) the edge record it orders */
+typedef union eslot {
+    ekey k;
+    edge_rec e;
+} eslot;
 
 /* edges sorted by (from, to, kind) with trace edges all kept (duplicates
  * included) and a synthesized edge dropped when an earlier edge (trace or
- * synthesized) has its (from, to, kind). The records are built in the graph's
- * arena and sorted in place; only the 16-byte sort keys are scratch. */
+ * synthesized) has its (from, to, kind). The records are collected in scratch;
+ * their 16-byte sort keys live in the graph's arena, and once sorted each slot
+ * takes the record its key names (a gather: independent reads, sequential
+ * writes), so the kept edges end up in the key array. */
 static void build_edges(bctx *b) {
     size_t cap = edge_capacity(b->t), n = b->g->n_nodes;
-    edge_rec *es = cg_arena_alloc(b->a, (cap ? cap : 1) * sizeof *es);
+    edge_rec *es = cg_xalloc(cap ? cap : 1, sizeof *es);
     epend p = {NULL, 0, 0};
     size_t ne = edges_collect(b, es, &p);
     uint32_t *fkey = edges_foreign(b, &p, es);
@@ -835,26 +865,27 @@ static void build_edges(bctx *b) {
     b->tstr = NULL;
     b->tpos = NULL;
     b->opref = NULL;
-    ekey *k = cg_xalloc(ne ? ne : 1, sizeof *k);
+    _Static_assert(sizeof(eslot) == sizeof(ekey), "an edge record fits a key's slot");
+    eslot *k = cg_arena_alloc(b->a, (ne ? ne : 1) * sizeof *k);
     for (size_t i = 0; i < ne; i++) {
         uint64_t f = es[i].from < n ? b->rank[es[i].from] : fkey[es[i].from - n];
         uint64_t t = es[i].to < n ? b->rank[es[i].to] : fkey[es[i].to - n];
-        k[i] = (ekey){f << 32 | t, (uint64_t)rec_is_data(b->t, &es[i]) << 32 | i};
+        k[i].k = (ekey){f << 32 | t, (uint64_t)rec_is_data(b->t, &es[i]) << 32 | i};
     }
     free(fkey);
-    sort_ekeys(k, ne);
-    permute_edges(es, k, ne);
+    sort_ekeys(&k[0].k, ne); /* the keys, one per slot (sizes equal) */
     size_t kept = 0;
+    ekey last = {0, 0};
     for (size_t i = 0; i < ne; i++) {
-        bool dropped = (uint32_t)k[i].seq >= b->t->n_edges && kept > 0 && k[kept - 1].ft == k[i].ft &&
-                       k[kept - 1].seq >> 32 == k[i].seq >> 32;
+        ekey x = k[i].k;
+        bool dropped = (uint32_t)x.seq >= b->t->n_edges && kept > 0 && last.ft == x.ft && last.seq >> 32 == x.seq >> 32;
         if (dropped) continue;
-        k[kept] = k[i];
-        es[kept++] = es[i];
+        last = x;
+        k[kept++].e = es[(uint32_t)x.seq]; /* kept <= i: slot i's key is already read */
     }
-    b->st->edges = es;
+    free(es);
+    b->st->edges = &k[0].e;
     b->g->n_edges = kept;
-    free(k);
 }
 
 /* ---- summary ---- */
@@ -973,8 +1004,19 @@ cg_graph *cg_graph_build(const cg_trace *t, const cg_health *h, cg_arena *a, cg_
     return cg_graph_build_with(t, h, NULL, NULL, a, err);
 }
 
-cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_timing_profile *timing,
-                              const cg_memory_profile *memory, cg_arena *a, cg_error *err) {
+/* the duplicate refusal naming node dup's id */
+static int refuse_duplicate(const bctx *b, size_t dup, cg_error *err) {
+    cg_buf id = CG_BUF_INIT;
+    idref r = build_ref(b, dup);
+    cg_buf_puts(&id, r.pre);
+    cg_buf_puts(&id, r.s);
+    int rc = duplicate_node_error(err, id.data);
+    cg_buf_free(&id);
+    return rc;
+}
+
+static cg_graph *build(const cg_trace *t, const cg_health *h, const cg_timing_profile *timing,
+                       const cg_memory_profile *memory, bool summary_only, cg_arena *a, cg_error *err) {
     if (check_usable(h, err) != 0) return NULL;
     /* every index (nodes, foreign endpoints, edges) fits 32 bits */
     size_t cap = edge_capacity(t);
@@ -997,23 +1039,23 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
     g->n_op_nodes = b.no;
     /* the memory metrics first: their scratch is gone before the graph's */
     st->sm = cg_memory_span_metrics(t, memory, a);
-    st->om = cg_memory_op_metrics(t, memory, a);
+    st->om = summary_only ? NULL : cg_memory_op_metrics(t, memory, a);
+    g->summary_only = summary_only;
     index_spans(&b);
-    collect_tensors(&b);
+    bool no_order = summary_only && ids_distinct(t); /* nothing to view, nothing to refuse */
+    collect_tensors(&b, no_order);
     g->n_tensor_nodes = b.nu;
     g->n_nodes = b.ns + b.no + b.nu;
     span_tree(&b);
     fill_spans(&b, timing);
-    fill_ops(&b);
-    size_t dup = rank_nodes(&b);
+    size_t dup = NONE;
+    if (!no_order) {
+        fill_ops(&b);
+        dup = rank_nodes(&b);
+    }
     int rc = 0;
     if (dup != NONE) {
-        cg_buf id = CG_BUF_INIT;
-        idref r = build_ref(&b, dup);
-        cg_buf_puts(&id, r.pre);
-        cg_buf_puts(&id, r.s);
-        rc = duplicate_node_error(err, id.data);
-        cg_buf_free(&id);
+        rc = refuse_duplicate(&b, dup, err);
     } else {
         self_times(&b);
         build_summary(&b);
@@ -1022,10 +1064,20 @@ cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_ti
         free(b.ivs);
         b.cfirst = b.clist = NULL;
         b.ivs = NULL;
-        build_edges(&b);
+        if (!summary_only) build_edges(&b);
     }
     bctx_free(&b);
     return rc ? NULL : g;
+}
+
+cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_timing_profile *timing,
+                              const cg_memory_profile *memory, cg_arena *a, cg_error *err) {
+    return build(t, h, timing, memory, false, a, err);
+}
+
+cg_graph *cg_graph_build_summary(const cg_trace *t, const cg_health *h, const cg_timing_profile *timing,
+                                 const cg_memory_profile *memory, cg_arena *a, cg_error *err) {
+    return build(t, h, timing, memory, true, a, err);
 }
 
 /* ---- views ---- */
@@ -1311,6 +1363,10 @@ cg_jv *cg_graph_to_json_lazy(cg_arena *a, const cg_graph *g) {
     void *ctx = (void *)(uintptr_t)g; /* items only read the graph */
     cg_jv *o = cg_jv_obj(a);
     cg_jv_obj_put(a, o, "schema", cg_jv_str_nocopy(a, CG_GRAPH_SCHEMA));
+    if (g->summary_only) {
+        cg_jv_obj_put(a, o, "summary", cg_graph_summary_to_json(a, &g->summary));
+        return o;
+    }
     cg_jv_obj_put(a, o, "spans", cg_jv_lazy_arr(a, g->n_nodes, span_item, ctx));
     cg_jv_obj_put(a, o, "edges", cg_jv_lazy_arr(a, g->n_edges, edge_item, ctx));
     cg_jv_obj_put(a, o, "tensors", cg_jv_lazy_arr(a, g->trace->n_tensors, tensor_item, ctx));

@@ -118,6 +118,7 @@ typedef struct cg_graph {
      * then tensors (sorted by tensor id) */
     size_t n_nodes, n_span_nodes, n_op_nodes, n_tensor_nodes;
     size_t n_edges; /* deduplicated, sorted by (from, to, kind) */
+    bool summary_only; /* built by cg_graph_build_summary: no edges, no views */
     cg_graph_summary summary;
     const cg_timing_profile *timing;
     const cg_memory_profile *memory;
@@ -130,6 +131,13 @@ cg_graph *cg_graph_build(const cg_trace *t, const cg_health *h, cg_arena *a, cg_
 cg_graph *cg_graph_build_with(const cg_trace *t, const cg_health *h, const cg_timing_profile *timing,
                               const cg_memory_profile *memory, cg_arena *a, cg_error *err);
 
+/* The same build (same refusals, node counts and summary) without what only
+ * views of nodes and edges need: no edges (n_edges 0) and no per-op memory.
+ * Such a graph is never viewed (cg_graph_node_view, cg_graph_edge_view,
+ * cg_graph_find_node); its JSON is {schema, summary}. */
+cg_graph *cg_graph_build_summary(const cg_trace *t, const cg_health *h, const cg_timing_profile *timing,
+                                 const cg_memory_profile *memory, cg_arena *a, cg_error *err);
+
 /* Accessors for the evidence / viewer layers. */
 bool cg_graph_outer_wall_time(const cg_graph *g, uint64_t *ns);                /* false: no measured span */
 const cg_host_span_cost *cg_graph_first_slowest_host(const cg_graph *g);     /* NULL when none */
@@ -141,7 +149,8 @@ size_t cg_graph_find_node(const cg_graph *g, const char *id); /* node index, O(l
 void cg_graph_node_view(const cg_graph *g, size_t i, cg_arena *a, cg_graph_node *out);
 void cg_graph_edge_view(const cg_graph *g, size_t i, cg_arena *a, cg_graph_edge *out);
 
-/* JSON. ExecutionGraph: {schema, spans, edges, tensors, gradients, summary}. */
+/* JSON. ExecutionGraph: {schema, spans, edges, tensors, gradients, summary}
+ * ({schema, summary} for a summary-only graph). */
 cg_jv *cg_graph_to_json(cg_arena *a, const cg_graph *g);
 /* The same value with spans, edges, tensors and gradients as lazy arrays
  * (json.h): g and its trace must outlive every use of the value. */

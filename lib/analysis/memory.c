@@ -374,7 +374,7 @@ static cg_logical_memory *logical_analyze(const cg_trace *t, cg_arena *a) {
     lm->trace = t;
     keyring k = {.t = t};
     cg_hmap_init(&k.devs, 4);
-    cg_hmap_init(&k.keys, 16);
+    cg_hmap_init(&k.keys, n / 2 + 16); /* a key per storage: an alloc and a free each, usually */
     rank_devices(&k, lm, a);
     size_t nd = lm->n_devices;
     walk w = {0};
@@ -603,11 +603,13 @@ static cg_jv *lifetime_json(cg_arena *a, const cg_logical_memory *lm, const cg_l
     return o;
 }
 
-/* categories of a point's map, keys sorted (a BTreeMap in the crate) */
+/* categories of a point's map, keys sorted (a BTreeMap in the crate); only
+ * the active ones (usually one or two) are ordered */
 static cg_jv *by_category_json(cg_arena *a, const replay *r) {
-    int order[CG_CAT_COUNT];
+    int order[CG_CAT_COUNT], n = 0;
     for (int c = 0; c < CG_CAT_COUNT; c++) {
-        int k = c;
+        if (!r->cat_active[c]) continue;
+        int k = n++;
         while (k > 0 && strcmp(cg_category_name((cg_category)order[k - 1]), cg_category_name((cg_category)c)) > 0) {
             order[k] = order[k - 1];
             k--;
@@ -615,9 +617,8 @@ static cg_jv *by_category_json(cg_arena *a, const replay *r) {
         order[k] = c;
     }
     cg_jv *o = cg_jv_obj(a);
-    for (int k = 0; k < CG_CAT_COUNT; k++)
-        if (r->cat_active[order[k]])
-            cg_jv_obj_put(a, o, cg_category_name((cg_category)order[k]), cg_jv_u64(a, r->cat_live[order[k]]));
+    for (int k = 0; k < n; k++)
+        cg_jv_obj_put(a, o, cg_category_name((cg_category)order[k]), cg_jv_u64(a, r->cat_live[order[k]]));
     return o;
 }
 

@@ -162,9 +162,31 @@ static void apply_range(ftree *f, const slife *ls, size_t from, size_t to, size_
     if (bulk && count > 0) ftree_rebuild(f);
 }
 
-static int cmp_u64(const void *pa, const void *pb) {
-    uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
-    return a < b ? -1 : a > b;
+/* Sorts v[0, n) ascending: least significant byte first, one counting pass per
+ * byte that is not the same in every value (timestamps: a few), in scratch of n. */
+static void sort_u64(uint64_t *v, size_t n) {
+    uint64_t any = 0, all = ~(uint64_t)0;
+    for (size_t i = 0; i < n; i++) {
+        any |= v[i];
+        all &= v[i];
+    }
+    uint64_t *tmp = cg_xalloc(n ? n : 1, sizeof *tmp), *src = v, *dst = tmp;
+    for (unsigned sh = 0; sh < 64; sh += 8) {
+        if (!((any ^ all) >> sh & 0xff)) continue;
+        size_t cnt[256] = {0}, sum = 0;
+        for (size_t i = 0; i < n; i++) cnt[src[i] >> sh & 0xff]++;
+        for (size_t d = 0; d < 256; d++) {
+            size_t c = cnt[d];
+            cnt[d] = sum;
+            sum += c;
+        }
+        for (size_t i = 0; i < n; i++) dst[cnt[src[i] >> sh & 0xff]++] = src[i];
+        uint64_t *x = src;
+        src = dst;
+        dst = x;
+    }
+    if (src != v) memcpy(v, src, n * sizeof *v);
+    free(tmp);
 }
 
 /* count of x[i] < v (or <= v when inclusive) */
@@ -278,7 +300,7 @@ static void slives_collect(slives *L, const cg_trace *t, const cg_logical_memory
         L->xs[nx++] = o->timestamp_ns;
         L->xs[nx++] = rec_end(t, &lm->lifetimes[k]);
     }
-    qsort(L->xs, nx, sizeof *L->xs, cmp_u64);
+    sort_u64(L->xs, nx);
     L->m = 0;
     for (size_t k = 0; k < nx; k++)
         if (L->m == 0 || L->xs[L->m - 1] != L->xs[k]) L->xs[L->m++] = L->xs[k];

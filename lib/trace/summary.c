@@ -128,7 +128,7 @@ static uint64_t max_depth(const cg_trace *t) {
     return best;
 }
 
-void cg_trace_summary_build(const cg_trace *t, cg_trace_summary *s) {
+void cg_trace_summary_counts(const cg_trace *t, cg_trace_summary *s) {
     memset(s, 0, sizeof *s);
     s->op_count = t->n_ops;
     s->span_count = t->n_spans;
@@ -142,6 +142,10 @@ void cg_trace_summary_build(const cg_trace *t, cg_trace_summary *s) {
         if (t->memory[i].is_free) s->free_count++;
         else s->alloc_count++;
     }
+}
+
+void cg_trace_summary_build(const cg_trace *t, cg_trace_summary *s) {
+    cg_trace_summary_counts(t, s);
     s->has_logical_peak = logical_peak(t, &s->logical_peak_bytes);
 }
 

@@ -327,6 +327,10 @@ typedef struct cg_trace_summary {
     uint64_t logical_peak_bytes;
 } cg_trace_summary;
 void cg_trace_summary_build(const cg_trace *t, cg_trace_summary *out);
+/* The same without the logical peak (has_logical_peak false), for a caller
+ * that has the trace's logical memory plane: its peak is this peak (0 when no
+ * event allocates; present whenever there are memory events). */
+void cg_trace_summary_counts(const cg_trace *t, cg_trace_summary *out);
 cg_jv *cg_trace_summary_to_json(cg_arena *a, const cg_trace_summary *s);
 
 /* ---- validation shared by the capture API and health ---- */

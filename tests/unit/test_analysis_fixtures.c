@@ -64,6 +64,30 @@ static int compare_json(cg_arena *a, const char *dir, const char *name, const cg
     return bad;
 }
 
+/* The summary-only build against the full one g (NULL: refused with full_err):
+ * the same refusal, node count and summary; its JSON is {schema, summary}. */
+static int check_summary_only(cg_arena *a, const char *dir, const cg_trace *t, const cg_health *h,
+                              const cg_timing_profile *tp, const cg_memory_profile *mp, const cg_graph *g,
+                              const char *full_err) {
+    cg_error err;
+    cg_err_clear(&err);
+    cg_graph *s = cg_graph_build_summary(t, h, tp, mp, a, &err);
+    if (!g || !s) {
+        if (g || s || strcmp(err.msg, full_err) != 0) {
+            fprintf(stderr, "%s: summary-only build: %s (full build: %s)\n", dir, s ? "built" : err.msg,
+                    g ? "built" : full_err);
+            return 1;
+        }
+        return 0;
+    }
+    int bad = s->n_nodes != g->n_nodes || s->n_tensor_nodes != g->n_tensor_nodes || s->n_edges != 0 ||
+              !cg_jv_equal(cg_graph_summary_to_json(a, &s->summary), cg_graph_summary_to_json(a, &g->summary));
+    cg_jv *j = cg_graph_to_json_lazy(a, s);
+    bad |= cg_jv_len(j) != 2 || !cg_jv_get(j, "schema") || !cg_jv_get(j, "summary");
+    if (bad) fprintf(stderr, "%s: summary-only graph differs from the full build's counts or summary\n", dir);
+    return bad;
+}
+
 static int run_case(const char *dir) {
     char path[8192];
     snprintf(path, sizeof path, "%s/trace.jsonl", dir);
@@ -83,6 +107,7 @@ static int run_case(const char *dir) {
     cg_memory_profile *mp = cg_memory_analyze(t, &a);
     bad += compare_json(&a, dir, "expected_memory.json", cg_memory_to_json(&a, mp));
     cg_graph *g = cg_graph_build_with(t, h, tp, mp, &a, &err);
+    bad += check_summary_only(&a, dir, t, h, tp, mp, g, err.msg);
     snprintf(path, sizeof path, "%s/expected_error.txt", dir);
     if (cg_path_exists(path)) {
         char *want = cg_read_file(path, 0, NULL, &err);
