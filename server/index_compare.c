@@ -133,7 +133,15 @@ void srv_path_totals_build_clocks(cg_arena *a, const cg_trace *t, const cg_devic
                                   size_t n_clocks, srv_path_totals *out) {
     memset(out, 0, sizeof *out);
     ptb b = {a, out, NULL, NULL, 0, 0, 0, false, {{0}, NULL, 0, 0}};
-    cg_hstr_init(&b.by_hash, 0);
+    /* sized once for the most nodes there can be (a span, an op, a clock
+     * each): no array doubles (and is copied) while the tree grows */
+    b.cap = t->n_spans + t->n_ops + n_clocks + 1;
+    out->nodes = cg_xalloc(b.cap, sizeof *out->nodes);
+    b.acc = cg_xalloc(b.cap, sizeof *b.acc);
+    b.cap_state = t->n_spans + 1;
+    b.state = aligned_alloc(_Alignof(cg_sha256), b.cap_state * sizeof *b.state);
+    if (!b.state) cg_oom_exit(b.cap_state * sizeof *b.state); /* aligned: no cg_x* variant */
+    cg_hstr_init(&b.by_hash, b.cap);
     size_t *sn = span_nodes(&b, t);
     b.leaves = true;
     for (size_t i = 0; i < t->n_spans; i++)
