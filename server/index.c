@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "srv_index.h"
 
 static const char *jtext(cg_arena *a, const cg_jv *v) {
@@ -66,13 +67,23 @@ static int cmp_stats(const void *x, const void *y) {
     return strcmp(a->label, b->label);
 }
 
-/* Per-label sums, labels in byte order: [{"l","n","r","x","m","e","f"}] or NULL. */
+/* One member "key":"text" of a row-set object (first: no comma before it). */
+static void rs_text(cg_buf *b, bool first, const char *key, const char *text) {
+    cg_buf_printf(b, "%s\"%s\":", first ? "" : ",", key);
+    cg_json_write_str(b, text, strlen(text));
+}
+
+/* Per-label sums, labels in byte order: [{"l","n","r","x","m","e","f"}] or NULL
+ * (all values text, as rs_put gives them), written straight into the text: no
+ * JSON tree of one object per label. */
 static const char *tensor_stats_rows(const cg_trace *t, cg_arena *a) {
     if (t->n_tensor_stats == 0) return NULL;
-    const cg_tensor_stats **v = cg_arena_alloc(a, t->n_tensor_stats * sizeof *v);
+    const cg_tensor_stats **v = cg_xalloc(t->n_tensor_stats, sizeof *v);
     for (size_t i = 0; i < t->n_tensor_stats; i++) v[i] = &t->tensor_stats[i];
     qsort(v, t->n_tensor_stats, sizeof *v, cmp_stats);
-    rowset rs = {a, cg_jv_arr(a), NULL};
+    cg_buf b = CG_BUF_INIT;
+    cg_buf_putc(&b, '[');
+    char num[64];
     for (size_t i = 0; i < t->n_tensor_stats;) {
         size_t j = i;
         double rms = 0, absmax = 0, mean = 0;
@@ -84,17 +95,28 @@ static const char *tensor_stats_rows(const cg_trace *t, cg_arena *a) {
             elements += v[j]->elements;
             nonfinite += v[j]->non_finite;
         }
-        rs_row(&rs);
-        rs_put(&rs, "l", v[i]->label);
-        rs_put(&rs, "n", u64s(a, j - i));
-        rs_put(&rs, "r", cg_arena_printf(a, "%.17g", rms));
-        rs_put(&rs, "x", cg_arena_printf(a, "%.17g", absmax));
-        rs_put(&rs, "m", cg_arena_printf(a, "%.17g", mean));
-        rs_put(&rs, "e", u64s(a, elements));
-        rs_put(&rs, "f", u64s(a, nonfinite));
+        cg_buf_puts(&b, i ? ",{" : "{");
+        rs_text(&b, true, "l", v[i]->label);
+        snprintf(num, sizeof num, "%zu", j - i);
+        rs_text(&b, false, "n", num);
+        snprintf(num, sizeof num, "%.17g", rms);
+        rs_text(&b, false, "r", num);
+        snprintf(num, sizeof num, "%.17g", absmax);
+        rs_text(&b, false, "x", num);
+        snprintf(num, sizeof num, "%.17g", mean);
+        rs_text(&b, false, "m", num);
+        snprintf(num, sizeof num, "%" PRIu64, elements);
+        rs_text(&b, false, "e", num);
+        snprintf(num, sizeof num, "%" PRIu64, nonfinite);
+        rs_text(&b, false, "f", num);
+        cg_buf_putc(&b, '}');
         i = j;
     }
-    return jtext(a, rs.rows);
+    cg_buf_putc(&b, ']');
+    free(v);
+    const char *out = cg_arena_strndup(a, b.data, b.len);
+    cg_buf_free(&b);
+    return out;
 }
 
 static bool too_long(const char *s) { return s && strlen(s) > SRV_INDEX_MAX_KEY_BYTES; }

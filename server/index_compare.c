@@ -28,8 +28,9 @@ typedef struct ptb {
     cg_arena *a;
     srv_path_totals *pt;
     node_acc *acc;
-    cg_sha256 *state; /* per node: SHA-256 state after its text */
-    size_t cap;
+    cg_sha256 *state; /* per span node (the first n_state nodes): SHA-256 state after its text */
+    size_t cap, n_state, cap_state;
+    bool leaves;      /* op and device nodes: never a parent, so no state kept */
     cg_hstr by_hash; /* 32-byte hash → node index */
 } ptb;
 
@@ -37,7 +38,8 @@ static int kind_slot(char kind) { return kind == 's' ? 0 : kind == 'o' ? 1 : 2; 
 
 /* The node for (parent, name), created when new. Its hash is SHA-256 of its
  * text, continued from the parent's saved hash state ("/" + name), so no text
- * is built and equal texts are one node however their names split. */
+ * is built and equal texts are one node however their names split. Only span
+ * nodes are parents and they all come first, so only theirs is kept. */
 static size_t node_of(ptb *b, size_t parent, const char *name) {
     cg_sha256 st, fin;
     if (parent == SIZE_MAX) {
@@ -59,16 +61,19 @@ static size_t node_of(ptb *b, size_t parent, const char *name) {
         b->cap = b->cap ? b->cap * 2 : 256;
         pt->nodes = cg_xrealloc(pt->nodes, b->cap, sizeof *pt->nodes);
         b->acc = cg_xrealloc(b->acc, b->cap, sizeof *b->acc);
-        cg_sha256 *ns = aligned_alloc(_Alignof(cg_sha256), b->cap * sizeof *ns);
-        if (!ns) cg_oom_exit(b->cap * sizeof *ns); /* aligned: no cg_x* variant */
-        if (pt->n_nodes) memcpy(ns, b->state, pt->n_nodes * sizeof *ns);
+    }
+    if (!b->leaves && b->n_state == b->cap_state) {
+        b->cap_state = b->cap_state ? b->cap_state * 2 : 256;
+        cg_sha256 *ns = aligned_alloc(_Alignof(cg_sha256), b->cap_state * sizeof *ns);
+        if (!ns) cg_oom_exit(b->cap_state * sizeof *ns); /* aligned: no cg_x* variant */
+        if (b->n_state) memcpy(ns, b->state, b->n_state * sizeof *ns);
         free(b->state);
         b->state = ns;
     }
     size_t k = pt->n_nodes++;
     pt->nodes[k] = (srv_path_node){h, parent, name};
     memset(&b->acc[k], 0, sizeof b->acc[k]);
-    b->state[k] = st;
+    if (!b->leaves) b->state[b->n_state++] = st;
     cg_hstr_putn(&b->by_hash, (const char *)h, 32, k, NULL);
     return k;
 }
@@ -117,10 +122,28 @@ static size_t *span_nodes(ptb *b, const cg_trace *t) {
 }
 
 void srv_path_totals_build(cg_arena *a, const cg_trace *t, srv_path_totals *out) {
+    cg_arena w; /* the timing profile (its clocks name the trace's strings) */
+    cg_arena_init(&w, 0);
+    cg_timing_profile *tp = cg_timing_analyze(t, &w);
+    srv_path_totals_build_clocks(a, t, tp->device_clocks, tp->n_device_clocks, out);
+    cg_arena_free(&w);
+}
+
+void srv_path_totals_build_clocks(cg_arena *a, const cg_trace *t, const cg_device_clock_timing *clocks,
+                                  size_t n_clocks, srv_path_totals *out) {
     memset(out, 0, sizeof *out);
-    ptb b = {a, out, NULL, NULL, 0, {{0}, NULL, 0, 0}};
-    cg_hstr_init(&b.by_hash, 0);
+    ptb b = {a, out, NULL, NULL, 0, 0, 0, false, {{0}, NULL, 0, 0}};
+    /* sized once for the most nodes there can be (a span, an op, a clock
+     * each): no array doubles (and is copied) while the tree grows */
+    b.cap = t->n_spans + t->n_ops + n_clocks + 1;
+    out->nodes = cg_xalloc(b.cap, sizeof *out->nodes);
+    b.acc = cg_xalloc(b.cap, sizeof *b.acc);
+    b.cap_state = t->n_spans + 1;
+    b.state = aligned_alloc(_Alignof(cg_sha256), b.cap_state * sizeof *b.state);
+    if (!b.state) cg_oom_exit(b.cap_state * sizeof *b.state); /* aligned: no cg_x* variant */
+    cg_hstr_init(&b.by_hash, b.cap);
     size_t *sn = span_nodes(&b, t);
+    b.leaves = true;
     for (size_t i = 0; i < t->n_spans; i++)
         if (t->spans[i].closed) add_total(&b, sn[i], 's', t->spans[i].duration_ns);
     for (size_t i = 0; i < t->n_ops; i++) {
@@ -129,9 +152,8 @@ void srv_path_totals_build(cg_arena *a, const cg_trace *t, srv_path_totals *out)
         add_total(&b, node_of(&b, sp ? sn[sp - t->spans] : SIZE_MAX, op->op_name), 'o', op->duration_ns);
     }
     free(sn);
-    cg_timing_profile *tp = cg_timing_analyze(t, a);
-    for (size_t i = 0; i < tp->n_device_clocks; i++) {
-        const cg_device_clock_timing *d = &tp->device_clocks[i];
+    for (size_t i = 0; i < n_clocks; i++) {
+        const cg_device_clock_timing *d = &clocks[i];
         size_t k = node_of(&b, SIZE_MAX, cg_arena_printf(a, "device:%s/%s", d->device, d->clock_id));
         add_total(&b, k, 'd', d->busy_ns);
         b.acc[k].n[2] = d->interval_count; /* one busy value per clock */
@@ -155,13 +177,14 @@ void srv_path_totals_build(cg_arena *a, const cg_trace *t, srv_path_totals *out)
     cg_hstr_free(&b.by_hash);
 }
 
-void srv_path_totals_json(const srv_path_totals *pt, cg_buf *nodes, cg_buf *totals) {
+void srv_path_nodes_json(const srv_path_totals *pt, size_t from, size_t to, cg_buf *nodes) {
     char hex[65], phex[65];
+    if (to > pt->n_nodes) to = pt->n_nodes;
     cg_buf_putc(nodes, '[');
-    for (size_t k = 0; k < pt->n_nodes; k++) {
+    for (size_t k = from; k < to; k++) {
         const srv_path_node *nd = &pt->nodes[k];
         cg_hex(nd->hash, 32, hex);
-        cg_buf_printf(nodes, "%s{\"h\":\"%s\",\"p\":", k ? "," : "", hex);
+        cg_buf_printf(nodes, "%s{\"h\":\"%s\",\"p\":", k > from ? "," : "", hex);
         if (nd->parent == SIZE_MAX) {
             cg_buf_puts(nodes, "null");
         } else {
@@ -173,14 +196,24 @@ void srv_path_totals_json(const srv_path_totals *pt, cg_buf *nodes, cg_buf *tota
         cg_buf_putc(nodes, '}');
     }
     cg_buf_putc(nodes, ']');
+}
+
+void srv_path_rows_json(const srv_path_totals *pt, size_t from, size_t to, cg_buf *totals) {
+    char hex[65];
+    if (to > pt->n_totals) to = pt->n_totals;
     cg_buf_putc(totals, '[');
-    for (size_t i = 0; i < pt->n_totals; i++) {
+    for (size_t i = from; i < to; i++) {
         const srv_path_total *x = &pt->totals[i];
         cg_hex(pt->nodes[x->node].hash, 32, hex);
-        cg_buf_printf(totals, "%s{\"k\":\"%s\",\"h\":\"%s\",\"t\":%" PRIu64 ",\"n\":%" PRIu64 "}", i ? "," : "",
+        cg_buf_printf(totals, "%s{\"k\":\"%s\",\"h\":\"%s\",\"t\":%" PRIu64 ",\"n\":%" PRIu64 "}", i > from ? "," : "",
                       x->kind == 's' ? "span" : x->kind == 'o' ? "op" : "device", hex, x->total, x->n);
     }
     cg_buf_putc(totals, ']');
+}
+
+void srv_path_totals_json(const srv_path_totals *pt, cg_buf *nodes, cg_buf *totals) {
+    srv_path_nodes_json(pt, 0, pt->n_nodes, nodes);
+    srv_path_rows_json(pt, 0, pt->n_totals, totals);
 }
 
 const char *srv_path_text(cg_arena *a, const srv_path_totals *pt, size_t k) {
@@ -202,33 +235,35 @@ const char *srv_path_text(cg_arena *a, const srv_path_totals *pt, size_t k) {
 /* ------------------------------------------------------------ insert */
 
 void srv_facts_compute(cg_arena *a, const char *id, const char *run_id, const cg_trace *t, const cg_health *h,
-                       srv_facts_text *out) {
+                       const cg_device_clock_timing *clocks, size_t n_clocks, srv_facts_text *out) {
+    cg_arena w; /* the cohort row and series point behind the texts */
+    cg_arena_init(&w, 0);
     cg_cohort_receipt rc = {run_id, id};
     cg_cohort_row row;
-    cg_cohort_row_from_trace(a, t, h, &rc, &row);
-    cg_buf crow = CG_BUF_INIT, spt = CG_BUF_INIT, nodes = CG_BUF_INIT, tots = CG_BUF_INIT;
+    cg_cohort_row_from_trace(&w, t, h, &rc, &row);
+    cg_buf crow = CG_BUF_INIT, spt = CG_BUF_INIT;
     cg_cohort_row_write(&crow, &row);
     cg_series_point sp;
-    cg_series_point_from_trace(a, t, id, run_id, id, &sp);
-    cg_json_write(&spt, cg_series_point_to_json(a, &sp), false);
-    srv_path_totals pt;
-    srv_path_totals_build(a, t, &pt);
-    srv_path_totals_json(&pt, &nodes, &tots);
+    cg_series_point_from_trace(&w, t, id, run_id, id, &sp);
+    cg_json_write(&spt, cg_series_point_to_json(&w, &sp), false);
+    cg_arena_free(&w);
+    srv_path_totals *pt = cg_arena_zalloc(a, sizeof *pt);
+    if (clocks) srv_path_totals_build_clocks(a, t, clocks, n_clocks, pt);
+    else srv_path_totals_build(a, t, pt);
     out->id = cg_arena_strdup(a, id);
     out->cohort_row = cg_arena_strndup(a, crow.data, crow.len);
     out->series_point = cg_arena_strndup(a, spt.data, spt.len);
     out->terminal_reason = t->terminal.reason ? cg_arena_strdup(a, t->terminal.reason) : NULL;
-    out->nodes = cg_arena_strndup(a, nodes.data, nodes.len);
-    out->totals = cg_arena_strndup(a, tots.data, tots.len);
+    out->paths = pt;
     cg_buf_free(&crow);
     cg_buf_free(&spt);
-    cg_buf_free(&nodes);
-    cg_buf_free(&tots);
 }
 
 /* Reads the stored trace of id (connections only for the statement and, pg
- * store, the blob), then computes its facts with no connection held. */
-static int backfill_compute(srv_server *s, cg_arena *a, const char *id, srv_facts_text *ft, cg_error *err) {
+ * store, the blob), then computes its facts with no connection held. *tp: the
+ * trace, which the facts' path names point into (the caller frees it). */
+static int backfill_compute(srv_server *s, cg_arena *a, const char *id, srv_facts_text *ft, cg_trace **tp,
+                            cg_error *err) {
     PGresult *x = srv_store_trace_of(s->pool, id, err);
     if (!x) return -1;
     if (PQntuples(x) != 1) {
@@ -247,9 +282,9 @@ static int backfill_compute(srv_server *s, cg_arena *a, const char *id, srv_fact
     cg_trace *t = fd < 0 ? NULL : srv_blob_trace_fd(&s->blobs, fd, sha, (uint64_t)16 << 30, &tl, &store_error, err);
     if (!t) return -1;
     cg_health *h = cg_health_analyze(t);
-    srv_facts_compute(a, id, run_id, t, h, ft);
+    srv_facts_compute(a, id, run_id, t, h, NULL, 0, ft);
     cg_health_free(h);
-    cg_trace_free(t);
+    *tp = t;
     return 0;
 }
 
@@ -257,7 +292,9 @@ int srv_facts_backfill(srv_server *s, const char *id, cg_error *err) {
     cg_arena a;
     cg_arena_init(&a, 0);
     srv_facts_text ft;
-    int rc = backfill_compute(s, &a, id, &ft, err) < 0 ? -1 : srv_store_facts_put_tx(s->pool, &ft, err);
+    cg_trace *t = NULL;
+    int rc = backfill_compute(s, &a, id, &ft, &t, err) < 0 ? -1 : srv_store_facts_put_tx(s->pool, &ft, err);
+    cg_trace_free(t);
     if (rc == 0) srv_log("info", "comparison facts backfilled", "id", id, NULL);
     cg_arena_free(&a);
     return rc;

@@ -26,11 +26,14 @@
 #include "bundle/semantic.h"
 #include "bundle/signature.h"
 #include "bundle/verify.h"
+#include "analysis/evidence.h"
 #include "srv_compare.h"
 #include "srv_derived.h"
 #include "srv_history.h"
 #include "srv_index.h"
 #include "srv_store.h"
+#include "srv_timeline.h"
+#include "srv_views.h"
 #include "srv_web.h"
 
 #define INGEST_SCHEMA "candle-graph/ingest/1"
@@ -42,6 +45,12 @@ typedef struct ingest {
     const char *campaign, *planned;
     cg_trace *trace;
     cg_health *health;
+    srv_vw_index *views;     /* the dashboard views built from the semantic step's trace and evidence */
+    srv_tl_index *timeline;  /* the Timeline index built from the same trace */
+    cg_device_clock_timing *clocks; /* the rederived evidence's device clock timings (facts), in r->arena */
+    size_t n_clocks;
+    bool has_clocks;
+    int heavy;               /* the heavy-build gate (srv_derived.h), held from the parse to release_trace */
     cg_bundle_handle bundle; /* the staged bundle, opened once (bundle/opened.h) */
     bool opened;
     const char *manifest;    /* the bytes of bundle.json (owned by the handle) */
@@ -342,13 +351,41 @@ static uint64_t tx_timeout_ms(const srv_server *s, uint64_t decoded) {
     return (uint64_t)s->cfg.statement_timeout_ms * (1 + decoded / ((uint64_t)512 << 20));
 }
 
-/* Frees the parsed trace and its health and returns the heap to the system. */
+/* Frees the parsed trace, its health and the indexes not saved, returns the
+ * heap to the system and opens the heavy-build gate. */
 static void release_trace(ingest *g) {
     cg_trace_free(g->trace);
     g->trace = NULL;
     if (g->health) cg_health_free(g->health);
     g->health = NULL;
+    srv_vw_free(g->views);
+    g->views = NULL;
+    if (g->timeline) srv_timeline_discard(g->timeline);
+    g->timeline = NULL;
     srv_memory_trim();
+    srv_heavy_leave(g->heavy);
+    g->heavy = 0;
+}
+
+/* The semantic step's hook: the dashboard view index from the trace and the
+ * rederived evidence it holds (kept unsaved until the bundle is published). */
+static int build_views(void *ctx, const cg_trace *t, const cg_evidence *e, cg_error *err) {
+    ingest *g = ctx;
+    if (!e) return 0;
+    g->views = srv_views_build(g->id, t, e, NULL, err);
+    /* the facts' device totals from the same profile (no second timing analysis) */
+    g->n_clocks = e->timing->n_device_clocks;
+    g->clocks = cg_arena_alloc(&g->r->arena, (g->n_clocks + 1) * sizeof *g->clocks);
+    if (g->n_clocks) memcpy(g->clocks, e->timing->device_clocks, g->n_clocks * sizeof *g->clocks);
+    g->has_clocks = true;
+    return 0;
+}
+
+/* Bytes of trace.jsonl as the manifest declares them (0 when it lists none). */
+static uint64_t trace_bytes(const cg_bundle_manifest *m) {
+    for (size_t i = 0; i < m->n_files; i++)
+        if (!strcmp(m->files[i].path, "trace.jsonl")) return m->files[i].bytes;
+    return 0;
 }
 
 static enum MHD_Result run(ingest *g) {
@@ -412,7 +449,12 @@ static enum MHD_Result run(ingest *g) {
     cg_semantic_result sres = CG_SEMANTIC_NOT_REDERIVABLE;
     char *schema = NULL;
     cg_semantic_diff diff;
-    if (cg_bundle_verify_semantic_handle(&g->bundle, &rcpt, true, &sres, &g->trace, &schema, &diff, &err) < 0) {
+    /* one large parse and rederivation at a time in the process: the trace is
+     * then parsed once per upload, the view index built from what the
+     * semantic step holds and the Timeline index from the same trace */
+    g->heavy = srv_heavy_enter(trace_bytes(&man), 0);
+    const cg_semantic_hook hook = {build_views, g};
+    if (cg_bundle_verify_semantic_use(&g->bundle, &rcpt, true, &sres, &g->trace, &schema, &diff, &hook, &err) < 0) {
         cg_jv *d = NULL;
         if (err.reason == CG_R_TRACE_INVALID)
             d = detail_kv(a, "path", cg_jv_str(a, "trace.jsonl"), err.line ? "line" : NULL,
@@ -433,8 +475,10 @@ static enum MHD_Result run(ingest *g) {
     const char *semantic = cg_semantic_result_name(sres);
     const char *evidence_schema = schema ? cg_arena_strdup(a, schema) : NULL;
     free(schema);
-    /* the derived index uses the trace semantic verification parsed (default
-     * limits) and its post-read check confirmed */
+    /* the derived index and the Timeline index use the trace semantic
+     * verification parsed (default limits) and its post-read check confirmed;
+     * the Timeline index is built now, into the memory the evidence left */
+    g->timeline = srv_timeline_build(id, g->trace);
     /* 5. signature */
     const char *sig_json, *key_id;
     if (!check_signature(g, &sig_json, &key_id, &res)) return res;
@@ -482,7 +526,7 @@ static enum MHD_Result run(ingest *g) {
     srv_index_params ix;
     srv_index_prepare(&row, a, &ix);
     srv_facts_text facts;
-    srv_facts_compute(a, id, rcpt.run_id, g->trace, g->health, &facts);
+    srv_facts_compute(a, id, rcpt.run_id, g->trace, g->health, g->has_clocks ? g->clocks : NULL, g->n_clocks, &facts);
     pg_blobs_ctx pbc = {g, files, man.n_files + 1};
     srv_ingest_tx tx = {
         .id = id, .lock_key = lock_key(id),
@@ -505,8 +549,15 @@ static enum MHD_Result run(ingest *g) {
     }
     srv_history_detect(s, history_series); /* issue 15: change points of the bundle's series */
     bool valid = g->health->structurally_valid, complete = g->health->capture_complete;
-    /* the trace is freed (and the heap handed back) before the background
-     * Timeline and dashboard builds parse their own: the two never overlap */
+    /* a new bundle's indexes come from this upload's parse: saved once the
+     * trace is freed (and the heap handed back) and the publication logged,
+     * then loaded by the background warm-up */
+    srv_vw_index *views = existed ? NULL : g->views;
+    srv_tl_index *timeline = existed ? NULL : g->timeline;
+    if (!existed) {
+        g->views = NULL;
+        g->timeline = NULL;
+    }
     release_trace(g);
 
     /* 7. answer */
@@ -537,7 +588,10 @@ static enum MHD_Result run(ingest *g) {
     srv_metrics_ingest(existed ? "already_published" : "published", r->body_len, now_s() - g->t0);
     srv_log("info", existed ? "bundle already published" : "bundle published", "request_id", r->id, "id", id, "run_id",
             rcpt.run_id, "key_id", key_id, NULL);
-    if (!existed) srv_timeline_warm(r->s, id); /* build the Timeline index in the background */
+    /* after the publication (a failed save is logged, the index then built from the store) */
+    if (views) srv_views_keep(s, views);
+    if (timeline) srv_timeline_keep(s, timeline);
+    if (!existed) srv_timeline_warm(r->s, id); /* loads both indexes in the background */
     char loc[96];
     snprintf(loc, sizeof loc, "/bundles/%s", id);
     cg_buf b = CG_BUF_INIT;
@@ -556,8 +610,7 @@ enum MHD_Result srv_h_bundles_post(srv_req *r) {
     g.t0 = now_s();
     enum MHD_Result res = run(&g);
     if (g.stage[0]) cg_rm_rf(g.stage);
-    cg_trace_free(g.trace);
-    if (g.health) cg_health_free(g.health);
+    release_trace(&g);
     if (g.opened) cg_bundle_handle_close(&g.bundle);
     return res;
 }

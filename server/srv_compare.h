@@ -16,10 +16,15 @@
 #include "trace/health.h"
 #include "trace/trace.h"
 
-/* The facts of bundle `id` (whose bundle.json run ID is run_id) as the text
- * the store inserts (srv_store_facts_put), all in arena a. CPU only. */
+/* The facts of bundle `id` (whose bundle.json run ID is run_id) as the store
+ * inserts them (srv_store_facts_put), all in arena a (the cohort row and
+ * series point behind the texts are scratch, freed before it returns; the
+ * path tree's names are t's, so t must outlive the insert). clocks: the device clock
+ * timings of t (cg_timing_analyze's device_clocks, n_clocks of them) when the
+ * caller already has them, NULL to analyze t here. CPU only. */
+struct cg_device_clock_timing;
 void srv_facts_compute(cg_arena *a, const char *id, const char *run_id, const cg_trace *t, const cg_health *h,
-                       srv_facts_text *out);
+                       const struct cg_device_clock_timing *clocks, size_t n_clocks, srv_facts_text *out);
 
 /* The per-path totals of a trace (span-diff input), linear in the trace.
  * A path is a node of a tree: a root's text is its name, a child's is its
@@ -51,9 +56,16 @@ typedef struct srv_path_totals {
 } srv_path_totals;
 
 void srv_path_totals_build(cg_arena *a, const cg_trace *t, srv_path_totals *out);
+/* The same with t's device clock timings given (see srv_facts_compute). */
+void srv_path_totals_build_clocks(cg_arena *a, const cg_trace *t, const struct cg_device_clock_timing *clocks,
+                                  size_t n_clocks, srv_path_totals *out);
 /* Row sets for the index: nodes [{"h": hex, "p": hex|null, "n": name}],
  * totals [{"k": "span"|"op"|"device", "h": hex, "t": total_ns, "n": count}]. */
 void srv_path_totals_json(const srv_path_totals *pt, cg_buf *nodes, cg_buf *totals);
+/* The same for nodes (totals) [from, to) only, clamped to the tree: one
+ * statement's row set (appended to the buffer). */
+void srv_path_nodes_json(const srv_path_totals *pt, size_t from, size_t to, cg_buf *nodes);
+void srv_path_rows_json(const srv_path_totals *pt, size_t from, size_t to, cg_buf *totals);
 /* The text of node k (arena a); tests and diagnostics. */
 const char *srv_path_text(cg_arena *a, const srv_path_totals *pt, size_t k);
 

@@ -21,10 +21,15 @@
 #include "base/json.h"
 #include "trace/trace.h"
 
-/* One bundle's facts as text: cohort row, series point, terminal reason (may be
- * NULL), path tree nodes and totals (row-set JSON of srv_path_totals_json). */
+/* One bundle's facts: cohort row, series point and terminal reason (may be
+ * NULL) as text, and its path tree (srv_compare.h), inserted as row-set JSON
+ * of at most SRV_FACTS_BATCH nodes or totals per statement, so that neither
+ * this process nor the database holds the whole tree as text. */
+struct srv_path_totals;
+#define SRV_FACTS_BATCH 16384
 typedef struct srv_facts_text {
-    const char *id, *cohort_row, *series_point, *terminal_reason, *nodes, *totals;
+    const char *id, *cohort_row, *series_point, *terminal_reason;
+    const struct srv_path_totals *paths;
 } srv_facts_text;
 
 /* Inserts them in the caller's transaction; a bundle that already has facts is

@@ -47,6 +47,7 @@ typedef struct srv_tl_index {
     size_t n_tracks;
     srv_tl_clock *clocks;
     size_t n_clocks;
+    double build_ms; /* how long srv_timeline_build took (its log line) */
 } srv_tl_index;
 
 
@@ -63,5 +64,13 @@ void srv_timeline_release(srv_server *s, srv_tl_index *x);
  * frees it); a missing parent or a cycle ends the walk. */
 struct cg_trace;
 int *srv_tl_span_depths(const struct cg_trace *t);
+/* The index of bundle id built from its verified trace t (the upload's own
+ * parse), neither cached nor saved; srv_timeline_keep saves it as the on-disk
+ * copy that the warm-up and later requests load (a failed save is logged:
+ * the index is then built from the store on first use) and frees it;
+ * srv_timeline_discard only frees it (an upload that was not published). */
+srv_tl_index *srv_timeline_build(const char *id, const struct cg_trace *t);
+void srv_timeline_keep(srv_server *s, srv_tl_index *x);
+void srv_timeline_discard(srv_tl_index *x);
 
 #endif

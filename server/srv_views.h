@@ -27,6 +27,7 @@
 
 #include "srv.h"
 #include "srv_cache.h"
+#include "trace/trace.h"
 
 #define SRV_VIEWS_CACHE_SLOTS 3
 #define SRV_VIEWS_CACHE_BYTES ((uint64_t)1 << 30) /* approximate heap of the cached indexes */
@@ -113,6 +114,16 @@ void srv_views_release(srv_server *s, srv_vw_index *x);
 /* Builds the index of a freshly published bundle ahead of its first request
  * (called by the upload warm-up worker of timeline_index.c, one at a time). */
 void srv_views_warm(srv_server *s, const char *id);
+/* The index of bundle id built from its verified trace t and the evidence
+ * rederived from it (e; NULL: rebuilt here from t and the nsight directory
+ * nsdir, NULL = none), neither cached nor saved: the upload builds it from
+ * what its semantic step holds, so no second parse. NULL with err when the
+ * evidence cannot be rebuilt. srv_views_keep saves it as the bundle's on-disk
+ * copy (what the warm-up and later requests then load) and frees it. */
+struct cg_evidence;
+srv_vw_index *srv_views_build(const char *id, const cg_trace *t, const struct cg_evidence *e, const char *nsdir,
+                              cg_error *err);
+void srv_views_keep(srv_server *s, srv_vw_index *x);
 /* Frees the server's view cache (at shutdown, after HTTP stopped). */
 void srv_views_stop(srv_server *s);
 

@@ -4,6 +4,7 @@
  * Row sets go in as JSON expanded by json_to_recordset: one round trip each. */
 #include <string.h>
 
+#include "srv_compare.h"
 #include "srv_store.h"
 
 static const char SQL_BEGIN[] = "BEGIN";
@@ -71,8 +72,21 @@ int srv_store_facts_put(PGconn *c, const srv_facts_text *f, bool *inserted, char
     *inserted = strcmp(PQcmdTuples(x), "1") == 0;
     PQclear(x);
     if (!*inserted) return 0;
-    if (exec2(c, SQL_PATHS_INSERT, f->id, f->nodes, sqlstate, err) < 0) return -1;
-    return exec2(c, SQL_TOTALS_INSERT, f->id, f->totals, sqlstate, err);
+    const srv_path_totals *pt = f->paths;
+    cg_buf b = CG_BUF_INIT;
+    int rc = 0;
+    for (size_t k = 0; rc == 0 && k < pt->n_nodes; k += SRV_FACTS_BATCH) {
+        cg_buf_reset(&b);
+        srv_path_nodes_json(pt, k, k + SRV_FACTS_BATCH, &b);
+        rc = exec2(c, SQL_PATHS_INSERT, f->id, b.data, sqlstate, err);
+    }
+    for (size_t k = 0; rc == 0 && k < pt->n_totals; k += SRV_FACTS_BATCH) {
+        cg_buf_reset(&b);
+        srv_path_rows_json(pt, k, k + SRV_FACTS_BATCH, &b);
+        rc = exec2(c, SQL_TOTALS_INSERT, f->id, b.data, sqlstate, err);
+    }
+    cg_buf_free(&b);
+    return rc;
 }
 
 int srv_store_facts_put_tx(srv_pool *p, const srv_facts_text *f, cg_error *err) {

@@ -553,6 +553,28 @@ static double ms_since(const struct timespec *t0) {
 
 
 
+static void index_paths(const srv_server *s, const char *id, char *dir, size_t dl, char *path, size_t pl) {
+    snprintf(dir, dl, "%s/timeline", s->cfg.data_dir);
+    snprintf(path, pl, "%s/%s.idx", dir, id);
+}
+
+/* Logs the build of ix (read, parse and build times in ms) and saves it at path. */
+static void log_saved(const srv_tl_index *ix, const char *dir, const char *path, double read_ms, double parse_ms,
+                      double build_ms) {
+    size_t records = 0;
+    for (size_t k = 0; k < ix->n_tracks; k++) records += ix->tracks[k].n;
+    char rec[32], r_ms[32], p_ms[32], b_ms[32];
+    snprintf(rec, sizeof rec, "%zu", records);
+    snprintf(r_ms, sizeof r_ms, "%.1f", read_ms);
+    snprintf(p_ms, sizeof p_ms, "%.1f", parse_ms);
+    snprintf(b_ms, sizeof b_ms, "%.1f", build_ms);
+    srv_log("info", "timeline index built", "id", ix->item.id, "intervals", rec, "read_ms", r_ms, "parse_ms", p_ms,
+            "build_ms", b_ms, NULL);
+    cg_error serr = {0};
+    if (cg_mkdir_p(dir, &serr) < 0 || index_save(ix, path, &serr) < 0)
+        srv_log("warning", "timeline index not saved", "id", ix->item.id, "error", serr.msg, NULL);
+}
+
 /* Reads trace.jsonl of bundle id into a fresh index (the store takes a pooled
  * connection for the lookup and, pg store, the blob; none is held while
  * parsing). On failure returns NULL with err and its reason set. */
@@ -560,8 +582,7 @@ static srv_tl_index *load_index(srv_server *s, const char *id, cg_error *err) {
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     char dir[PATH_MAX + 16], path[PATH_MAX + 96];
-    snprintf(dir, sizeof dir, "%s/timeline", s->cfg.data_dir);
-    snprintf(path, sizeof path, "%s/%s.idx", dir, id);
+    index_paths(s, id, dir, sizeof dir, path, sizeof path);
     srv_tl_index *saved = index_load(id, path);
     if (saved) {
         char l_ms[32];
@@ -591,20 +612,26 @@ static srv_tl_index *load_index(srv_server *s, const char *id, cg_error *err) {
     double parse_ms = ms_since(&t0) - read_ms;
     srv_tl_index *ix = index_build(id, t);
     cg_trace_free(t);
-    size_t records = 0;
-    for (size_t k = 0; k < ix->n_tracks; k++) records += ix->tracks[k].n;
-    char rec[32], r_ms[32], p_ms[32], b_ms[32];
-    snprintf(rec, sizeof rec, "%zu", records);
-    snprintf(r_ms, sizeof r_ms, "%.1f", read_ms);
-    snprintf(p_ms, sizeof p_ms, "%.1f", parse_ms);
-    snprintf(b_ms, sizeof b_ms, "%.1f", ms_since(&t0) - read_ms - parse_ms);
-    srv_log("info", "timeline index built", "id", id, "intervals", rec, "read_ms", r_ms, "parse_ms", p_ms, "build_ms", b_ms,
-            NULL);
-    cg_error serr = {0};
-    if (cg_mkdir_p(dir, &serr) < 0 || index_save(ix, path, &serr) < 0)
-        srv_log("warning", "timeline index not saved", "id", id, "error", serr.msg, NULL);
+    log_saved(ix, dir, path, read_ms, parse_ms, ms_since(&t0) - read_ms - parse_ms);
     return ix;
 }
+
+srv_tl_index *srv_timeline_build(const char *id, const cg_trace *t) {
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    srv_tl_index *ix = index_build(id, t);
+    ix->build_ms = ms_since(&t0);
+    return ix;
+}
+
+void srv_timeline_keep(srv_server *s, srv_tl_index *x) {
+    char dir[PATH_MAX + 16], path[PATH_MAX + 96];
+    index_paths(s, x->item.id, dir, sizeof dir, path, sizeof path);
+    log_saved(x, dir, path, 0, 0, x->build_ms);
+    index_free(x);
+}
+
+void srv_timeline_discard(srv_tl_index *x) { index_free(x); }
 
 typedef struct build_ctx {
     srv_server *s;

@@ -321,22 +321,14 @@ static void build_sections(builder *b, const cg_evidence *e, cg_arena *tmp) {
     }
 }
 
-/* Builds the index from a parsed trace and the placed nsight directory (NULL = none). */
-static srv_vw_index *index_build(const char *id, const cg_trace *t, const char *nsdir, cg_error *err) {
+/* Builds the index from a parsed trace and the evidence rederived from it. */
+static srv_vw_index *index_from(const char *id, const cg_trace *t, const cg_evidence *e) {
     srv_vw_index *x = srv_vw_new(id);
     builder b = {.x = x};
     cg_hstr_init(&b.names, 0);
     cg_arena tmp;
     cg_arena_init(&tmp, 1 << 20);
-    cg_evidence *e = cg_evidence_build_as(&tmp, t, nsdir, nsdir ? "nsight" : NULL, err);
-    const cg_graph *g = e ? e->graph_model : NULL; /* the evidence's own graph: never built twice */
-    if (!e) {
-        if (e) cg_evidence_free(e);
-        cg_arena_free(&tmp);
-        cg_hstr_free(&b.names);
-        srv_vw_free(x);
-        return NULL;
-    }
+    const cg_graph *g = e->graph_model; /* the evidence's own graph: never built twice */
     x->complete = e->health->capture_complete;
     x->valid = e->health->structurally_valid;
     copy_spans(&b, t, g);
@@ -344,9 +336,20 @@ static srv_vw_index *index_build(const char *id, const cg_trace *t, const char *
     build_costs(&b, t, g);
     copy_gpu(&b, e);
     build_sections(&b, e, &tmp);
-    cg_evidence_free(e);
     cg_arena_free(&tmp);
     cg_hstr_free(&b.names);
+    return x;
+}
+
+srv_vw_index *srv_views_build(const char *id, const cg_trace *t, const cg_evidence *e, const char *nsdir,
+                              cg_error *err) {
+    if (e) return index_from(id, t, e);
+    cg_arena tmp;
+    cg_arena_init(&tmp, 1 << 20);
+    cg_evidence *own = cg_evidence_build_as(&tmp, t, nsdir, nsdir ? "nsight" : NULL, err);
+    srv_vw_index *x = own ? index_from(id, t, own) : NULL;
+    if (own) cg_evidence_free(own);
+    cg_arena_free(&tmp);
     return x;
 }
 
@@ -373,10 +376,14 @@ static void first_orders(srv_vw_index *x) {
  * the verified files (and saved). */
 static srv_vw_index *build_from_store(srv_server *s, const char *id, cg_error *err);
 
+static void index_paths(const srv_server *s, const char *id, char *dir, size_t dl, char *path, size_t pl) {
+    snprintf(dir, dl, "%s/views", s->cfg.data_dir);
+    snprintf(path, pl, "%s/%s.idx", dir, id);
+}
+
 static srv_vw_index *load_index(srv_server *s, const char *id, cg_error *err) {
     char dir[PATH_MAX + 16], path[PATH_MAX + 96];
-    snprintf(dir, sizeof dir, "%s/views", s->cfg.data_dir);
-    snprintf(path, sizeof path, "%s/%s.idx", dir, id);
+    index_paths(s, id, dir, sizeof dir, path, sizeof path);
     srv_vw_index *x = srv_vw_load(id, path);
     if (x) {
         srv_log("info", "view index loaded", "id", id, NULL);
@@ -397,6 +404,17 @@ static void log_built(const srv_vw_index *x) {
     snprintf(spans, sizeof spans, "%zu", x->n_spans);
     snprintf(ops, sizeof ops, "%zu", x->n_ops);
     srv_log("info", "view index built", "id", x->item.id, "spans", spans, "ops", ops, NULL);
+}
+
+void srv_views_keep(srv_server *s, srv_vw_index *x) {
+    char dir[PATH_MAX + 16], path[PATH_MAX + 96];
+    index_paths(s, x->item.id, dir, sizeof dir, path, sizeof path);
+    cg_error serr = {0};
+    if (cg_mkdir_p(dir, &serr) < 0 || srv_vw_save(x, path, &serr) < 0)
+        srv_log("warning", "view index not saved", "id", x->item.id, "error", serr.msg, NULL);
+    else
+        log_built(x);
+    srv_vw_free(x);
 }
 
 /* Reads the verified files of bundle id (the trace streamed from its blob) and
@@ -438,7 +456,7 @@ static srv_vw_index *build_from_store(srv_server *s, const char *id, cg_error *e
     int heavy = srv_heavy_enter(bytes, 0); /* a large build runs alone (srv_derived.h) */
     int fd = srv_store_blob_open(s, hex, &size, &missing, err);
     cg_trace *t = fd < 0 ? NULL : srv_blob_trace_fd(&s->blobs, fd, hex, s->cfg.max_decoded_bytes, NULL, &store_error, err);
-    srv_vw_index *x = t ? index_build(id, t, n_ns ? ns : NULL, err) : NULL;
+    srv_vw_index *x = t ? srv_views_build(id, t, NULL, n_ns ? ns : NULL, err) : NULL;
     /* a stored blob that does not read is damage inside our store; else the
      * reader set the trace's reason (an evidence build failure is the trace's) */
     if (!x && !t && store_error) cg_err_reason(err, CG_R_INTERNAL);

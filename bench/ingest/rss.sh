@@ -20,6 +20,7 @@
 #        CG_RSS_BUNDLE_<N> an existing bundle directory of N records (report is skipped; kept)
 #        CG_RSS_BLOB_STORE fs (default) or pg
 #        CG_RSS_DERIVED  1: time every derived route as well
+#        CG_RSS_LOG_DIR  a directory that receives each run's server log (server-N.log)
 set -euo pipefail
 BUILD="${1:-build}"
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -115,6 +116,7 @@ for n in $SIZES; do
   fi
   hwm_reads=$(kb VmHWM)
   stop_server
+  [ -n "${CG_RSS_LOG_DIR:-}" ] && cp "$W/server.log" "$CG_RSS_LOG_DIR/server-$n.log"
   kill "$SAMPLER" 2>/dev/null || true
   wait "$SAMPLER" 2>/dev/null || true
   echo

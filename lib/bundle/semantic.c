@@ -110,31 +110,35 @@ static int post_read(const sem_io *io, cg_arena *a, const cg_bundle_receipt *rec
     return rc;
 }
 
-/* Compares evidence.json with the packet rebuilt from the trace. *schema_out
- * (malloc'd, may stay NULL) receives the stored schema. */
+/* Compares evidence.json with the packet rebuilt from the trace: first the
+ * rebuilt packet streamed against the file's bytes (no DOM on either side),
+ * then, when the bytes differ, as JSON values (evidence.json read without a
+ * DOM of its large arrays, analysis/evidence_read.h, against the lazy rebuilt
+ * packet). The packet is built once. *schema_out (malloc'd, may stay NULL)
+ * receives the stored schema; *e_out the rebuilt evidence on a match (the
+ * caller's, cg_evidence_free; its arrays live in a). */
 static int compare_evidence(const sem_io *io, cg_arena *a, const cg_trace *t, bool allow_not_rederivable,
-                            cg_semantic_result *res, char **schema_out, cg_error *err) {
+                            cg_semantic_result *res, char **schema_out, cg_evidence **e_out, cg_error *err) {
     *res = CG_SEMANTIC_REDERIVED_MATCH;
-    {
-        /* fast path: stream the rebuilt packet and compare bytes (no DOM); any
-         * other outcome falls through to the value comparison with its messages */
-        bool match = false;
-        cg_error merr;
-        cg_err_clear(&merr);
-        if (cg_evidence_semantic_match_trace(t, io->n_in, io->e_in, &match, &merr) == 0 && match) {
-            *schema_out = strdup(CG_EVIDENCE_SCHEMA);
-            return 0;
-        }
+    cg_error berr;
+    cg_err_clear(&berr);
+    cg_evidence *e = cg_evidence_build_as(a, t, io->n_in, BUNDLE_NSIGHT, &berr);
+    msg_rename(&berr, io->t_in, io->tp);
+    bool match = false;
+    cg_error merr;
+    cg_err_clear(&merr);
+    if (e && cg_evidence_bytes_match(e, io->e_in, &match, &merr) == 0 && match) {
+        *schema_out = strdup(CG_EVIDENCE_SCHEMA);
+        *e_out = e;
+        return 0;
     }
+    /* any other outcome: the value comparison, with its messages */
     cg_error terr;
     cg_err_clear(&terr);
-    /* slow path: JSON value equality, reading evidence.json without a DOM of
-     * its large arrays (analysis/evidence_read.h) against the lazy rebuilt packet */
     cg_evidence_file *ef = cg_evidence_file_open(io->e_in, false, &terr);
     cg_jv *stored = ef ? cg_evidence_file_parse(ef, a, NULL, &terr) : NULL;
     msg_rename(&terr, io->e_in, io->ep);
     int rc = 0;
-    cg_evidence *e = NULL;
     if (!stored) {
         rc = semfail(err, CG_R_SEMANTIC_MISMATCH, "semantic verification failed: read evidence.json: %s", terr.msg);
         goto done;
@@ -150,11 +154,9 @@ static int compare_evidence(const sem_io *io, cg_arena *a, const cg_trace *t, bo
             *res = CG_SEMANTIC_NOT_REDERIVABLE;
         goto done;
     }
-    e = cg_evidence_build_as(a, t, io->n_in, BUNDLE_NSIGHT, &terr);
-    msg_rename(&terr, io->t_in, io->tp);
     if (!e) {
         rc = semfail(err, CG_R_SEMANTIC_MISMATCH,
-                     "semantic verification failed: evidence cannot be rebuilt from trace.jsonl: %s", terr.msg);
+                     "semantic verification failed: evidence cannot be rebuilt from trace.jsonl: %s", berr.msg);
         goto done;
     }
     cg_jv *rebuilt = cg_evidence_to_json_lazy(a, e);
@@ -165,22 +167,24 @@ static int compare_evidence(const sem_io *io, cg_arena *a, const cg_trace *t, bo
                      io->root);
     }
 done:
-    if (e) cg_evidence_free(e);
     cg_evidence_file_close(ef); /* after the last walk of stored's lazy arrays */
+    if (rc == 0 && *res == CG_SEMANTIC_REDERIVED_MATCH) *e_out = e;
+    else if (e) cg_evidence_free(e);
     return rc;
 }
 
 static int semantic_run(const sem_io *io, const cg_bundle_receipt *receipt, bool allow_not_rederivable,
                         cg_semantic_result *result, cg_trace **trace_out,
-                        char **schema_out, cg_error *err) {
+                        char **schema_out, const cg_semantic_hook *hook, cg_error *err) {
     if (trace_out) *trace_out = NULL;
     if (io->diff) io->diff->member[0] = 0;
     char *schema = NULL;
     cg_arena a;
-    cg_arena_init(&a, 0);
+    cg_arena_init(&a, 1 << 20);
     cg_error terr;
     cg_err_clear(&terr);
     int rc = -1;
+    cg_evidence *e = NULL;
     cg_trace *t = cg_trace_read_file(io->t_in, NULL, &terr);
     msg_rename(&terr, io->t_in, io->tp);
     if (!t) {
@@ -195,8 +199,12 @@ static int semantic_run(const sem_io *io, const cg_bundle_receipt *receipt, bool
         goto out;
     }
     cg_semantic_result res;
-    if (compare_evidence(io, &a, t, allow_not_rederivable, &res, &schema, err) != 0) goto out;
+    if (compare_evidence(io, &a, t, allow_not_rederivable, &res, &schema, &e, err) != 0) goto out;
     if (post_read(io, &a, receipt, res, err) != 0) goto out;
+    if (hook && hook->use && hook->use(hook->ctx, t, e, err) != 0) goto out;
+    if (e) cg_evidence_free(e);
+    e = NULL;
+    cg_arena_free(&a); /* the evidence's arrays, before the trace goes to the caller */
     if (result) *result = res;
     if (trace_out) {
         *trace_out = t;
@@ -208,6 +216,7 @@ static int semantic_run(const sem_io *io, const cg_bundle_receipt *receipt, bool
     }
     rc = 0;
 out:
+    if (e) cg_evidence_free(e);
     free(schema);
     cg_trace_free(t);
     cg_arena_free(&a);
@@ -230,7 +239,7 @@ int cg_bundle_verify_semantic_trace(const char *root, const cg_bundle_receipt *r
         cg_err_set(err, CG_ENOMEM, "out of memory");
     } else {
         sem_io io = {root, tp, ep, np, tp, ep, cg_is_dir(np) ? np : NULL, NULL, diff};
-        rc = semantic_run(&io, receipt, allow_not_rederivable, result, trace_out, NULL, err);
+        rc = semantic_run(&io, receipt, allow_not_rederivable, result, trace_out, NULL, NULL, err);
     }
     free(tp);
     free(ep);
@@ -242,6 +251,14 @@ int cg_bundle_verify_semantic_handle(const cg_bundle_handle *h, const cg_bundle_
                                      bool allow_not_rederivable, cg_semantic_result *result,
                                      cg_trace **trace_out, char **evidence_schema, cg_semantic_diff *diff,
                                      cg_error *err) {
+    return cg_bundle_verify_semantic_use(h, receipt, allow_not_rederivable, result, trace_out, evidence_schema, diff,
+                                         NULL, err);
+}
+
+int cg_bundle_verify_semantic_use(const cg_bundle_handle *h, const cg_bundle_receipt *receipt,
+                                  bool allow_not_rederivable, cg_semantic_result *result, cg_trace **trace_out,
+                                  char **evidence_schema, cg_semantic_diff *diff, const cg_semantic_hook *hook,
+                                  cg_error *err) {
     if (trace_out) *trace_out = NULL;
     if (evidence_schema) *evidence_schema = NULL;
     char *tp = cg_path_join(h->root, "trace.jsonl"), *ep = cg_path_join(h->root, "evidence.json"),
@@ -257,7 +274,7 @@ int cg_bundle_verify_semantic_handle(const cg_bundle_handle *h, const cg_bundle_
          * readers report it missing in their own words */
         sem_io io = {h->root, tp, ep, np, tfd >= 0 ? cg_bundle_fd_name(tfd, tn) : tp,
                      efd >= 0 ? cg_bundle_fd_name(efd, en) : ep, nfd >= 0 ? cg_bundle_fd_name(nfd, nn) : NULL, h, diff};
-        rc = semantic_run(&io, receipt, allow_not_rederivable, result, trace_out, evidence_schema, err);
+        rc = semantic_run(&io, receipt, allow_not_rederivable, result, trace_out, evidence_schema, hook, err);
     }
     if (tfd >= 0) close(tfd);
     if (efd >= 0) close(efd);

@@ -5,8 +5,9 @@
  * 1. trace.jsonl must parse and its meta run_id must equal the manifest run_id
  *    ("bundle manifest run ID … does not match its trace run ID …").
  * 2. evidence.json must parse; when its schema is candle-graph/evidence/4 the
- *    packet is rebuilt from the bundle's trace.jsonl (+ nsight/ when present)
- *    and must be equal as a JSON value (the crate's "semantic verification
+ *    packet is rebuilt once from the bundle's trace.jsonl (+ nsight/ when
+ *    present) and must be equal as a JSON value (streamed against the file's
+ *    bytes first: no DOM of either side unless the bytes differ) (the crate's "semantic verification
  *    failed: rederived evidence differs from published evidence.json for
  *    ROOT", ROOT as given; the first differing member goes to a
  *    cg_semantic_diff where the caller asks for it).
@@ -68,5 +69,22 @@ struct cg_bundle_handle;
 int cg_bundle_verify_semantic_handle(const struct cg_bundle_handle *h, const cg_bundle_receipt *receipt,
                                      bool allow_not_rederivable, cg_semantic_result *result, cg_trace **trace_out,
                                      char **evidence_schema, cg_semantic_diff *diff, cg_error *err);
+
+/* The same, handing what the step built to hook->use (hook may be NULL) once
+ * every check passed, post-read check included: the parsed trace and, when
+ * the packet was rederived (CG_SEMANTIC_REDERIVED_MATCH), the rebuilt
+ * evidence, NULL otherwise. Both are only lent: the evidence is freed when
+ * use returns, before the trace goes to *trace_out, so a consumer of the
+ * evidence (an index built from it) needs no second parse or rebuild. A use
+ * that returns nonzero fails the step with err as it set it. */
+struct cg_evidence;
+typedef struct cg_semantic_hook {
+    int (*use)(void *ctx, const cg_trace *t, const struct cg_evidence *e, cg_error *err);
+    void *ctx;
+} cg_semantic_hook;
+int cg_bundle_verify_semantic_use(const struct cg_bundle_handle *h, const cg_bundle_receipt *receipt,
+                                  bool allow_not_rederivable, cg_semantic_result *result, cg_trace **trace_out,
+                                  char **evidence_schema, cg_semantic_diff *diff, const cg_semantic_hook *hook,
+                                  cg_error *err);
 
 #endif

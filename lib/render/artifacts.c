@@ -178,27 +178,14 @@ int cg_evidence_semantic_match(const char *trace_path, const char *nsight_dir, c
     return rc;
 }
 
-int cg_evidence_semantic_match_trace(const cg_trace *t, const char *nsight_dir, const char *evidence_json_path,
-                                     bool *match, cg_error *err) {
+int cg_evidence_bytes_match(const cg_evidence *e, const char *evidence_json_path, bool *match, cg_error *err) {
     *match = false;
     cg_arena a;
-    cg_arena_init(&a, 1 << 20);
-    int rc = -1, fd = -1;
+    cg_arena_init(&a, 1 << 16);
     cmp_sink cs = {-1, NULL, 0, 0, false};
-    char *stored_text = NULL;
-    cg_evidence *e = cg_evidence_build_as(&a, t, nsight_dir, BUNDLE_NSIGHT, err);
-    if (!e) goto done;
-    cg_jv *packet = cg_evidence_to_json_lazy(&a, e);
-
-    /* fast path: identical bytes (the writer is deterministic) */
-    fd = open(evidence_json_path, O_RDONLY | O_CLOEXEC);
+    int rc = -1, fd = open(evidence_json_path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         cg_err_set(err, CG_EIO, "open %s: %s", evidence_json_path, strerror(errno));
-        goto done;
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        cg_err_set(err, CG_EIO, "stat %s: %s", evidence_json_path, strerror(errno));
         goto done;
     }
     cs.fd = fd;
@@ -208,23 +195,44 @@ int cg_evidence_semantic_match_trace(const cg_trace *t, const char *nsight_dir, 
         cg_err_set(err, CG_ENOMEM, "out of memory");
         goto done;
     }
-    int wr = cg_json_write_sink(packet, true, true, cmp_write, &cs);
+    int wr = cg_json_write_sink(cg_evidence_to_json_lazy(&a, e), true, true, cmp_write, &cs);
     if (cs.err_no) {
         cg_err_set(err, CG_EIO, "read %s: %s", evidence_json_path, strerror(cs.err_no));
         goto done;
     }
+    rc = 0;
     if (wr == 0 && !cs.differs) {
         char extra;
         ssize_t r = read_full(fd, &extra, 1);
-        if (r < 0) {
-            cg_err_set(err, CG_EIO, "read %s: %s", evidence_json_path, strerror(errno));
-            goto done;
-        }
-        if (r == 0) {
-            *match = true;
-            rc = 0;
-            goto done;
-        }
+        if (r < 0) rc = cg_err_set(err, CG_EIO, "read %s: %s", evidence_json_path, strerror(errno));
+        *match = r == 0;
+    }
+done:
+    free(cs.buf);
+    if (fd >= 0) close(fd);
+    cg_arena_free(&a);
+    return rc;
+}
+
+int cg_evidence_semantic_match_trace(const cg_trace *t, const char *nsight_dir, const char *evidence_json_path,
+                                     bool *match, cg_error *err) {
+    *match = false;
+    cg_arena a;
+    cg_arena_init(&a, 1 << 20);
+    int rc = -1;
+    char *stored_text = NULL;
+    cg_evidence *e = cg_evidence_build_as(&a, t, nsight_dir, BUNDLE_NSIGHT, err);
+    if (!e) goto done;
+    cg_jv *packet = cg_evidence_to_json_lazy(&a, e);
+    /* fast path: identical bytes (the writer is deterministic) */
+    if (cg_evidence_bytes_match(e, evidence_json_path, match, err) != 0 || *match) {
+        rc = *match ? 0 : -1;
+        goto done;
+    }
+    struct stat st;
+    if (stat(evidence_json_path, &st) != 0) {
+        cg_err_set(err, CG_EIO, "stat %s: %s", evidence_json_path, strerror(errno));
+        goto done;
     }
 
     /* slow path: JSON value equality (key order, whitespace, number spelling may differ) */
@@ -249,8 +257,6 @@ int cg_evidence_semantic_match_trace(const cg_trace *t, const char *nsight_dir, 
     rc = 0;
 done:
     free(stored_text);
-    free(cs.buf);
-    if (fd >= 0) close(fd);
     cg_evidence_free(e);
     cg_arena_free(&a);
     return rc;

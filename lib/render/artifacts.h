@@ -53,6 +53,13 @@ int cg_render_bundle_artifacts_fd(const char *trace_path, const char *nsight_dir
  * Returns 0 with *match set (a file that is not valid JSON sets false);
  * -1 with err for trace read / evidence construction errors (their messages),
  * an unreadable evidence file (CG_EIO) or the size limit (CG_ELIMIT). */
+/* The fast path alone, on a packet the caller built: streams
+ * cg_evidence_to_json_lazy(e) (pretty + "\n", as published) into a comparison
+ * with the bytes of evidence_json_path, in ~2 MiB beside e. Returns 0 with
+ * *match (false: the bytes differ somewhere or the file is longer/shorter);
+ * -1 with err (CG_EIO) when the file cannot be opened or read. */
+struct cg_evidence;
+int cg_evidence_bytes_match(const struct cg_evidence *e, const char *evidence_json_path, bool *match, cg_error *err);
 #define CG_EVIDENCE_VALUE_COMPARE_MAX ((uint64_t)256 << 20)
 int cg_evidence_semantic_match(const char *trace_path, const char *nsight_dir, const char *evidence_json_path,
                                bool *match, cg_error *err);

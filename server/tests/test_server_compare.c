@@ -54,6 +54,27 @@ static totals *totals_of(cg_arena *a, const char *text, size_t len) {
     assert_non_null(tj);
     assert_int_equal(cg_jv_len(nj), v->pt.n_nodes);
     assert_int_equal(cg_jv_len(tj), v->pt.n_totals);
+    /* the store's batches (two rows each here) are the same rows, in order */
+    cg_buf joined = CG_BUF_INIT, part = CG_BUF_INIT;
+    for (int set = 0; set < 2; set++) {
+        size_t n = set ? v->pt.n_totals : v->pt.n_nodes;
+        cg_buf_reset(&joined);
+        cg_buf_putc(&joined, '[');
+        for (size_t k = 0; k < n; k += 2) {
+            cg_buf_reset(&part);
+            if (set) srv_path_rows_json(&v->pt, k, k + 2, &part);
+            else srv_path_nodes_json(&v->pt, k, k + 2, &part);
+            assert_non_null(cg_json_parse(a, part.data, part.len, &lim, &err));
+            if (k) cg_buf_putc(&joined, ',');
+            cg_buf_append(&joined, part.data + 1, part.len - 2);
+        }
+        cg_buf_putc(&joined, ']');
+        const cg_buf *whole = set ? &tb : &nb;
+        assert_int_equal(joined.len, whole->len);
+        assert_memory_equal(joined.data, whole->data, whole->len);
+    }
+    cg_buf_free(&joined);
+    cg_buf_free(&part);
     cg_buf_free(&nb);
     cg_buf_free(&tb);
     cg_trace_free(t);
