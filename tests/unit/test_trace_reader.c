@@ -267,9 +267,8 @@ static void expect_same_ops(const cg_trace *a, const cg_trace *b) {
     assert_int_equal(a->n_spans, b->n_spans);
 }
 
-/* A file is read through a mapping, a pipe through read() into a buffer, text
- * in memory as it is: the same document every way, whatever falls on a buffer
- * edge. */
+/* A file and a pipe are read through read() into a buffer, text in memory as
+ * it is: the same document every way, whatever falls on a buffer edge. */
 static void test_file_pipe_memory_agree(void **st) {
     (void)st;
     size_t len;
