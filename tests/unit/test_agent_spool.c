@@ -17,6 +17,7 @@
 
 #include "base/fs.h"
 #include "cli_spool.h"
+#include "test_tmpdir.h"
 
 static char root[64];
 
@@ -67,8 +68,7 @@ static size_t count(const char *spool, const char *state) {
 
 static int setup(void **st) {
     (void)st;
-    snprintf(root, sizeof root, "/tmp/cg-spool-XXXXXX");
-    return mkdtemp(root) ? 0 : -1;
+    return test_tmpdir_in(root, sizeof root, "spool");
 }
 
 static int teardown(void **st) {

@@ -21,6 +21,7 @@
 #include "analysis/evidence_read.h"
 #include "base/fs.h"
 #include "render/artifacts.h"
+#include "test_tmpdir.h"
 
 /* the benchmark's synthetic trace generator, as a function */
 int cg_bench_gen_trace_main(int argc, char **argv);
@@ -28,20 +29,19 @@ int cg_bench_gen_trace_main(int argc, char **argv);
 #include "../../bench/trace_ingest/gen_trace.c"
 #undef main
 
-static char tmpdir[1024];
+static char *tmpdir;
 
 static int setup(void **state) {
     (void)state;
-    const char *t = getenv("TMPDIR");
-    snprintf(tmpdir, sizeof tmpdir, "%s/cg-evread-XXXXXX", t && *t ? t : "/tmp");
-    return mkdtemp(tmpdir) ? 0 : -1;
+    tmpdir = test_tmpdir("evread");
+    return tmpdir ? 0 : -1;
 }
 
 static int teardown(void **state) {
     (void)state;
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
+    int rc = cg_rm_rf(tmpdir);
+    free(tmpdir);
+    return rc == 0 ? 0 : -1;
 }
 
 static const char *fixtures(void) {

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "base/fault.h"
+#include "test_tmpdir.h"
 
 /* Results of 6 writes, 3 fsyncs and 2 renames made on a second thread. */
 typedef struct outcome {
@@ -27,10 +28,8 @@ typedef struct outcome {
 static void *worker(void *arg) {
     outcome *o = arg;
     cg_fault_thread_enable();
-    const char *tmp = getenv("TMPDIR");
     char dir[512];
-    snprintf(dir, sizeof dir, "%s/cgfaultXXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) return NULL;
+    if (test_tmpdir_in(dir, sizeof dir, "fault")) return NULL;
     char a[600], b[600];
     snprintf(a, sizeof a, "%s/a", dir);
     snprintf(b, sizeof b, "%s/b", dir);

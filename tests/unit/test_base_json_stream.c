@@ -22,6 +22,7 @@
 #include "render/artifacts.h"
 #include "render/payload.h"
 #include "render/report.h"
+#include "test_tmpdir.h"
 
 /* the benchmark's synthetic trace generator, as a function */
 int cg_bench_gen_trace_main(int argc, char **argv);
@@ -330,10 +331,20 @@ static void test_fixture_packets_stream_identically(void **state) {
     assert_true(built >= 10); /* the corpus really was exercised */
 }
 
+/* A generated trace of `records` records at path (n bytes), in a fresh
+ * directory of its own; drop_generated removes both. */
 static void make_generated(char *path, size_t n, const char *records) {
-    snprintf(path, n, "%s/cg-json-stream-%ld.jsonl", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)getpid());
+    char dir[900];
+    assert_int_equal(test_tmpdir_in(dir, sizeof dir, "json-stream"), 0);
+    snprintf(path, n, "%s/trace.jsonl", dir);
     char *argv[] = {"bench_gen_trace", "--records", (char *)records, "--out", path, NULL};
     assert_int_equal(cg_bench_gen_trace_main(5, argv), 0);
+}
+
+static void drop_generated(const char *path) {
+    char dir[1024];
+    cg_path_parent(path, dir, sizeof dir);
+    assert_int_equal(cg_rm_rf(dir), 0);
 }
 
 static void test_generated_trace_streams_identically(void **state) {
@@ -341,7 +352,7 @@ static void test_generated_trace_streams_identically(void **state) {
     char trace[1024], why[1200];
     make_generated(trace, sizeof trace, "20000");
     int r = stream_equals_dom(trace, NULL, why, sizeof why);
-    unlink(trace);
+    drop_generated(trace);
     if (r < 0) fail_msg("%s", why);
     assert_int_equal(r, 1);
 }
@@ -407,7 +418,7 @@ static void test_semantic_match(void **state) {
     assert_int_equal(err.code, CG_EIO);
     assert_int_equal(cg_evidence_semantic_match("/nonexistent/trace.jsonl", NULL, ev, &match, &err), -1);
 
-    unlink(trace);
+    drop_generated(trace);
     cg_buf_free(&pub);
     cg_buf_free(&compact);
     cg_buf_free(&longer);

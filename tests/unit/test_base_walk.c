@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "base/fs.h"
+#include "test_tmpdir.h"
 
 static char dir[512], root[600], outside[600];
 
@@ -34,9 +35,7 @@ static void sub(const char *rel) {
 /* root/{a, d/{b, e/{c}}, link -> outside/, flink -> outside/secret} */
 static int setup(void **st) {
     (void)st;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/cgwalkXXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) return -1;
+    if (test_tmpdir_in(dir, sizeof dir, "walk")) return -1;
     snprintf(root, sizeof root, "%s/root", dir);
     snprintf(outside, sizeof outside, "%s/outside", dir);
     if (mkdir(root, 0700) || mkdir(outside, 0700)) return -1;

@@ -13,7 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/fs.h"
 #include "base/writeback.h"
+#include "test_tmpdir.h"
 
 static unsigned char pattern(uint64_t i) { return (unsigned char)((i * 2654435761u) >> 13); }
 
@@ -48,10 +50,7 @@ static void check_file(const char *path, uint64_t total) {
 }
 
 static void roundtrip(cg_writeback_mode mode, uint64_t total) {
-    const char *tmp = getenv("TMPDIR");
-    char tdir[4096];
-    snprintf(tdir, sizeof tdir, "%s/cg-writeback-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    char *d = mkdtemp(tdir);
+    char *d = test_tmpdir("writeback");
     assert_non_null(d);
     char path[4200];
     snprintf(path, sizeof path, "%s/out", d);
@@ -66,8 +65,8 @@ static void roundtrip(cg_writeback_mode mode, uint64_t total) {
     if (mode != CG_WRITEBACK_OFF) assert_true(s.wb.written == total || s.wb.fd < 0);
     if (mode == CG_WRITEBACK_OFF) assert_int_equal(s.wb.written, 0);
     check_file(path, total);
-    unlink(path);
-    rmdir(d);
+    assert_int_equal(cg_rm_rf(d), 0);
+    free(d);
 }
 
 static void test_large_file_drop_behind(void **st) {

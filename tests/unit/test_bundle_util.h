@@ -17,14 +17,12 @@
 #include "base/json.h"
 #include "base/sha256.h"
 #include "bundle/manifest.h"
+#include "test_tmpdir.h"
 
 static inline char *tb_tempdir(const char *tag) {
-    const char *base = getenv("TMPDIR");
-    char tmpl[4096];
-    snprintf(tmpl, sizeof tmpl, "%s/cg-%s-XXXXXX", base && *base ? base : "/tmp", tag);
-    char *d = mkdtemp(tmpl);
+    char *d = test_tmpdir(tag);
     assert_non_null(d);
-    return strdup(d);
+    return d;
 }
 
 static inline char *tb_join(const char *a, const char *b) {

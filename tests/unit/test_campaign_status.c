@@ -18,13 +18,13 @@
 #include "campaign/campaign.h"
 #include "campaign/series.h"
 #include "comparison_runs.h"
+#include "test_tmpdir.h"
 
 static char g_tmp[256];
 
 static int setup(void **st) {
     (void)st;
-    snprintf(g_tmp, sizeof g_tmp, "/tmp/cg-campaign-test-XXXXXX");
-    return mkdtemp(g_tmp) ? 0 : -1;
+    return test_tmpdir_in(g_tmp, sizeof g_tmp, "campaign-test");
 }
 
 static int teardown(void **st) {

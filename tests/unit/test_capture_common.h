@@ -11,16 +11,16 @@
 #include "capture/capture.h"
 #include "trace/health.h"
 #include "trace/trace.h"
+#include "test_tmpdir.h"
 
-/* A fresh directory under $TMPDIR (or /tmp); caller frees, removes with cg_rm_rf. */
+/* A fresh directory (test_tmpdir.h); caller frees, removes with cg_rm_rf. */
 static inline char *cap_tmpdir(void) {
-    const char *base = getenv("TMPDIR");
-    char *tmpl = cg_path_join(base && *base ? base : "/tmp", "cg-capture-XXXXXX");
-    if (!mkdtemp(tmpl)) {
-        fprintf(stderr, "mkdtemp %s failed\n", tmpl);
+    char *d = test_tmpdir("capture");
+    if (!d) {
+        perror("test_tmpdir capture");
         abort();
     }
-    return tmpl;
+    return d;
 }
 
 /* Whole file as a malloc'd NUL-terminated string ("" when absent). */

@@ -22,13 +22,13 @@
 #include "bundle/verify.h"
 #include "comparison/compare.h"
 #include "comparison_runs.h"
+#include "test_tmpdir.h"
 
 static char g_tmp[256];
 
 static int setup(void **st) {
     (void)st;
-    snprintf(g_tmp, sizeof g_tmp, "/tmp/cg-comparison-bundles-XXXXXX");
-    return mkdtemp(g_tmp) ? 0 : -1;
+    return test_tmpdir_in(g_tmp, sizeof g_tmp, "comparison-bundles");
 }
 
 static int teardown(void **st) {

@@ -27,6 +27,7 @@
 #include "capture/capture.h"
 #include "cupti_stub/cupti_stub.h"
 #include "trace/trace.h"
+#include "test_tmpdir.h"
 
 static char dir[64];
 static char lib_collector[4096], lib_cupti[4096], lib_cuda[4096];
@@ -118,8 +119,7 @@ static int setup(void **st) {
     snprintf(lib_collector, sizeof lib_collector, "%s/agent/cupti/libcandlegraph-cupti.so", bin);
     snprintf(lib_cupti, sizeof lib_cupti, "%s/agent/cupti/libfakecupti.so", bin);
     snprintf(lib_cuda, sizeof lib_cuda, "%s/agent/cupti/libfakecuda.so", bin);
-    snprintf(dir, sizeof dir, "/tmp/cg-cupti-col-XXXXXX");
-    if (!mkdtemp(dir)) return -1;
+    if (test_tmpdir_in(dir, sizeof dir, "cupti-col")) return -1;
     snprintf(trace_path, sizeof trace_path, "%s/trace.jsonl", dir);
     snprintf(status_path, sizeof status_path, "%s/status.json", dir);
     setenv("CUDA_INJECTION64_PATH", lib_collector, 1);

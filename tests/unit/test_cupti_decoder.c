@@ -20,6 +20,7 @@
 #include "capture/capture.h"
 #include "decoder.h"
 #include "trace/trace.h"
+#include "test_tmpdir.h"
 
 /* Aligned storage for one record of any kind. */
 typedef union {
@@ -238,8 +239,8 @@ static void push_buffer(cg_cupti_queue *q, rec_t *recs, size_t n) {
 
 static void test_out_of_order_buffers_to_trace(void **st) {
     (void)st;
-    char dir[] = "/tmp/cg-cupti-dec-XXXXXX";
-    assert_non_null(mkdtemp(dir));
+    char dir[200];
+    assert_int_equal(test_tmpdir_in(dir, sizeof dir, "cupti-dec"), 0);
     char path[256];
     snprintf(path, sizeof path, "%s/trace.jsonl", dir);
     cg_profile_run *run = cg_profile_run_training("train", 1, "cuda:0");

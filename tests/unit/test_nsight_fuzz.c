@@ -17,6 +17,7 @@
 #include "base/fs.h"
 #include "base/json.h"
 #include "nsight/nsight.h"
+#include "test_tmpdir.h"
 
 #define ITERATIONS 3000
 
@@ -160,9 +161,8 @@ static void test_mutated_inputs(void **st) {
     file files[16];
     size_t n = 0;
     load_case("spec_fixture_bound", files, &n);
-    char tmpl[] = "/tmp/cg-nsight-fuzz-XXXXXX";
-    char *dir = mkdtemp(tmpl);
-    assert_non_null(dir);
+    char dir[1024];
+    assert_int_equal(test_tmpdir_in(dir, sizeof dir, "nsight-fuzz"), 0);
     const char *fwd = "toy/update-000000000003/forward";
     cg_strlist req = {&fwd, 1};
     cg_buf mutated = CG_BUF_INIT;
@@ -208,9 +208,8 @@ static void test_mutated_inputs(void **st) {
 /* Pure in-memory garbage: random bytes as every report kind. */
 static void test_random_bytes(void **st) {
     (void)st;
-    char tmpl[] = "/tmp/cg-nsight-rand-XXXXXX";
-    char *dir = mkdtemp(tmpl);
-    assert_non_null(dir);
+    char dir[1024];
+    assert_int_equal(test_tmpdir_in(dir, sizeof dir, "nsight-rand"), 0);
     char buf[512];
     for (int it = 0; it < 500; it++) {
         for (int k = 0; k < CG_NSIGHT_REPORT_COUNT; k++) {

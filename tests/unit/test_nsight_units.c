@@ -14,6 +14,7 @@
 #include "base/fs.h"
 #include "nsight/nsight.h"
 #include "nsight/nsight_internal.h"
+#include "test_tmpdir.h"
 
 static void test_header_normalization(void **st) {
     (void)st;
@@ -233,9 +234,8 @@ static void write_text(const char *dir, const char *name, const char *text) {
 
 static void test_non_regular_and_dir_limit(void **st) {
     (void)st;
-    char tmpl[] = "/tmp/cg-nsight-unit-XXXXXX";
-    char *dir = mkdtemp(tmpl);
-    assert_non_null(dir);
+    char dir[1024];
+    assert_int_equal(test_tmpdir_in(dir, sizeof dir, "nsight-unit"), 0);
     write_text(dir, "k_cuda_gpu_kern_sum.csv", "Name,Total Time (ns)\nk,5\n");
     char *sub = cg_path_join(dir, "sub_cuda_api_sum.csv");
     assert_int_equal(cg_mkdir_p(sub, NULL), 0);

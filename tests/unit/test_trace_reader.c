@@ -12,6 +12,7 @@
 
 #include "base/fs.h"
 #include "trace/trace.h"
+#include "test_tmpdir.h"
 
 static char *fixture(const char *name) {
     const char *dir = getenv("CG_FIXTURES");
@@ -274,10 +275,8 @@ static void test_file_pipe_memory_agree(void **st) {
     size_t len;
     char *doc = many_ops(60000, &len);
     assert_true(len > (size_t)(8u << 20));
-    const char *tmp = getenv("TMPDIR");
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s/cg-reader-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    assert_non_null(mkdtemp(dir));
+    char *dir = test_tmpdir("reader");
+    assert_non_null(dir);
     char path[4200];
     snprintf(path, sizeof path, "%s/trace.jsonl", dir);
     FILE *f = fopen(path, "wb");
@@ -320,6 +319,7 @@ static void test_file_pipe_memory_agree(void **st) {
     cg_trace_free(mem);
     assert_int_equal(unlink(path), 0);
     assert_int_equal(rmdir(dir), 0);
+    free(dir);
     free(doc);
 }
 

@@ -15,6 +15,7 @@
 #include "base/fs.h"
 #include "base/json.h"
 #include "base/sha256.h"
+#include "test_tmpdir.h"
 
 static char g_bin[4096], g_fx[4096], g_tmp[4096];
 
@@ -68,8 +69,7 @@ static int setup(void **st) {
         fprintf(stderr, "candle-graph binary not built at %s\n", g_bin);
         return -1;
     }
-    snprintf(g_tmp, sizeof g_tmp, "/tmp/cg-summary-test-XXXXXX");
-    if (!mkdtemp(g_tmp)) return -1;
+    if (test_tmpdir_in(g_tmp, sizeof g_tmp, "summary-test")) return -1;
     return 0;
 }
 
