@@ -32,7 +32,7 @@ SIZES="${CG_RSS_SIZES:-100000 1000000}"
 for exe in "$CG" "$SERVER" "$GEN"; do
   [ -x "$exe" ] || { echo "rss: $exe is not built" >&2; exit 1; }
 done
-TMP="$(mktemp -d "${TMPDIR:-/tmp}/cg-bench-rss.XXXXXX")"
+TMP="$(mktemp -d --tmpdir cg-bench-rss.XXXXXX)"
 chmod 755 "$TMP"
 SRV_PID=""
 stop_server() {

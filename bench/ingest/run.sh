@@ -24,7 +24,7 @@ for exe in "$CG" "$SERVER" "$GEN" "$LOAD"; do
   [ -x "$exe" ] || { echo "ingest: $exe is not built" >&2; exit 1; }
 done
 
-TMP="$(mktemp -d "${TMPDIR:-/tmp}/cg-bench-ingest.XXXXXX")"
+TMP="$(mktemp -d --tmpdir cg-bench-ingest.XXXXXX)"
 chmod 755 "$TMP"
 SRV_PID=""
 cleanup() {

@@ -50,7 +50,7 @@ case " $CMDS " in
     [ -x "$SERVER" ] || { echo "scale: $SERVER is not built (needed by upload)" >&2; exit 1; }
     for t in curl jq python3; do command -v "$t" >/dev/null || { echo "scale: $t is missing (needed by upload)" >&2; exit 1; }; done ;;
 esac
-TMP="$(mktemp -d "${TMPDIR:-/tmp}/cg-scale.XXXXXX")"
+TMP="$(mktemp -d --tmpdir cg-scale.XXXXXX)"
 chmod 755 "$TMP" # the server's embedded PostgreSQL runs below it
 SRV_PID=""
 stop_server() {

@@ -37,7 +37,7 @@ done
 HAVE_JQ=1
 command -v jq >/dev/null 2>&1 || HAVE_JQ=0
 
-TMP="$(mktemp -d "${TMPDIR:-/tmp}/cg-trace-ingest.XXXXXX")"
+TMP="$(mktemp -d --tmpdir cg-trace-ingest.XXXXXX)"
 trap 'rm -rf "$TMP"' EXIT
 TRACE="$TMP/trace.jsonl"
 mkdir -p "$TMP/out"

@@ -5,6 +5,8 @@
 # `admin bootstrap` works while the server runs and after it stopped.
 . "${CG_SOURCE_DIR:-.}/tests/support/server_lib.sh"
 srv_deps
+# under /tmp, not $TMPDIR: the cluster runs as the unprivileged user 'postgres',
+# which must be able to enter every parent of its data dir (a $TMPDIR may be private)
 T=$(mktemp -d /tmp/cgemb.XXXXXX); chmod 755 "$T"
 EMB=$T/data
 cleanup() {
@@ -57,7 +59,7 @@ if as_pg "$PG_BIN/pg_ctl" -D "$EMB/pg" status >/dev/null 2>&1; then fail "offlin
 # a data dir below a directory the cluster's user cannot enter (a root-only 0700
 # mktemp -d parent): refused before initdb, naming the directory, why and what to do
 if [ "$(id -u)" = 0 ]; then
-  P=$(mktemp -d "${TMPDIR:-/tmp}/cgpriv.XXXXXX"); chmod 700 "$P"
+  P=$(mktemp -d --tmpdir cgpriv.XXXXXX); chmod 700 "$P"
   want="candle-graph-server: the embedded PostgreSQL runs as the unprivileged user 'postgres', which cannot enter $P (mode 0700, owner root), a parent of the data dir $P/data"
   "$SERVER" serve --data-dir "$P/data" --listen 127.0.0.1:0 >"$T/priv.log" 2>&1; rc=$?
   [ $rc != 0 ] && grep -qF "$want" "$T/priv.log" && grep -qF -- "chmod o+x $P), choose a --data-dir" "$T/priv.log" \

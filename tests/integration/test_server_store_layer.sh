@@ -33,7 +33,7 @@ done
 [ "$store_stmts" -ge 50 ] && pass "store modules name $store_stmts statements (static const char SQL_*[])" \
   || fail "only $store_stmts named statements in server/store_*.c"
 # the check bites: a copy of server/ with one statement planted in a driver file
-PLANT=$(mktemp -d "${TMPDIR:-/tmp}/cgstore.XXXXXX")
+PLANT=$(mktemp -d --tmpdir cgstore.XXXXXX)
 cp "$SRC"/server/*.c "$PLANT"/
 printf '%s\n' 'static void f(PGconn *c) { PQclear(PQexec(c, "ROLLBACK")); }' >>"$PLANT/pool.c"
 planted=$(sql_outside "$PLANT"); rm -rf "$PLANT"

@@ -8,7 +8,7 @@
 # servers are small Python HTTP servers on loopback; no PostgreSQL.
 set -uo pipefail
 . "${CG_SOURCE_DIR:-.}/tests/support/server_lib.sh"
-T=$(mktemp -d "${TMPDIR:-/tmp}/cg-upload-stall.XXXXXX")
+T=$(mktemp -d --tmpdir cg-upload-stall.XXXXXX)
 PIDS=()
 cleanup() {
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done

@@ -47,6 +47,8 @@ as_pg() { # run a PostgreSQL tool as the cluster owner
 
 srv_setup() {
   srv_deps
+  # under /tmp, not $TMPDIR: the cluster runs as the unprivileged user 'postgres',
+  # which must be able to enter every parent of its data dir (a $TMPDIR may be private)
   T=$(mktemp -d /tmp/cgsrv.XXXXXX)
   chmod 755 "$T"
   trap srv_cleanup EXIT
