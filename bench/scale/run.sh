@@ -26,10 +26,25 @@
 #                         (kept; e.g. CG_SCALE_TRACE_1000000=/data/t1000000.jsonl)
 #        CG_SCALE_SERIES_BUNDLES  bundles in the series row (default 3; each extra one is
 #                         one more `report` of the size, not timed)
+#        CG_SCALE_REPEAT  runs of each command (default 1). With N > 1 the peer runs right
+#                         before each of them (interleaved, so both see the same machine) and
+#                         a row gives medians: wall, the median of the per-pair ratios to the
+#                         peer, CPU, and the largest peak RSS; the serde-peer row gives the
+#                         median of all the size's peer runs
 # Columns: wall seconds, their ratio to the peer's wall seconds, CPU seconds
 # (user + system) and their ratio to the peer's (steadier than wall time on a
 # loaded machine), peak RSS and its ratio to the file, ns per record (wall) and
-# its ratio to the 100k run.
+# its ratio to the 100k run; then (added in session 6) system CPU seconds (the
+# kernel's share: page faults and page-cache copies, the part that varies most on
+# this VM), the number of runs and the min..max of the wall seconds and of the
+# ratio to the peer over them.
+#
+# Before each run the previous command's outputs are deleted and synced, so its
+# written files neither stay dirty nor keep page cache that the next command's
+# writes would have to find elsewhere: on a VM whose free memory is handed back
+# to the host (virtio-balloon free page reporting), first touches of such memory
+# cost the guest process several times the page copy (docs/benchmarks.md,
+# Session 6).
 set -uo pipefail
 BUILD="${1:-build}"
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -41,6 +56,8 @@ MEM_GB="${CG_SCALE_MEM_GB:-16}"
 SERVER="$BUILD/server/candle-graph-server"
 CMDS="${CG_SCALE_CMDS:-parse+health summary import overview query report view verify-semantic pack export compare series upload}"
 N_SERIES="${CG_SCALE_SERIES_BUNDLES:-3}"
+REPEAT="${CG_SCALE_REPEAT:-1}"
+case "$REPEAT" in ''|*[!0-9]*|0) echo "scale: CG_SCALE_REPEAT must be a positive integer" >&2; exit 1 ;; esac
 for exe in "$CG" "$GEN" "$PH"; do
   [ -x "$exe" ] || { echo "scale: $exe is not built (cmake --build $BUILD)" >&2; exit 1; }
 done
@@ -75,8 +92,8 @@ else
   PEER=""
 fi
 
-# run NAME CMD…: best-of-one wall seconds, CPU seconds and max RSS (KiB) in W, C
-# and R; W="-" on failure.
+# run NAME CMD…: one run's wall seconds, CPU seconds (user + system), system
+# seconds and max RSS (KiB) in W, C, S and R; W="-" on failure.
 run() {
   local name="$1" t0 t1
   shift
@@ -86,8 +103,9 @@ run() {
     W=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
     R=$(tail -n 1 "$TMP/rss" | cut -d' ' -f1)
     C=$(tail -n 1 "$TMP/rss" | awk '{ printf "%.2f", $2 + $3 }')
+    S=$(tail -n 1 "$TMP/rss" | awk '{ printf "%.2f", $3 }')
   else
-    W="-"; R="-"; C="-"
+    W="-"; R="-"; C="-"; S="-"
     echo "  $name failed: $(tail -n 2 "$TMP/err" | tr '\n' ' ')" >&2
   fi
 }
@@ -128,61 +146,140 @@ series_bundles() {
   done
 }
 
-echo "load before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores, memory limit per command ${MEM_GB} GiB"
-printf '%-9s %-16s %9s %9s %8s %7s %10s %9s %12s\n' records command seconds x_serde cpu_s x_cpu rss_MiB x_file ns_per_rec
+# stats V…: "median min max" of the numbers given ("- - -" when none).
+stats() {
+  printf '%s\n' "$@" | grep -v '^-$' | sort -g | awk '
+    { v[NR] = $1 }
+    END {
+      if (!NR) { print "- - -"; exit }
+      m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+      print m, v[1], v[NR]
+    }'
+}
+
+# fresh_out: the previous command's outputs deleted and the deletion synced.
+fresh_out() {
+  rm -rf "$TMP/out"
+  mkdir -p "$TMP/out"
+  sync
+}
+
+# run_cmd CMD: one run of the row CMD (W="-" when it cannot run); upload starts
+# a fresh server (stopped by the caller) and notes its figures in SRV_LINE.
+run_cmd() {
+  case "$1" in
+    parse+health) run "$1" "$PH" "$trace" ;;
+    summary) run "$1" "$CG" summary "$trace" ;;
+    import) run "$1" "$CG" import "$trace" -o "$TMP/out/import.json" ;;
+    overview) run "$1" "$CG" overview "$trace" ;;
+    query) run "$1" "$CG" query "$trace" --kind spans ;;
+    report) run "$1" "$CG" report "$trace" --bundle "$TMP/out/b" ;;
+    view)
+      run "$1" "$CG" view "$trace" --output "$TMP/out/v.html"
+      [ -f "$TMP/out/v.html" ] && VIEWER_KIB=$(($(stat -c %s "$TMP/out/v.html") >> 10)) ;;
+    verify-semantic) if [ -d "$TMP/bundle" ]; then run "$1" "$CG" verify "$TMP/bundle" --semantic; else W="-"; fi ;;
+    pack) if [ -d "$TMP/bundle" ]; then run "$1" "$CG" pack "$TMP/bundle" -o "$TMP/out/b.tar.zst"; else W="-"; fi ;;
+    export) run "$1" "$CG" export "$trace" --format chrome -o "$TMP/out/chrome.json" ;;
+    compare) if [ -d "$TMP/bundle" ]; then run "$1" "$CG" compare --baseline "$TMP/bundle" --candidate "$TMP/bundle"; else W="-"; fi ;;
+    series) if [ ${#SERIES[@]} -gt 0 ]; then run "$1" "$CG" series "${SERIES[@]}"; else W="-"; fi ;;
+    upload)
+      W="-"; URL=""; SRV_LINE=""
+      rm -rf "$TMP/srv"
+      [ -d "$TMP/bundle" ] && start_server "$TMP/srv"
+      [ -n "$URL" ] && CANDLE_GRAPH_TOKEN="$TOKEN" run "$1" "$CG" upload "$TMP/bundle" --server "$URL" --retries 0
+      if [ -n "$SRV_PID" ]; then
+        local hwm req
+        hwm=$(awk '$1 == "VmHWM:" {print $2}' "/proc/$SRV_PID/status")
+        req=$(jq -Rr 'fromjson? | select(.msg == "request" and .method == "POST" and .path == "/bundles") | "\(.status) \(.ms)"' \
+          "$TMP/srv/server.log" | awk '{ printf "%s%s in %.2f s", (NR > 1 ? ", " : ""), $1, $2 / 1000 }')
+        SRV_LINE="POST /bundles ${req:-not logged}; server peak RSS $((hwm / 1024)) MiB"
+      fi ;;
+  esac
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b + 0 <= 0) print "-"; else printf "%.2f", a / b }'; }
+
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores, memory limit per command ${MEM_GB} GiB, runs per command ${REPEAT}"
+printf '%-9s %-16s %9s %9s %8s %7s %10s %9s %12s %7s %4s %15s %11s\n' records command seconds x_serde cpu_s x_cpu rss_MiB x_file ns_per_rec sys_s runs s_min..max x_min..max
 declare -A per100k
 for n in $SIZES; do
   trace_var="CG_SCALE_TRACE_$n"
   trace="${!trace_var:-$TMP/t$n.jsonl}"
   [ -n "${!trace_var:-}" ] || "$GEN" --records "$n" --out "$trace"
   bytes=$(stat -c %s "$trace")
-  peer_s=""; peer_c=""
-  if [ -n "$PEER" ]; then run peer "$PEER" "$trace"; peer_s="$W"; peer_c="$C"; fi
-  printf '%-9s %-16s %9s %9s %8s %7s %10s %9s %12s   (file %d MiB)\n' "$n" serde-peer "${peer_s:--}" 1.00 "${peer_c:--}" 1.00 - - - $((bytes >> 20))
+  PEER_W=(); PEER_C=(); PEER_S=()
+  # run_peer: one peer run, its figures in ps/pc and appended to the size's lists
+  run_peer() {
+    ps="-"; pc="-"
+    [ -n "$PEER" ] || return 0
+    run peer "$PEER" "$trace"
+    ps="$W"; pc="$C"
+    PEER_W+=("$W"); PEER_C+=("$C"); PEER_S+=("$S")
+  }
+  run_peer; peer_s="$ps"; peer_c="$pc"
   rm -rf "$TMP/bundle" "$TMP/out" "$TMP/series" "$TMP/srv"; mkdir -p "$TMP/out"
   "$CG" report "$trace" --bundle "$TMP/bundle" >/dev/null 2>&1 || true
   SERIES=()
   case " $CMDS " in *" series "*) [ -d "$TMP/bundle" ] && series_bundles ;; esac
+  VIEWER_KIB=""
+  ROWS=()
   for cmd in $CMDS; do
-    case "$cmd" in
-      parse+health) run "$cmd" "$PH" "$trace" ;;
-      summary) run "$cmd" "$CG" summary "$trace" ;;
-      import) run "$cmd" "$CG" import "$trace" -o "$TMP/out/import.json" ;;
-      overview) run "$cmd" "$CG" overview "$trace" ;;
-      query) run "$cmd" "$CG" query "$trace" --kind spans ;;
-      report) rm -rf "$TMP/out/b"; run "$cmd" "$CG" report "$trace" --bundle "$TMP/out/b" ;;
-      view) run "$cmd" "$CG" view "$trace" --output "$TMP/out/v.html" ;;
-      verify-semantic) if [ -d "$TMP/bundle" ]; then run "$cmd" "$CG" verify "$TMP/bundle" --semantic; else W="-"; R="-"; fi ;;
-      pack) if [ -d "$TMP/bundle" ]; then run "$cmd" "$CG" pack "$TMP/bundle" -o "$TMP/out/b.tar.zst"; else W="-"; R="-"; fi ;;
-      export) run "$cmd" "$CG" export "$trace" --format chrome -o "$TMP/out/chrome.json" ;;
-      compare) if [ -d "$TMP/bundle" ]; then run "$cmd" "$CG" compare --baseline "$TMP/bundle" --candidate "$TMP/bundle"; else W="-"; R="-"; fi ;;
-      series) if [ ${#SERIES[@]} -gt 0 ]; then run "$cmd" "$CG" series "${SERIES[@]}"; else W="-"; R="-"; fi ;;
-      upload)
-        W="-"; R="-"; URL=""
-        [ -d "$TMP/bundle" ] && start_server "$TMP/srv"
-        [ -n "$URL" ] && CANDLE_GRAPH_TOKEN="$TOKEN" run "$cmd" "$CG" upload "$TMP/bundle" --server "$URL" --retries 0 ;;
+    case " parse+health summary import overview query report view verify-semantic pack export compare series upload " in
+      *" $cmd "*) ;;
       *) echo "scale: unknown command $cmd" >&2; continue ;;
     esac
-    xs="-"; xc="-"; xf="-"; nspr="-"; mib="-"
+    ws=(); xss=(); cs=(); xcs=(); ss=(); rmax="-"; srv_lines=()
+    for _ in $(seq "$REPEAT"); do
+      fresh_out
+      # with one run the size's first peer run is every row's; with more, each
+      # run is paired with a peer run just before it
+      if [ "$REPEAT" -gt 1 ]; then run_peer; else ps="$peer_s"; pc="$peer_c"; fi
+      W="-"; C="-"; S="-"; R="-"
+      run_cmd "$cmd"
+      if [ "$cmd" = upload ]; then
+        [ -n "$SRV_LINE" ] && srv_lines+=("  server: $SRV_LINE")
+        stop_server
+      fi
+      [ "$W" = "-" ] && continue
+      ws+=("$W"); cs+=("$C"); ss+=("$S")
+      xss+=("$(ratio "$W" "$ps")"); xcs+=("$(ratio "$C" "$pc")")
+      [ "$rmax" = "-" ] || [ "$R" -gt "$rmax" ] && rmax="$R"
+    done
+    read -r W wmin wmax <<<"$(stats "${ws[@]}")"
+    read -r xs xmin xmax <<<"$(stats "${xss[@]}")"
+    read -r C _ _ <<<"$(stats "${cs[@]}")"
+    read -r xc _ _ <<<"$(stats "${xcs[@]}")"
+    read -r S _ _ <<<"$(stats "${ss[@]}")"
+    R="$rmax"
+    xf="-"; nspr="-"; mib="-"; range_s="-"; range_x="-"
     if [ "$W" != "-" ]; then
-      [ -n "$peer_s" ] && [ "$peer_s" != "-" ] && xs=$(awk -v a="$W" -v b="$peer_s" 'BEGIN { printf "%.2f", a / b }')
-      [ -n "$peer_c" ] && [ "$peer_c" != "-" ] && xc=$(awk -v a="$C" -v b="$peer_c" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
+      W=$(awk -v w="$W" 'BEGIN { printf "%.3f", w }')
+      [ "$C" != "-" ] && C=$(awk -v c="$C" 'BEGIN { printf "%.2f", c }')
+      [ "$S" != "-" ] && S=$(awk -v c="$S" 'BEGIN { printf "%.2f", c }')
+      [ "$xs" != "-" ] && xs=$(awk -v c="$xs" 'BEGIN { printf "%.2f", c }')
+      [ "$xc" != "-" ] && xc=$(awk -v c="$xc" 'BEGIN { printf "%.2f", c }')
+      range_s="$wmin..$wmax"
+      [ "$xmin" != "-" ] && range_x="$xmin..$xmax"
       xf=$(awk -v r="$R" -v f="$bytes" 'BEGIN { printf "%.2f", r * 1024 / f }')
       mib=$((R / 1024))
       nspr=$(awk -v w="$W" -v n="$n" 'BEGIN { printf "%.0f", w * 1e9 / n }')
       [ "$n" = 100000 ] && per100k[$cmd]="$nspr"
       [ -n "${per100k[$cmd]:-}" ] && [ "$n" != 100000 ] && nspr="$nspr ($(awk -v a="$nspr" -v b="${per100k[$cmd]}" 'BEGIN { printf "%.2fx", a / b }'))"
     fi
-    printf '%-9s %-16s %9s %9s %8s %7s %10s %9s %12s\n' "$n" "$cmd" "$W" "$xs" "$C" "$xc" "$mib" "$xf" "$nspr"
-    if [ "$cmd" = upload ] && [ -n "$SRV_PID" ]; then
-      hwm=$(awk '$1 == "VmHWM:" {print $2}' "/proc/$SRV_PID/status")
-      req=$(jq -Rr 'fromjson? | select(.msg == "request" and .method == "POST" and .path == "/bundles") | "\(.status) \(.ms)"' \
-        "$TMP/srv/server.log" | awk '{ printf "%s%s in %.2f s", (NR > 1 ? ", " : ""), $1, $2 / 1000 }')
-      echo "  server: POST /bundles ${req:-not logged}; server peak RSS $((hwm / 1024)) MiB"
-      stop_server
-    fi
+    ROWS+=("$(printf '%-9s %-16s %9s %9s %8s %7s %10s %9s %12s %7s %4s %15s %11s' "$n" "$cmd" "$W" "$xs" "$C" "$xc" "$mib" "$xf" "$nspr" "$S" "${#ws[@]}" "$range_s" "$range_x")")
+    ROWS+=("${srv_lines[@]}") # upload: the server's figures of each run, after its row
   done
-  if [ -f "$TMP/out/v.html" ]; then echo "  viewer.html: $(( $(stat -c %s "$TMP/out/v.html") >> 10 )) KiB"; fi
+  # the peer row: every peer run of the size (one when CG_SCALE_REPEAT=1)
+  read -r pw pwmin pwmax <<<"$(stats "${PEER_W[@]}")"
+  read -r pcm _ _ <<<"$(stats "${PEER_C[@]}")"
+  read -r psm _ _ <<<"$(stats "${PEER_S[@]}")"
+  if [ "$pw" != "-" ]; then
+    pw=$(awk -v w="$pw" 'BEGIN { printf "%.3f", w }'); pcm=$(awk -v c="$pcm" 'BEGIN { printf "%.2f", c }')
+    psm=$(awk -v c="$psm" 'BEGIN { printf "%.2f", c }')
+  fi
+  printf '%-9s %-16s %9s %9s %8s %7s %10s %9s %12s %7s %4s %15s %11s   (file %d MiB)\n' "$n" serde-peer "$pw" 1.00 "$pcm" 1.00 - - - "$psm" "${#PEER_W[@]}" "$pwmin..$pwmax" - $((bytes >> 20))
+  for row in "${ROWS[@]}"; do echo "$row"; done
+  [ -n "$VIEWER_KIB" ] && echo "  viewer.html: $VIEWER_KIB KiB"
   [ -n "${!trace_var:-}" ] || rm -f "$trace"
   rm -rf "$TMP/bundle" "$TMP/out" "$TMP/series" "$TMP/srv"
 done
