@@ -200,6 +200,9 @@ run_cmd() {
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b + 0 <= 0) print "-"; else printf "%.2f", a / b }'; }
 
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores, memory limit per command ${MEM_GB} GiB, runs per command ${REPEAT}"
+REPORTED=/sys/module/page_reporting/parameters/reported_kib
+# the guest's free memory handed back to the host: what makes sys_s vary (see the header)
+[ -r "$REPORTED" ] && echo "free page reporting to the host: on, $(($(cat "$REPORTED") >> 20)) GiB reported since boot"
 printf '%-9s %-16s %9s %9s %8s %7s %10s %9s %12s %7s %4s %15s %11s\n' records command seconds x_serde cpu_s x_cpu rss_MiB x_file ns_per_rec sys_s runs s_min..max x_min..max
 declare -A per100k
 for n in $SIZES; do
@@ -284,3 +287,4 @@ for n in $SIZES; do
   rm -rf "$TMP/bundle" "$TMP/out" "$TMP/series" "$TMP/srv"
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+[ -r "$REPORTED" ] && echo "free page reporting: $(($(cat "$REPORTED") >> 20)) GiB reported since boot"
