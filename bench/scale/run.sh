@@ -34,17 +34,19 @@
 # Columns: wall seconds, their ratio to the peer's wall seconds, CPU seconds
 # (user + system) and their ratio to the peer's (steadier than wall time on a
 # loaded machine), peak RSS and its ratio to the file, ns per record (wall) and
-# its ratio to the 100k run; then (added in session 6) system CPU seconds (the
-# kernel's share: page faults and page-cache copies, the part that varies most on
-# this VM), the number of runs and the min..max of the wall seconds and of the
-# ratio to the peer over them.
+# its ratio to the 100k run; then (added in session 6) system CPU seconds, the
+# number of runs, the min..max of the wall seconds and of the ratio to the peer
+# over them, and user CPU ns per record with its ratio to the 100k run.
 #
-# Before each run the previous command's outputs are deleted and synced, so its
-# written files neither stay dirty nor keep page cache that the next command's
-# writes would have to find elsewhere: on a VM whose free memory is handed back
-# to the host (virtio-balloon free page reporting), first touches of such memory
-# cost the guest process several times the page copy (docs/benchmarks.md,
-# Session 6).
+# System time is where this VM's cost of fresh memory lands: its free memory is
+# handed back to the host (virtio-balloon free page reporting), and the first
+# touch of such a page (zeroing a new heap page, copying into a new page-cache
+# page) waits for the host, 1-50 us a page depending on the host's load. A
+# command that needs GBs of fresh memory (report's 3.9 GB bundle stays cached)
+# then takes 2-3x its usual time, so single runs are bimodal: use
+# CG_SCALE_REPEAT and the user-time column (docs/benchmarks.md, Session 6).
+# Before each run the previous command's outputs are deleted and synced, so no
+# writeback of theirs overlaps it.
 set -uo pipefail
 BUILD="${1:-build}"
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -203,8 +205,8 @@ echo "load before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores, memory limi
 REPORTED=/sys/module/page_reporting/parameters/reported_kib
 # the guest's free memory handed back to the host: what makes sys_s vary (see the header)
 [ -r "$REPORTED" ] && echo "free page reporting to the host: on, $(($(cat "$REPORTED") >> 20)) GiB reported since boot"
-printf '%-9s %-16s %9s %9s %8s %7s %10s %9s %12s %7s %4s %15s %11s\n' records command seconds x_serde cpu_s x_cpu rss_MiB x_file ns_per_rec sys_s runs s_min..max x_min..max
-declare -A per100k
+printf '%-9s %-16s %9s %9s %8s %7s %10s %9s %12s %7s %4s %15s %11s %14s\n' records command seconds x_serde cpu_s x_cpu rss_MiB x_file ns_per_rec sys_s runs s_min..max x_min..max usr_ns_rec
+declare -A per100k usr100k
 for n in $SIZES; do
   trace_var="CG_SCALE_TRACE_$n"
   trace="${!trace_var:-$TMP/t$n.jsonl}"
@@ -231,7 +233,7 @@ for n in $SIZES; do
       *" $cmd "*) ;;
       *) echo "scale: unknown command $cmd" >&2; continue ;;
     esac
-    ws=(); xss=(); cs=(); xcs=(); ss=(); rmax="-"; srv_lines=()
+    ws=(); xss=(); cs=(); xcs=(); ss=(); us=(); rmax="-"; srv_lines=()
     for _ in $(seq "$REPEAT"); do
       fresh_out
       # with one run the size's first peer run is every row's; with more, each
@@ -244,7 +246,7 @@ for n in $SIZES; do
         stop_server
       fi
       [ "$W" = "-" ] && continue
-      ws+=("$W"); cs+=("$C"); ss+=("$S")
+      ws+=("$W"); cs+=("$C"); ss+=("$S"); us+=("$(awk -v c="$C" -v s="$S" 'BEGIN { printf "%.2f", c - s }')")
       xss+=("$(ratio "$W" "$ps")"); xcs+=("$(ratio "$C" "$pc")")
       [ "$rmax" = "-" ] || [ "$R" -gt "$rmax" ] && rmax="$R"
     done
@@ -253,8 +255,9 @@ for n in $SIZES; do
     read -r C _ _ <<<"$(stats "${cs[@]}")"
     read -r xc _ _ <<<"$(stats "${xcs[@]}")"
     read -r S _ _ <<<"$(stats "${ss[@]}")"
+    read -r U _ _ <<<"$(stats "${us[@]}")"
     R="$rmax"
-    xf="-"; nspr="-"; mib="-"; range_s="-"; range_x="-"
+    xf="-"; nspr="-"; mib="-"; range_s="-"; range_x="-"; usr="-"
     if [ "$W" != "-" ]; then
       W=$(awk -v w="$W" 'BEGIN { printf "%.3f", w }')
       [ "$C" != "-" ] && C=$(awk -v c="$C" 'BEGIN { printf "%.2f", c }')
@@ -268,8 +271,14 @@ for n in $SIZES; do
       nspr=$(awk -v w="$W" -v n="$n" 'BEGIN { printf "%.0f", w * 1e9 / n }')
       [ "$n" = 100000 ] && per100k[$cmd]="$nspr"
       [ -n "${per100k[$cmd]:-}" ] && [ "$n" != 100000 ] && nspr="$nspr ($(awk -v a="$nspr" -v b="${per100k[$cmd]}" 'BEGIN { printf "%.2fx", a / b }'))"
+      if [ "$U" != "-" ]; then
+        usr=$(awk -v u="$U" -v n="$n" 'BEGIN { printf "%.0f", u * 1e9 / n }')
+        [ "$n" = 100000 ] && usr100k[$cmd]="$usr"
+        [ -n "${usr100k[$cmd]:-}" ] && [ "$n" != 100000 ] && [ "${usr100k[$cmd]}" != 0 ] &&
+          usr="$usr ($(awk -v a="$usr" -v b="${usr100k[$cmd]}" 'BEGIN { printf "%.2fx", a / b }'))"
+      fi
     fi
-    ROWS+=("$(printf '%-9s %-16s %9s %9s %8s %7s %10s %9s %12s %7s %4s %15s %11s' "$n" "$cmd" "$W" "$xs" "$C" "$xc" "$mib" "$xf" "$nspr" "$S" "${#ws[@]}" "$range_s" "$range_x")")
+    ROWS+=("$(printf '%-9s %-16s %9s %9s %8s %7s %10s %9s %12s %7s %4s %15s %11s %14s' "$n" "$cmd" "$W" "$xs" "$C" "$xc" "$mib" "$xf" "$nspr" "$S" "${#ws[@]}" "$range_s" "$range_x" "$usr")")
     ROWS+=("${srv_lines[@]}") # upload: the server's figures of each run, after its row
   done
   # the peer row: every peer run of the size (one when CG_SCALE_REPEAT=1)
