@@ -56,7 +56,8 @@ PH="$BUILD/bench/trace_ingest/bench_parse_health"
 SIZES="${CG_SCALE_SIZES:-10000 100000 1000000 5000000}"
 MEM_GB="${CG_SCALE_MEM_GB:-16}"
 SERVER="$BUILD/server/candle-graph-server"
-CMDS="${CG_SCALE_CMDS:-parse+health summary import overview query report view verify-semantic pack export compare series upload}"
+KNOWN_CMDS="parse+health summary import overview query report view verify-semantic pack export compare series upload"
+CMDS="${CG_SCALE_CMDS:-$KNOWN_CMDS}"
 N_SERIES="${CG_SCALE_SERIES_BUNDLES:-3}"
 REPEAT="${CG_SCALE_REPEAT:-1}"
 case "$REPEAT" in ''|*[!0-9]*|0) echo "scale: CG_SCALE_REPEAT must be a positive integer" >&2; exit 1 ;; esac
@@ -229,7 +230,7 @@ for n in $SIZES; do
   VIEWER_KIB=""
   ROWS=()
   for cmd in $CMDS; do
-    case " parse+health summary import overview query report view verify-semantic pack export compare series upload " in
+    case " $KNOWN_CMDS " in
       *" $cmd "*) ;;
       *) echo "scale: unknown command $cmd" >&2; continue ;;
     esac
