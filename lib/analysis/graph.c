@@ -300,7 +300,8 @@ typedef struct bctx {
     cg_hmap tmap;        /* tensor id pointer -> index into tstr */
     const char **tstr;   /* distinct tensor id pointers, first-seen order */
     uint32_t *tpos;      /* tstr index -> tensor node (sorted position) */
-    uint32_t *opref;     /* tstr index of each op input and output, in op order */
+    uint32_t *opref;     /* tensor node of each op input and output, in op order */
+    uint32_t *dend;      /* tensor node of each trace edge's from and to (data edges; NONE32: none) */
     const char **opid;   /* op node ids (scratch, in opbuf) */
     cg_buf opbuf;
     uint32_t *rank;      /* node -> position in by_id */
@@ -391,6 +392,25 @@ static size_t count_tensor_ids(const cg_trace *t) {
     return nu;
 }
 
+/* Every later use of a tensor id as a node (op inputs and outputs, data edge
+ * endpoints) resolved now, so that the id map, the largest scratch of the
+ * build, is gone before the ranks, summary and edges take theirs. */
+static void tensor_refs_resolve(bctx *b, size_t nref) {
+    const cg_trace *t = b->t;
+    for (size_t r = 0; r < nref; r++) b->opref[r] = b->tpos[b->opref[r]];
+    b->dend = cg_xalloc(2 * t->n_edges + 1, sizeof *b->dend);
+    for (size_t i = 0; i < t->n_edges; i++) {
+        const cg_edge *e = &t->edges[i];
+        b->dend[2 * i] = e->is_data ? tensor_lookup(b, e->from) : NONE32;
+        b->dend[2 * i + 1] = e->is_data ? tensor_lookup(b, e->to) : NONE32;
+    }
+    cg_hmap_free(&b->tmap);
+    free(b->tstr);
+    free(b->tpos);
+    b->tstr = NULL;
+    b->tpos = NULL;
+}
+
 /* The tensor nodes; count_only: only their number (a summary-only graph views none). */
 static void collect_tensors(bctx *b, bool count_only) {
     const cg_trace *t = b->t;
@@ -431,6 +451,7 @@ static void collect_tensors(bctx *b, bool count_only) {
     b->nu = nu;
     free(k);
     free(c.tev);
+    tensor_refs_resolve(b, nref);
 }
 
 /* parents, child lists, op time per span and a preorder (no recursion) */
@@ -760,9 +781,9 @@ static uint32_t find_ref(const bctx *b, idref x) {
     return NONE32;
 }
 
-/* a trace edge's endpoint: a call names a span id, a data edge "tensor/<id>" */
+/* trace edge `edge`'s endpoint: a call names a span id, a data edge "tensor/<id>" */
 static uint32_t trace_end(const bctx *b, epend *p, const char *x, bool data, uint32_t edge, bool to) {
-    uint32_t n = data ? tensor_lookup(b, x) : span_lookup(&b->spans, b->t, x);
+    uint32_t n = data ? b->dend[2 * (size_t)edge + to] : span_lookup(&b->spans, b->t, x);
     if (n != NONE32) return data ? (uint32_t)(b->ns + b->no + n) : n;
     idref r = {data ? "tensor/" : "", x};
     if ((n = find_ref(b, r)) != NONE32) return n;
@@ -829,8 +850,8 @@ static size_t edges_collect(bctx *b, edge_rec *es, epend *p) {
         uint32_t on = (uint32_t)(ns + i);
         if (b->st->ops[i].parent != NONE32) es[ne++] = (edge_rec){b->st->ops[i].parent, on, (uint32_t)i, E_OP_CALL};
         for (size_t k = 0; k < o->inputs.n; k++)
-            es[ne++] = (edge_rec){(uint32_t)(ns + no + b->tpos[b->opref[r++]]), on, (uint32_t)i, E_OP_INPUT};
-        if (o->output) es[ne++] = (edge_rec){on, (uint32_t)(ns + no + b->tpos[b->opref[r++]]), (uint32_t)i, E_OP_OUTPUT};
+            es[ne++] = (edge_rec){(uint32_t)(ns + no + b->opref[r++]), on, (uint32_t)i, E_OP_INPUT};
+        if (o->output) es[ne++] = (edge_rec){on, (uint32_t)(ns + no + b->opref[r++]), (uint32_t)i, E_OP_OUTPUT};
     }
     return ne;
 }
@@ -858,13 +879,9 @@ static void build_edges(bctx *b) {
     size_t ne = edges_collect(b, es, &p);
     uint32_t *fkey = edges_foreign(b, &p, es);
     free(p.v);
-    cg_hmap_free(&b->tmap); /* tensor lookups are done */
-    free(b->tstr);
-    free(b->tpos);
-    free(b->opref);
-    b->tstr = NULL;
-    b->tpos = NULL;
-    b->opref = NULL;
+    free(b->opref); /* the tensor references are done */
+    free(b->dend);
+    b->opref = b->dend = NULL;
     _Static_assert(sizeof(eslot) == sizeof(ekey), "an edge record fits a key's slot");
     eslot *k = cg_arena_alloc(b->a, (ne ? ne : 1) * sizeof *k);
     for (size_t i = 0; i < ne; i++) {
@@ -986,6 +1003,7 @@ static void bctx_free(bctx *b) {
     free(b->tstr);
     free(b->tpos);
     free(b->opref);
+    free(b->dend);
     free(b->opid);
     cg_buf_free(&b->opbuf);
     free(b->rank);
