@@ -334,10 +334,8 @@ static void index_spans(bctx *b) {
     }
 }
 
-/* the tensor node of id tid, or NONE32 (content search when the pointer is new) */
-static uint32_t tensor_lookup(const bctx *b, const char *tid) {
-    uint32_t f = cg_hmap_find(&b->tmap, ptr_hash(tid), ptr_eq, b->tstr, tid, NULL);
-    if (f != NONE32) return b->tpos[f];
+/* the tensor node of id tid by content, or NONE32 (the nodes are sorted) */
+static uint32_t tensor_find(const bctx *b, const char *tid) {
     size_t lo = 0, hi = b->nu;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -399,22 +397,32 @@ static size_t count_tensor_ids(const cg_trace *t) {
     return nu;
 }
 
+/* The data edges' endpoints by pointer: the tstr index of each, or NONE32
+ * (a pointer no tensor mention has); then the id map, the largest scratch of
+ * the build, goes before the id sort takes its keys. */
+static void data_edge_refs(bctx *b) {
+    const cg_trace *t = b->t;
+    b->dend = cg_xalloc(2 * t->n_edges + 1, sizeof *b->dend);
+    for (size_t i = 0; i < 2 * t->n_edges; i++) {
+        const cg_edge *e = &t->edges[i / 2];
+        const char *id = i % 2 ? e->to : e->from;
+        b->dend[i] = e->is_data ? cg_hmap_find(&b->tmap, ptr_hash(id), ptr_eq, b->tstr, id, NULL) : NONE32;
+    }
+    cg_hmap_free(&b->tmap);
+}
+
 /* Every later use of a tensor id as a node (op inputs and outputs, data edge
- * endpoints) resolved now, so that the id map, the largest scratch of the
- * build, is gone before the ranks, summary and edges take theirs. */
+ * endpoints) resolved to its node now, so that the positions go before the
+ * ranks, summary and edges take their scratch. */
 static void tensor_refs_resolve(bctx *b, size_t nref) {
     const cg_trace *t = b->t;
     for (size_t r = 0; r < nref; r++) b->opref[r] = b->tpos[b->opref[r]];
-    b->dend = cg_xalloc(2 * t->n_edges + 1, sizeof *b->dend);
-    for (size_t i = 0; i < t->n_edges; i++) {
-        const cg_edge *e = &t->edges[i];
-        b->dend[2 * i] = e->is_data ? tensor_lookup(b, e->from) : NONE32;
-        b->dend[2 * i + 1] = e->is_data ? tensor_lookup(b, e->to) : NONE32;
+    for (size_t i = 0; i < 2 * t->n_edges; i++) {
+        const cg_edge *e = &t->edges[i / 2];
+        if (!e->is_data) continue;
+        b->dend[i] = b->dend[i] != NONE32 ? b->tpos[b->dend[i]] : tensor_find(b, i % 2 ? e->to : e->from);
     }
-    cg_hmap_free(&b->tmap);
-    free(b->tstr);
     free(b->tpos);
-    b->tstr = NULL;
     b->tpos = NULL;
 }
 
@@ -436,8 +444,11 @@ static void collect_tensors(bctx *b, bool count_only) {
         for (size_t k = 0; k < t->ops[i].inputs.n; k++) b->opref[nref++] = tensor_add(b, &c, t->ops[i].inputs.items[k], NONE32);
         if (t->ops[i].output) b->opref[nref++] = tensor_add(b, &c, t->ops[i].output, NONE32);
     }
+    data_edge_refs(b);
     skey *k = cg_xalloc(c.n ? c.n : 1, sizeof *k);
     for (size_t i = 0; i < c.n; i++) k[i] = (skey){0, b->tstr[i], i};
+    free(b->tstr); /* the keys hold the pointers */
+    b->tstr = NULL;
     strsort(k, c.n);
     b->tpos = cg_xalloc(c.n ? c.n : 1, sizeof *b->tpos);
     b->st->tensors = cg_arena_alloc(b->a, (c.n ? c.n : 1) * sizeof *b->st->tensors);
