@@ -251,10 +251,17 @@ static int duplicate_node_error(cg_error *err, const char *id) {
     return -1;
 }
 
-/* Upper bound of the graph's edges: trace edges, span and op call edges, op data edges. */
+/* The most inputs of one op: an edge's sort key holds its input number in 28 bits. */
+#define EDGE_MAX_INPUTS ((size_t)0xfffffff)
+
+/* Upper bound of the graph's edges: trace edges, span and op call edges, op
+ * data edges (SIZE_MAX when an op has more than EDGE_MAX_INPUTS inputs). */
 static size_t edge_capacity(const cg_trace *t) {
     size_t cap = t->n_edges + t->n_spans + t->n_ops;
-    for (size_t i = 0; i < t->n_ops; i++) cap += t->ops[i].inputs.n + (t->ops[i].output ? 1 : 0);
+    for (size_t i = 0; i < t->n_ops; i++) {
+        if (t->ops[i].inputs.n > EDGE_MAX_INPUTS) return SIZE_MAX;
+        cap += t->ops[i].inputs.n + (t->ops[i].output ? 1 : 0);
+    }
     return cap;
 }
 
@@ -300,7 +307,8 @@ typedef struct bctx {
     cg_hmap tmap;        /* tensor id pointer -> index into tstr */
     const char **tstr;   /* distinct tensor id pointers, first-seen order */
     uint32_t *tpos;      /* tstr index -> tensor node (sorted position) */
-    uint32_t *opref;     /* tstr index of each op input and output, in op order */
+    uint32_t *opref;     /* tensor node of each op input and output, in op order */
+    uint32_t *dend;      /* tensor node of each trace edge's from and to (data edges; NONE32: none) */
     const char **opid;   /* op node ids (scratch, in opbuf) */
     cg_buf opbuf;
     uint32_t *rank;      /* node -> position in by_id */
@@ -326,10 +334,8 @@ static void index_spans(bctx *b) {
     }
 }
 
-/* the tensor node of id tid, or NONE32 (content search when the pointer is new) */
-static uint32_t tensor_lookup(const bctx *b, const char *tid) {
-    uint32_t f = cg_hmap_find(&b->tmap, ptr_hash(tid), ptr_eq, b->tstr, tid, NULL);
-    if (f != NONE32) return b->tpos[f];
+/* the tensor node of id tid by content, or NONE32 (the nodes are sorted) */
+static uint32_t tensor_find(const bctx *b, const char *tid) {
     size_t lo = 0, hi = b->nu;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -391,6 +397,35 @@ static size_t count_tensor_ids(const cg_trace *t) {
     return nu;
 }
 
+/* The data edges' endpoints by pointer: the tstr index of each, or NONE32
+ * (a pointer no tensor mention has); then the id map, the largest scratch of
+ * the build, goes before the id sort takes its keys. */
+static void data_edge_refs(bctx *b) {
+    const cg_trace *t = b->t;
+    b->dend = cg_xalloc(2 * t->n_edges + 1, sizeof *b->dend);
+    for (size_t i = 0; i < 2 * t->n_edges; i++) {
+        const cg_edge *e = &t->edges[i / 2];
+        const char *id = i % 2 ? e->to : e->from;
+        b->dend[i] = e->is_data ? cg_hmap_find(&b->tmap, ptr_hash(id), ptr_eq, b->tstr, id, NULL) : NONE32;
+    }
+    cg_hmap_free(&b->tmap);
+}
+
+/* Every later use of a tensor id as a node (op inputs and outputs, data edge
+ * endpoints) resolved to its node now, so that the positions go before the
+ * ranks, summary and edges take their scratch. */
+static void tensor_refs_resolve(bctx *b, size_t nref) {
+    const cg_trace *t = b->t;
+    for (size_t r = 0; r < nref; r++) b->opref[r] = b->tpos[b->opref[r]];
+    for (size_t i = 0; i < 2 * t->n_edges; i++) {
+        const cg_edge *e = &t->edges[i / 2];
+        if (!e->is_data) continue;
+        b->dend[i] = b->dend[i] != NONE32 ? b->tpos[b->dend[i]] : tensor_find(b, i % 2 ? e->to : e->from);
+    }
+    free(b->tpos);
+    b->tpos = NULL;
+}
+
 /* The tensor nodes; count_only: only their number (a summary-only graph views none). */
 static void collect_tensors(bctx *b, bool count_only) {
     const cg_trace *t = b->t;
@@ -409,8 +444,11 @@ static void collect_tensors(bctx *b, bool count_only) {
         for (size_t k = 0; k < t->ops[i].inputs.n; k++) b->opref[nref++] = tensor_add(b, &c, t->ops[i].inputs.items[k], NONE32);
         if (t->ops[i].output) b->opref[nref++] = tensor_add(b, &c, t->ops[i].output, NONE32);
     }
+    data_edge_refs(b);
     skey *k = cg_xalloc(c.n ? c.n : 1, sizeof *k);
     for (size_t i = 0; i < c.n; i++) k[i] = (skey){0, b->tstr[i], i};
+    free(b->tstr); /* the keys hold the pointers */
+    b->tstr = NULL;
     strsort(k, c.n);
     b->tpos = cg_xalloc(c.n ? c.n : 1, sizeof *b->tpos);
     b->st->tensors = cg_arena_alloc(b->a, (c.n ? c.n : 1) * sizeof *b->st->tensors);
@@ -431,6 +469,7 @@ static void collect_tensors(bctx *b, bool count_only) {
     b->nu = nu;
     free(k);
     free(c.tev);
+    tensor_refs_resolve(b, nref);
 }
 
 /* parents, child lists, op time per span and a preorder (no recursion) */
@@ -669,7 +708,7 @@ static void self_times(bctx *b) {
 
 typedef struct ekey {
     uint64_t ft;  /* endpoint keys from << 32 | to: positions in the id order of nodes and foreign ids */
-    uint64_t seq; /* is_data << 32 | construction order */
+    uint64_t seq; /* is_data << 63 | type << 60 | input number << 32 | trace edge or span/op index */
 } ekey;
 
 static bool ekey_less(const ekey *a, const ekey *b) { return a->ft != b->ft ? a->ft < b->ft : a->seq < b->seq; }
@@ -760,9 +799,9 @@ static uint32_t find_ref(const bctx *b, idref x) {
     return NONE32;
 }
 
-/* a trace edge's endpoint: a call names a span id, a data edge "tensor/<id>" */
+/* trace edge `edge`'s endpoint: a call names a span id, a data edge "tensor/<id>" */
 static uint32_t trace_end(const bctx *b, epend *p, const char *x, bool data, uint32_t edge, bool to) {
-    uint32_t n = data ? tensor_lookup(b, x) : span_lookup(&b->spans, b->t, x);
+    uint32_t n = data ? b->dend[2 * (size_t)edge + to] : span_lookup(&b->spans, b->t, x);
     if (n != NONE32) return data ? (uint32_t)(b->ns + b->no + n) : n;
     idref r = {data ? "tensor/" : "", x};
     if ((n = find_ref(b, r)) != NONE32) return n;
@@ -777,7 +816,7 @@ static uint32_t trace_end(const bctx *b, epend *p, const char *x, bool data, uin
 /* Distinct foreign endpoints in id order. Node ranks become positions in the
  * order of nodes and foreign ids together (each moves up by the foreign ids
  * below it); returns each foreign id's position. */
-static uint32_t *edges_foreign(bctx *b, epend *p, edge_rec *es) {
+static uint32_t *edges_foreign(bctx *b, epend *p, uint32_t *tend) {
     if (!p->n) return NULL;
     qsort(p->v, p->n, sizeof *p->v, cmp_fpend);
     idref *fr = cg_arena_alloc(b->a, p->n * sizeof *fr);
@@ -797,11 +836,7 @@ static uint32_t *edges_foreign(bctx *b, epend *p, edge_rec *es) {
             key[nf] = (uint32_t)(lo + nf);
             nf++;
         }
-        uint32_t id = (uint32_t)(b->g->n_nodes + nf - 1);
-        if (p->v[i].to)
-            es[p->v[i].edge].to = id;
-        else
-            es[p->v[i].edge].from = id;
+        tend[2 * (size_t)p->v[i].edge + p->v[i].to] = (uint32_t)(b->g->n_nodes + nf - 1);
     }
     for (size_t r = 0, f = 0; r < b->g->n_nodes; r++) {
         while (f < nf && key[f] - f <= r) f++;
@@ -812,27 +847,62 @@ static uint32_t *edges_foreign(bctx *b, epend *p, edge_rec *es) {
     return key;
 }
 
-static size_t edges_collect(bctx *b, edge_rec *es, epend *p) {
+/* The endpoints of the trace edges (nodes, or foreign ids once edges_foreign
+ * has placed them) into tend, two per edge. */
+static void trace_ends(bctx *b, uint32_t *tend, epend *p) {
     const cg_trace *t = b->t;
-    size_t ne = 0, ns = b->ns, no = b->no, r = 0;
-    for (size_t i = 0; i < t->n_edges; i++, ne++) {
+    for (size_t i = 0; i < t->n_edges; i++) {
         const cg_edge *e = &t->edges[i];
-        es[ne] = (edge_rec){0, 0, (uint32_t)i, E_TRACE};
-        es[ne].from = trace_end(b, p, e->from, e->is_data, (uint32_t)ne, false);
-        es[ne].to = trace_end(b, p, e->to, e->is_data, (uint32_t)ne, true);
+        tend[2 * i] = trace_end(b, p, e->from, e->is_data, (uint32_t)i, false);
+        tend[2 * i + 1] = trace_end(b, p, e->to, e->is_data, (uint32_t)i, true);
     }
-    for (size_t i = 0; i < ns; i++)
+}
+
+/* An edge's sort key: its endpoints' positions, then (kind, type, input
+ * number, index): trace edges first, in trace order; keys are distinct. */
+static ekey edge_key(const bctx *b, const uint32_t *fkey, uint32_t from, uint32_t to, bool data, uint64_t type,
+                     uint64_t input, uint32_t src) {
+    size_t n = b->g->n_nodes;
+    uint64_t f = from < n ? b->rank[from] : fkey[from - n];
+    uint64_t t = to < n ? b->rank[to] : fkey[to - n];
+    return (ekey){f << 32 | t, (uint64_t)data << 63 | type << 60 | input << 32 | src};
+}
+
+/* every edge's key into k (trace edges, span calls, then per op its call,
+ * inputs and output); off[i] receives op i's first reference in opref.
+ * Returns the number of edges. */
+static size_t edges_keys(const bctx *b, const uint32_t *tend, const uint32_t *fkey, ekey *k, uint32_t *off) {
+    const cg_trace *t = b->t;
+    size_t ne = 0, r = 0;
+    uint32_t ns = (uint32_t)b->ns, no = (uint32_t)b->no;
+    for (size_t i = 0; i < t->n_edges; i++)
+        k[ne++] = edge_key(b, fkey, tend[2 * i], tend[2 * i + 1], t->edges[i].is_data, E_TRACE, 0, (uint32_t)i);
+    for (uint32_t i = 0; i < ns; i++)
         if (b->st->spans[i].kind != CG_NODE_OP && b->st->spans[i].parent != NONE32)
-            es[ne++] = (edge_rec){b->st->spans[i].parent, (uint32_t)i, (uint32_t)i, E_SPAN_CALL};
-    for (size_t i = 0; i < no; i++) {
+            k[ne++] = edge_key(b, fkey, b->st->spans[i].parent, i, false, E_SPAN_CALL, 0, i);
+    for (uint32_t i = 0; i < no; i++) {
         const cg_op *o = &t->ops[i];
-        uint32_t on = (uint32_t)(ns + i);
-        if (b->st->ops[i].parent != NONE32) es[ne++] = (edge_rec){b->st->ops[i].parent, on, (uint32_t)i, E_OP_CALL};
-        for (size_t k = 0; k < o->inputs.n; k++)
-            es[ne++] = (edge_rec){(uint32_t)(ns + no + b->tpos[b->opref[r++]]), on, (uint32_t)i, E_OP_INPUT};
-        if (o->output) es[ne++] = (edge_rec){on, (uint32_t)(ns + no + b->tpos[b->opref[r++]]), (uint32_t)i, E_OP_OUTPUT};
+        off[i] = (uint32_t)r;
+        if (b->st->ops[i].parent != NONE32) k[ne++] = edge_key(b, fkey, b->st->ops[i].parent, ns + i, false, E_OP_CALL, 0, i);
+        for (size_t x = 0; x < o->inputs.n; x++)
+            k[ne++] = edge_key(b, fkey, ns + no + b->opref[r++], ns + i, true, E_OP_INPUT, x, i);
+        if (o->output) k[ne++] = edge_key(b, fkey, ns + i, ns + no + b->opref[r++], true, E_OP_OUTPUT, 0, i);
     }
     return ne;
+}
+
+/* The edge record a key names. */
+static edge_rec edge_of(const bctx *b, const uint32_t *tend, const uint32_t *off, ekey x) {
+    uint32_t src = (uint32_t)x.seq, ns = (uint32_t)b->ns, no = (uint32_t)b->no;
+    uint8_t type = (uint8_t)(x.seq >> 60 & 7);
+    size_t input = (size_t)(x.seq >> 32 & 0xfffffff);
+    switch (type) {
+    case E_TRACE: return (edge_rec){tend[2 * (size_t)src], tend[2 * (size_t)src + 1], src, E_TRACE};
+    case E_SPAN_CALL: return (edge_rec){b->st->spans[src].parent, src, src, E_SPAN_CALL};
+    case E_OP_CALL: return (edge_rec){b->st->ops[src].parent, ns + src, src, E_OP_CALL};
+    case E_OP_INPUT: return (edge_rec){ns + no + b->opref[off[src] + input], ns + src, src, E_OP_INPUT};
+    default: return (edge_rec){ns + src, ns + no + b->opref[off[src] + b->t->ops[src].inputs.n], src, E_OP_OUTPUT};
+    }
 }
 
 static bool rec_is_data(const cg_trace *t, const edge_rec *e) {
@@ -847,43 +917,38 @@ typedef union eslot {
 
 /* edges sorted by (from, to, kind) with trace edges all kept (duplicates
  * included) and a synthesized edge dropped when an earlier edge (trace or
- * synthesized) has its (from, to, kind). The records are collected in scratch;
- * their 16-byte sort keys live in the graph's arena, and once sorted each slot
- * takes the record its key names (a gather: independent reads, sequential
- * writes), so the kept edges end up in the key array. */
+ * synthesized) has its (from, to, kind). The 16-byte sort keys live in the
+ * graph's arena and name their edge (type, index, input number): once sorted,
+ * each kept slot takes the record rebuilt from its key, so the edges end up
+ * in the key array with no second array of records. */
 static void build_edges(bctx *b) {
-    size_t cap = edge_capacity(b->t), n = b->g->n_nodes;
-    edge_rec *es = cg_xalloc(cap ? cap : 1, sizeof *es);
+    size_t cap = edge_capacity(b->t);
+    uint32_t *tend = cg_xalloc(2 * b->t->n_edges + 1, sizeof *tend);
     epend p = {NULL, 0, 0};
-    size_t ne = edges_collect(b, es, &p);
-    uint32_t *fkey = edges_foreign(b, &p, es);
+    trace_ends(b, tend, &p);
+    uint32_t *fkey = edges_foreign(b, &p, tend);
     free(p.v);
-    cg_hmap_free(&b->tmap); /* tensor lookups are done */
-    free(b->tstr);
-    free(b->tpos);
-    free(b->opref);
-    b->tstr = NULL;
-    b->tpos = NULL;
-    b->opref = NULL;
+    free(b->dend); /* the data edges' tensor nodes are in tend */
+    b->dend = NULL;
     _Static_assert(sizeof(eslot) == sizeof(ekey), "an edge record fits a key's slot");
-    eslot *k = cg_arena_alloc(b->a, (ne ? ne : 1) * sizeof *k);
-    for (size_t i = 0; i < ne; i++) {
-        uint64_t f = es[i].from < n ? b->rank[es[i].from] : fkey[es[i].from - n];
-        uint64_t t = es[i].to < n ? b->rank[es[i].to] : fkey[es[i].to - n];
-        k[i].k = (ekey){f << 32 | t, (uint64_t)rec_is_data(b->t, &es[i]) << 32 | i};
-    }
+    eslot *k = cg_arena_alloc(b->a, (cap ? cap : 1) * sizeof *k);
+    uint32_t *off = cg_xalloc(b->no + 1, sizeof *off);
+    size_t ne = edges_keys(b, tend, fkey, &k[0].k, off);
     free(fkey);
     sort_ekeys(&k[0].k, ne); /* the keys, one per slot (sizes equal) */
     size_t kept = 0;
     ekey last = {0, 0};
     for (size_t i = 0; i < ne; i++) {
         ekey x = k[i].k;
-        bool dropped = (uint32_t)x.seq >= b->t->n_edges && kept > 0 && last.ft == x.ft && last.seq >> 32 == x.seq >> 32;
+        bool dropped = (x.seq >> 60 & 7) != E_TRACE && kept > 0 && last.ft == x.ft && last.seq >> 63 == x.seq >> 63;
         if (dropped) continue;
         last = x;
-        k[kept++].e = es[(uint32_t)x.seq]; /* kept <= i: slot i's key is already read */
+        k[kept++].e = edge_of(b, tend, off, x); /* kept <= i: slot i's key is already read */
     }
-    free(es);
+    free(off);
+    free(tend);
+    free(b->opref); /* the tensor references are done */
+    b->opref = NULL;
     b->st->edges = &k[0].e;
     b->g->n_edges = kept;
 }
@@ -986,6 +1051,7 @@ static void bctx_free(bctx *b) {
     free(b->tstr);
     free(b->tpos);
     free(b->opref);
+    free(b->dend);
     free(b->opid);
     cg_buf_free(&b->opbuf);
     free(b->rank);

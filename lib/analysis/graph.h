@@ -17,7 +17,8 @@
  *    `<span>/op/<n>` or `tensor/<id>` node IDs"            (the first id, in node order,
  *                                                          that repeats an earlier node's)
  *   "execution graph would exceed 4294967295 edges"         (CG_ELIMIT; also when the
- *                                                          nodes would not fit 32-bit indices)
+ *                                                          nodes would not fit 32-bit indices,
+ *                                                          or one op has over 2^28 - 1 inputs)
  * Thread safety: reentrant (no global state); distinct arenas may be used concurrently.
  * Limits: O(n log n) integer work in the number of records (node ids are
  * ordered once by a multikey string sort and a linear merge; edges sort on

@@ -12,11 +12,15 @@
 #define MAX_INTERN 96u  /* longest interned string; fits the tag's 7 length bits */
 #define MAX_CHUNKS 65535u /* chunk numbers 0..65534: ids stay below CG_HMAP_NONE */
 #define MAX_SHAPE_DIMS 16u
+/* The string table's largest slot array (8 B a slot, load <= 1/2): 8 MiB,
+ * 524,288 strings, so that its probes stay in the last-level cache */
+#define MAX_TABLE_SLOTS ((size_t)1 << 20)
 
 void tstore_init(tstore *st, cg_arena *arena, size_t expect_strings) {
     memset(st, 0, sizeof *st);
     st->arena = arena;
-    cg_hmap_init(&st->strings, expect_strings > 1024 ? expect_strings : 1024);
+    size_t expect = expect_strings < MAX_TABLE_SLOTS / 2 ? expect_strings : MAX_TABLE_SLOTS / 2;
+    cg_hmap_init(&st->strings, expect > 1024 ? expect : 1024);
     cg_hmap_init(&st->shapes, 64);
     st->front = cg_xzalloc(FRONT, sizeof *st->front);
 }
@@ -72,6 +76,11 @@ static bool str_eq(const void *ctx, uint32_t id, const void *key) {
     return memcmp(id_str(ctx, id), k->s, k->len) == 0; /* the tag matched: same length */
 }
 
+/* Whether one more string fits the table without growing it past MAX_TABLE_SLOTS. */
+static inline bool table_has_room(const cg_hmap *m) {
+    return m->mask + 1 < MAX_TABLE_SLOTS || (m->count + 1) * 2 <= m->mask + 1;
+}
+
 static inline tstore_slot *front_slot(tstore *st, uint64_t h) { return &st->front[h & (FRONT - 1)]; }
 
 static inline bool front_hit(const tstore_slot *f, uint32_t tag, const char *s, size_t len) {
@@ -93,7 +102,7 @@ const char *tstore_intern(tstore *st, const char *s, size_t len) {
     }
     char *c = pool_copy(st, s, len);
     size_t chunk = st->n_chunks - 1;
-    if (chunk < MAX_CHUNKS)
+    if (chunk < MAX_CHUNKS && table_has_room(&st->strings))
         cg_hmap_put_at(&st->strings, at, h, (uint32_t)(chunk << 16 | (size_t)(c - st->chunks[chunk])));
     *f = (tstore_slot){c, tag};
     return c;

@@ -4,7 +4,11 @@
  * arena, packed: strings NUL-terminated without alignment padding in 64 KiB
  * pool chunks, shapes' dims arrays in the arena.
  *   - tstore_intern: a short string (≤ 96 bytes) equal to one stored before
- *     is returned as that copy; longer strings are copied.
+ *     is returned as that copy; longer strings are copied. The table keeps
+ *     the first 524,288 distinct strings (an 8 MiB slot array, so that its
+ *     probes stay in the last-level cache at any document size: a document's
+ *     vocabulary — names, devices, dtypes, early ids — comes first); a string
+ *     first seen after that is shared only while it stays in the front below.
  *   - tstore_copy: for nearly unique identifiers (a record's own id): copied
  *     unless the same string was stored a few records before (the front
  *     below), so an id that repeats at once (an alloc and its free) is kept

@@ -83,6 +83,33 @@ static void test_many_strings_across_chunks(void **st) {
     cg_arena_free(&a);
 }
 
+/* The table stops at 524,288 distinct strings: the strings stored first stay
+ * shared however many follow; later ones keep their bytes and are shared
+ * while they are recent (the front). */
+static void test_table_keeps_the_first_strings(void **st) {
+    (void)st;
+    enum { KEPT = 524288, N = KEPT + 100000 };
+    cg_arena a;
+    cg_arena_init(&a, 1 << 20);
+    tstore s;
+    tstore_init(&s, &a, 0);
+    char buf[64];
+    const char *early = tstore_intern(&s, "matmul", 6);
+    for (int i = 0; i < N; i++) {
+        int n = snprintf(buf, sizeof buf, "TensorId(%d)", i);
+        const char *p = tstore_intern(&s, buf, (size_t)n);
+        assert_string_equal(p, buf);
+        assert_ptr_equal(tstore_intern(&s, buf, (size_t)n), p); /* recent: shared */
+    }
+    assert_true(s.strings.count <= KEPT);
+    assert_ptr_equal(tstore_intern(&s, "matmul", 6), early);
+    assert_string_equal(tstore_intern(&s, "TensorId(7)", 11), "TensorId(7)");
+    int n = snprintf(buf, sizeof buf, "TensorId(%d)", N - 1);
+    assert_string_equal(tstore_intern(&s, buf, (size_t)n), buf);
+    tstore_done(&s);
+    cg_arena_free(&a);
+}
+
 static void test_equal_shapes_share_dims(void **st) {
     (void)st;
     cg_arena a;
@@ -182,6 +209,7 @@ int main(void) {
         cmocka_unit_test(test_equal_strings_share_one_copy),
         cmocka_unit_test(test_long_strings_are_copied),
         cmocka_unit_test(test_many_strings_across_chunks),
+        cmocka_unit_test(test_table_keeps_the_first_strings),
         cmocka_unit_test(test_equal_shapes_share_dims),
         cmocka_unit_test(test_read_trace_shares_and_packs),
         cmocka_unit_test(test_record_sizes),
