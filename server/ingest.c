@@ -46,7 +46,6 @@ typedef struct ingest {
     cg_trace *trace;
     cg_health *health;
     srv_vw_index *views;     /* the dashboard views built from the semantic step's trace and evidence */
-    srv_tl_index *timeline;  /* the Timeline index built from the same trace */
     cg_device_clock_timing *clocks; /* the rederived evidence's device clock timings (facts), in r->arena */
     size_t n_clocks;
     bool has_clocks;
@@ -360,8 +359,6 @@ static void release_trace(ingest *g) {
     g->health = NULL;
     srv_vw_free(g->views);
     g->views = NULL;
-    if (g->timeline) srv_timeline_discard(g->timeline);
-    g->timeline = NULL;
     srv_memory_trim();
     srv_heavy_leave(g->heavy);
     g->heavy = 0;
@@ -475,10 +472,13 @@ static enum MHD_Result run(ingest *g) {
     const char *semantic = cg_semantic_result_name(sres);
     const char *evidence_schema = schema ? cg_arena_strdup(a, schema) : NULL;
     free(schema);
-    /* the derived index and the Timeline index use the trace semantic
-     * verification parsed (default limits) and its post-read check confirmed;
-     * the Timeline index is built now, into the memory the evidence left */
-    g->timeline = srv_timeline_build(id, g->trace);
+    /* the rebuilt evidence is freed: its heap goes back to the system before
+     * the later stages (Timeline, health, facts) allocate, so that they fill
+     * what the evidence left instead of stacking on the semantic peak */
+    srv_memory_trim();
+    /* the derived index, the facts and the Timeline index use the trace
+     * semantic verification parsed (default limits) and its post-read check
+     * confirmed */
     /* 5. signature */
     const char *sig_json, *key_id;
     if (!check_signature(g, &sig_json, &key_id, &res)) return res;
@@ -525,8 +525,17 @@ static enum MHD_Result run(ingest *g) {
     };
     srv_index_params ix;
     srv_index_prepare(&row, a, &ix);
+    /* the health's verdicts are all that is needed from here on: it is freed
+     * before the facts (path tree) are built, and they are freed once stored */
+    const cg_health verdict = {.structurally_valid = g->health->structurally_valid,
+                               .capture_complete = g->health->capture_complete};
+    cg_health_free(g->health);
+    g->health = NULL;
+    srv_memory_trim();
     srv_facts_text facts;
-    srv_facts_compute(a, id, rcpt.run_id, g->trace, g->health, g->has_clocks ? g->clocks : NULL, g->n_clocks, &facts);
+    cg_arena fa;
+    cg_arena_init(&fa, 0);
+    srv_facts_compute(&fa, id, rcpt.run_id, g->trace, &verdict, g->has_clocks ? g->clocks : NULL, g->n_clocks, &facts);
     pg_blobs_ctx pbc = {g, files, man.n_files + 1};
     srv_ingest_tx tx = {
         .id = id, .lock_key = lock_key(id),
@@ -536,7 +545,10 @@ static enum MHD_Result run(ingest *g) {
         .statement_timeout_ms = tx_timeout_ms(s, total),
     };
     srv_ingest_outcome oc;
-    if (srv_store_ingest_commit(s->pool, &tx, &oc, &err) < 0) {
+    int committed = srv_store_ingest_commit(s->pool, &tx, &oc, &err);
+    cg_arena_free(&fa);
+    srv_memory_trim();
+    if (committed < 0) {
         srv_metrics_ingest("unavailable", r->body_len, now_s() - g->t0);
         return srv_fail_unavailable(r, &err);
     }
@@ -548,16 +560,15 @@ static enum MHD_Result run(ingest *g) {
         return reject(g, CG_R_RUN_ID_CONFLICT, d, "a different bundle already holds this run_id");
     }
     srv_history_detect(s, history_series); /* issue 15: change points of the bundle's series */
-    bool valid = g->health->structurally_valid, complete = g->health->capture_complete;
-    /* a new bundle's indexes come from this upload's parse: saved once the
+    bool valid = verdict.structurally_valid, complete = verdict.capture_complete;
+    /* a new bundle's indexes come from this upload's parse: the Timeline
+     * index is built now, after the facts are freed (its memory then stacks
+     * on the trace and the view index only), and both are saved once the
      * trace is freed (and the heap handed back) and the publication logged,
      * then loaded by the background warm-up */
     srv_vw_index *views = existed ? NULL : g->views;
-    srv_tl_index *timeline = existed ? NULL : g->timeline;
-    if (!existed) {
-        g->views = NULL;
-        g->timeline = NULL;
-    }
+    srv_tl_index *timeline = existed ? NULL : srv_timeline_build(id, g->trace);
+    if (!existed) g->views = NULL;
     release_trace(g);
 
     /* 7. answer */
