@@ -380,7 +380,9 @@ static void set_health(ingest *g, const cg_health *h) {
 static int build_views(void *ctx, const cg_trace *t, const cg_evidence *e, cg_error *err) {
     ingest *g = ctx;
     if (!e) return 0;
-    g->views = srv_views_build(g->id, t, e, NULL, err);
+    (void)err;
+    (void)err;
+    g->views = srv_views_build_evidence(g->id, t, e); /* its span and op rows: after the evidence is freed */
     /* the facts' device totals from the same profile (no second timing analysis) */
     g->n_clocks = e->timing->n_device_clocks;
     g->clocks = cg_arena_alloc(&g->r->arena, (g->n_clocks + 1) * sizeof *g->clocks);
@@ -490,7 +492,8 @@ static enum MHD_Result run(ingest *g) {
     srv_memory_trim();
     /* the derived index, the facts and the Timeline index use the trace
      * semantic verification parsed (default limits) and its post-read check
-     * confirmed */
+     * confirmed; so do the view index's span and op rows */
+    if (g->views) srv_views_finish(g->views, g->trace);
     /* 5. signature */
     const char *sig_json, *key_id;
     if (!check_signature(g, &sig_json, &key_id, &res)) return res;

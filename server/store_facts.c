@@ -28,6 +28,9 @@ static const char SQL_FACTS_INSERT[] =
  * bundle whose facts are backfilled may still have its path rows (only the
  * facts and totals rows are ever missing together): its nodes go through a
  * staging table, then in with ON CONFLICT DO NOTHING, as before. */
+static const char SQL_FACTS_COPY[] =
+    "COPY bundle_facts (bundle_id, cohort_row, series_point, terminal_reason) FROM STDIN";
+
 static const char SQL_PATHS_COPY[] = "COPY bundle_span_paths (bundle_id, hash, parent, name) FROM STDIN";
 
 static const char SQL_PATHS_STAGE[] =
@@ -110,6 +113,77 @@ static void copy_hash(cg_buf *b, const unsigned char h[32]) {
     cg_buf_append(b, hex, 64);
 }
 
+#define COPY_CHUNK (256u << 10)
+
+/* A COPY in progress: rows are written into b, sent whenever it holds a chunk. */
+typedef struct copy_out {
+    PGconn *c;
+    cg_buf b;
+    bool sent; /* false once a send failed (nothing more is sent) */
+} copy_out;
+
+static void copy_flush(copy_out *o, bool all) {
+    if (!o->sent || !o->b.len || (!all && o->b.len < COPY_CHUNK)) return;
+    o->sent = PQputCopyData(o->c, o->b.data, (int)o->b.len) == 1;
+    cg_buf_reset(&o->b);
+}
+
+/* copy_text of a text of any length, sent a chunk at a time (a facts text of
+ * a 5M-record trace is tens of MB: never copied whole into libpq's buffer). */
+static void copy_text_out(copy_out *o, const char *s) {
+    size_t n = strlen(s);
+    for (size_t at = 0; at < n && o->sent; at += COPY_CHUNK / 2) {
+        size_t k = n - at < COPY_CHUNK / 2 ? n - at : COPY_CHUNK / 2;
+        char *piece = cg_xalloc(k + 1, 1);
+        memcpy(piece, s + at, k);
+        piece[k] = 0;
+        copy_text(&o->b, piece);
+        free(piece);
+        copy_flush(o, false);
+    }
+}
+
+/* COPY sql FROM STDIN with rows [0, n) written by row (which may flush);
+ * the statement's result read to its end whatever happened, so the
+ * connection is ready for the next statement (or the rollback). */
+static int copy_rows(PGconn *c, const char *sql, const void *src, size_t n, void (*row)(const void *, size_t, copy_out *),
+                     char sqlstate[6], cg_error *err) {
+    if (sqlstate) sqlstate[0] = 0;
+    PGresult *r = srv_fault_exec(c, sql);
+    if (PQresultStatus(r) != PGRES_COPY_IN) return copy_fail(c, r, sqlstate, err);
+    PQclear(r);
+    copy_out o = {c, CG_BUF_INIT, true};
+    for (size_t k = 0; o.sent && k < n; k++) {
+        row(src, k, &o);
+        copy_flush(&o, k + 1 == n);
+    }
+    cg_buf_free(&o.b);
+    bool sent = o.sent;
+    if (PQputCopyEnd(c, sent ? NULL : "client failed to send the rows") != 1) sent = false;
+    PGresult *res = NULL;
+    while ((r = PQgetResult(c))) { /* the COPY's own result, then NULL */
+        if (!res && PQresultStatus(r) != PGRES_COMMAND_OK) res = r;
+        else PQclear(r);
+    }
+    if (res) return copy_fail(c, res, sqlstate, err);
+    if (!sent || PQstatus(c) != CONNECTION_OK) return copy_fail(c, NULL, sqlstate, err);
+    return 0;
+}
+
+static void facts_row(const void *src, size_t k, copy_out *o) {
+    const srv_facts_text *f = src;
+    (void)k;
+    cg_buf_puts(&o->b, f->id);
+    cg_buf_putc(&o->b, '\t');
+    copy_text_out(o, f->cohort_row);
+    cg_buf_putc(&o->b, '\t');
+    copy_text_out(o, f->series_point);
+    cg_buf_putc(&o->b, '\t');
+    if (f->terminal_reason) copy_text_out(o, f->terminal_reason);
+    else cg_buf_append(&o->b, "\\N", 2);
+    cg_buf_putc(&o->b, '\n');
+}
+
 /* Rows go in ordered by their primary key (bundle_id, hash) / (bundle_id,
  * kind, path_hash): each lands next to the one before in the btree instead
  * of on a random page (measured: a third faster than first-seen order). The
@@ -138,7 +212,9 @@ typedef struct copy_src {
     total_ref *totals;           /* totals in key order */
 } copy_src;
 
-static void node_row(const copy_src *src, size_t k, cg_buf *b) {
+static void node_row(const void *from, size_t k, copy_out *o) {
+    const copy_src *src = from;
+    cg_buf *b = &o->b;
     const srv_path_node *nd = src->nodes[k];
     cg_buf_puts(b, src->id);
     cg_buf_putc(b, '\t');
@@ -151,7 +227,9 @@ static void node_row(const copy_src *src, size_t k, cg_buf *b) {
     cg_buf_putc(b, '\n');
 }
 
-static void total_row(const copy_src *src, size_t k, cg_buf *b) {
+static void total_row(const void *from, size_t k, copy_out *o) {
+    const copy_src *src = from;
+    cg_buf *b = &o->b;
     const total_ref *r = &src->totals[k];
     cg_buf_printf(b, "%s\t%s\t", src->id, kind_name(r->x->kind));
     copy_hash(b, r->hash);
@@ -162,33 +240,6 @@ static void total_row(const copy_src *src, size_t k, cg_buf *b) {
  * about COPY_CHUNK bytes; the statement's result read to its end whatever
  * happened, so the connection is ready for the next statement (or the
  * rollback). */
-#define COPY_CHUNK (256u << 10)
-static int copy_rows(PGconn *c, const char *sql, const copy_src *src, size_t n,
-                     void (*row)(const copy_src *, size_t, cg_buf *), char sqlstate[6], cg_error *err) {
-    if (sqlstate) sqlstate[0] = 0;
-    PGresult *r = srv_fault_exec(c, sql);
-    if (PQresultStatus(r) != PGRES_COPY_IN) return copy_fail(c, r, sqlstate, err);
-    PQclear(r);
-    cg_buf b = CG_BUF_INIT;
-    bool sent = true;
-    for (size_t k = 0; sent && k < n; k++) {
-        row(src, k, &b);
-        if (b.len < COPY_CHUNK && k + 1 < n) continue;
-        sent = PQputCopyData(c, b.data, (int)b.len) == 1;
-        cg_buf_reset(&b);
-    }
-    cg_buf_free(&b);
-    if (PQputCopyEnd(c, sent ? NULL : "client failed to send the rows") != 1) sent = false;
-    PGresult *res = NULL;
-    while ((r = PQgetResult(c))) { /* the COPY's own result, then NULL */
-        if (!res && PQresultStatus(r) != PGRES_COMMAND_OK) res = r;
-        else PQclear(r);
-    }
-    if (res) return copy_fail(c, res, sqlstate, err);
-    if (!sent || PQstatus(c) != CONNECTION_OK) return copy_fail(c, NULL, sqlstate, err);
-    return 0;
-}
-
 static int exec0(PGconn *c, const char *sql, char sqlstate[6], cg_error *err) {
     PGresult *x = srv_q(c, sql, 0, NULL, NULL, sqlstate, err);
     if (!x) return -1;
@@ -220,6 +271,11 @@ static int copy_tree(PGconn *c, const srv_path_totals *pt, const char *id, bool 
 
 int srv_store_facts_put(PGconn *c, const srv_facts_text *f, bool new_bundle, bool *inserted, char sqlstate[6],
                         cg_error *err) {
+    if (new_bundle) { /* no facts row can exist yet: the texts stream in */
+        if (copy_rows(c, SQL_FACTS_COPY, f, 1, facts_row, sqlstate, err) < 0) return -1;
+        *inserted = true;
+        return copy_tree(c, f->paths, f->id, true, sqlstate, err);
+    }
     const char *p[4] = {f->id, f->cohort_row, f->series_point, f->terminal_reason};
     PGresult *x = srv_q(c, SQL_FACTS_INSERT, 4, p, NULL, sqlstate, err);
     if (!x) return -1;
