@@ -381,7 +381,6 @@ static int build_views(void *ctx, const cg_trace *t, const cg_evidence *e, cg_er
     ingest *g = ctx;
     if (!e) return 0;
     (void)err;
-    (void)err;
     g->views = srv_views_build_evidence(g->id, t, e); /* its span and op rows: after the evidence is freed */
     /* the facts' device totals from the same profile (no second timing analysis) */
     g->n_clocks = e->timing->n_device_clocks;
