@@ -39,6 +39,8 @@ static void rs_put(rowset *r, const char *key, const char *val) {
     cg_jv_obj_put(r->a, r->cur, key, val ? cg_jv_str(r->a, val) : cg_jv_null(r->a));
 }
 
+const char *srv_index_health_json(cg_arena *a, const cg_health *h) { return jtext(a, cg_health_to_json(a, h)); }
+
 static const char *tag(const cg_run_meta *m, const char *key) {
     for (size_t i = 0; i < m->n_tags; i++)
         if (strcmp(m->tags[i].key, key) == 0) return m->tags[i].value;
@@ -168,10 +170,10 @@ void srv_index_prepare(const srv_index_row *row, cg_arena *a, srv_index_params *
         cg_scope_name(m->contract.measurement_scope),
         jtext(a, cg_capture_contract_to_json(a, &m->contract)),
         m->identity ? jtext(a, cg_comparison_identity_to_json(a, m->identity)) : NULL,
-        row->health->structurally_valid ? "true" : "false",
-        row->health->capture_complete ? "true" : "false",
+        row->structurally_valid ? "true" : "false",
+        row->capture_complete ? "true" : "false",
         cg_outcome_name(t->terminal.outcome),
-        jtext(a, cg_health_to_json(a, row->health)),
+        row->health_json,
         has_ns ? u64s(a, ns) : NULL,
         u64s(a, count),
         srv_trace_host(t),

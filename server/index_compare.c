@@ -18,31 +18,41 @@
 
 /* ------------------------------------------------------------ path totals */
 
-/* Builder: nodes deduplicated by hash; each node keeps one total per kind. */
-typedef struct node_acc {
-    uint64_t total[3], n[3];
-    bool has[3];
-} node_acc;
-
+/* Builder: nodes deduplicated by hash (a table of node ids keyed by the hash's
+ * first 8 bytes); each node has at most one total per kind, found through
+ * slot[node][kind]. Arrays are sized once for the most there can be (a span,
+ * an op, a clock each: no array doubles while the tree grows); pages never
+ * written are never resident. */
 typedef struct ptb {
-    cg_arena *a;
     srv_path_totals *pt;
-    node_acc *acc;
-    cg_sha256 *state; /* per span node (the first n_state nodes): SHA-256 state after its text */
-    size_t cap, n_state, cap_state;
-    bool leaves;      /* op and device nodes: never a parent, so no state kept */
-    cg_hstr by_hash; /* 32-byte hash → node index */
+    uint32_t (*slot)[3];  /* per node: index of its total of each kind, NO_TOTAL when none */
+    cg_sha256 *state;     /* per span node (the first n_state nodes): SHA-256 state after its text */
+    size_t n_state;
+    bool leaves;          /* op and device nodes: never a parent, so no state kept */
+    cg_hmap by_hash;
 } ptb;
 
+#define NO_TOTAL UINT32_MAX
+
 static int kind_slot(char kind) { return kind == 's' ? 0 : kind == 'o' ? 1 : 2; }
+
+static uint64_t hash_key(const unsigned char h[32]) {
+    uint64_t k;
+    memcpy(&k, h, sizeof k);
+    return k;
+}
+
+static bool hash_eq(const void *ctx, uint32_t id, const void *key) {
+    return memcmp(((const srv_path_totals *)ctx)->nodes[id].hash, key, 32) == 0;
+}
 
 /* The node for (parent, name), created when new. Its hash is SHA-256 of its
  * text, continued from the parent's saved hash state ("/" + name), so no text
  * is built and equal texts are one node however their names split. Only span
  * nodes are parents and they all come first, so only theirs is kept. */
-static size_t node_of(ptb *b, size_t parent, const char *name) {
+static uint32_t node_of(ptb *b, uint32_t parent, const char *name) {
     cg_sha256 st, fin;
-    if (parent == SIZE_MAX) {
+    if (parent == SRV_PATH_ROOT) {
         cg_sha256_init(&st);
     } else {
         st = b->state[parent];
@@ -52,53 +62,47 @@ static size_t node_of(ptb *b, size_t parent, const char *name) {
     fin = st;
     unsigned char hb[32];
     cg_sha256_final(&fin, hb);
-    size_t *hit = cg_hstr_getn(&b->by_hash, (const char *)hb, 32);
-    if (hit) return *hit;
-    unsigned char *h = cg_arena_alloc(b->a, 32);
-    memcpy(h, hb, 32);
     srv_path_totals *pt = b->pt;
-    if (pt->n_nodes == b->cap) {
-        b->cap = b->cap ? b->cap * 2 : 256;
-        pt->nodes = cg_xrealloc(pt->nodes, b->cap, sizeof *pt->nodes);
-        b->acc = cg_xrealloc(b->acc, b->cap, sizeof *b->acc);
-    }
-    if (!b->leaves && b->n_state == b->cap_state) {
-        b->cap_state = b->cap_state ? b->cap_state * 2 : 256;
-        cg_sha256 *ns = aligned_alloc(_Alignof(cg_sha256), b->cap_state * sizeof *ns);
-        if (!ns) cg_oom_exit(b->cap_state * sizeof *ns); /* aligned: no cg_x* variant */
-        if (b->n_state) memcpy(ns, b->state, b->n_state * sizeof *ns);
-        free(b->state);
-        b->state = ns;
-    }
-    size_t k = pt->n_nodes++;
-    pt->nodes[k] = (srv_path_node){h, parent, name};
-    memset(&b->acc[k], 0, sizeof b->acc[k]);
+    size_t at = 0;
+    uint64_t hk = hash_key(hb);
+    uint32_t hit = cg_hmap_find(&b->by_hash, hk, hash_eq, pt, hb, &at);
+    if (hit != CG_HMAP_NONE) return hit;
+    uint32_t k = (uint32_t)pt->n_nodes++;
+    srv_path_node *nd = &pt->nodes[k];
+    memcpy(nd->hash, hb, 32);
+    nd->name = name;
+    nd->parent = parent;
+    b->slot[k][0] = b->slot[k][1] = b->slot[k][2] = NO_TOTAL;
     if (!b->leaves) b->state[b->n_state++] = st;
-    cg_hstr_putn(&b->by_hash, (const char *)h, 32, k, NULL);
+    cg_hmap_put_at(&b->by_hash, at, hk, k);
     return k;
 }
 
-static void add_total(ptb *b, size_t node, char kind, uint64_t ns) {
-    node_acc *x = &b->acc[node];
-    int s = kind_slot(kind);
-    x->has[s] = true;
-    uint64_t t = x->total[s];
-    x->total[s] = t + ns < t || t + ns > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : t + ns;
-    x->n[s]++;
+static void add_total(ptb *b, uint32_t node, char kind, uint64_t ns) {
+    srv_path_totals *pt = b->pt;
+    uint32_t *ix = &b->slot[node][kind_slot(kind)];
+    if (*ix == NO_TOTAL) {
+        *ix = (uint32_t)pt->n_totals++;
+        pt->totals[*ix] = (srv_path_total){0, 0, node, kind};
+    }
+    srv_path_total *x = &pt->totals[*ix];
+    uint64_t t = x->total;
+    x->total = t + ns < t || t + ns > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : t + ns;
+    x->n++;
 }
 
 /* The path node of every span (index aligned with t->spans), each computed once
  * from its parent's: an explicit chain instead of recursion, so a deep chain
  * costs O(depth) once. A parent that is missing (or a cycle) ends the chain. */
-static size_t *span_nodes(ptb *b, const cg_trace *t) {
+static uint32_t *span_nodes(ptb *b, const cg_trace *t) {
     size_t n = t->n_spans ? t->n_spans : 1;
-    size_t *node = cg_xalloc(n, sizeof *node), *chain = cg_xalloc(n, sizeof *chain);
+    uint32_t *node = cg_xalloc(n, sizeof *node), *chain = cg_xalloc(n, sizeof *chain);
     unsigned char *state = cg_xzalloc(n, 1); /* 0 new, 1 on the chain, 2 done */
     for (size_t i = 0; i < t->n_spans; i++) {
         if (state[i] == 2) continue;
         size_t depth = 0, k = i;
         for (;;) { /* walk up until a done span, a root, or a cycle */
-            chain[depth++] = k;
+            chain[depth++] = (uint32_t)k;
             state[k] = 1;
             const cg_span *sp = &t->spans[k];
             const cg_span *par = sp->parent_id ? cg_trace_find_span(t, sp->parent_id) : NULL;
@@ -111,7 +115,7 @@ static size_t *span_nodes(ptb *b, const cg_trace *t) {
             const cg_span *sp = &t->spans[x];
             const cg_span *par = sp->parent_id ? cg_trace_find_span(t, sp->parent_id) : NULL;
             size_t pi = par ? (size_t)(par - t->spans) : SIZE_MAX;
-            size_t parent = pi != SIZE_MAX && state[pi] == 2 ? node[pi] : SIZE_MAX;
+            uint32_t parent = pi != SIZE_MAX && state[pi] == 2 ? node[pi] : SRV_PATH_ROOT;
             node[x] = node_of(b, parent, sp->name);
             state[x] = 2;
         }
@@ -132,49 +136,33 @@ void srv_path_totals_build(cg_arena *a, const cg_trace *t, srv_path_totals *out)
 void srv_path_totals_build_clocks(cg_arena *a, const cg_trace *t, const cg_device_clock_timing *clocks,
                                   size_t n_clocks, srv_path_totals *out) {
     memset(out, 0, sizeof *out);
-    ptb b = {a, out, NULL, NULL, 0, 0, 0, false, {{0}, NULL, 0, 0}};
-    /* sized once for the most nodes there can be (a span, an op, a clock
-     * each): no array doubles (and is copied) while the tree grows */
-    b.cap = t->n_spans + t->n_ops + n_clocks + 1;
-    out->nodes = cg_xalloc(b.cap, sizeof *out->nodes);
-    b.acc = cg_xalloc(b.cap, sizeof *b.acc);
-    b.cap_state = t->n_spans + 1;
-    b.state = aligned_alloc(_Alignof(cg_sha256), b.cap_state * sizeof *b.state);
-    if (!b.state) cg_oom_exit(b.cap_state * sizeof *b.state); /* aligned: no cg_x* variant */
-    cg_hstr_init(&b.by_hash, b.cap);
-    size_t *sn = span_nodes(&b, t);
+    size_t most = t->n_spans + t->n_ops + n_clocks + 1;
+    if (most >= SRV_PATH_ROOT) cg_oom_exit(most); /* node ids are 32-bit (the trace reader's record limit is lower) */
+    out->nodes = cg_arena_alloc(a, most * sizeof *out->nodes);
+    out->totals = cg_arena_alloc(a, most * sizeof *out->totals);
+    ptb b = {out, cg_xalloc(most, sizeof *b.slot), NULL, 0, false, {0}};
+    b.state = aligned_alloc(_Alignof(cg_sha256), (t->n_spans + 1) * sizeof *b.state);
+    if (!b.state) cg_oom_exit((t->n_spans + 1) * sizeof *b.state); /* aligned: no cg_x* variant */
+    cg_hmap_init(&b.by_hash, most);
+    uint32_t *sn = span_nodes(&b, t);
     b.leaves = true;
     for (size_t i = 0; i < t->n_spans; i++)
         if (t->spans[i].closed) add_total(&b, sn[i], 's', t->spans[i].duration_ns);
     for (size_t i = 0; i < t->n_ops; i++) {
         const cg_op *op = &t->ops[i];
         const cg_span *sp = op->span_id ? cg_trace_find_span(t, op->span_id) : NULL;
-        add_total(&b, node_of(&b, sp ? sn[sp - t->spans] : SIZE_MAX, op->op_name), 'o', op->duration_ns);
+        add_total(&b, node_of(&b, sp ? sn[sp - t->spans] : SRV_PATH_ROOT, op->op_name), 'o', op->duration_ns);
     }
     free(sn);
+    free(b.state);
     for (size_t i = 0; i < n_clocks; i++) {
         const cg_device_clock_timing *d = &clocks[i];
-        size_t k = node_of(&b, SIZE_MAX, cg_arena_printf(a, "device:%s/%s", d->device, d->clock_id));
+        uint32_t k = node_of(&b, SRV_PATH_ROOT, cg_arena_printf(a, "device:%s/%s", d->device, d->clock_id));
         add_total(&b, k, 'd', d->busy_ns);
-        b.acc[k].n[2] = d->interval_count; /* one busy value per clock */
+        out->totals[b.slot[k][2]].n = d->interval_count; /* one busy value per clock */
     }
-    size_t nt = 0;
-    for (size_t k = 0; k < out->n_nodes; k++)
-        for (int s = 0; s < 3; s++) nt += b.acc[k].has[s];
-    out->totals = cg_arena_zalloc(a, (nt + 1) * sizeof *out->totals);
-    static const char kinds[3] = {'s', 'o', 'd'};
-    for (size_t k = 0; k < out->n_nodes; k++)
-        for (int s = 0; s < 3; s++)
-            if (b.acc[k].has[s])
-                out->totals[out->n_totals++] = (srv_path_total){kinds[s], k, b.acc[k].total[s], b.acc[k].n[s]};
-    /* nodes move into the arena so the caller owns nothing */
-    srv_path_node *nodes = cg_arena_alloc(a, (out->n_nodes + 1) * sizeof *nodes);
-    if (out->n_nodes) memcpy(nodes, out->nodes, out->n_nodes * sizeof *nodes);
-    free(out->nodes);
-    out->nodes = nodes;
-    free(b.acc);
-    free(b.state);
-    cg_hstr_free(&b.by_hash);
+    free(b.slot);
+    cg_hmap_free(&b.by_hash);
 }
 
 void srv_path_nodes_json(const srv_path_totals *pt, size_t from, size_t to, cg_buf *nodes) {
@@ -185,7 +173,7 @@ void srv_path_nodes_json(const srv_path_totals *pt, size_t from, size_t to, cg_b
         const srv_path_node *nd = &pt->nodes[k];
         cg_hex(nd->hash, 32, hex);
         cg_buf_printf(nodes, "%s{\"h\":\"%s\",\"p\":", k > from ? "," : "", hex);
-        if (nd->parent == SIZE_MAX) {
+        if (nd->parent == SRV_PATH_ROOT) {
             cg_buf_puts(nodes, "null");
         } else {
             cg_hex(pt->nodes[nd->parent].hash, 32, phex);
@@ -218,12 +206,12 @@ void srv_path_totals_json(const srv_path_totals *pt, cg_buf *nodes, cg_buf *tota
 
 const char *srv_path_text(cg_arena *a, const srv_path_totals *pt, size_t k) {
     size_t len = 0, steps = 0;
-    for (size_t x = k; x != SIZE_MAX && steps <= pt->n_nodes; x = pt->nodes[x].parent, steps++)
+    for (size_t x = k; x != SRV_PATH_ROOT && steps <= pt->n_nodes; x = pt->nodes[x].parent, steps++)
         len += strlen(pt->nodes[x].name) + (x == k ? 0 : 1);
     char *out = cg_arena_alloc(a, len + 1), *end = out + len;
     *end = 0;
     steps = 0;
-    for (size_t x = k; x != SIZE_MAX && steps <= pt->n_nodes; x = pt->nodes[x].parent, steps++) {
+    for (size_t x = k; x != SRV_PATH_ROOT && steps <= pt->n_nodes; x = pt->nodes[x].parent, steps++) {
         size_t nl = strlen(pt->nodes[x].name);
         if (x != k) *--end = '/';
         end -= nl;

@@ -44,9 +44,9 @@ typedef struct ingest {
     char root[PATH_MAX];   /* <stage>/bundle */
     const char *campaign, *planned;
     cg_trace *trace;
-    cg_health *health;
+    cg_health verdict;       /* the trace's health verdicts (only these fields are set) */
+    const char *health_json; /* its health as the index stores it, in r->arena; NULL until known */
     srv_vw_index *views;     /* the dashboard views built from the semantic step's trace and evidence */
-    srv_tl_index *timeline;  /* the Timeline index built from the same trace */
     cg_device_clock_timing *clocks; /* the rederived evidence's device clock timings (facts), in r->arena */
     size_t n_clocks;
     bool has_clocks;
@@ -351,33 +351,43 @@ static uint64_t tx_timeout_ms(const srv_server *s, uint64_t decoded) {
     return (uint64_t)s->cfg.statement_timeout_ms * (1 + decoded / ((uint64_t)512 << 20));
 }
 
-/* Frees the parsed trace, its health and the indexes not saved, returns the
+/* Frees the parsed trace and the indexes not saved, returns the
  * heap to the system and opens the heavy-build gate. */
 static void release_trace(ingest *g) {
     cg_trace_free(g->trace);
     g->trace = NULL;
-    if (g->health) cg_health_free(g->health);
-    g->health = NULL;
     srv_vw_free(g->views);
     g->views = NULL;
-    if (g->timeline) srv_timeline_discard(g->timeline);
-    g->timeline = NULL;
     srv_memory_trim();
     srv_heavy_leave(g->heavy);
     g->heavy = 0;
 }
 
+/* The trace's health as the index and the facts need it: its JSON text and
+ * verdicts, from h (the rederived evidence's, cg_health_analyze of the same
+ * trace) or, when NULL, analyzed here and freed at once. */
+static void set_health(ingest *g, const cg_health *h) {
+    cg_health *own = h ? NULL : cg_health_analyze(g->trace);
+    if (own) h = own;
+    g->health_json = srv_index_health_json(&g->r->arena, h);
+    g->verdict = (cg_health){.structurally_valid = h->structurally_valid, .capture_complete = h->capture_complete};
+    if (own) cg_health_free(own);
+}
+
 /* The semantic step's hook: the dashboard view index from the trace and the
- * rederived evidence it holds (kept unsaved until the bundle is published). */
+ * rederived evidence it holds (kept unsaved until the bundle is published),
+ * and the health the evidence computed (no second analysis). */
 static int build_views(void *ctx, const cg_trace *t, const cg_evidence *e, cg_error *err) {
     ingest *g = ctx;
     if (!e) return 0;
-    g->views = srv_views_build(g->id, t, e, NULL, err);
+    (void)err;
+    g->views = srv_views_build_evidence(g->id, t, e); /* its span and op rows: after the evidence is freed */
     /* the facts' device totals from the same profile (no second timing analysis) */
     g->n_clocks = e->timing->n_device_clocks;
     g->clocks = cg_arena_alloc(&g->r->arena, (g->n_clocks + 1) * sizeof *g->clocks);
     if (g->n_clocks) memcpy(g->clocks, e->timing->device_clocks, g->n_clocks * sizeof *g->clocks);
     g->has_clocks = true;
+    set_health(g, e->health);
     return 0;
 }
 
@@ -475,16 +485,20 @@ static enum MHD_Result run(ingest *g) {
     const char *semantic = cg_semantic_result_name(sres);
     const char *evidence_schema = schema ? cg_arena_strdup(a, schema) : NULL;
     free(schema);
-    /* the derived index and the Timeline index use the trace semantic
-     * verification parsed (default limits) and its post-read check confirmed;
-     * the Timeline index is built now, into the memory the evidence left */
-    g->timeline = srv_timeline_build(id, g->trace);
+    /* the rebuilt evidence is freed: its heap goes back to the system before
+     * the later stages (facts, Timeline) allocate, so that they fill
+     * what the evidence left instead of stacking on the semantic peak */
+    srv_memory_trim();
+    /* the derived index, the facts and the Timeline index use the trace
+     * semantic verification parsed (default limits) and its post-read check
+     * confirmed; so do the view index's span and op rows */
+    if (g->views) srv_views_finish(g->views, g->trace);
     /* 5. signature */
     const char *sig_json, *key_id;
     if (!check_signature(g, &sig_json, &key_id, &res)) return res;
 
     /* derived index inputs */
-    g->health = cg_health_analyze(g->trace);
+    if (!g->health_json) set_health(g, NULL);
     srv_file_row *files = cg_arena_zalloc(a, (man.n_files + 1) * sizeof *files);
     uint64_t total = g->manifest_len;
     files[0].path = "bundle.json";
@@ -520,13 +534,17 @@ static enum MHD_Result run(ingest *g) {
         .id = id, .run_id = rcpt.run_id, .manifest = g->manifest, .manifest_len = g->manifest_len,
         .files = files, .n_files = man.n_files + 1, .total_bytes = total, .uploader = r->token_id,
         .signature_json = sig_json, .signer_key_id = key_id, .semantic_status = semantic,
-        .evidence_schema = evidence_schema, .trace = g->trace, .health = g->health,
+        .evidence_schema = evidence_schema, .trace = g->trace,
+        .structurally_valid = g->verdict.structurally_valid, .capture_complete = g->verdict.capture_complete,
+        .health_json = g->health_json,
         .campaign_id = g->campaign, .planned_name = g->planned,
     };
     srv_index_params ix;
     srv_index_prepare(&row, a, &ix);
     srv_facts_text facts;
-    srv_facts_compute(a, id, rcpt.run_id, g->trace, g->health, g->has_clocks ? g->clocks : NULL, g->n_clocks, &facts);
+    cg_arena fa;
+    cg_arena_init(&fa, 0);
+    srv_facts_compute(&fa, id, rcpt.run_id, g->trace, &g->verdict, g->has_clocks ? g->clocks : NULL, g->n_clocks, &facts);
     pg_blobs_ctx pbc = {g, files, man.n_files + 1};
     srv_ingest_tx tx = {
         .id = id, .lock_key = lock_key(id),
@@ -536,7 +554,10 @@ static enum MHD_Result run(ingest *g) {
         .statement_timeout_ms = tx_timeout_ms(s, total),
     };
     srv_ingest_outcome oc;
-    if (srv_store_ingest_commit(s->pool, &tx, &oc, &err) < 0) {
+    int committed = srv_store_ingest_commit(s->pool, &tx, &oc, &err);
+    cg_arena_free(&fa);
+    srv_memory_trim();
+    if (committed < 0) {
         srv_metrics_ingest("unavailable", r->body_len, now_s() - g->t0);
         return srv_fail_unavailable(r, &err);
     }
@@ -548,16 +569,15 @@ static enum MHD_Result run(ingest *g) {
         return reject(g, CG_R_RUN_ID_CONFLICT, d, "a different bundle already holds this run_id");
     }
     srv_history_detect(s, history_series); /* issue 15: change points of the bundle's series */
-    bool valid = g->health->structurally_valid, complete = g->health->capture_complete;
-    /* a new bundle's indexes come from this upload's parse: saved once the
+    bool valid = g->verdict.structurally_valid, complete = g->verdict.capture_complete;
+    /* a new bundle's indexes come from this upload's parse: the Timeline
+     * index is built now, after the facts are freed (its memory then stacks
+     * on the trace and the view index only), and both are saved once the
      * trace is freed (and the heap handed back) and the publication logged,
      * then loaded by the background warm-up */
     srv_vw_index *views = existed ? NULL : g->views;
-    srv_tl_index *timeline = existed ? NULL : g->timeline;
-    if (!existed) {
-        g->views = NULL;
-        g->timeline = NULL;
-    }
+    srv_tl_index *timeline = existed ? NULL : srv_timeline_build(id, g->trace);
+    if (!existed) g->views = NULL;
     release_trace(g);
 
     /* 7. answer */

@@ -21,7 +21,8 @@
  * series point behind the texts are scratch, freed before it returns; the
  * path tree's names are t's, so t must outlive the insert). clocks: the device clock
  * timings of t (cg_timing_analyze's device_clocks, n_clocks of them) when the
- * caller already has them, NULL to analyze t here. CPU only. */
+ * caller already has them, NULL to analyze t here. Of h only the verdicts
+ * (structurally_valid, capture_complete) are read. CPU only. */
 struct cg_device_clock_timing;
 void srv_facts_compute(cg_arena *a, const char *id, const char *run_id, const cg_trace *t, const cg_health *h,
                        const struct cg_device_clock_timing *clocks, size_t n_clocks, srv_facts_text *out);
@@ -36,18 +37,23 @@ void srv_facts_compute(cg_arena *a, const char *id, const char *run_id, const cg
  * node + the op name; a device clock is the root "device:<device>/<clock_id>"
  * with the clock's busy time and interval count. Totals saturate at 2^63-1.
  * Everything lives in arena a. */
+#define SRV_PATH_ROOT UINT32_MAX /* parent of a root */
 typedef struct srv_path_node {
-    const unsigned char *hash; /* 32 bytes */
-    size_t parent;             /* index into nodes; SIZE_MAX at a root */
+    unsigned char hash[32];
     const char *name;
+    uint32_t parent; /* index into nodes; SRV_PATH_ROOT at a root */
 } srv_path_node;
 
 typedef struct srv_path_total {
-    char kind; /* 's' span, 'o' op, 'd' device */
-    size_t node;
     uint64_t total, n;
+    uint32_t node; /* index into nodes */
+    char kind;     /* 's' span, 'o' op, 'd' device */
 } srv_path_total;
 
+/* nodes: first-seen order (span nodes first, then op nodes, then device
+ * clocks); totals: in the order each (node, kind) was first met. Node ids are
+ * 32-bit: a trace has fewer spans + ops + clocks than 2^32 - 1 (the reader's
+ * record limit). */
 typedef struct srv_path_totals {
     srv_path_node *nodes;
     size_t n_nodes;

@@ -25,7 +25,8 @@ typedef struct srv_index_row {
     const char *signature_json, *signer_key_id; /* NULL when unsigned */
     const char *semantic_status, *evidence_schema;
     const cg_trace *trace;
-    const cg_health *health;
+    bool structurally_valid, capture_complete; /* the trace's health verdicts */
+    const char *health_json;                   /* its health as JSON text (srv_index_health_json) */
     const char *campaign_id, *planned_name; /* NULL when not attached */
 } srv_index_row;
 
@@ -51,6 +52,8 @@ typedef struct srv_index_params {
     const char *files, *tags, *tensor_stats;
 } srv_index_params;
 void srv_index_prepare(const srv_index_row *row, cg_arena *a, srv_index_params *out);
+/* The health's JSON text as the index stores it (arena a). */
+const char *srv_index_health_json(cg_arena *a, const cg_health *h);
 /* Duration of the single closed measured span (has=false otherwise) and the count. */
 void srv_measured_sample(const cg_trace *t, bool *has, uint64_t *ns, uint64_t *count);
 const char *srv_trace_host(const cg_trace *t); /* tags.host / tags.hostname or NULL */

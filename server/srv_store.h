@@ -22,19 +22,21 @@
 #include "trace/trace.h"
 
 /* One bundle's facts: cohort row, series point and terminal reason (may be
- * NULL) as text, and its path tree (srv_compare.h), inserted as row-set JSON
- * of at most SRV_FACTS_BATCH nodes or totals per statement, so that neither
- * this process nor the database holds the whole tree as text. */
+ * NULL) as text, and its path tree (srv_compare.h), streamed in by COPY in
+ * chunks of rows (store_facts.c), so that neither this process nor the
+ * database holds the whole tree as text. */
 struct srv_path_totals;
-#define SRV_FACTS_BATCH 16384
 typedef struct srv_facts_text {
     const char *id, *cohort_row, *series_point, *terminal_reason;
     const struct srv_path_totals *paths;
 } srv_facts_text;
 
 /* Inserts them in the caller's transaction; a bundle that already has facts is
- * left alone (*inserted = false). */
-int srv_store_facts_put(PGconn *c, const srv_facts_text *f, bool *inserted, char sqlstate[6], cg_error *err);
+ * left alone (*inserted = false). new_bundle: the bundle's row was inserted in
+ * this same transaction (ingest), so none of its path rows can exist yet;
+ * false (backfill): path nodes already stored are kept. */
+int srv_store_facts_put(PGconn *c, const srv_facts_text *f, bool new_bundle, bool *inserted, char sqlstate[6],
+                        cg_error *err);
 /* The same in a transaction of its own on a pooled connection (backfill). */
 int srv_store_facts_put_tx(srv_pool *p, const srv_facts_text *f, cg_error *err);
 /* run_id, trace.jsonl sha256 and bytes of bundle id (0 or 1 row). */

@@ -99,6 +99,8 @@ typedef struct srv_vw_index {
     cg_jv *memory;      /* {logical: {counts, peak, by_device}|null, physical: {by_device}|null, truncation} */
     cg_jv *gpu_summary; /* {status, reason, coverage, correlation, provenance, diagnostics, limits, truncation} */
     bool complete, valid;
+    uint64_t *span_times; /* between srv_views_build_evidence and srv_views_finish: graph self, total per span */
+    size_t n_span_times;  /* the graph's span nodes (the first spans of the trace) */
     pthread_mutex_t order_mu;
     uint32_t *order[SRV_VW_SORTABLE][SRV_VW_MAX_COLS]; /* ascending permutations, made on first use */
 } srv_vw_index;
@@ -123,6 +125,14 @@ void srv_views_warm(srv_server *s, const char *id);
 struct cg_evidence;
 srv_vw_index *srv_views_build(const char *id, const cg_trace *t, const struct cg_evidence *e, const char *nsdir,
                               cg_error *err);
+/* The same in two steps, so that the rows copied from the trace alone (spans,
+ * ops) are not built while the evidence is alive: build_evidence takes from e
+ * what only it has (span costs, GPU tables, JSON sections, memory timeline, the
+ * graph's span times), finish copies the span and op rows from t (the same
+ * trace) once e is gone. Together they make exactly srv_views_build's index;
+ * an index is usable only after finish. */
+srv_vw_index *srv_views_build_evidence(const char *id, const cg_trace *t, const struct cg_evidence *e);
+void srv_views_finish(srv_vw_index *x, const cg_trace *t);
 void srv_views_keep(srv_server *s, srv_vw_index *x);
 /* Frees the server's view cache (at shutdown, after HTTP stopped). */
 void srv_views_stop(srv_server *s);

@@ -143,7 +143,7 @@ static int publish_new(PGconn *c, const srv_ingest_tx *tx, srv_ingest_outcome *o
         return 0;
     }
     bool inserted;
-    if (srv_store_facts_put(c, tx->facts, &inserted, ss, err) < 0) return -1;
+    if (srv_store_facts_put(c, tx->facts, true, &inserted, ss, err) < 0) return -1;
     if (srv_history_index(c, tx->id, tx->trace, &out->history_series, ss, err) < 0) return -1;
     return tx->attempt.campaign ? attempt_published(c, tx, ss, err) : 0;
 }

@@ -64,6 +64,7 @@ void srv_vw_free(srv_vw_index *x) {
     free(x->spans);
     free(x->ops);
     free(x->costs);
+    free(x->span_times);
     free(x->mem_ts);
     free(x->mem_live);
     for (int t = 0; t < SRV_VW_GPU_TABLES; t++) free(x->gpu[t].rows);
@@ -140,7 +141,21 @@ static cg_jv *pick(cg_arena *a, const cg_jv *src, const char *const *keys, const
     return o;
 }
 
-static void copy_spans(builder *b, const cg_trace *t, const cg_graph *g) {
+/* The graph's host self and total time of each span (its span nodes are the
+ * trace's spans, in its order), kept until the span rows are copied. */
+static void keep_span_times(srv_vw_index *x, const cg_graph *g) {
+    x->n_span_times = g ? g->n_span_nodes : 0;
+    if (!g) return;
+    x->span_times = cg_xalloc(2 * (g->n_span_nodes + 1), sizeof *x->span_times);
+    for (size_t i = 0; i < g->n_span_nodes; i++) {
+        cg_graph_node n;
+        cg_graph_node_view(g, i, NULL, &n);
+        x->span_times[2 * i] = n.host_self_time_ns;
+        x->span_times[2 * i + 1] = n.host_total_time_ns;
+    }
+}
+
+static void copy_spans(builder *b, const cg_trace *t) {
     srv_vw_index *x = b->x;
     x->n_spans = t->n_spans;
     x->spans = cg_xalloc(t->n_spans, sizeof *x->spans);
@@ -159,14 +174,14 @@ static void copy_spans(builder *b, const cg_trace *t, const cg_graph *g) {
         if (s) x->spans[s - t->spans].ops++;
     }
     /* the graph's span nodes are the trace's spans, in its order */
-    for (size_t i = 0; g && i < g->n_span_nodes; i++) {
-        cg_graph_node n;
-        cg_graph_node_view(g, i, NULL, &n);
+    for (size_t i = 0; i < x->n_span_times && i < t->n_spans; i++) {
         srv_vw_span *r = &x->spans[i];
-        r->self_ns = n.host_self_time_ns;
-        r->total_ns = n.host_total_time_ns;
+        r->self_ns = x->span_times[2 * i];
+        r->total_ns = x->span_times[2 * i + 1];
         r->has_times = true;
     }
+    free(x->span_times);
+    x->span_times = NULL;
 }
 
 static void copy_ops(builder *b, const cg_trace *t) {
@@ -184,47 +199,68 @@ static void copy_ops(builder *b, const cg_trace *t) {
 
 /* ---------------------------------------------------------------- span costs */
 
-typedef struct cost_item { const char *kind, *name; uint64_t self, total; bool has_self; } cost_item;
+/* Costs are aggregated as they come, one entry per (kind, name) found through
+ * a table keyed by the two interned pointers (equal texts are one pointer),
+ * then sorted: no array of every span and op node. */
+typedef struct cost_acc {
+    srv_vw_index *x;
+    cg_hmap by_key;
+    size_t cap;
+} cost_acc;
+
+static bool cost_eq(const void *ctx, uint32_t id, const void *key) {
+    const srv_vw_cost *c = &((const srv_vw_index *)ctx)->costs[id], *k = key;
+    return c->kind == k->kind && c->name == k->name;
+}
+
+static void add_cost(cost_acc *ca, const char *kind, const char *name, uint64_t self, uint64_t total, bool has_self) {
+    srv_vw_index *x = ca->x;
+    srv_vw_cost key = {.name = name, .kind = kind};
+    uint64_t h = cg_hmap_mix(cg_hmap_mix(0, (uint64_t)(uintptr_t)kind), (uint64_t)(uintptr_t)name);
+    size_t at = 0;
+    uint32_t id = cg_hmap_find(&ca->by_key, h, cost_eq, x, &key, &at);
+    if (id == CG_HMAP_NONE) {
+        if (x->n_costs == ca->cap) {
+            ca->cap = ca->cap ? 2 * ca->cap : 256;
+            x->costs = cg_xrealloc(x->costs, ca->cap, sizeof *x->costs);
+        }
+        id = (uint32_t)x->n_costs++;
+        x->costs[id] = (srv_vw_cost){.name = name, .kind = kind, .has_self = has_self};
+        cg_hmap_put_at(&ca->by_key, at, h, id);
+    }
+    srv_vw_cost *c = &x->costs[id];
+    c->count++;
+    c->self_ns = cg_sat_add_u64(c->self_ns, self);
+    c->total_ns = cg_sat_add_u64(c->total_ns, total);
+    if (total > c->max_total_ns) c->max_total_ns = total;
+}
+
 static int cmp_cost(const void *pa, const void *pb) {
-    const cost_item *a = pa, *b = pb;
+    const srv_vw_cost *a = pa, *b = pb;
     int c = strcmp(a->kind, b->kind);
     return c ? c : strcmp(a->name, b->name);
 }
 
 static void build_costs(builder *b, const cg_trace *t, const cg_graph *g) {
-    srv_vw_index *x = b->x;
-    size_t cap = g ? g->n_nodes : t->n_spans + t->n_ops, n = 0;
-    cost_item *it = cg_xalloc(cap, sizeof *it);
+    cost_acc ca = {b->x, {0}, 0};
+    cg_hmap_init(&ca.by_key, 0);
     if (g) {
         for (size_t i = 0; i < g->n_span_nodes + g->n_op_nodes; i++) { /* tensor nodes have no cost */
             cg_graph_node v;
             cg_graph_node_view(g, i, NULL, &v);
-            const cg_graph_node *nd = &v;
-            it[n++] = (cost_item){intern(b, cg_node_kind_name(nd->kind)), intern(b, nd->name), nd->host_self_time_ns,
-                                  nd->host_total_time_ns, true};
+            add_cost(&ca, intern(b, cg_node_kind_name(v.kind)), intern(b, v.name), v.host_self_time_ns,
+                     v.host_total_time_ns, true);
         }
     } else {
         for (size_t i = 0; i < t->n_spans; i++)
             if (t->spans[i].closed)
-                it[n++] = (cost_item){intern(b, cg_span_kind_name(t->spans[i].kind)), intern(b, t->spans[i].name), 0,
-                                      t->spans[i].duration_ns, false};
+                add_cost(&ca, intern(b, cg_span_kind_name(t->spans[i].kind)), intern(b, t->spans[i].name), 0,
+                         t->spans[i].duration_ns, false);
         for (size_t i = 0; i < t->n_ops; i++)
-            it[n++] = (cost_item){intern(b, "op"), intern(b, t->ops[i].op_name), 0, t->ops[i].duration_ns, false};
+            add_cost(&ca, intern(b, "op"), intern(b, t->ops[i].op_name), 0, t->ops[i].duration_ns, false);
     }
-    qsort(it, n, sizeof *it, cmp_cost);
-    x->costs = cg_xalloc(n, sizeof *x->costs);
-    for (size_t i = 0; i < n; i++) {
-        srv_vw_cost *c = x->n_costs ? &x->costs[x->n_costs - 1] : NULL;
-        if (!c || c->kind != it[i].kind || c->name != it[i].name) {
-            c = &x->costs[x->n_costs++];
-            *c = (srv_vw_cost){.name = it[i].name, .kind = it[i].kind, .has_self = it[i].has_self};
-        }
-        c->count++;
-        c->self_ns = cg_sat_add_u64(c->self_ns, it[i].self);
-        c->total_ns = cg_sat_add_u64(c->total_ns, it[i].total);
-        if (it[i].total > c->max_total_ns) c->max_total_ns = it[i].total;
-    }
-    free(it);
+    cg_hmap_free(&ca.by_key);
+    if (b->x->n_costs) qsort(b->x->costs, b->x->n_costs, sizeof *b->x->costs, cmp_cost);
 }
 
 /* ---------------------------------------------------------------- GPU tables */
@@ -321,8 +357,7 @@ static void build_sections(builder *b, const cg_evidence *e, cg_arena *tmp) {
     }
 }
 
-/* Builds the index from a parsed trace and the evidence rederived from it. */
-static srv_vw_index *index_from(const char *id, const cg_trace *t, const cg_evidence *e) {
+srv_vw_index *srv_views_build_evidence(const char *id, const cg_trace *t, const cg_evidence *e) {
     srv_vw_index *x = srv_vw_new(id);
     builder b = {.x = x};
     cg_hstr_init(&b.names, 0);
@@ -331,13 +366,27 @@ static srv_vw_index *index_from(const char *id, const cg_trace *t, const cg_evid
     const cg_graph *g = e->graph_model; /* the evidence's own graph: never built twice */
     x->complete = e->health->capture_complete;
     x->valid = e->health->structurally_valid;
-    copy_spans(&b, t, g);
-    copy_ops(&b, t);
+    keep_span_times(x, g);
     build_costs(&b, t, g);
     copy_gpu(&b, e);
     build_sections(&b, e, &tmp);
     cg_arena_free(&tmp);
     cg_hstr_free(&b.names);
+    return x;
+}
+
+void srv_views_finish(srv_vw_index *x, const cg_trace *t) {
+    builder b = {.x = x};
+    cg_hstr_init(&b.names, 0);
+    copy_spans(&b, t);
+    copy_ops(&b, t);
+    cg_hstr_free(&b.names);
+}
+
+/* Builds the index from a parsed trace and the evidence rederived from it. */
+static srv_vw_index *index_from(const char *id, const cg_trace *t, const cg_evidence *e) {
+    srv_vw_index *x = srv_views_build_evidence(id, t, e);
+    srv_views_finish(x, t);
     return x;
 }
 

@@ -230,8 +230,32 @@ cg_jv *cg_build_series(cg_arena *a, const char *const *roots, size_t n, const ch
 
 /* ---------------------------------------------------------------- storage JSON */
 
+/* The series point's tensor_stats and gradients items, produced while the
+ * point is written (lazy arrays: no DOM of a 5M-record trace's 400k items). */
+static cg_jv *stat_item(cg_arena *a, void *ctx, size_t i) {
+    const cg_series_stat *s = &((const cg_series_point *)ctx)->stats[i];
+    cg_jv *e = cg_jv_obj(a);
+    cg_jv_obj_put(a, e, "label", cg_jv_str_nocopy(a, s->label));
+    cg_jv_obj_put(a, e, "rms", cg_jv_f64(a, s->rms));
+    cg_jv_obj_put(a, e, "abs_max", cg_jv_f64(a, s->abs_max));
+    cg_jv_obj_put(a, e, "mean", cg_jv_f64(a, s->mean));
+    cg_jv_obj_put(a, e, "non_finite", cg_jv_u64(a, s->non_finite));
+    cg_jv_obj_put(a, e, "elements", cg_jv_u64(a, s->elements));
+    return e;
+}
+
+static cg_jv *gradient_item(cg_arena *a, void *ctx, size_t i) {
+    const cg_series_gradient *g = &((const cg_series_point *)ctx)->gradients[i];
+    cg_jv *e = cg_jv_obj(a);
+    cg_jv_obj_put(a, e, "root", cg_jv_str_nocopy(a, g->root));
+    cg_jv_obj_put(a, e, "key", cg_jv_str_nocopy(a, g->key));
+    cg_jv_obj_put(a, e, "state", cg_jv_str_nocopy(a, cg_grad_state_name(g->state)));
+    cg_jv_obj_put(a, e, "norm", g->has_norm ? cg_jv_f64(a, g->norm) : cg_jv_null(a));
+    return e;
+}
+
 cg_jv *cg_series_point_to_json(cg_arena *a, const cg_series_point *p) {
-    cg_jv *o = cg_jv_obj(a), *stats = cg_jv_arr(a), *grads = cg_jv_arr(a);
+    cg_jv *o = cg_jv_obj(a);
     cg_jv_obj_put(a, o, "bundle", cg_jv_str(a, p->bundle));
     cg_jv_obj_put(a, o, "receipt_run_id", cg_jv_str(a, p->receipt_run_id));
     cg_jv_obj_put(a, o, "manifest_sha256", cg_jv_str(a, p->manifest_sha256));
@@ -241,28 +265,8 @@ cg_jv *cg_series_point_to_json(cg_arena *a, const cg_series_point *p) {
     cg_jv_obj_put(a, o, "capture_step", cg_jv_u64(a, p->capture_step));
     cg_jv_obj_put(a, o, "measured_regions", cg_jv_u64(a, p->measured_regions));
     cg_jv_obj_put(a, o, "measured_duration_ns", cg_jv_u64(a, p->measured_duration_ns));
-    for (size_t i = 0; i < p->n_stats; i++) {
-        const cg_series_stat *s = &p->stats[i];
-        cg_jv *e = cg_jv_obj(a);
-        cg_jv_obj_put(a, e, "label", cg_jv_str(a, s->label));
-        cg_jv_obj_put(a, e, "rms", cg_jv_f64(a, s->rms));
-        cg_jv_obj_put(a, e, "abs_max", cg_jv_f64(a, s->abs_max));
-        cg_jv_obj_put(a, e, "mean", cg_jv_f64(a, s->mean));
-        cg_jv_obj_put(a, e, "non_finite", cg_jv_u64(a, s->non_finite));
-        cg_jv_obj_put(a, e, "elements", cg_jv_u64(a, s->elements));
-        cg_jv_arr_push(a, stats, e);
-    }
-    for (size_t i = 0; i < p->n_gradients; i++) {
-        const cg_series_gradient *g = &p->gradients[i];
-        cg_jv *e = cg_jv_obj(a);
-        cg_jv_obj_put(a, e, "root", cg_jv_str(a, g->root));
-        cg_jv_obj_put(a, e, "key", cg_jv_str(a, g->key));
-        cg_jv_obj_put(a, e, "state", cg_jv_str_nocopy(a, cg_grad_state_name(g->state)));
-        cg_jv_obj_put(a, e, "norm", g->has_norm ? cg_jv_f64(a, g->norm) : cg_jv_null(a));
-        cg_jv_arr_push(a, grads, e);
-    }
-    cg_jv_obj_put(a, o, "tensor_stats", stats);
-    cg_jv_obj_put(a, o, "gradients", grads);
+    cg_jv_obj_put(a, o, "tensor_stats", cg_jv_lazy_arr(a, p->n_stats, stat_item, (void *)p));
+    cg_jv_obj_put(a, o, "gradients", cg_jv_lazy_arr(a, p->n_gradients, gradient_item, (void *)p));
     return o;
 }
 

@@ -73,7 +73,9 @@ cg_jv *cg_build_series_from_points(cg_arena *a, const cg_series_point *points, s
 /* build_series(bundle_roots, label_prefix). */
 cg_jv *cg_build_series(cg_arena *a, const char *const *roots, size_t n, const char *label_prefix, cg_error *err);
 
-/* Stable JSON of a point for storage, and back. */
+/* Stable JSON of a point for storage, and back. The tensor_stats and
+ * gradients arrays are lazy (items made while the value is walked): p must
+ * outlive the value. */
 cg_jv *cg_series_point_to_json(cg_arena *a, const cg_series_point *p);
 int cg_series_point_from_json(cg_arena *a, const cg_jv *v, cg_series_point *out, cg_error *err);
 

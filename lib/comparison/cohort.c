@@ -87,6 +87,22 @@ void cg_cohort_row_from_trace(cg_arena *a, const cg_trace *t, const cg_health *h
 
 /* ---- JSON ---- */
 
+/* One tensor_stats item of a row, made while the row is written (a lazy
+ * array: no DOM of a large trace's labels). */
+static cg_jv *tensor_stat_item(cg_arena *a, void *ctx, size_t i) {
+    const cg_cohort_tensor_stat *s = &((const cg_cohort_row *)ctx)->tensor_stats[i];
+    cg_jv *e = cg_jv_obj(a), *rms = cg_jv_arr(a), *am = cg_jv_arr(a);
+    for (size_t k = 0; k < s->n; k++) {
+        cg_jv_arr_push(a, rms, cg_jv_f64(a, s->rms[k]));
+        cg_jv_arr_push(a, am, cg_jv_f64(a, s->abs_max[k]));
+    }
+    cg_jv_obj_put(a, e, "label", cg_jv_str_nocopy(a, s->label));
+    cg_jv_obj_put(a, e, "rms", rms);
+    cg_jv_obj_put(a, e, "abs_max", am);
+    cg_jv_obj_put(a, e, "non_finite", cg_jv_u64(a, s->non_finite));
+    return e;
+}
+
 cg_jv *cg_cohort_row_to_json(cg_arena *a, const cg_cohort_row *r) {
     cg_jv *o = cg_jv_obj(a);
     cg_jv_obj_put(a, o, "schema", cg_jv_str_nocopy(a, CG_COHORT_ROW_SCHEMA));
@@ -117,21 +133,7 @@ cg_jv *cg_cohort_row_to_json(cg_arena *a, const cg_cohort_row *r) {
     cg_jv_obj_put(a, o, "capture_complete", cg_jv_bool(a, r->capture_complete));
     cg_jv_obj_put(a, o, "measured_regions", cg_jv_u64(a, r->measured_regions));
     cg_jv_obj_put(a, o, "measured_duration_ns", cg_jv_u64(a, r->measured_duration_ns));
-    cg_jv *ts = cg_jv_arr(a);
-    for (size_t i = 0; i < r->n_tensor_stats; i++) {
-        const cg_cohort_tensor_stat *s = &r->tensor_stats[i];
-        cg_jv *e = cg_jv_obj(a), *rms = cg_jv_arr(a), *am = cg_jv_arr(a);
-        for (size_t k = 0; k < s->n; k++) {
-            cg_jv_arr_push(a, rms, cg_jv_f64(a, s->rms[k]));
-            cg_jv_arr_push(a, am, cg_jv_f64(a, s->abs_max[k]));
-        }
-        cg_jv_obj_put(a, e, "label", cg_jv_str(a, s->label));
-        cg_jv_obj_put(a, e, "rms", rms);
-        cg_jv_obj_put(a, e, "abs_max", am);
-        cg_jv_obj_put(a, e, "non_finite", cg_jv_u64(a, s->non_finite));
-        cg_jv_arr_push(a, ts, e);
-    }
-    cg_jv_obj_put(a, o, "tensor_stats", ts);
+    cg_jv_obj_put(a, o, "tensor_stats", cg_jv_lazy_arr(a, r->n_tensor_stats, tensor_stat_item, (void *)r));
     return o;
 }
 

@@ -75,7 +75,9 @@ typedef struct cg_cohort_row {
 void cg_cohort_row_from_trace(cg_arena *a, const cg_trace *trace, const cg_health *health,
                               const cg_cohort_receipt *receipt, cg_cohort_row *out);
 
-/* Stable JSON of a row (field order fixed; write it compact with cg_json_write). */
+/* Stable JSON of a row (field order fixed; write it compact with cg_json_write).
+ * Its tensor_stats array is lazy (items made while the value is walked): row
+ * must outlive the value. */
 cg_jv *cg_cohort_row_to_json(cg_arena *a, const cg_cohort_row *row);
 /* Convenience: the compact JSON text into `out` (appended). */
 void cg_cohort_row_write(cg_buf *out, const cg_cohort_row *row);
