@@ -227,6 +227,18 @@ void srv_pool_stats(srv_pool *p, unsigned *size, unsigned *in_use, unsigned *ope
     pthread_mutex_unlock(&p->mu);
 }
 
+int srv_pg_fail(PGconn *c, PGresult *r, char sqlstate[6], cg_error *err) {
+    const char *code = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    if (sqlstate) snprintf(sqlstate, 6, "%s", code ? code : "08006");
+    const char *m = r ? PQresultErrorMessage(r) : PQerrorMessage(c);
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", m && *m ? m : "no result");
+    size_t len = strlen(msg);
+    while (len && (msg[len - 1] == '\n' || msg[len - 1] == ' ')) msg[--len] = 0;
+    PQclear(r);
+    return cg_err_set(err, CG_EIO, "database: %s", msg);
+}
+
 PGresult *srv_q(PGconn *c, const char *sql, int n, const char *const *params, const int *bin_lens,
                 char sqlstate[6], cg_error *err) {
     int lens[48] = {0}, fmts[48] = {0}; /* zeroed: gcc -O3 cannot see that n == 0 reads none */
@@ -242,15 +254,7 @@ PGresult *srv_q(PGconn *c, const char *sql, int n, const char *const *params, co
     PGresult *r = srv_fault_exec_params(c, sql, n, NULL, params, lens, fmts, 0);
     ExecStatusType st = PQresultStatus(r);
     if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return r;
-    const char *code = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
-    if (sqlstate) snprintf(sqlstate, 6, "%s", code ? code : "08006");
-    const char *m = r ? PQresultErrorMessage(r) : PQerrorMessage(c);
-    char msg[512];
-    snprintf(msg, sizeof msg, "%s", m && *m ? m : "no result");
-    size_t len = strlen(msg);
-    while (len && (msg[len - 1] == '\n' || msg[len - 1] == ' ')) msg[--len] = 0;
-    cg_err_set(err, CG_EIO, "database: %s", msg);
-    PQclear(r);
+    srv_pg_fail(c, r, sqlstate, err);
     return NULL;
 }
 

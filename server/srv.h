@@ -143,6 +143,10 @@ PGconn *srv_db_connect(const char *conninfo, unsigned stmt_timeout_ms, cg_error 
  * with err set ("database: <message>") and *sqlstate copied (6 bytes) if given. */
 PGresult *srv_q(PGconn *c, const char *sql, int n, const char *const *params, const int *bin_lens,
                 char sqlstate[6], cg_error *err);
+/* A failed statement or COPY: err ("database: <message>", libpq's connection
+ * message when r is NULL) and *sqlstate ("08006" when r has none) if given;
+ * r is cleared. Returns -1. */
+int srv_pg_fail(PGconn *c, PGresult *r, char sqlstate[6], cg_error *err);
 /* One column of a result row as JSON (pg_row.c): text or null, an unsigned
  * integer or null, a float (0 for NULL), a boolean ('t'), parsed JSON (null
  * when NULL or unparsable). */

@@ -77,20 +77,6 @@ static const char SQL_SPAN_NODES[] =
     "SELECT DISTINCT ON (s.hash) encode(s.hash, 'hex'), encode(s.parent, 'hex'), s.name "
     "FROM unnest($1::text[]) AS u(id) JOIN bundle_span_paths s ON s.bundle_id = u.id ORDER BY s.hash";
 
-/* A failed COPY: err ("database: ...") and sqlstate from r (libpq's message
- * when r is NULL), r cleared. */
-static int copy_fail(PGconn *c, PGresult *r, char sqlstate[6], cg_error *err) {
-    const char *code = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
-    if (sqlstate) snprintf(sqlstate, 6, "%s", code ? code : "08006");
-    const char *m = r ? PQresultErrorMessage(r) : PQerrorMessage(c);
-    char msg[512];
-    snprintf(msg, sizeof msg, "%s", m && *m ? m : "no result");
-    size_t len = strlen(msg);
-    while (len && (msg[len - 1] == '\n' || msg[len - 1] == ' ')) msg[--len] = 0;
-    PQclear(r);
-    return cg_err_set(err, CG_EIO, "database: %s", msg);
-}
-
 /* A text of COPY's text format: backslash, tab, newline and carriage return
  * escaped (trace strings carry no NUL: ingest refuses them). */
 static void copy_text(cg_buf *b, const char *s) {
@@ -150,7 +136,7 @@ static int copy_rows(PGconn *c, const char *sql, const void *src, size_t n, void
                      char sqlstate[6], cg_error *err) {
     if (sqlstate) sqlstate[0] = 0;
     PGresult *r = srv_fault_exec(c, sql);
-    if (PQresultStatus(r) != PGRES_COPY_IN) return copy_fail(c, r, sqlstate, err);
+    if (PQresultStatus(r) != PGRES_COPY_IN) return srv_pg_fail(c, r, sqlstate, err);
     PQclear(r);
     copy_out o = {c, CG_BUF_INIT, true};
     for (size_t k = 0; o.sent && k < n; k++) {
@@ -165,8 +151,8 @@ static int copy_rows(PGconn *c, const char *sql, const void *src, size_t n, void
         if (!res && PQresultStatus(r) != PGRES_COMMAND_OK) res = r;
         else PQclear(r);
     }
-    if (res) return copy_fail(c, res, sqlstate, err);
-    if (!sent || PQstatus(c) != CONNECTION_OK) return copy_fail(c, NULL, sqlstate, err);
+    if (res) return srv_pg_fail(c, res, sqlstate, err);
+    if (!sent || PQstatus(c) != CONNECTION_OK) return srv_pg_fail(c, NULL, sqlstate, err);
     return 0;
 }
 
