@@ -10,6 +10,10 @@
 
 #include "base/fault.h"
 
+#ifdef __GLIBC__ /* defined by the libc headers above */
+#include <malloc.h>
+#endif
+
 static _Atomic(cg_oom_handler) oom_handler;
 
 cg_oom_handler cg_set_oom_handler(cg_oom_handler h) { return atomic_exchange(&oom_handler, h); }
@@ -113,4 +117,12 @@ char *cg_xstrdup(const char *s) {
     char *d = cg_xalloc(n + 1, 1);
     memcpy(d, s, n + 1);
     return d;
+}
+
+void cg_malloc_fixed_mmap_threshold(size_t bytes) {
+#ifdef __GLIBC__
+    mallopt(M_MMAP_THRESHOLD, bytes > (size_t)INT32_MAX ? INT32_MAX : (int)bytes);
+#else
+    (void)bytes;
+#endif
 }

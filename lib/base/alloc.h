@@ -64,4 +64,13 @@ cg_oom_handler cg_set_oom_handler(cg_oom_handler h);
 /* The last resort: message on stderr, _exit(1). */
 _Noreturn void cg_oom_exit(size_t bytes);
 
+/* Fixes glibc's mmap threshold at `bytes`, turning off its sliding threshold:
+ * glibc raises the threshold to the size of each large block freed, so later
+ * growing arrays land on the brk heap, where a realloc leaves a resident hole
+ * and freed memory is not handed back; blocks of `bytes` or more then stay
+ * mmapped (grown in place by mremap, unmapped when freed). For a program's own
+ * main or command only, never from code that runs inside another process (the
+ * CUPTI collector). Does nothing on other C libraries. */
+void cg_malloc_fixed_mmap_threshold(size_t bytes);
+
 #endif
