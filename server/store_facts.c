@@ -77,19 +77,22 @@ static const char SQL_SPAN_NODES[] =
     "SELECT DISTINCT ON (s.hash) encode(s.hash, 'hex'), encode(s.parent, 'hex'), s.name "
     "FROM unnest($1::text[]) AS u(id) JOIN bundle_span_paths s ON s.bundle_id = u.id ORDER BY s.hash";
 
-/* A text of COPY's text format: backslash, tab, newline and carriage return
- * escaped (trace strings carry no NUL: ingest refuses them). */
-static void copy_text(cg_buf *b, const char *s) {
-    for (const char *run = s;; s++) {
+/* n bytes of a text in COPY's text format: backslash, tab, newline and
+ * carriage return escaped (trace strings carry no NUL: ingest refuses them). */
+static void copy_text_n(cg_buf *b, const char *s, size_t n) {
+    const char *run = s, *end = s + n;
+    for (; s < end; s++) {
         char c = *s;
-        if (c && c != '\\' && c != '\t' && c != '\n' && c != '\r') continue;
+        if (c != '\\' && c != '\t' && c != '\n' && c != '\r') continue;
         cg_buf_append(b, run, (size_t)(s - run));
-        if (!c) return;
         cg_buf_putc(b, '\\');
         cg_buf_putc(b, c == '\t' ? 't' : c == '\n' ? 'n' : c == '\r' ? 'r' : '\\');
         run = s + 1;
     }
+    cg_buf_append(b, run, (size_t)(end - run));
 }
+
+static void copy_text(cg_buf *b, const char *s) { copy_text_n(b, s, strlen(s)); }
 
 /* A 32-byte hash as a bytea in COPY text ("\\x" + hex: the backslash escaped). */
 static void copy_hash(cg_buf *b, const unsigned char h[32]) {
@@ -120,11 +123,7 @@ static void copy_text_out(copy_out *o, const char *s) {
     size_t n = strlen(s);
     for (size_t at = 0; at < n && o->sent; at += COPY_CHUNK / 2) {
         size_t k = n - at < COPY_CHUNK / 2 ? n - at : COPY_CHUNK / 2;
-        char *piece = cg_xalloc(k + 1, 1);
-        memcpy(piece, s + at, k);
-        piece[k] = 0;
-        copy_text(&o->b, piece);
-        free(piece);
+        copy_text_n(&o->b, s + at, k);
         copy_flush(o, false);
     }
 }
