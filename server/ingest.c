@@ -56,6 +56,8 @@ typedef struct ingest {
     const char *manifest;    /* the bytes of bundle.json (owned by the handle) */
     size_t manifest_len;
     double t0;
+    double mark;             /* when the current stage began */
+    srv_ingest_stages st;    /* time and resident memory per stage */
     char id[65];            /* bundle id once the manifest is read (for logs) */
     const char *key_id;     /* signer key id once known (for logs) */
 } ingest;
@@ -64,6 +66,15 @@ static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Ends stage s (begun at the end of the one before): its time and the
+ * resident memory it leaves. */
+static void stage_end(ingest *g, srv_ingest_stage s) {
+    double t = now_s();
+    g->st.seconds[s] += t - g->mark;
+    g->st.rss_bytes[s] = srv_process_rss_bytes();
+    g->mark = t;
 }
 
 /* Records a failed attempt against a planned campaign capture (campaign-status
@@ -439,6 +450,7 @@ static enum MHD_Result run(ingest *g) {
             cg_jv_obj_put(a, d, "expected", cg_jv_u64(a, s->cfg.max_decode_ratio));
         return reject(g, err.reason, d, err.msg);
     }
+    stage_end(g, SRV_STAGE_UNPACK);
     /* 4. bundle/1 verification, exactly as upstream, on the bundle opened once:
      * every later stage reads through this handle (bundle.json bytes and their
      * parse, the trace parsed by the semantic step, files opened beneath its
@@ -454,6 +466,7 @@ static enum MHD_Result run(ingest *g) {
     memcpy(g->id, id, sizeof id);
     if (!check_ingest_rules(g, rcpt.run_id, &res)) return res;
     const cg_bundle_manifest man = g->bundle.man;
+    stage_end(g, SRV_STAGE_BUNDLE);
 
     /* run-ID binding and semantic verification, as `candle-graph verify --semantic` */
     cg_semantic_result sres = CG_SEMANTIC_NOT_REDERIVABLE;
@@ -463,6 +476,7 @@ static enum MHD_Result run(ingest *g) {
      * then parsed once per upload, the view index built from what the
      * semantic step holds and the Timeline index from the same trace */
     g->heavy = srv_heavy_enter(trace_bytes(&man), 0);
+    stage_end(g, SRV_STAGE_GATE);
     const cg_semantic_hook hook = {build_views, g};
     if (cg_bundle_verify_semantic_use(&g->bundle, &rcpt, true, &sres, &g->trace, &schema, &diff, &hook, &err) < 0) {
         cg_jv *d = NULL;
@@ -489,13 +503,16 @@ static enum MHD_Result run(ingest *g) {
      * the later stages (facts, Timeline) allocate, so that they fill
      * what the evidence left instead of stacking on the semantic peak */
     srv_memory_trim();
+    stage_end(g, SRV_STAGE_SEMANTIC);
     /* the derived index, the facts and the Timeline index use the trace
      * semantic verification parsed (default limits) and its post-read check
      * confirmed; so do the view index's span and op rows */
     if (g->views) srv_views_finish(g->views, g->trace);
+    stage_end(g, SRV_STAGE_VIEWS);
     /* 5. signature */
     const char *sig_json, *key_id;
     if (!check_signature(g, &sig_json, &key_id, &res)) return res;
+    stage_end(g, SRV_STAGE_SIGNATURE);
 
     /* derived index inputs */
     if (!g->health_json) set_health(g, NULL);
@@ -530,6 +547,7 @@ static enum MHD_Result run(ingest *g) {
                               : srv_fail_unavailable(r, &err);
         }
     }
+    stage_end(g, SRV_STAGE_BLOBS);
     srv_index_row row = {
         .id = id, .run_id = rcpt.run_id, .manifest = g->manifest, .manifest_len = g->manifest_len,
         .files = files, .n_files = man.n_files + 1, .total_bytes = total, .uploader = r->token_id,
@@ -545,6 +563,7 @@ static enum MHD_Result run(ingest *g) {
     cg_arena fa;
     cg_arena_init(&fa, 0);
     srv_facts_compute(&fa, id, rcpt.run_id, g->trace, &g->verdict, g->has_clocks ? g->clocks : NULL, g->n_clocks, &facts);
+    stage_end(g, SRV_STAGE_FACTS);
     pg_blobs_ctx pbc = {g, files, man.n_files + 1};
     srv_ingest_tx tx = {
         .id = id, .lock_key = lock_key(id),
@@ -557,6 +576,7 @@ static enum MHD_Result run(ingest *g) {
     int committed = srv_store_ingest_commit(s->pool, &tx, &oc, &err);
     cg_arena_free(&fa);
     srv_memory_trim();
+    stage_end(g, SRV_STAGE_COMMIT);
     if (committed < 0) {
         srv_metrics_ingest("unavailable", r->body_len, now_s() - g->t0);
         return srv_fail_unavailable(r, &err);
@@ -577,6 +597,7 @@ static enum MHD_Result run(ingest *g) {
      * then loaded by the background warm-up */
     srv_vw_index *views = existed ? NULL : g->views;
     srv_tl_index *timeline = existed ? NULL : srv_timeline_build(id, g->trace);
+    stage_end(g, SRV_STAGE_TIMELINE);
     if (!existed) g->views = NULL;
     release_trace(g);
 
@@ -608,6 +629,8 @@ static enum MHD_Result run(ingest *g) {
     srv_metrics_ingest(existed ? "already_published" : "published", r->body_len, now_s() - g->t0);
     srv_log("info", existed ? "bundle already published" : "bundle published", "request_id", r->id, "id", id, "run_id",
             rcpt.run_id, "key_id", key_id, NULL);
+    srv_metrics_ingest_stages(&g->st);
+    srv_log_ingest_stages(r->id, id, &g->st, now_s() - g->t0);
     /* after the publication (a failed save is logged, the index then built from the store) */
     if (views) srv_views_keep(s, views);
     if (timeline) srv_timeline_keep(s, timeline);
@@ -628,6 +651,7 @@ enum MHD_Result srv_h_bundles_post(srv_req *r) {
     memset(&g, 0, sizeof g);
     g.r = r;
     g.t0 = now_s();
+    g.mark = g.t0;
     enum MHD_Result res = run(&g);
     if (g.stage[0]) cg_rm_rf(g.stage);
     release_trace(&g);

@@ -111,3 +111,22 @@ void srv_log_request(const char *req_id, const char *method, const char *path, i
     if (extra) put_kv(&b, "detail", extra);
     emit(&b);
 }
+
+void srv_log_ingest_stages(const char *req_id, const char *id, const srv_ingest_stages *st, double total_s) {
+    cg_buf b = CG_BUF_INIT;
+    put_ts(&b);
+    put_kv(&b, "level", "info");
+    put_kv(&b, "msg", "ingest stages");
+    put_kv(&b, "request_id", req_id);
+    put_kv(&b, "id", id);
+    cg_buf_puts(&b, ",\"stages_ms\":{");
+    for (int i = 0; i < SRV_STAGE_COUNT; i++)
+        cg_buf_printf(&b, "%s\"%s\":%.1f", i ? "," : "", srv_ingest_stage_names[i], st->seconds[i] * 1e3);
+    cg_buf_puts(&b, "},\"rss_mib\":{");
+    for (int i = 0; i < SRV_STAGE_COUNT; i++)
+        cg_buf_printf(&b, "%s\"%s\":%.1f", i ? "," : "", srv_ingest_stage_names[i],
+                      (double)st->rss_bytes[i] / (1024.0 * 1024.0));
+    cg_buf_printf(&b, "},\"peak_rss_mib\":%.1f,\"total_ms\":%.1f",
+                  (double)srv_process_peak_rss_bytes() / (1024.0 * 1024.0), total_s * 1e3);
+    emit(&b);
+}

@@ -1,7 +1,11 @@
 /* metrics.c — Prometheus text exposition: requests by route/status, ingest
- * outcomes by code, ingest bytes and duration histograms, pool use and blob
- * store bytes (referenced, and stored/plain at rest). Counters live in fixed tables under one mutex. */
+ * outcomes by code, ingest bytes and duration histograms, time per ingest
+ * stage, pool use, blob store bytes (referenced, and stored/plain at rest) and
+ * the process's resident memory. Counters live in fixed tables under one mutex. */
+#include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "srv.h"
 
@@ -19,6 +23,12 @@ static const double sec_bounds[] = {0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120};
 #define NS (sizeof sec_bounds / sizeof sec_bounds[0])
 static uint64_t byte_hist[NB + 1], sec_hist[NS + 1], ingest_count;
 static double byte_sum, sec_sum;
+static double stage_sec[SRV_STAGE_COUNT];
+static uint64_t staged_count;
+
+const char *const srv_ingest_stage_names[SRV_STAGE_COUNT] = {
+    "unpack", "bundle", "gate", "semantic", "views", "signature", "blobs", "facts", "commit", "timeline",
+};
 
 void srv_metrics_request(int route, int status) {
     pthread_mutex_lock(&mu);
@@ -56,6 +66,56 @@ void srv_metrics_ingest(const char *outcome, uint64_t bytes, double seconds) {
     sec_sum += seconds;
     ingest_count++;
     pthread_mutex_unlock(&mu);
+}
+
+void srv_metrics_ingest_stages(const srv_ingest_stages *st) {
+    pthread_mutex_lock(&mu);
+    for (int i = 0; i < SRV_STAGE_COUNT; i++) stage_sec[i] += st->seconds[i];
+    staged_count++;
+    pthread_mutex_unlock(&mu);
+}
+
+/* The value in kB of the line "<key> <n> kB" of /proc/self/status, in bytes
+ * (0 when there is no such file or line). */
+static uint64_t status_kb(const char *key) {
+    char buf[4096];
+    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    buf[n] = 0;
+    size_t kl = strlen(key);
+    for (const char *p = buf; *p;) {
+        if (!strncmp(p, key, kl) && p[kl] == ':') return strtoull(p + kl + 1, NULL, 10) * 1024;
+        const char *nl = strchr(p, '\n');
+        if (!nl) break;
+        p = nl + 1;
+    }
+    return 0;
+}
+
+uint64_t srv_process_rss_bytes(void) { return status_kb("VmRSS"); }
+uint64_t srv_process_peak_rss_bytes(void) { return status_kb("VmHWM"); }
+
+static void stages(cg_buf *o) {
+    cg_buf_puts(o, "# HELP cg_ingest_stage_seconds_total Time spent in each stage of successful uploads.\n"
+                   "# TYPE cg_ingest_stage_seconds_total counter\n");
+    for (int i = 0; i < SRV_STAGE_COUNT; i++)
+        cg_buf_printf(o, "cg_ingest_stage_seconds_total{stage=\"%s\"} %.6f\n", srv_ingest_stage_names[i], stage_sec[i]);
+    cg_buf_printf(o,
+                  "# HELP cg_ingest_staged_total Successful uploads (201 published, 200 already published) whose stage times are counted.\n"
+                  "# TYPE cg_ingest_staged_total counter\ncg_ingest_staged_total %llu\n",
+                  (unsigned long long)staged_count);
+}
+
+static void process_memory(cg_buf *o) {
+    cg_buf_printf(o,
+                  "# HELP process_resident_memory_bytes Resident memory of the server process.\n"
+                  "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes %llu\n"
+                  "# HELP cg_process_peak_resident_memory_bytes Peak resident memory since the process started.\n"
+                  "# TYPE cg_process_peak_resident_memory_bytes gauge\ncg_process_peak_resident_memory_bytes %llu\n",
+                  (unsigned long long)srv_process_rss_bytes(), (unsigned long long)srv_process_peak_rss_bytes());
 }
 
 static void hist(cg_buf *o, const char *name, const double *bounds, size_t nb, const uint64_t *h, double sum,
@@ -109,7 +169,9 @@ void srv_metrics_render(cg_buf *o, unsigned pool_size, unsigned pool_in_use, uns
     cg_buf_puts(o, "# HELP cg_ingest_duration_seconds Upload processing time.\n"
                    "# TYPE cg_ingest_duration_seconds histogram\n");
     hist(o, "cg_ingest_duration_seconds", sec_bounds, NS, sec_hist, sec_sum, ingest_count);
+    stages(o);
     pthread_mutex_unlock(&mu);
+    process_memory(o);
     cg_buf_printf(o,
                   "# HELP cg_db_pool_connections Database pool size.\n# TYPE cg_db_pool_connections gauge\n"
                   "cg_db_pool_connections %u\n"

@@ -86,6 +86,10 @@ void srv_config_free(srv_config *c);
 void srv_log(const char *level, const char *msg, ...);
 void srv_log_request(const char *req_id, const char *method, const char *path, int status,
                      const char *code, double ms, uint64_t bytes_in, const char *extra);
+struct srv_ingest_stages;
+/* The "ingest stages" line of a successful upload: milliseconds and resident
+ * MiB after each stage, the process's peak resident MiB and the total. */
+void srv_log_ingest_stages(const char *req_id, const char *id, const struct srv_ingest_stages *st, double total_s);
 
 /* ------------------------------------------------------------ pgembed.c */
 
@@ -281,6 +285,37 @@ void srv_metrics_request(int route, int status);
 void srv_metrics_ingest(const char *outcome, uint64_t bytes, double seconds);
 void srv_metrics_render(cg_buf *out, unsigned pool_size, unsigned pool_in_use, unsigned pool_open,
                         int64_t blob_bytes, int64_t blob_count, const srv_blob_totals *blob_totals);
+
+/* The stages of a published upload, in pipeline order (ingest.c): where its
+ * time goes and how much memory the process holds after each. */
+typedef enum srv_ingest_stage {
+    SRV_STAGE_UNPACK,    /* archive into staging */
+    SRV_STAGE_BUNDLE,    /* bundle/1 verification and the ingest rules */
+    SRV_STAGE_GATE,      /* waiting for the heavy-build gate (one large parse at a time) */
+    SRV_STAGE_SEMANTIC,  /* trace parse, rederivation, evidence comparison, view index */
+    SRV_STAGE_VIEWS,     /* the view index's span and op rows */
+    SRV_STAGE_SIGNATURE, /* detached signature */
+    SRV_STAGE_BLOBS,     /* blob store writes (fs store; a pg store writes in the commit) */
+    SRV_STAGE_FACTS,     /* index row and comparison facts */
+    SRV_STAGE_COMMIT,    /* the one transaction */
+    SRV_STAGE_TIMELINE,  /* the Timeline index */
+    SRV_STAGE_COUNT
+} srv_ingest_stage;
+
+/* The stage names of metrics and logs ("unpack", …), SRV_STAGE_COUNT of them. */
+extern const char *const srv_ingest_stage_names[SRV_STAGE_COUNT];
+
+typedef struct srv_ingest_stages {
+    double seconds[SRV_STAGE_COUNT];
+    uint64_t rss_bytes[SRV_STAGE_COUNT]; /* resident set at the stage's end (0: unknown) */
+} srv_ingest_stages;
+
+/* Adds one successful upload's stage times to cg_ingest_stage_seconds_total. */
+void srv_metrics_ingest_stages(const srv_ingest_stages *st);
+/* The process's resident set and its peak so far, in bytes (Linux /proc;
+ * 0 where unknown). */
+uint64_t srv_process_rss_bytes(void);
+uint64_t srv_process_peak_rss_bytes(void);
 
 /* ------------------------------------------------------------ server state */
 

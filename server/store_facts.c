@@ -3,7 +3,11 @@
  * in the caller's transaction.
  * The path tree (one row per node and per total, a million each for a
  * 5M-record trace) streams in through COPY FROM STDIN in its text format,
- * written a chunk at a time: no statement per batch, no JSON to expand. */
+ * written a chunk at a time: no statement per batch, no JSON to expand.
+ * The path and total rows have no row-level foreign key (migration 0013):
+ * they are written only after this transaction inserted the bundle's
+ * bundle_facts row, whose key check holds the bundles row FOR KEY SHARE to
+ * the end of the transaction, so the bundle exists and stays. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>

@@ -294,6 +294,23 @@ http GET /metrics; expect 200 "" "GET /metrics"
 grep -q '^cg_http_requests_total{method="POST",route="/bundles",status="201"}' "$T/body" && grep -q '^cg_ingest_outcomes_total{code="signature_missing"}' "$T/body" \
   && grep -q '^cg_ingest_duration_seconds_bucket' "$T/body" && grep -q '^cg_db_pool_connections' "$T/body" && grep -q '^cg_blob_store_bytes' "$T/body" \
   && pass "metrics content" || fail "metrics: $(head -c 600 "$T/body")"
+# time per ingest stage: every stage of the pipeline, counted once per successful upload
+STAGES="unpack bundle gate semantic views signature blobs facts commit timeline"
+OKS=$(grep -c '"msg":"bundle \(already \)\{0,1\}published"' "$SRV_LOG")
+[ "$(grep -c '^cg_ingest_stage_seconds_total{stage="[a-z]*"} [0-9.]*$' "$T/body")" = 10 ] \
+  && [ "$(sed -n 's/^cg_ingest_stage_seconds_total{stage="\([a-z]*\)"}.*/\1/p' "$T/body" | tr '\n' ' ')" = "$STAGES " ] \
+  && [ "$(sed -n 's/^cg_ingest_staged_total //p' "$T/body")" = "$OKS" ] && [ "$OKS" -ge 2 ] \
+  && [ "$(sed -n 's/^process_resident_memory_bytes //p' "$T/body")" -gt 0 ] \
+  && [ "$(sed -n 's/^cg_process_peak_resident_memory_bytes //p' "$T/body")" -gt 0 ] \
+  && pass "ingest stage seconds for $OKS successful uploads; resident and peak memory" \
+  || fail "stage metrics: $(grep -E '^(cg_ingest_stage|cg_ingest_staged|process_resident|cg_process_peak)' "$T/body")"
+# each successful upload logs its stages: times that add up to at most its total, resident memory after each
+grep '"msg":"ingest stages"' "$SRV_LOG" | jq -s -e --arg s "$STAGES" --argjson n "$OKS" 'length == $n and all(.[];
+    (.stages_ms | keys_unsorted) == ($s | split(" ")) and (.rss_mib | keys_unsorted) == ($s | split(" "))
+    and ([.stages_ms[]] | all(. >= 0)) and ([.stages_ms[]] | add) <= .total_ms + 0.5
+    and .rss_mib.semantic > 0 and .peak_rss_mib > 0 and (.id | length) == 64)' >/dev/null \
+  && pass "every successful upload logs its stage times and resident memory" \
+  || fail "ingest stages log: $(grep '"msg":"ingest stages"' "$SRV_LOG" | head -2)"
 grep -q "$ADMIN" "$SRV_LOG" && fail "a token appears in the log" || pass "no token in the log"
 grep '"msg":"request"' "$SRV_LOG" | head -1 | jq -e '.request_id and .status' >/dev/null && pass "structured request log" || fail "request log format"
 
@@ -363,6 +380,27 @@ DBURL=$DBURL_MAIN
 # schema_version is the highest migration number (numbers need not be dense: 0010_history.sql)
 MIG_TOP=$(ls "$SRC"/migrations/ | sed -n 's/^\([0-9][0-9][0-9][0-9]\)_.*\.sql$/\1/p' | sort | tail -1)
 "$SERVER" migrate --database-url "$DBURL" | jq -e --argjson v "$((10#$MIG_TOP))" '.schema_version == $v' >/dev/null && pass "migrate (idempotent)" || fail "migrate"
+
+# ---------------------------------------------------------------- deleting a bundle row
+# the bulk fact tables have no row-level foreign key (0013): a trigger on
+# bundles deletes their rows, as ON DELETE CASCADE did, and no other bundle's
+fact_rows() { # ID → "paths totals tensor_stats"
+  psqlc "SELECT (SELECT count(*) FROM bundle_span_paths WHERE bundle_id = '$1') || ' ' ||
+                (SELECT count(*) FROM bundle_span_totals WHERE bundle_id = '$1') || ' ' ||
+                (SELECT count(*) FROM bundle_tensor_stats WHERE bundle_id = '$1')"
+}
+GONE=$(psqlc "SELECT id FROM bundles WHERE run_id = 'run-camp'")
+KEPT=$(psqlc "SELECT id FROM bundles WHERE id <> '$GONE' AND id IN (SELECT bundle_id FROM bundle_span_paths) LIMIT 1")
+BEFORE=$(fact_rows "$GONE") KEPT_BEFORE=$(fact_rows "$KEPT")
+psqlc "DELETE FROM bundles WHERE id = '$GONE'" >/dev/null || fail "DELETE of a bundles row failed"
+read -r p t s <<<"$BEFORE"
+[ "$p" -ge 1 ] && [ "$t" -ge 1 ] && [ "$s" -ge 1 ] && [ "$(fact_rows "$GONE")" = "0 0 0" ] \
+  && [ "$(fact_rows "$KEPT")" = "$KEPT_BEFORE" ] \
+  && pass "deleting a bundles row deletes its span paths, totals and tensor stats ($BEFORE rows) and no other bundle's" \
+  || fail "fact rows after deleting $GONE: $(fact_rows "$GONE") (before: $BEFORE); other bundle $KEPT_BEFORE → $(fact_rows "$KEPT")"
+[ "$(psqlc "SELECT count(*) FROM pg_constraint WHERE contype = 'f' AND conrelid IN
+            ('bundle_span_paths'::regclass, 'bundle_span_totals'::regclass, 'bundle_tensor_stats'::regclass)")" = 0 ] \
+  && pass "bulk fact tables carry no per-row foreign key check" || fail "a bulk fact table still has a foreign key"
 
 # ---------------------------------------------------------------- schema newer than the binary
 psqlc "INSERT INTO schema_migrations (version, name, sha256) VALUES (9999, '9999_future.sql', 'x')" >/dev/null
