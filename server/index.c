@@ -69,56 +69,36 @@ static int cmp_stats(const void *x, const void *y) {
     return strcmp(a->label, b->label);
 }
 
-/* One member "key":"text" of a row-set object (first: no comma before it). */
-static void rs_text(cg_buf *b, bool first, const char *key, const char *text) {
-    cg_buf_printf(b, "%s\"%s\":", first ? "" : ",", key);
-    cg_json_write_str(b, text, strlen(text));
+void srv_tensor_groups_build(const cg_trace *t, srv_tensor_groups *out) {
+    memset(out, 0, sizeof *out);
+    if (t->n_tensor_stats == 0) return;
+    out->rows = cg_xalloc(t->n_tensor_stats, sizeof *out->rows);
+    out->starts = cg_xalloc(t->n_tensor_stats + 1, sizeof *out->starts);
+    for (size_t i = 0; i < t->n_tensor_stats; i++) out->rows[i] = &t->tensor_stats[i];
+    qsort(out->rows, t->n_tensor_stats, sizeof *out->rows, cmp_stats);
+    for (size_t i = 0; i < t->n_tensor_stats; i++)
+        if (i == 0 || strcmp(out->rows[i]->label, out->rows[i - 1]->label) != 0) out->starts[out->n_groups++] = i;
+    out->starts[out->n_groups] = t->n_tensor_stats;
 }
 
-/* Per-label sums, labels in byte order: [{"l","n","r","x","m","e","f"}] or NULL
- * (all values text, as rs_put gives them), written straight into the text: no
- * JSON tree of one object per label. */
-static const char *tensor_stats_rows(const cg_trace *t, cg_arena *a) {
-    if (t->n_tensor_stats == 0) return NULL;
-    const cg_tensor_stats **v = cg_xalloc(t->n_tensor_stats, sizeof *v);
-    for (size_t i = 0; i < t->n_tensor_stats; i++) v[i] = &t->tensor_stats[i];
-    qsort(v, t->n_tensor_stats, sizeof *v, cmp_stats);
-    cg_buf b = CG_BUF_INIT;
-    cg_buf_putc(&b, '[');
-    char num[64];
-    for (size_t i = 0; i < t->n_tensor_stats;) {
-        size_t j = i;
-        double rms = 0, absmax = 0, mean = 0;
-        uint64_t elements = 0, nonfinite = 0;
-        for (; j < t->n_tensor_stats && strcmp(v[j]->label, v[i]->label) == 0; j++) {
-            rms += v[j]->rms;
-            absmax += v[j]->abs_max;
-            mean += v[j]->mean;
-            elements += v[j]->elements;
-            nonfinite += v[j]->non_finite;
-        }
-        cg_buf_puts(&b, i ? ",{" : "{");
-        rs_text(&b, true, "l", v[i]->label);
-        snprintf(num, sizeof num, "%zu", j - i);
-        rs_text(&b, false, "n", num);
-        snprintf(num, sizeof num, "%.17g", rms);
-        rs_text(&b, false, "r", num);
-        snprintf(num, sizeof num, "%.17g", absmax);
-        rs_text(&b, false, "x", num);
-        snprintf(num, sizeof num, "%.17g", mean);
-        rs_text(&b, false, "m", num);
-        snprintf(num, sizeof num, "%" PRIu64, elements);
-        rs_text(&b, false, "e", num);
-        snprintf(num, sizeof num, "%" PRIu64, nonfinite);
-        rs_text(&b, false, "f", num);
-        cg_buf_putc(&b, '}');
-        i = j;
+void srv_tensor_groups_free(srv_tensor_groups *g) {
+    free(g->rows);
+    free(g->starts);
+    memset(g, 0, sizeof *g);
+}
+
+void srv_tensor_group_sums(const srv_tensor_groups *g, size_t k, srv_tensor_sums *out) {
+    memset(out, 0, sizeof *out);
+    out->label = g->rows[g->starts[k]]->label;
+    for (size_t j = g->starts[k]; j < g->starts[k + 1]; j++) {
+        const cg_tensor_stats *v = g->rows[j];
+        out->samples++;
+        out->rms += v->rms;
+        out->abs_max += v->abs_max;
+        out->mean += v->mean;
+        out->elements += v->elements;
+        out->non_finite += v->non_finite;
     }
-    cg_buf_putc(&b, ']');
-    free(v);
-    const char *out = cg_arena_strndup(a, b.data, b.len);
-    cg_buf_free(&b);
-    return out;
 }
 
 static bool too_long(const char *s) { return s && strlen(s) > SRV_INDEX_MAX_KEY_BYTES; }
@@ -200,5 +180,4 @@ void srv_index_prepare(const srv_index_row *row, cg_arena *a, srv_index_params *
         rs_put(&tags, "v", m->tags[i].value);
     }
     out->tags = m->n_tags ? jtext(a, tags.rows) : NULL;
-    out->tensor_stats = tensor_stats_rows(t, a);
 }

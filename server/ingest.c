@@ -68,12 +68,13 @@ static double now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Ends stage s (begun at the end of the one before): its time and the
- * resident memory it leaves. */
+/* Ends stage s (begun at the end of the one before): its time, the resident
+ * memory it leaves and the process's peak so far (the stage whose peak is
+ * higher than the one before raised it). */
 static void stage_end(ingest *g, srv_ingest_stage s) {
     double t = now_s();
     g->st.seconds[s] += t - g->mark;
-    g->st.rss_bytes[s] = srv_process_rss_bytes();
+    srv_process_memory(&g->st.rss_bytes[s], &g->st.peak_bytes[s]);
     g->mark = t;
 }
 

@@ -112,6 +112,14 @@ void srv_log_request(const char *req_id, const char *method, const char *path, i
     emit(&b);
 }
 
+/* ,"key":{"unpack":v,…} with v[i] / div to one decimal. */
+static void put_stage_obj(cg_buf *b, const char *key, const double *v, const uint64_t *u, double div) {
+    cg_buf_printf(b, ",\"%s\":{", key);
+    for (int i = 0; i < SRV_STAGE_COUNT; i++)
+        cg_buf_printf(b, "%s\"%s\":%.1f", i ? "," : "", srv_ingest_stage_names[i], (v ? v[i] : (double)u[i]) / div);
+    cg_buf_putc(b, '}');
+}
+
 void srv_log_ingest_stages(const char *req_id, const char *id, const srv_ingest_stages *st, double total_s) {
     cg_buf b = CG_BUF_INIT;
     put_ts(&b);
@@ -119,14 +127,10 @@ void srv_log_ingest_stages(const char *req_id, const char *id, const srv_ingest_
     put_kv(&b, "msg", "ingest stages");
     put_kv(&b, "request_id", req_id);
     put_kv(&b, "id", id);
-    cg_buf_puts(&b, ",\"stages_ms\":{");
-    for (int i = 0; i < SRV_STAGE_COUNT; i++)
-        cg_buf_printf(&b, "%s\"%s\":%.1f", i ? "," : "", srv_ingest_stage_names[i], st->seconds[i] * 1e3);
-    cg_buf_puts(&b, "},\"rss_mib\":{");
-    for (int i = 0; i < SRV_STAGE_COUNT; i++)
-        cg_buf_printf(&b, "%s\"%s\":%.1f", i ? "," : "", srv_ingest_stage_names[i],
-                      (double)st->rss_bytes[i] / (1024.0 * 1024.0));
-    cg_buf_printf(&b, "},\"peak_rss_mib\":%.1f,\"total_ms\":%.1f",
-                  (double)srv_process_peak_rss_bytes() / (1024.0 * 1024.0), total_s * 1e3);
+    const double mib = 1024.0 * 1024.0;
+    put_stage_obj(&b, "stages_ms", st->seconds, NULL, 1e-3);
+    put_stage_obj(&b, "rss_mib", NULL, st->rss_bytes, mib);
+    put_stage_obj(&b, "peak_mib", NULL, st->peak_bytes, mib);
+    cg_buf_printf(&b, ",\"total_ms\":%.1f", total_s * 1e3);
     emit(&b);
 }

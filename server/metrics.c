@@ -75,28 +75,24 @@ void srv_metrics_ingest_stages(const srv_ingest_stages *st) {
     pthread_mutex_unlock(&mu);
 }
 
-/* The value in kB of the line "<key> <n> kB" of /proc/self/status, in bytes
- * (0 when there is no such file or line). */
-static uint64_t status_kb(const char *key) {
+/* VmRSS and VmHWM of /proc/self/status in bytes (0 when unknown). */
+void srv_process_memory(uint64_t *rss, uint64_t *peak) {
+    *rss = *peak = 0;
     char buf[4096];
     int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
+    if (fd < 0) return;
     ssize_t n = read(fd, buf, sizeof buf - 1);
     close(fd);
-    if (n <= 0) return 0;
+    if (n <= 0) return;
     buf[n] = 0;
-    size_t kl = strlen(key);
     for (const char *p = buf; *p;) {
-        if (!strncmp(p, key, kl) && p[kl] == ':') return strtoull(p + kl + 1, NULL, 10) * 1024;
+        if (!strncmp(p, "VmRSS:", 6)) *rss = strtoull(p + 6, NULL, 10) * 1024;
+        else if (!strncmp(p, "VmHWM:", 6)) *peak = strtoull(p + 6, NULL, 10) * 1024;
         const char *nl = strchr(p, '\n');
         if (!nl) break;
         p = nl + 1;
     }
-    return 0;
 }
-
-uint64_t srv_process_rss_bytes(void) { return status_kb("VmRSS"); }
-uint64_t srv_process_peak_rss_bytes(void) { return status_kb("VmHWM"); }
 
 static void stages(cg_buf *o) {
     cg_buf_puts(o, "# HELP cg_ingest_stage_seconds_total Time spent in each stage of successful uploads.\n"
@@ -110,12 +106,14 @@ static void stages(cg_buf *o) {
 }
 
 static void process_memory(cg_buf *o) {
+    uint64_t rss, peak;
+    srv_process_memory(&rss, &peak);
     cg_buf_printf(o,
                   "# HELP process_resident_memory_bytes Resident memory of the server process.\n"
                   "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes %llu\n"
                   "# HELP cg_process_peak_resident_memory_bytes Peak resident memory since the process started.\n"
                   "# TYPE cg_process_peak_resident_memory_bytes gauge\ncg_process_peak_resident_memory_bytes %llu\n",
-                  (unsigned long long)srv_process_rss_bytes(), (unsigned long long)srv_process_peak_rss_bytes());
+                  (unsigned long long)rss, (unsigned long long)peak);
 }
 
 static void hist(cg_buf *o, const char *name, const double *bounds, size_t nb, const uint64_t *h, double sum,

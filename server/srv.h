@@ -87,8 +87,8 @@ void srv_log(const char *level, const char *msg, ...);
 void srv_log_request(const char *req_id, const char *method, const char *path, int status,
                      const char *code, double ms, uint64_t bytes_in, const char *extra);
 struct srv_ingest_stages;
-/* The "ingest stages" line of a successful upload: milliseconds and resident
- * MiB after each stage, the process's peak resident MiB and the total. */
+/* The "ingest stages" line of a successful upload: milliseconds, resident
+ * MiB and the process's peak resident MiB after each stage, and the total. */
 void srv_log_ingest_stages(const char *req_id, const char *id, const struct srv_ingest_stages *st, double total_s);
 
 /* ------------------------------------------------------------ pgembed.c */
@@ -307,15 +307,15 @@ extern const char *const srv_ingest_stage_names[SRV_STAGE_COUNT];
 
 typedef struct srv_ingest_stages {
     double seconds[SRV_STAGE_COUNT];
-    uint64_t rss_bytes[SRV_STAGE_COUNT]; /* resident set at the stage's end (0: unknown) */
+    uint64_t rss_bytes[SRV_STAGE_COUNT];  /* resident set at the stage's end (0: unknown) */
+    uint64_t peak_bytes[SRV_STAGE_COUNT]; /* the process's peak resident set at the stage's end */
 } srv_ingest_stages;
 
 /* Adds one successful upload's stage times to cg_ingest_stage_seconds_total. */
 void srv_metrics_ingest_stages(const srv_ingest_stages *st);
-/* The process's resident set and its peak so far, in bytes (Linux /proc;
- * 0 where unknown). */
-uint64_t srv_process_rss_bytes(void);
-uint64_t srv_process_peak_rss_bytes(void);
+/* The process's resident set and its peak so far, in bytes (Linux
+ * /proc/self/status VmRSS, VmHWM; 0 where unknown). */
+void srv_process_memory(uint64_t *rss, uint64_t *peak);
 
 /* ------------------------------------------------------------ server state */
 

@@ -21,6 +21,37 @@
 #include "base/json.h"
 #include "trace/trace.h"
 
+/* ------------------------------------------------------------ COPY (store_copy.c) */
+
+/* Rows of a COPY … FROM STDIN (text format) are written into b and sent
+ * whenever it holds SRV_COPY_CHUNK bytes; sent turns false once a send failed
+ * (nothing more is sent, srv_copy_rows then fails). */
+#define SRV_COPY_CHUNK (256u << 10)
+typedef struct srv_copy_out {
+    PGconn *c;
+    cg_buf b;
+    bool sent;
+} srv_copy_out;
+typedef void (*srv_copy_row_fn)(const void *src, size_t k, srv_copy_out *o);
+
+/* n bytes of a text in COPY's text format: backslash, tab, newline and
+ * carriage return escaped (trace strings carry no NUL: ingest refuses them). */
+void srv_copy_text_n(cg_buf *b, const char *s, size_t n);
+void srv_copy_text(cg_buf *b, const char *s);
+/* A 32-byte hash as a bytea in COPY text ("\\x" + hex: the backslash escaped). */
+void srv_copy_hash(cg_buf *b, const unsigned char h[32]);
+/* Sends the buffered rows when they are a chunk (or any, when all). */
+void srv_copy_flush(srv_copy_out *o, bool all);
+/* srv_copy_text of a text of any length, sent a chunk at a time (a facts text
+ * of a 5M-record trace is tens of MB: never copied whole into libpq's buffer). */
+void srv_copy_text_out(srv_copy_out *o, const char *s);
+/* COPY sql FROM STDIN in the caller's transaction, rows [0, n) written by row
+ * (which may flush); the statement's result is read to its end whatever
+ * happened, so the connection is ready for the next statement (or the
+ * rollback). 0, or -1 with err and sqlstate. */
+int srv_copy_rows(PGconn *c, const char *sql, const void *src, size_t n, srv_copy_row_fn row, char sqlstate[6],
+                  cg_error *err);
+
 /* One bundle's facts: cohort row, series point and terminal reason (may be
  * NULL) as text, and its path tree (srv_compare.h), streamed in by COPY in
  * chunks of rows (store_facts.c), so that neither this process nor the

@@ -13,8 +13,6 @@
 #include <string.h>
 
 #include "base/alloc.h"
-#include "base/sha256.h"
-#include "fault.h"
 #include "srv_compare.h"
 #include "srv_store.h"
 
@@ -81,94 +79,16 @@ static const char SQL_SPAN_NODES[] =
     "SELECT DISTINCT ON (s.hash) encode(s.hash, 'hex'), encode(s.parent, 'hex'), s.name "
     "FROM unnest($1::text[]) AS u(id) JOIN bundle_span_paths s ON s.bundle_id = u.id ORDER BY s.hash";
 
-/* n bytes of a text in COPY's text format: backslash, tab, newline and
- * carriage return escaped (trace strings carry no NUL: ingest refuses them). */
-static void copy_text_n(cg_buf *b, const char *s, size_t n) {
-    const char *run = s, *end = s + n;
-    for (; s < end; s++) {
-        char c = *s;
-        if (c != '\\' && c != '\t' && c != '\n' && c != '\r') continue;
-        cg_buf_append(b, run, (size_t)(s - run));
-        cg_buf_putc(b, '\\');
-        cg_buf_putc(b, c == '\t' ? 't' : c == '\n' ? 'n' : c == '\r' ? 'r' : '\\');
-        run = s + 1;
-    }
-    cg_buf_append(b, run, (size_t)(end - run));
-}
-
-static void copy_text(cg_buf *b, const char *s) { copy_text_n(b, s, strlen(s)); }
-
-/* A 32-byte hash as a bytea in COPY text ("\\x" + hex: the backslash escaped). */
-static void copy_hash(cg_buf *b, const unsigned char h[32]) {
-    char hex[65];
-    cg_hex(h, 32, hex);
-    cg_buf_append(b, "\\\\x", 3);
-    cg_buf_append(b, hex, 64);
-}
-
-#define COPY_CHUNK (256u << 10)
-
-/* A COPY in progress: rows are written into b, sent whenever it holds a chunk. */
-typedef struct copy_out {
-    PGconn *c;
-    cg_buf b;
-    bool sent; /* false once a send failed (nothing more is sent) */
-} copy_out;
-
-static void copy_flush(copy_out *o, bool all) {
-    if (!o->sent || !o->b.len || (!all && o->b.len < COPY_CHUNK)) return;
-    o->sent = PQputCopyData(o->c, o->b.data, (int)o->b.len) == 1;
-    cg_buf_reset(&o->b);
-}
-
-/* copy_text of a text of any length, sent a chunk at a time (a facts text of
- * a 5M-record trace is tens of MB: never copied whole into libpq's buffer). */
-static void copy_text_out(copy_out *o, const char *s) {
-    size_t n = strlen(s);
-    for (size_t at = 0; at < n && o->sent; at += COPY_CHUNK / 2) {
-        size_t k = n - at < COPY_CHUNK / 2 ? n - at : COPY_CHUNK / 2;
-        copy_text_n(&o->b, s + at, k);
-        copy_flush(o, false);
-    }
-}
-
-/* COPY sql FROM STDIN with rows [0, n) written by row (which may flush);
- * the statement's result read to its end whatever happened, so the
- * connection is ready for the next statement (or the rollback). */
-static int copy_rows(PGconn *c, const char *sql, const void *src, size_t n, void (*row)(const void *, size_t, copy_out *),
-                     char sqlstate[6], cg_error *err) {
-    if (sqlstate) sqlstate[0] = 0;
-    PGresult *r = srv_fault_exec(c, sql);
-    if (PQresultStatus(r) != PGRES_COPY_IN) return srv_pg_fail(c, r, sqlstate, err);
-    PQclear(r);
-    copy_out o = {c, CG_BUF_INIT, true};
-    for (size_t k = 0; o.sent && k < n; k++) {
-        row(src, k, &o);
-        copy_flush(&o, k + 1 == n);
-    }
-    cg_buf_free(&o.b);
-    bool sent = o.sent;
-    if (PQputCopyEnd(c, sent ? NULL : "client failed to send the rows") != 1) sent = false;
-    PGresult *res = NULL;
-    while ((r = PQgetResult(c))) { /* the COPY's own result, then NULL */
-        if (!res && PQresultStatus(r) != PGRES_COMMAND_OK) res = r;
-        else PQclear(r);
-    }
-    if (res) return srv_pg_fail(c, res, sqlstate, err);
-    if (!sent || PQstatus(c) != CONNECTION_OK) return srv_pg_fail(c, NULL, sqlstate, err);
-    return 0;
-}
-
-static void facts_row(const void *src, size_t k, copy_out *o) {
+static void facts_row(const void *src, size_t k, srv_copy_out *o) {
     const srv_facts_text *f = src;
     (void)k;
     cg_buf_puts(&o->b, f->id);
     cg_buf_putc(&o->b, '\t');
-    copy_text_out(o, f->cohort_row);
+    srv_copy_text_out(o, f->cohort_row);
     cg_buf_putc(&o->b, '\t');
-    copy_text_out(o, f->series_point);
+    srv_copy_text_out(o, f->series_point);
     cg_buf_putc(&o->b, '\t');
-    if (f->terminal_reason) copy_text_out(o, f->terminal_reason);
+    if (f->terminal_reason) srv_copy_text_out(o, f->terminal_reason);
     else cg_buf_append(&o->b, "\\N", 2);
     cg_buf_putc(&o->b, '\n');
 }
@@ -201,34 +121,31 @@ typedef struct copy_src {
     total_ref *totals;           /* totals in key order */
 } copy_src;
 
-static void node_row(const void *from, size_t k, copy_out *o) {
+static void node_row(const void *from, size_t k, srv_copy_out *o) {
     const copy_src *src = from;
     cg_buf *b = &o->b;
     const srv_path_node *nd = src->nodes[k];
     cg_buf_puts(b, src->id);
     cg_buf_putc(b, '\t');
-    copy_hash(b, nd->hash);
+    srv_copy_hash(b, nd->hash);
     cg_buf_putc(b, '\t');
     if (nd->parent == SRV_PATH_ROOT) cg_buf_append(b, "\\N", 2);
-    else copy_hash(b, src->pt->nodes[nd->parent].hash);
+    else srv_copy_hash(b, src->pt->nodes[nd->parent].hash);
     cg_buf_putc(b, '\t');
-    copy_text(b, nd->name);
+    srv_copy_text(b, nd->name);
     cg_buf_putc(b, '\n');
 }
 
-static void total_row(const void *from, size_t k, copy_out *o) {
+static void total_row(const void *from, size_t k, srv_copy_out *o) {
     const copy_src *src = from;
     cg_buf *b = &o->b;
     const total_ref *r = &src->totals[k];
     cg_buf_printf(b, "%s\t%s\t", src->id, kind_name(r->x->kind));
-    copy_hash(b, r->hash);
+    srv_copy_hash(b, r->hash);
     cg_buf_printf(b, "\t%" PRIu64 "\t%" PRIu64 "\n", r->x->total, r->x->n);
 }
 
-/* COPY sql FROM STDIN with rows [0, n) written by row, sent in chunks of
- * about COPY_CHUNK bytes; the statement's result read to its end whatever
- * happened, so the connection is ready for the next statement (or the
- * rollback). */
+/* A statement without parameters whose result is not needed. */
 static int exec0(PGconn *c, const char *sql, char sqlstate[6], cg_error *err) {
     PGresult *x = srv_q(c, sql, 0, NULL, NULL, sqlstate, err);
     if (!x) return -1;
@@ -241,9 +158,9 @@ static int copy_tree(PGconn *c, const srv_path_totals *pt, const char *id, bool 
     copy_src src = {pt, id, cg_xalloc(pt->n_nodes + 1, sizeof *src.nodes), NULL};
     for (size_t k = 0; k < pt->n_nodes; k++) src.nodes[k] = &pt->nodes[k];
     qsort(src.nodes, pt->n_nodes, sizeof *src.nodes, cmp_node);
-    int rc = new_bundle ? copy_rows(c, SQL_PATHS_COPY, &src, pt->n_nodes, node_row, sqlstate, err)
+    int rc = new_bundle ? srv_copy_rows(c, SQL_PATHS_COPY, &src, pt->n_nodes, node_row, sqlstate, err)
                         : exec0(c, SQL_PATHS_STAGE, sqlstate, err) < 0 ||
-                                  copy_rows(c, SQL_PATHS_STAGE_COPY, &src, pt->n_nodes, node_row, sqlstate, err) < 0 ||
+                                  srv_copy_rows(c, SQL_PATHS_STAGE_COPY, &src, pt->n_nodes, node_row, sqlstate, err) < 0 ||
                                   exec0(c, SQL_PATHS_FROM_STAGE, sqlstate, err) < 0
                               ? -1
                               : 0;
@@ -253,7 +170,7 @@ static int copy_tree(PGconn *c, const srv_path_totals *pt, const char *id, bool 
     for (size_t k = 0; k < pt->n_totals; k++)
         src.totals[k] = (total_ref){&pt->totals[k], pt->nodes[pt->totals[k].node].hash};
     qsort(src.totals, pt->n_totals, sizeof *src.totals, cmp_total);
-    rc = copy_rows(c, SQL_TOTALS_COPY, &src, pt->n_totals, total_row, sqlstate, err);
+    rc = srv_copy_rows(c, SQL_TOTALS_COPY, &src, pt->n_totals, total_row, sqlstate, err);
     free(src.totals);
     return rc;
 }
@@ -261,7 +178,7 @@ static int copy_tree(PGconn *c, const srv_path_totals *pt, const char *id, bool 
 int srv_store_facts_put(PGconn *c, const srv_facts_text *f, bool new_bundle, bool *inserted, char sqlstate[6],
                         cg_error *err) {
     if (new_bundle) { /* no facts row can exist yet: the texts stream in */
-        if (copy_rows(c, SQL_FACTS_COPY, f, 1, facts_row, sqlstate, err) < 0) return -1;
+        if (srv_copy_rows(c, SQL_FACTS_COPY, f, 1, facts_row, sqlstate, err) < 0) return -1;
         *inserted = true;
         return copy_tree(c, f->paths, f->id, true, sqlstate, err);
     }
