@@ -112,25 +112,30 @@ void srv_log_request(const char *req_id, const char *method, const char *path, i
     emit(&b);
 }
 
-/* ,"key":{"unpack":v,…} with v[i] / div to one decimal. */
-static void put_stage_obj(cg_buf *b, const char *key, const double *v, const uint64_t *u, double div) {
+/* ,"key":{"unpack":v,…}: each stage's value to one decimal. */
+static void put_stage_obj(cg_buf *b, const char *key, const double v[SRV_STAGE_COUNT]) {
     cg_buf_printf(b, ",\"%s\":{", key);
     for (int i = 0; i < SRV_STAGE_COUNT; i++)
-        cg_buf_printf(b, "%s\"%s\":%.1f", i ? "," : "", srv_ingest_stage_names[i], (v ? v[i] : (double)u[i]) / div);
+        cg_buf_printf(b, "%s\"%s\":%.1f", i ? "," : "", srv_ingest_stage_names[i], v[i]);
     cg_buf_putc(b, '}');
 }
 
 void srv_log_ingest_stages(const char *req_id, const char *id, const srv_ingest_stages *st, double total_s) {
+    double ms[SRV_STAGE_COUNT], rss[SRV_STAGE_COUNT], peak[SRV_STAGE_COUNT];
+    for (int i = 0; i < SRV_STAGE_COUNT; i++) {
+        ms[i] = st->seconds[i] * 1e3;
+        rss[i] = (double)st->rss_bytes[i] / (1024.0 * 1024.0);
+        peak[i] = (double)st->peak_bytes[i] / (1024.0 * 1024.0);
+    }
     cg_buf b = CG_BUF_INIT;
     put_ts(&b);
     put_kv(&b, "level", "info");
     put_kv(&b, "msg", "ingest stages");
     put_kv(&b, "request_id", req_id);
     put_kv(&b, "id", id);
-    const double mib = 1024.0 * 1024.0;
-    put_stage_obj(&b, "stages_ms", st->seconds, NULL, 1e-3);
-    put_stage_obj(&b, "rss_mib", NULL, st->rss_bytes, mib);
-    put_stage_obj(&b, "peak_mib", NULL, st->peak_bytes, mib);
+    put_stage_obj(&b, "stages_ms", ms);
+    put_stage_obj(&b, "rss_mib", rss);
+    put_stage_obj(&b, "peak_mib", peak);
     cg_buf_printf(&b, ",\"total_ms\":%.1f", total_s * 1e3);
     emit(&b);
 }
