@@ -69,7 +69,7 @@ static int cmp_stats(const void *x, const void *y) {
     return strcmp(a->label, b->label);
 }
 
-void srv_tensor_groups_build(const cg_trace *t, srv_tensor_groups *out) {
+static void tensor_groups_build(const cg_trace *t, srv_tensor_groups *out) {
     memset(out, 0, sizeof *out);
     if (t->n_tensor_stats == 0) return;
     out->rows = cg_xalloc(t->n_tensor_stats, sizeof *out->rows);
@@ -81,10 +81,10 @@ void srv_tensor_groups_build(const cg_trace *t, srv_tensor_groups *out) {
     out->starts[out->n_groups] = t->n_tensor_stats;
 }
 
-void srv_tensor_groups_free(srv_tensor_groups *g) {
-    free(g->rows);
-    free(g->starts);
-    memset(g, 0, sizeof *g);
+void srv_index_params_free(srv_index_params *p) {
+    free(p->tensor_stats.rows);
+    free(p->tensor_stats.starts);
+    memset(&p->tensor_stats, 0, sizeof p->tensor_stats);
 }
 
 void srv_tensor_group_sums(const srv_tensor_groups *g, size_t k, srv_tensor_sums *out) {
@@ -180,4 +180,5 @@ void srv_index_prepare(const srv_index_row *row, cg_arena *a, srv_index_params *
         rs_put(&tags, "v", m->tags[i].value);
     }
     out->tags = m->n_tags ? jtext(a, tags.rows) : NULL;
+    tensor_groups_build(t, &out->tensor_stats);
 }

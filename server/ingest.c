@@ -575,6 +575,7 @@ static enum MHD_Result run(ingest *g) {
     };
     srv_ingest_outcome oc;
     int committed = srv_store_ingest_commit(s->pool, &tx, &oc, &err);
+    srv_index_params_free(&ix);
     cg_arena_free(&fa);
     srv_memory_trim();
     stage_end(g, SRV_STAGE_COMMIT);

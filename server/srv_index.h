@@ -41,29 +41,15 @@ typedef struct srv_index_row {
  * keyed by hash). */
 const char *srv_index_oversized(const cg_trace *t, const char *run_id, const srv_file_row *files, size_t n_files);
 
-/* The bound parameters of the bundle row and the row sets (JSON arrays
- * expanded by json_to_recordset; NULL = no rows) of its files and tags, all
- * in arena a; store_ingest.c inserts them. CPU only. */
-#define SRV_INDEX_BUNDLE_PARAMS 34
-typedef struct srv_index_params {
-    const char *id;
-    const char *bundle[SRV_INDEX_BUNDLE_PARAMS];
-    int bundle_lens[SRV_INDEX_BUNDLE_PARAMS]; /* > 0: binary parameter of that length */
-    const char *files, *tags;
-} srv_index_params;
-void srv_index_prepare(const srv_index_row *row, cg_arena *a, srv_index_params *out);
-
 /* The trace's tensor statistics grouped by label, labels in byte order: group
- * k is rows[starts[k] .. starts[k + 1]). rows and starts are malloc'd
- * (srv_tensor_groups_free); they point into the trace, which must outlive
- * them. store_ingest.c streams one bundle_tensor_stats row per group. */
+ * k is rows[starts[k] .. starts[k + 1]). rows and starts are malloc'd; they
+ * point into the trace, which must outlive them. store_ingest.c streams one
+ * bundle_tensor_stats row per group. */
 typedef struct srv_tensor_groups {
     const cg_tensor_stats **rows;
     size_t *starts;
     size_t n_groups;
 } srv_tensor_groups;
-void srv_tensor_groups_build(const cg_trace *t, srv_tensor_groups *out);
-void srv_tensor_groups_free(srv_tensor_groups *g);
 /* The sums of group k (label, samples, rms, abs_max, mean, elements, non_finite). */
 typedef struct srv_tensor_sums {
     const char *label;
@@ -71,6 +57,22 @@ typedef struct srv_tensor_sums {
     double rms, abs_max, mean;
 } srv_tensor_sums;
 void srv_tensor_group_sums(const srv_tensor_groups *g, size_t k, srv_tensor_sums *out);
+
+/* The bound parameters of the bundle row, the row sets (JSON arrays expanded
+ * by json_to_recordset; NULL = no rows) of its files and tags, in arena a, and
+ * its tensor statistics grouped by label (malloc'd: srv_index_params_free);
+ * store_ingest.c inserts them. CPU only, before the transaction. */
+#define SRV_INDEX_BUNDLE_PARAMS 34
+typedef struct srv_index_params {
+    const char *id;
+    const char *bundle[SRV_INDEX_BUNDLE_PARAMS];
+    int bundle_lens[SRV_INDEX_BUNDLE_PARAMS]; /* > 0: binary parameter of that length */
+    const char *files, *tags;
+    srv_tensor_groups tensor_stats;
+} srv_index_params;
+void srv_index_prepare(const srv_index_row *row, cg_arena *a, srv_index_params *out);
+void srv_index_params_free(srv_index_params *p);
+
 /* The health's JSON text as the index stores it (arena a). */
 const char *srv_index_health_json(cg_arena *a, const cg_health *h);
 /* Duration of the single closed measured span (has=false otherwise) and the count. */

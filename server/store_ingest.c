@@ -120,20 +120,17 @@ static void stats_row(const void *from, size_t k, srv_copy_out *o) {
 
 /* The bundle's tensor-stat sums, one row per label (the bundles row is this
  * transaction's, so it exists and stays: migration 0013). */
-static int insert_tensor_stats(PGconn *c, const char *id, const cg_trace *t, char ss[6], cg_error *err) {
-    srv_tensor_groups g;
-    srv_tensor_groups_build(t, &g);
-    stats_src src = {id, &g};
-    int rc = g.n_groups ? srv_copy_rows(c, SQL_TENSOR_STATS_COPY, &src, g.n_groups, stats_row, ss, err) : 0;
-    srv_tensor_groups_free(&g);
-    return rc;
+static int insert_tensor_stats(PGconn *c, const srv_index_params *ix, char ss[6], cg_error *err) {
+    const srv_tensor_groups *g = &ix->tensor_stats;
+    stats_src src = {ix->id, g};
+    return g->n_groups ? srv_copy_rows(c, SQL_TENSOR_STATS_COPY, &src, g->n_groups, stats_row, ss, err) : 0;
 }
 
-static int insert_index(PGconn *c, const srv_index_params *ix, const cg_trace *t, char ss[6], cg_error *err) {
+static int insert_index(PGconn *c, const srv_index_params *ix, char ss[6], cg_error *err) {
     if (exec_p(c, SQL_BUNDLE_INSERT, SRV_INDEX_BUNDLE_PARAMS, ix->bundle, ix->bundle_lens, ss, err) < 0) return -1;
     if (rowset(c, SQL_FILES_INSERT, ix->id, ix->files, ss, err) < 0) return -1;
     if (rowset(c, SQL_TAGS_INSERT, ix->id, ix->tags, ss, err) < 0) return -1;
-    return insert_tensor_stats(c, ix->id, t, ss, err);
+    return insert_tensor_stats(c, ix, ss, err);
 }
 
 static int attempt_published(PGconn *c, const srv_ingest_tx *tx, char ss[6], cg_error *err) {
@@ -164,7 +161,7 @@ static int check_existing(PGconn *c, const srv_ingest_tx *tx, srv_ingest_outcome
 
 static int publish_new(PGconn *c, const srv_ingest_tx *tx, srv_ingest_outcome *out, char ss[6], cg_error *err) {
     if (tx->put_blobs && tx->put_blobs(tx->blob_ctx, c, err) < 0) return -1;
-    if (insert_index(c, tx->index, tx->trace, ss, err) < 0) {
+    if (insert_index(c, tx->index, ss, err) < 0) {
         if (strcmp(ss, "23505") != 0) return -1;
         out->conflict = true; /* run_id raced with another bundle */
         return 0;
