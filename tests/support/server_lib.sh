@@ -111,7 +111,7 @@ srv_cleanup() {
   [ -n "$SRV_PID" ] && kill -9 "$SRV_PID" 2>/dev/null
   [ -n "${PGDATA_DIR:-}" ] && as_pg "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" -m immediate -w stop >/dev/null 2>&1
   if [ $rc -ne 0 ] || [ $FAILS -ne 0 ]; then
-    note "--- server log tail ($SRV_LOG) ---"; tail -n 40 "${SRV_LOG:-/dev/null}" >&2
+    [ -n "${SRV_LOG:-}" ] && { note "--- server log tail ($SRV_LOG) ---"; tail -n 40 "$SRV_LOG" >&2; }
   fi
   rm -rf "$T"
 }
