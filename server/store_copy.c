@@ -2,6 +2,7 @@
  * inserts (srv_store.h): rows written into a buffer and sent a chunk at a
  * time, so neither this process nor libpq's output buffer ever holds a whole
  * table's rows as text. */
+#include <stdio.h>
 #include <string.h>
 
 #include "base/sha256.h"
@@ -43,6 +44,17 @@ void srv_copy_text_out(srv_copy_out *o, const char *s) {
         srv_copy_text_n(&o->b, s + at, k);
         srv_copy_flush(o, false);
     }
+}
+
+int srv_copy_bundle_seq(PGconn *c, const char *id, char seq[24], char sqlstate[6], cg_error *err) {
+    const char *q[1] = {id};
+    PGresult *x = srv_q(c, "SELECT seq FROM bundles WHERE id = $1", 1, q, NULL, sqlstate, err);
+    if (!x) return -1;
+    int rc = PQntuples(x) == 1 && PQgetlength(x, 0, 0) < 24 ? 0 : -1;
+    if (rc == 0) snprintf(seq, 24, "%s", PQgetvalue(x, 0, 0));
+    else cg_err_set(err, CG_EINVAL, "bundle %s has no bundles row", id);
+    PQclear(x);
+    return rc;
 }
 
 int srv_copy_rows(PGconn *c, const char *sql, const void *src, size_t n, srv_copy_row_fn row, char sqlstate[6],

@@ -33,19 +33,19 @@ static const char SQL_FACTS_INSERT[] =
 static const char SQL_FACTS_COPY[] =
     "COPY bundle_facts (bundle_id, cohort_row, series_point, terminal_reason) FROM STDIN";
 
-static const char SQL_PATHS_COPY[] = "COPY bundle_span_paths (bundle_id, hash, parent, name) FROM STDIN";
+static const char SQL_PATHS_COPY[] = "COPY bundle_span_paths (bundle_seq, hash, parent, name) FROM STDIN";
 
 static const char SQL_PATHS_STAGE[] =
     "CREATE TEMP TABLE span_paths_in (LIKE bundle_span_paths INCLUDING DEFAULTS) ON COMMIT DROP";
 
-static const char SQL_PATHS_STAGE_COPY[] = "COPY span_paths_in (bundle_id, hash, parent, name) FROM STDIN";
+static const char SQL_PATHS_STAGE_COPY[] = "COPY span_paths_in (bundle_seq, hash, parent, name) FROM STDIN";
 
 static const char SQL_PATHS_FROM_STAGE[] =
-    "INSERT INTO bundle_span_paths (bundle_id, hash, parent, name) SELECT bundle_id, hash, parent, name "
+    "INSERT INTO bundle_span_paths (bundle_seq, hash, parent, name) SELECT bundle_seq, hash, parent, name "
     "FROM span_paths_in ON CONFLICT DO NOTHING";
 
 static const char SQL_TOTALS_COPY[] =
-    "COPY bundle_span_totals (bundle_id, kind, path_hash, total_ns, occurrences) FROM STDIN";
+    "COPY bundle_span_totals (bundle_seq, kind, path_hash, total_ns, occurrences) FROM STDIN";
 
 static const char SQL_TRACE_OF[] =
     "SELECT b.run_id, f.sha256, f.bytes FROM bundles b JOIN bundle_files f ON f.bundle_id = b.id "
@@ -72,12 +72,13 @@ static const char SQL_SPAN_GROUPS[] =
     "SELECT t.kind, encode(t.path_hash, 'hex'), count(*), "
     "(array_agg(t.total_ns ORDER BY t.total_ns))[(count(*) + 1) / 2], "
     "(array_agg(t.total_ns ORDER BY t.total_ns))[count(*) / 2 + 1] "
-    "FROM unnest($1::text[]) AS u(id) JOIN bundle_span_totals t ON t.bundle_id = u.id "
+    "FROM unnest($1::text[]) AS u(id) JOIN bundles b ON b.id = u.id JOIN bundle_span_totals t ON t.bundle_seq = b.seq "
     "GROUP BY t.kind, t.path_hash ORDER BY t.kind COLLATE \"C\", t.path_hash";
 
 static const char SQL_SPAN_NODES[] =
     "SELECT DISTINCT ON (s.hash) encode(s.hash, 'hex'), encode(s.parent, 'hex'), s.name "
-    "FROM unnest($1::text[]) AS u(id) JOIN bundle_span_paths s ON s.bundle_id = u.id ORDER BY s.hash";
+    "FROM unnest($1::text[]) AS u(id) JOIN bundles b ON b.id = u.id JOIN bundle_span_paths s ON s.bundle_seq = b.seq "
+    "ORDER BY s.hash";
 
 static void facts_row(const void *src, size_t k, srv_copy_out *o) {
     const srv_facts_text *f = src;
@@ -93,7 +94,7 @@ static void facts_row(const void *src, size_t k, srv_copy_out *o) {
     cg_buf_putc(&o->b, '\n');
 }
 
-/* Rows go in ordered by their primary key (bundle_id, hash) / (bundle_id,
+/* Rows go in ordered by their primary key (bundle_seq, hash) / (bundle_seq,
  * kind, path_hash): each lands next to the one before in the btree instead
  * of on a random page (measured: a third faster than first-seen order). The
  * order is a permutation of pointers; the tree itself is not touched. */
@@ -116,7 +117,7 @@ static int cmp_total(const void *x, const void *y) {
 
 typedef struct copy_src {
     const srv_path_totals *pt;
-    const char *id;
+    const char *seq; /* the bundle's bundles.seq: the rows' key (migration 0014) */
     const srv_path_node **nodes; /* nodes in key order */
     total_ref *totals;           /* totals in key order */
 } copy_src;
@@ -125,7 +126,7 @@ static void node_row(const void *from, size_t k, srv_copy_out *o) {
     const copy_src *src = from;
     cg_buf *b = &o->b;
     const srv_path_node *nd = src->nodes[k];
-    cg_buf_puts(b, src->id);
+    cg_buf_puts(b, src->seq);
     cg_buf_putc(b, '\t');
     srv_copy_hash(b, nd->hash);
     cg_buf_putc(b, '\t');
@@ -140,7 +141,7 @@ static void total_row(const void *from, size_t k, srv_copy_out *o) {
     const copy_src *src = from;
     cg_buf *b = &o->b;
     const total_ref *r = &src->totals[k];
-    cg_buf_printf(b, "%s\t%s\t", src->id, kind_name(r->x->kind));
+    cg_buf_printf(b, "%s\t%s\t", src->seq, kind_name(r->x->kind));
     srv_copy_hash(b, r->hash);
     cg_buf_printf(b, "\t%" PRIu64 "\t%" PRIu64 "\n", r->x->total, r->x->n);
 }
@@ -155,7 +156,9 @@ static int exec0(PGconn *c, const char *sql, char sqlstate[6], cg_error *err) {
 
 static int copy_tree(PGconn *c, const srv_path_totals *pt, const char *id, bool new_bundle, char sqlstate[6],
                      cg_error *err) {
-    copy_src src = {pt, id, cg_xalloc(pt->n_nodes + 1, sizeof *src.nodes), NULL};
+    char seq[24];
+    if (srv_copy_bundle_seq(c, id, seq, sqlstate, err) < 0) return -1;
+    copy_src src = {pt, seq, cg_xalloc(pt->n_nodes + 1, sizeof *src.nodes), NULL};
     for (size_t k = 0; k < pt->n_nodes; k++) src.nodes[k] = &pt->nodes[k];
     qsort(src.nodes, pt->n_nodes, sizeof *src.nodes, cmp_node);
     int rc = new_bundle ? srv_copy_rows(c, SQL_PATHS_COPY, &src, pt->n_nodes, node_row, sqlstate, err)

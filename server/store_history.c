@@ -52,7 +52,8 @@ static const char SQL_POINTS_OUTER[] =
     POINTS_HEAD "CROSS JOIN LATERAL (SELECT r.measured_ns AS total_ns) v "
                 "WHERE p.series_id = $1::bigint AND p.pos >= $2::int" POINTS_TAIL;
 static const char SQL_POINTS_PATH[] =
-    POINTS_HEAD "LEFT JOIN bundle_span_totals v ON v.bundle_id = r.bundle_id AND v.kind = $3 AND "
+    POINTS_HEAD "LEFT JOIN bundles rb ON rb.id = r.bundle_id "
+                "LEFT JOIN bundle_span_totals v ON v.bundle_seq = rb.seq AND v.kind = $3 AND "
                 "v.path_hash = sha256(convert_to($4, 'UTF8')) WHERE p.series_id = $1::bigint AND p.pos >= $2::int "
                 "AND $3::text IS NOT NULL AND $4::text IS NOT NULL" POINTS_TAIL;
 

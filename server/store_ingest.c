@@ -61,7 +61,7 @@ static const char SQL_TAGS_INSERT[] =
 
 /* one row per label (200k for a 5M-record trace), streamed a chunk at a time */
 static const char SQL_TENSOR_STATS_COPY[] =
-    "COPY bundle_tensor_stats (bundle_id, label, samples, sum_rms, sum_abs_max, sum_mean, sum_elements, "
+    "COPY bundle_tensor_stats (bundle_seq, label, samples, sum_rms, sum_abs_max, sum_mean, sum_elements, "
     "sum_non_finite) FROM STDIN";
 
 /* ------------------------------------------------------------ before the transaction */
@@ -102,7 +102,7 @@ static int rowset(PGconn *c, const char *sql, const char *id, const char *rows, 
 }
 
 typedef struct stats_src {
-    const char *id;
+    const char *seq; /* the bundle's bundles.seq: the rows' key (migration 0014) */
     const srv_tensor_groups *g;
 } stats_src;
 
@@ -111,7 +111,7 @@ static void stats_row(const void *from, size_t k, srv_copy_out *o) {
     const stats_src *src = from;
     srv_tensor_sums t;
     srv_tensor_group_sums(src->g, k, &t);
-    cg_buf_puts(&o->b, src->id);
+    cg_buf_puts(&o->b, src->seq);
     cg_buf_putc(&o->b, '\t');
     srv_copy_text(&o->b, t.label);
     cg_buf_printf(&o->b, "\t%" PRIu64 "\t%.17g\t%.17g\t%.17g\t%" PRIu64 "\t%" PRIu64 "\n", t.samples, t.rms, t.abs_max,
@@ -122,8 +122,11 @@ static void stats_row(const void *from, size_t k, srv_copy_out *o) {
  * transaction's, so it exists and stays: migration 0013). */
 static int insert_tensor_stats(PGconn *c, const srv_index_params *ix, char ss[6], cg_error *err) {
     const srv_tensor_groups *g = &ix->tensor_stats;
-    stats_src src = {ix->id, g};
-    return g->n_groups ? srv_copy_rows(c, SQL_TENSOR_STATS_COPY, &src, g->n_groups, stats_row, ss, err) : 0;
+    if (!g->n_groups) return 0;
+    char seq[24];
+    if (srv_copy_bundle_seq(c, ix->id, seq, ss, err) < 0) return -1;
+    stats_src src = {seq, g};
+    return srv_copy_rows(c, SQL_TENSOR_STATS_COPY, &src, g->n_groups, stats_row, ss, err);
 }
 
 static int insert_index(PGconn *c, const srv_index_params *ix, char ss[6], cg_error *err) {

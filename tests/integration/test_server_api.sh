@@ -269,7 +269,7 @@ expect 201 "" "campaign upload → 201"
 ROW=$(psqlc "SELECT campaign_id, planned_name, host, device, phase, workload_id, physical_batch, measured_ns IS NOT NULL,
              measured_span_count, structurally_valid, outcome, measurement_scope FROM bundles WHERE run_id = 'run-camp'")
 [ "$ROW" = "camp1|step-3|ci-1|cuda:0|train|toy-train|8|t|1|t|complete|profiled_work" ] && pass "derived index row" || fail "index row: $ROW"
-[ "$(psqlc "SELECT count(*) FROM bundle_tensor_stats s JOIN bundles b ON b.id = s.bundle_id WHERE b.run_id = 'run-camp'")" -ge 1 ] \
+[ "$(psqlc "SELECT count(*) FROM bundle_tensor_stats s JOIN bundles b ON b.seq = s.bundle_seq WHERE b.run_id = 'run-camp'")" -ge 1 ] \
   && pass "tensor-stat sums indexed" || fail "no tensor-stat rows"
 # the sums per label (streamed by COPY): a label seen twice sums both records, a label
 # with a tab and a backslash is stored as written
@@ -282,7 +282,7 @@ upload "$T/st.tar" "$UP" "$T/st.sig.json"; expect 201 "" "upload with repeated a
 STATS=$(psqlc "SELECT string_agg(format('%s|%s|%s|%s|%s|%s|%s', replace(replace(label, E'\t', '<TAB>'), E'\\\\', '<BS>'), samples,
                  abs(sum_rms - CASE WHEN samples = 2 THEN 1.21 ELSE 1e300 END) < 1e-9 * greatest(abs(sum_rms), 1),
                  sum_abs_max, sum_mean, sum_elements, sum_non_finite), ' ' ORDER BY label COLLATE \"C\")
-               FROM bundle_tensor_stats s JOIN bundles b ON b.id = s.bundle_id WHERE b.run_id = 'run-stats'")
+               FROM bundle_tensor_stats s JOIN bundles b ON b.seq = s.bundle_seq WHERE b.run_id = 'run-stats'")
 [ "$STATS" = "a<TAB>b<BS>c|1|t|0.125|-0.5|18446744069414584320|0 toy/hidden|2|t|3.5|0.27|192|3" ] \
   && pass "tensor-stat sums per label, label escapes and u64 sums exact ($STATS)" || fail "tensor-stat rows: $STATS"
 http GET "/bundles?campaign=camp1" -H "$(auth "$RD")"
@@ -401,15 +401,17 @@ MIG_TOP=$(ls "$SRC"/migrations/ | sed -n 's/^\([0-9][0-9][0-9][0-9]\)_.*\.sql$/\
 # ---------------------------------------------------------------- deleting a bundle row
 # the bulk fact tables have no row-level foreign key (0013): a trigger on
 # bundles deletes their rows, as ON DELETE CASCADE did, and no other bundle's
-fact_rows() { # ID → "paths totals tensor_stats"
-  psqlc "SELECT (SELECT count(*) FROM bundle_span_paths WHERE bundle_id = '$1') || ' ' ||
-                (SELECT count(*) FROM bundle_span_totals WHERE bundle_id = '$1') || ' ' ||
-                (SELECT count(*) FROM bundle_tensor_stats WHERE bundle_id = '$1')"
+# (the rows name their bundle by bundles.seq since 0014: counted by seq, which
+# outlives the row)
+fact_rows() { # SEQ → "paths totals tensor_stats"
+  psqlc "SELECT (SELECT count(*) FROM bundle_span_paths WHERE bundle_seq = $1) || ' ' ||
+                (SELECT count(*) FROM bundle_span_totals WHERE bundle_seq = $1) || ' ' ||
+                (SELECT count(*) FROM bundle_tensor_stats WHERE bundle_seq = $1)"
 }
-GONE=$(psqlc "SELECT id FROM bundles WHERE run_id = 'run-camp'")
-KEPT=$(psqlc "SELECT id FROM bundles WHERE id <> '$GONE' AND id IN (SELECT bundle_id FROM bundle_span_paths) LIMIT 1")
+GONE=$(psqlc "SELECT seq FROM bundles WHERE run_id = 'run-camp'")
+KEPT=$(psqlc "SELECT seq FROM bundles WHERE seq <> $GONE AND seq IN (SELECT bundle_seq FROM bundle_span_paths) LIMIT 1")
 BEFORE=$(fact_rows "$GONE") KEPT_BEFORE=$(fact_rows "$KEPT")
-psqlc "DELETE FROM bundles WHERE id = '$GONE'" >/dev/null || fail "DELETE of a bundles row failed"
+psqlc "DELETE FROM bundles WHERE seq = $GONE" >/dev/null || fail "DELETE of a bundles row failed"
 read -r p t s <<<"$BEFORE"
 [ "$p" -ge 1 ] && [ "$t" -ge 1 ] && [ "$s" -ge 1 ] && [ "$(fact_rows "$GONE")" = "0 0 0" ] \
   && [ "$(fact_rows "$KEPT")" = "$KEPT_BEFORE" ] \
