@@ -10,7 +10,8 @@
 # which phase held the memory), the server's peak RSS once the background index
 # builds of the upload (Timeline, then dashboard views) are done and the first
 # dashboard answer (GET /views/spans) came back, and the blob store's
-# stored/plain ratio from /metrics. With CG_RSS_DERIVED=1 also the time and peak
+# stored/plain ratio from /metrics, and the size of the bulk fact tables
+# (rows and pg_total_relation_size after the upload and its index builds). With CG_RSS_DERIVED=1 also the time and peak
 # RSS of each derived route (/graph, /evidence, /viewer, /export, /archive).
 # Nothing is asserted (timing never is).
 #
@@ -110,6 +111,10 @@ for n in $SIZES; do
         rm -f "$W/derived"
       done
     fi
+    rows=$(psql -X -q -t -A "host=$W/data/pg-run dbname=candlegraph user=candlegraph" -F ' ' -R ', ' -c \
+      "SELECT 'bundle_span_paths', (SELECT count(*) FROM bundle_span_paths), pg_total_relation_size('bundle_span_paths') / 1000000 || ' MB'
+       UNION ALL SELECT 'bundle_span_totals', (SELECT count(*) FROM bundle_span_totals), pg_total_relation_size('bundle_span_totals') / 1000000 || ' MB'
+       UNION ALL SELECT 'bundle_tensor_stats', (SELECT count(*) FROM bundle_tensor_stats), pg_total_relation_size('bundle_tensor_stats') / 1000000 || ' MB'" 2>/dev/null || echo "n/a")
     metrics=$(curl -fsS -H "$H" "http://127.0.0.1:$PORT/metrics")
     ratio=$(awk '$1 == "cg_blob_store_compression_ratio" {print $2}' <<<"$metrics")
     stored=$(awk '$1 == "cg_blob_store_stored_bytes" {print $2}' <<<"$metrics")
@@ -131,6 +136,7 @@ for n in $SIZES; do
     "$(awk -v a="$tv0" -v b="$tv1" 'BEGIN{print (b-a)/1e9}')" "$(mib "$hwm_views")"
   [ -n "$derived" ] && echo "  derived: $derived"
   [ -s "$W/peak" ] && printf '  sampled RSS peak %s, last log line then: %s\n' "$(mib "$(cut -f1 "$W/peak")")" "$(cut -f2 "$W/peak")"
+  [ -n "$id" ] && echo "  fact rows in PostgreSQL (table, rows, size): $rows"
   if [ -n "$id" ]; then
     printf '  blob store: %.1f MB stored, stored/plain %s; GET %s: %s bytes; 64 KiB Range in its middle: %.3f s\n' \
       "$(awk -v x="$stored" 'BEGIN{print x/1e6}')" "$ratio" "$big" "$same" "$(awk -v a="$tr0" -v b="$tr1" 'BEGIN{print (b-a)/1e9}')"
