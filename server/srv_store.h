@@ -46,8 +46,9 @@ void srv_copy_flush(srv_copy_out *o, bool all);
  * of a 5M-record trace is tens of MB: never copied whole into libpq's buffer). */
 void srv_copy_text_out(srv_copy_out *o, const char *s);
 /* The bundles.seq of bundle id as decimal text: the key of its bulk fact rows
- * (migration 0014). 0, or -1 with err (and sqlstate) when the query fails or
- * the bundle has no row. */
+ * (migration 0014). 0, or -1 with err (and sqlstate) when the query fails, or
+ * CG_ESTATE when the bundle has no row (callers run in the transaction that
+ * inserted it or holds it FOR KEY SHARE, so that is a bug, not input). */
 int srv_copy_bundle_seq(PGconn *c, const char *id, char seq[24], char sqlstate[6], cg_error *err);
 /* COPY sql FROM STDIN in the caller's transaction, rows [0, n) written by row
  * (which may flush); the statement's result is read to its end whatever

@@ -46,13 +46,15 @@ void srv_copy_text_out(srv_copy_out *o, const char *s) {
     }
 }
 
+static const char SQL_BUNDLE_SEQ[] = "SELECT seq FROM bundles WHERE id = $1";
+
 int srv_copy_bundle_seq(PGconn *c, const char *id, char seq[24], char sqlstate[6], cg_error *err) {
     const char *q[1] = {id};
-    PGresult *x = srv_q(c, "SELECT seq FROM bundles WHERE id = $1", 1, q, NULL, sqlstate, err);
+    PGresult *x = srv_q(c, SQL_BUNDLE_SEQ, 1, q, NULL, sqlstate, err);
     if (!x) return -1;
     int rc = PQntuples(x) == 1 && PQgetlength(x, 0, 0) < 24 ? 0 : -1;
     if (rc == 0) snprintf(seq, 24, "%s", PQgetvalue(x, 0, 0));
-    else cg_err_set(err, CG_EINVAL, "bundle %s has no bundles row", id);
+    else cg_err_set(err, CG_ESTATE, "bundle %s has no bundles row", id); /* its writer's transaction holds it */
     PQclear(x);
     return rc;
 }
