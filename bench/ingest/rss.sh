@@ -10,9 +10,10 @@
 # which phase held the memory), the server's peak RSS once the background index
 # builds of the upload (Timeline, then dashboard views) are done and the first
 # dashboard answer (GET /views/spans) came back, and the blob store's
-# stored/plain ratio from /metrics, and the size of the bulk fact tables
-# (rows and pg_total_relation_size after the upload and its index builds). With CG_RSS_DERIVED=1 also the time and peak
-# RSS of each derived route (/graph, /evidence, /viewer, /export, /archive).
+# stored/plain ratio from /metrics, and the size of the bulk fact tables (rows
+# and pg_total_relation_size after the upload and its index builds). With
+# CG_RSS_DERIVED=1 also the time and peak RSS of each derived route (/graph,
+# /evidence, /viewer, /export, /archive).
 # Nothing is asserted (timing never is).
 #
 # usage: bench/ingest/rss.sh [BUILD_DIR]                          (default: build)
@@ -111,10 +112,12 @@ for n in $SIZES; do
         rm -f "$W/derived"
       done
     fi
-    rows=$(psql -X -q -t -A "host=$W/data/pg-run dbname=candlegraph user=candlegraph" -F ' ' -R ', ' -c \
-      "SELECT 'bundle_span_paths', (SELECT count(*) FROM bundle_span_paths), pg_total_relation_size('bundle_span_paths') / 1000000 || ' MB'
-       UNION ALL SELECT 'bundle_span_totals', (SELECT count(*) FROM bundle_span_totals), pg_total_relation_size('bundle_span_totals') / 1000000 || ' MB'
-       UNION ALL SELECT 'bundle_tensor_stats', (SELECT count(*) FROM bundle_tensor_stats), pg_total_relation_size('bundle_tensor_stats') / 1000000 || ' MB'" 2>/dev/null || echo "n/a")
+    rows=""
+    for t in bundle_span_paths bundle_span_totals bundle_tensor_stats; do
+      r=$(psql -X -q -t -A "host=$W/data/pg-run dbname=candlegraph user=candlegraph" -F ' ' \
+        -c "SELECT count(*), pg_total_relation_size('$t') / 1000000 || ' MB' FROM $t" 2>/dev/null || echo "n/a")
+      rows+="${rows:+, }$t $r"
+    done
     metrics=$(curl -fsS -H "$H" "http://127.0.0.1:$PORT/metrics")
     ratio=$(awk '$1 == "cg_blob_store_compression_ratio" {print $2}' <<<"$metrics")
     stored=$(awk '$1 == "cg_blob_store_stored_bytes" {print $2}' <<<"$metrics")

@@ -233,15 +233,15 @@ http POST /compare -H "$H" -H 'Content-Type: application/json' -d '{"a": 1, "b":
 # facts of a bundle without them (stored before migration 0002) are rebuilt once
 # from its trace; cohorts never compared before, so no cached answer can serve them
 psqlc "DELETE FROM bundle_facts WHERE bundle_id = '${A[2]}'" >/dev/null
-psqlc "DELETE FROM bundle_span_totals WHERE bundle_seq = (SELECT seq FROM bundles WHERE id = '${A[2]}')" >/dev/null
+psqlc "DELETE FROM bundle_span_totals WHERE bundle_seq = $(seq_of "${A[2]}")" >/dev/null
 cli_compare "$W/cli_cmp_bf.json" --baseline "$W/a3" --baseline "$W/a1" --candidate "$W/b2"
 on 1; http GET "/compare?a=${A[2]},${A[0]}&b=${B[1]}" -H "$H"; cp "$T/body" "$W/srv_cmp_bf.json"; expect 200 "" "compare with a backfilled bundle"
 same_bytes "backfilled facts give the CLI's comparison" "$W/cli_cmp_bf.json" "$W/srv_cmp_bf.json"
 [ "$(psqlc "SELECT count(*) FROM bundle_facts WHERE bundle_id = '${A[2]}'")" = 1 ] && pass "facts row restored" || fail "facts not restored"
-[ "$(psqlc "SELECT count(*) FROM bundle_span_totals WHERE bundle_seq = (SELECT seq FROM bundles WHERE id = '${A[2]}')")" = "$(psqlc "SELECT count(*) FROM bundle_span_totals WHERE bundle_seq = (SELECT seq FROM bundles WHERE id = '${A[1]}')")" ] \
+[ "$(psqlc "SELECT count(*) FROM bundle_span_totals WHERE bundle_seq = $(seq_of "${A[2]}")")" = "$(psqlc "SELECT count(*) FROM bundle_span_totals WHERE bundle_seq = $(seq_of "${A[1]}")")" ] \
   && pass "span totals restored" || fail "span totals not restored"
 psqlc "DELETE FROM bundle_facts WHERE bundle_id = '${A[3]}'" >/dev/null
-psqlc "DELETE FROM bundle_span_totals WHERE bundle_seq = (SELECT seq FROM bundles WHERE id = '${A[3]}')" >/dev/null
+psqlc "DELETE FROM bundle_span_totals WHERE bundle_seq = $(seq_of "${A[3]}")" >/dev/null
 on 2; http GET "/compare/spans?a=${A[3]}&b=${B[3]}" -H "$H"; expect 200 "" "span diff backfills too"
 [ "$(jq '.rows | length' "$T/body")" -gt 0 ] && [ "$(psqlc "SELECT count(*) FROM bundle_facts WHERE bundle_id = '${A[3]}'")" = 1 ] \
   && pass "span diff rows from backfilled totals" || fail "span diff after backfill: $(head -c 300 "$T/body")"

@@ -32,7 +32,7 @@ bundle_row() { # ID RUN
            'cpu', true, 'wall', '{}', 'profiled_work', '{}', true, true, 'complete', '{}', 1)" >/dev/null
 }
 bundle_row "$A" run-a; bundle_row "$B" run-b
-SA=$(psqlc "SELECT seq FROM bundles WHERE id = '$A'") SB=$(psqlc "SELECT seq FROM bundles WHERE id = '$B'")
+SA=$(seq_of "$A") SB=$(seq_of "$B")
 [ "$SA" -lt "$SB" ] || die "seq order: A $SA, B $SB"
 h() { printf "sha256(convert_to('%s', 'UTF8'))" "$1"; }
 psqlc "INSERT INTO bundle_span_paths (bundle_id, hash, parent, name) VALUES

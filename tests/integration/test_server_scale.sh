@@ -58,15 +58,15 @@ TB=$(stat -c %s "$T/deep/trace.jsonl")
 trace_bundle "$T/deep" deep-1
 note "deep chain: 20,000 spans, 2,000 ops, trace $TB bytes, upload $(stat -c %s "$T/deep.tar.zst") bytes"
 upload "$T/deep.tar.zst" "$TOK"; expect 201 "" "upload of a 20,000-deep span chain"
-DEEP=$(jq -r .id "$T/body")
+DEEP=$(jq -r .id "$T/body"); DEEP_SEQ=$(seq_of "$DEEP")
 under_bound "ingest of the deep chain" "$BASE" "$TB" 12
-rows=$(psqlc "SELECT (SELECT count(*) FROM bundle_span_paths WHERE bundle_seq = (SELECT seq FROM bundles WHERE id = '$DEEP')) + (SELECT count(*) FROM bundle_span_totals WHERE bundle_seq = (SELECT seq FROM bundles WHERE id = '$DEEP'))")
-bytes=$(psqlc "SELECT (SELECT coalesce(sum(octet_length(name)), 0) FROM bundle_span_paths WHERE bundle_seq = (SELECT seq FROM bundles WHERE id = '$DEEP'))")
+rows=$(psqlc "SELECT (SELECT count(*) FROM bundle_span_paths WHERE bundle_seq = $DEEP_SEQ) + (SELECT count(*) FROM bundle_span_totals WHERE bundle_seq = $DEEP_SEQ)")
+bytes=$(psqlc "SELECT (SELECT coalesce(sum(octet_length(name)), 0) FROM bundle_span_paths WHERE bundle_seq = $DEEP_SEQ)")
 [ "$rows" -le $((2 * (20000 + 2000 + 1))) ] && [ "$bytes" -le "$TB" ] \
   && pass "span paths stored linearly ($rows rows, $bytes name bytes)" || fail "span path rows $rows, bytes $bytes"
 # a stored path is found by the SHA-256 of its text
 deepest=$(awk 'BEGIN { s = "n"; for (i = 2; i <= 20000; i++) s = s "/n"; printf "%s", s }')
-[ "$(psqlc "SELECT t.total_ns FROM bundle_span_totals t WHERE t.bundle_seq = (SELECT seq FROM bundles WHERE id = '$DEEP') AND t.kind = 'span' AND t.path_hash = sha256(convert_to('$deepest', 'UTF8'))")" != "" ] \
+[ "$(psqlc "SELECT t.total_ns FROM bundle_span_totals t WHERE t.bundle_seq = $DEEP_SEQ AND t.kind = 'span' AND t.path_hash = sha256(convert_to('$deepest', 'UTF8'))")" != "" ] \
   && pass "the deepest span path is keyed by the SHA-256 of its text" || fail "deepest span path not found by hash"
 http GET "/compare/spans?a=$DEEP&b=$DEEP" -H "$H"; expect 413 payload_too_large "span diff whose path text would be quadratic: 413"
 [ "$(jq -r .error.detail.limit "$T/body")" = span_diff_path_bytes ] && pass "the 413 names its limit" || fail "413 detail: $BODY"

@@ -185,4 +185,5 @@ upload() {
 }
 
 bundle_count() { psqlc "SELECT count(*) FROM bundles"; }
+seq_of() { psqlc "SELECT seq FROM bundles WHERE id = '$1'"; } # ID → bundles.seq, the bulk fact rows' key (0014)
 blob_count() { find "$SRV_DATA/blobs/sha256" -type f 2>/dev/null | wc -l; }
