@@ -102,7 +102,9 @@ int cg_render_bundle_artifacts_fd(const char *trace_path, const char *nsight_dir
                                   cg_artifact_digest *evidence, char **run_id, cg_buf *report_md,
                                   cg_buf *viewer_html, cg_error *err) {
     hash_sink hs;
-    cg_wb_sink_init(&hs.out, evidence_fd, CG_WRITEBACK_EARLY); /* kept cached: verification reads it back */
+    /* drop-behind: a multi-GB packet reuses page-cache pages instead of taking
+     * fresh ones (the publication's verification reads it back from disk) */
+    cg_wb_sink_init(&hs.out, evidence_fd, CG_WRITEBACK_DROP_BEHIND);
     cg_sha256_init(&hs.h);
     hs.bytes = 0;
     *run_id = NULL;
