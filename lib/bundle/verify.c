@@ -25,6 +25,8 @@
 #include "bundle/opened.h"
 
 #define HASH_CHUNK ((size_t)1 << 20)
+/* drop-behind reads leave the page cache in steps of this many bytes */
+#define DROP_STEP ((uint64_t)8 << 20)
 
 /* cg_err_setr with the reason first, as the checks read. */
 bool cg_bundle_path_is_safe(const char *path) {
@@ -123,9 +125,11 @@ static int walk_dir(int dfd, const char *root, const char *rel, walk *w, cg_erro
 typedef enum { HF_OK, HF_NOT_REGULAR, HF_SIZE, HF_IO } hf_result;
 
 /* Hashes the file open as fd (closed here) after checking it is regular and,
- * unless expect is UINT64_MAX, that its size is expect (HF_SIZE, nothing read). */
-static hf_result hash_fd(int fd, uint64_t expect, unsigned char *chunk, char hex[65], uint64_t *stat_size,
-                         uint64_t *hashed, int *errnum) {
+ * unless expect is UINT64_MAX, that its size is expect (HF_SIZE, nothing read).
+ * drop: what was hashed leaves the page cache as the reading goes (advice
+ * only: what is read and the outcome are the same). */
+static hf_result hash_fd(int fd, uint64_t expect, bool drop, unsigned char *chunk, char hex[65],
+                         uint64_t *stat_size, uint64_t *hashed, int *errnum) {
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         *errnum = errno;
@@ -142,8 +146,12 @@ static hf_result hash_fd(int fd, uint64_t expect, unsigned char *chunk, char hex
 #endif
     cg_sha256 h;
     cg_sha256_init(&h);
-    uint64_t total = 0;
+    uint64_t total = 0, dropped = 0;
     for (;;) {
+        if (drop && total - dropped >= DROP_STEP) {
+            (void)posix_fadvise(fd, (off_t)dropped, (off_t)(total - dropped), POSIX_FADV_DONTNEED);
+            dropped = total;
+        }
         ssize_t r = read(fd, chunk, HASH_CHUNK);
         if (r < 0) {
             if (errno == EINTR) continue;
@@ -155,6 +163,7 @@ static hf_result hash_fd(int fd, uint64_t expect, unsigned char *chunk, char hex
         cg_sha256_update(&h, chunk, (size_t)r);
         total += (uint64_t)r;
     }
+    if (drop) (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     close(fd);
     unsigned char d[32];
     cg_sha256_final(&h, d);
@@ -164,7 +173,8 @@ static hf_result hash_fd(int fd, uint64_t expect, unsigned char *chunk, char hex
 }
 
 /* Opens a declared file beneath the handle (no link followed) and hashes it. */
-static hf_result hash_declared(const cg_bundle_handle *h, const char *rel, uint64_t expect, unsigned char *chunk,
+static hf_result hash_declared(const cg_bundle_handle *h, const char *rel, uint64_t expect, bool drop,
+                               unsigned char *chunk,
                                char hex[65], uint64_t *stat_size, uint64_t *hashed, int *errnum) {
     int fd = cg_bundle_handle_open(h, rel, O_RDONLY | O_NONBLOCK);
     if (fd < 0) {
@@ -173,7 +183,7 @@ static hf_result hash_declared(const cg_bundle_handle *h, const char *rel, uint6
     }
     int fl = fcntl(fd, F_GETFL);
     if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-    return hash_fd(fd, expect, chunk, hex, stat_size, hashed, errnum);
+    return hash_fd(fd, expect, drop, chunk, hex, stat_size, hashed, errnum);
 }
 
 static bool hex_equal_ci(const char *a, const char *b) {
@@ -205,16 +215,30 @@ static const cg_bundle_file *find_declared(const cg_bundle_file *const *sorted, 
     return NULL;
 }
 
-int cg_bundle_verify(const char *root, cg_bundle_receipt *out, cg_error *err) {
+static int verify_handle(const cg_bundle_handle *h, bool drop, cg_bundle_receipt *out, cg_error *err);
+
+static int verify_dir(const char *root, bool drop, cg_bundle_receipt *out, cg_error *err) {
     memset(out, 0, sizeof *out);
     cg_bundle_handle h;
     int rc = cg_bundle_open_dir(root, &h, err);
-    if (rc == 0) rc = cg_bundle_verify_handle(&h, out, err);
+    if (rc == 0) rc = verify_handle(&h, drop, out, err);
     cg_bundle_handle_close(&h);
     return rc;
 }
 
+int cg_bundle_verify(const char *root, cg_bundle_receipt *out, cg_error *err) {
+    return verify_dir(root, false, out, err);
+}
+
+int cg_bundle_verify_drop_behind(const char *root, cg_bundle_receipt *out, cg_error *err) {
+    return verify_dir(root, true, out, err);
+}
+
 int cg_bundle_verify_handle(const cg_bundle_handle *h, cg_bundle_receipt *out, cg_error *err) {
+    return verify_handle(h, false, out, err);
+}
+
+static int verify_handle(const cg_bundle_handle *h, bool drop, cg_bundle_receipt *out, cg_error *err) {
     memset(out, 0, sizeof *out);
     const char *root = h->root;
     const cg_bundle_manifest m = h->man;
@@ -305,7 +329,7 @@ int cg_bundle_verify_handle(const cg_bundle_handle *h, cg_bundle_receipt *out, c
         char hex[65];
         uint64_t ssize = 0, hashed = 0;
         int en = 0;
-        hf_result hr = hash_declared(h, f->path, f->bytes, chunk, hex, &ssize, &hashed, &en);
+        hf_result hr = hash_declared(h, f->path, f->bytes, drop, chunk, hex, &ssize, &hashed, &en);
         if (hr == HF_SIZE) {
             cg_err_setr(err, CG_R_SIZE_MISMATCH, CG_EVERIFY, "bundle file %s size mismatch: expected %llu, observed %llu",
                  CG_QUOTE(f->path), (unsigned long long)f->bytes, (unsigned long long)ssize);
@@ -461,7 +485,7 @@ int cg_bundle_verify_consumed_handle(const cg_bundle_handle *h, const cg_bundle_
         uint64_t ssize = 0, hashed = 0;
         int en = 0;
         char fhex[65];
-        hf_result hr = hash_declared(h, p, UINT64_MAX, chunk, fhex, &ssize, &hashed, &en);
+        hf_result hr = hash_declared(h, p, UINT64_MAX, false, chunk, fhex, &ssize, &hashed, &en);
         if (hr != HF_OK) {
             if (hr == HF_NOT_REGULAR)
                 cg_err_setr(err, CG_R_DIGEST_MISMATCH, CG_EVERIFY,

@@ -1,6 +1,8 @@
 /* Unit tests for lib/bundle/verify: the fixture corpus tests/fixtures/bundles/<case>/
- * (every check of spec §1.5 in order, receipts of good bundles), receipt
- * determinism, path safety and the §1.6 post-read re-check. */
+ * (every check of spec §1.5 in order, receipts of good bundles; the
+ * drop-behind variant with the same outcome for each), receipt determinism,
+ * path safety, the §1.6 post-read re-check and drop-behind leaving no hashed
+ * page cached. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +12,10 @@
 #include "test_bundle_util.h"
 
 #include "bundle/verify.h"
+
+#include <sys/mman.h>
+#include <sys/vfs.h>
+#include <unistd.h>
 
 /* expected_check.txt names the spec check (§1.5) that fails; this is the
  * reason cg_bundle_verify must report for it. */
@@ -71,6 +77,14 @@ static void run_case(const char *fixtures, const char *name, cg_arena *a) {
     cg_error err;
     cg_err_clear(&err);
     int rc = cg_bundle_verify(root, &r, &err);
+    /* the drop-behind variant: the same outcome, message, reason and receipt */
+    cg_bundle_receipt rd;
+    cg_error errd;
+    cg_err_clear(&errd);
+    int rcd = cg_bundle_verify_drop_behind(root, &rd, &errd);
+    if (rcd != rc || errd.reason != err.reason || strcmp(errd.msg, err.msg) != 0)
+        fail_msg("case %s: drop-behind verify gave %d (%s), plain %d (%s)", name, rcd, errd.msg, rc, err.msg);
+    if (rc == 0 && memcmp(&rd, &r, sizeof r) != 0) fail_msg("case %s: drop-behind receipt differs", name);
 
     char *rpath = tb_join(case_dir, "expected_receipt.json");
     if (cg_path_exists(rpath)) {
@@ -314,6 +328,58 @@ static void test_file_swapped_for_fifo_is_not_regular_or_special(void **st) {
     free(tmp);
 }
 
+/* Resident pages of the file (mincore over a mapping of it). */
+static size_t resident_pages(const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    struct stat st;
+    assert_int_equal(fstat(fd, &st), 0);
+    size_t len = (size_t)st.st_size, page = (size_t)sysconf(_SC_PAGESIZE), n = (len + page - 1) / page;
+    void *m = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+    assert_true(m != MAP_FAILED);
+    unsigned char *v = malloc(n);
+    assert_int_equal(mincore(m, len, v), 0);
+    size_t res = 0;
+    for (size_t i = 0; i < n; i++) res += v[i] & 1;
+    free(v);
+    munmap(m, len);
+    close(fd);
+    return res;
+}
+
+static void test_drop_behind_leaves_nothing_cached(void **st) {
+    (void)st;
+    char *tmp = tb_tempdir("bverify");
+    char *root = tb_join(tmp, "b");
+    tb_make_bundle(root, "run-drop");
+    size_t big = (size_t)20 << 20; /* a few drop steps and a tail */
+    char *data = malloc(big);
+    for (size_t i = 0; i < big; i++) data[i] = (char)('a' + i % 26);
+    tb_write(root, "evidence.json", data, big);
+    free(data);
+    const char *paths[] = {"trace.jsonl", "evidence.json", "report.md"};
+    tb_write_manifest(root, "run-drop", paths, 3);
+    char *ev = tb_join(root, "evidence.json");
+    int fd = open(ev, O_RDONLY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    assert_int_equal(fsync(fd), 0); /* clean pages: the kernel may drop them */
+    close(fd);
+    cg_bundle_receipt r, rd;
+    cg_error err;
+    assert_int_equal(cg_bundle_verify(root, &r, &err), 0);
+    struct statfs fs;
+    bool shmem = statfs(ev, &fs) == 0 && fs.f_type == 0x01021994; /* tmpfs pages cannot be dropped */
+    if (!shmem) assert_true(resident_pages(ev) > 0); /* the plain check leaves the cache as it was */
+    assert_int_equal(cg_bundle_verify_drop_behind(root, &rd, &err), 0);
+    assert_memory_equal(&r, &rd, sizeof r);
+    assert_int_equal(rd.bytes_verified, r.bytes_verified);
+    if (!shmem) assert_int_equal(resident_pages(ev), 0);
+    free(ev);
+    cg_rm_rf(tmp);
+    free(root);
+    free(tmp);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fixture_corpus),
@@ -323,6 +389,7 @@ int main(void) {
         cmocka_unit_test(test_nul_in_declared_path),
         cmocka_unit_test(test_consumed_recheck),
         cmocka_unit_test(test_file_swapped_for_fifo_is_not_regular_or_special),
+        cmocka_unit_test(test_drop_behind_leaves_nothing_cached),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
