@@ -28,7 +28,8 @@
  *      capture failed.
  *
  * Cost: every lookup goes through open-addressing hash tables keyed by record
- * index (8 bytes a slot); the only sorts are the memory walk's (only when the
+ * index (8 bytes a slot), the span of each op and memory event looked up once
+ * (its slot prefetched; 4 bytes a record of scratch) for checks 5 and 6; the only sorts are the memory walk's (only when the
  * memory events are not already in timestamp order) and the distinct gradient
  * keys'. */
 #include "trace/health.h"
@@ -313,28 +314,78 @@ static void check_span_tree(hctx *c) {
 
 /* ---- evidence records ------------------------------------------------------ */
 
-static void unknown_span(hctx *c, const char *kind, const char *span_id) {
-    if (find_span(c, span_id) == HNONE)
-        add_issue(c, CG_SEV_ERROR, "unknown_span", "%s evidence refers to missing span `%s`", kind, span_id);
+/* The span_id of record i of one kind. */
+typedef const char *(*span_id_of)(const cg_trace *t, size_t i);
+static const char *op_span(const cg_trace *t, size_t i) { return t->ops[i].span_id; }
+static const char *tensor_span(const cg_trace *t, size_t i) { return t->tensors[i].span_id; }
+static const char *stats_span(const cg_trace *t, size_t i) { return t->tensor_stats[i].span_id; }
+static const char *memory_span(const cg_trace *t, size_t i) { return t->memory[i].span_id; }
+static const char *interval_span(const cg_trace *t, size_t i) { return t->device_intervals[i].span_id; }
+
+#define SAME_AS_BEFORE (HNONE - 1) /* below every span index: fewer than 2^32 - 2 spans */
+
+/* find_span of records 0..n-1 into a new array (the caller frees): a record
+ * naming its predecessor's span (the interned pointer) reuses that answer,
+ * every other lookup has its slot prefetched LOOKAHEAD lookups ahead. */
+static uint32_t *span_indices(hctx *c, size_t n, span_id_of id_of) {
+    uint32_t *ix = cg_xalloc(n ? n : 1, sizeof *ix);
+    lookahead q = {0};
+    const char *prev = NULL;
+    for (size_t i = 0; i < n; i++) {
+        const char *id = id_of(c->t, i);
+        if (!id) {
+            ix[i] = HNONE;
+        } else if (i > 0 && id == prev) {
+            ix[i] = SAME_AS_BEFORE;
+        } else {
+            uint32_t tag;
+            if (la_full(&q)) {
+                uint32_t got = la_pop(&q, &c->spans, HNONE, &tag);
+                ix[tag] = got;
+            }
+            la_push(&q, &c->spans, key1(id), (uint32_t)i);
+        }
+        prev = id;
+    }
+    while (q.n) {
+        uint32_t tag, got = la_pop(&q, &c->spans, HNONE, &tag);
+        ix[tag] = got;
+    }
+    for (size_t i = 1; i < n; i++)
+        if (ix[i] == SAME_AS_BEFORE) ix[i] = ix[i - 1];
+    return ix;
 }
 
-static void check_evidence_spans(hctx *c) {
+/* unknown_span of each record whose span index is HNONE. */
+static void unknown_spans(hctx *c, const char *kind, size_t n, span_id_of id_of, const uint32_t *ix) {
+    for (size_t i = 0; i < n; i++)
+        if (ix[i] == HNONE)
+            add_issue(c, CG_SEV_ERROR, "unknown_span", "%s evidence refers to missing span `%s`", kind, id_of(c->t, i));
+}
+
+/* The same for a kind whose indices serve no other check. */
+static void unknown_spans_of(hctx *c, const char *kind, size_t n, span_id_of id_of) {
+    uint32_t *ix = span_indices(c, n, id_of);
+    unknown_spans(c, kind, n, id_of, ix);
+    free(ix);
+}
+
+/* op_ix / mem_ix: the span indices of the ops and memory events (span_indices). */
+static void check_evidence_spans(hctx *c, const uint32_t *op_ix, const uint32_t *mem_ix) {
     const cg_trace *t = c->t;
-    for (size_t i = 0; i < t->n_ops; i++) unknown_span(c, "operation", t->ops[i].span_id);
-    for (size_t i = 0; i < t->n_tensors; i++) unknown_span(c, "tensor", t->tensors[i].span_id);
-    for (size_t i = 0; i < t->n_tensor_stats; i++) unknown_span(c, "tensor stats", t->tensor_stats[i].span_id);
-    for (size_t i = 0; i < t->n_memory; i++) unknown_span(c, "memory", t->memory[i].span_id);
-    for (size_t i = 0; i < t->n_device_intervals; i++)
-        unknown_span(c, "device interval", t->device_intervals[i].span_id);
+    unknown_spans(c, "operation", t->n_ops, op_span, op_ix);
+    unknown_spans_of(c, "tensor", t->n_tensors, tensor_span);
+    unknown_spans_of(c, "tensor stats", t->n_tensor_stats, stats_span);
+    unknown_spans(c, "memory", t->n_memory, memory_span, mem_ix);
+    unknown_spans_of(c, "device interval", t->n_device_intervals, interval_span);
 }
 
-/* The closed span a record names, or NULL. */
-static const cg_span *closed_span(hctx *c, const char *id) {
-    uint32_t si = find_span(c, id);
+/* The closed span of span index si, or NULL. */
+static const cg_span *closed_span(hctx *c, uint32_t si) {
     return si != HNONE && c->t->spans[si].closed ? &c->t->spans[si] : NULL;
 }
 
-static void check_records_inside_spans(hctx *c) {
+static void check_records_inside_spans(hctx *c, const uint32_t *op_ix, const uint32_t *mem_ix) {
     const cg_trace *t = c->t;
     for (size_t i = 0; i < t->n_device_intervals; i++)
         if (t->device_intervals[i].duration_ns == 0)
@@ -342,14 +393,14 @@ static void check_records_inside_spans(hctx *c) {
                       t->device_intervals[i].span_id);
     for (size_t i = 0; i < t->n_ops; i++) {
         const cg_op *o = &t->ops[i];
-        const cg_span *s = closed_span(c, o->span_id);
+        const cg_span *s = closed_span(c, op_ix[i]);
         if (s && (o->timestamp_ns < s->start_ns || cg_sat_add_u64(o->timestamp_ns, o->duration_ns) > span_end(s)))
             add_issue(c, CG_SEV_ERROR, "operation_outside_span", "operation `%s` lies outside span `%s`",
                       o->op_name, o->span_id);
     }
     for (size_t i = 0; i < t->n_memory; i++) {
         const cg_memory *m = &t->memory[i];
-        const cg_span *s = closed_span(c, m->span_id);
+        const cg_span *s = closed_span(c, mem_ix[i]);
         if (s && (m->timestamp_ns < s->start_ns || m->timestamp_ns > span_end(s)))
             add_issue(c, CG_SEV_ERROR, "memory_outside_span", "memory event for storage `%s` lies outside span `%s`",
                       m->storage_id, m->span_id);
@@ -995,8 +1046,11 @@ cg_health *cg_health_analyze(const cg_trace *t) {
     check_terminal(&c);
     check_span_counts(&c);
     check_span_tree(&c);
-    check_evidence_spans(&c);
-    check_records_inside_spans(&c);
+    uint32_t *op_ix = span_indices(&c, t->n_ops, op_span), *mem_ix = span_indices(&c, t->n_memory, memory_span);
+    check_evidence_spans(&c, op_ix, mem_ix);
+    check_records_inside_spans(&c, op_ix, mem_ix);
+    free(op_ix);
+    free(mem_ix);
     check_edges(&c);
     check_memory_pairing(&c);
     check_gradient_manifest(&c);

@@ -602,6 +602,62 @@ static void test_long_chains(void **st) {
     cg_trace_free(t);
 }
 
+/* Many ops naming spans in runs (one pointer, equal strings under other
+ * pointers, missing spans): the span lookups, batched and prefetched, answer
+ * each op in op order. */
+static void test_many_span_references(void **st) {
+    (void)st;
+    enum { N = 3000 };
+    cg_trace *t = load_illustrative();
+    const cg_span *s2 = cg_trace_find_span(t, "s2"), *s3 = cg_trace_find_span(t, "s3");
+    assert_true(s2 && s3 && s2->closed && s3->closed);
+    cg_op proto = t->ops[0];
+    free(t->ops);
+    t->ops = calloc(N, sizeof *t->ops);
+    assert_non_null(t->ops);
+    t->n_ops = N;
+    size_t want_unknown = 0, want_outside = 0;
+    char first_unknown[64] = "", first_outside[128] = "";
+    for (size_t i = 0; i < N; i++) {
+        cg_op *o = &t->ops[i];
+        *o = proto;
+        const cg_span *s = (i / 10) % 3 == 0 ? s2 : s3;
+        if (i % 97 == 5) { /* a missing span, its own pointer */
+            o->span_id = cg_arena_printf(&t->arena, "gone%zu", i);
+            if (!want_unknown++) snprintf(first_unknown, sizeof first_unknown, "%s", o->span_id);
+            continue;
+        }
+        /* odd runs: the span's id under another pointer */
+        o->span_id = (i / 10) % 2 ? cg_arena_printf(&t->arena, "%s", s->id) : s->id;
+        o->timestamp_ns = s->start_ns;
+        o->duration_ns = 0;
+        if (i % 101 == 7) {
+            o->timestamp_ns = s->start_ns + s->duration_ns + 1;
+            if (!want_outside++)
+                snprintf(first_outside, sizeof first_outside, "operation `%s` lies outside span `%s`", o->op_name,
+                         s->id);
+        }
+    }
+    cg_health *h = cg_health_analyze(t);
+    assert_int_equal(count_code(h, "unknown_span"), want_unknown);
+    assert_int_equal(count_code(h, "operation_outside_span"), want_outside);
+    /* in op order: the first of each names the first such op */
+    char msg[128];
+    snprintf(msg, sizeof msg, "operation evidence refers to missing span `%s`", first_unknown);
+    assert_string_equal(find_issue(h, "unknown_span")->message, msg);
+    assert_string_equal(find_issue(h, "operation_outside_span")->message, first_outside);
+    size_t k = 0;
+    for (size_t i = 0; i < h->n_issues; i++) {
+        if (strcmp(h->issues[i].code, "unknown_span") != 0) continue;
+        while (k < N && k % 97 != 5) k++;
+        snprintf(msg, sizeof msg, "operation evidence refers to missing span `gone%zu`", k);
+        assert_string_equal(h->issues[i].message, msg);
+        k++;
+    }
+    cg_health_free(h);
+    cg_trace_free(t);
+}
+
 /* Many distinct data-edge endpoints and tensors (hash tables grow). */
 static void test_many_data_edges(void **st) {
     (void)st;
@@ -689,6 +745,7 @@ int main(void) {
         cmocka_unit_test(test_memory_alias_walk),
         cmocka_unit_test(test_span_cycle_and_order),
         cmocka_unit_test(test_long_chains),
+        cmocka_unit_test(test_many_span_references),
         cmocka_unit_test(test_many_data_edges),
         cmocka_unit_test(test_gradient_health_stops),
     };
