@@ -529,6 +529,51 @@ static uint64_t opkey_hash(const opkey *q) {
     return cg_hmap_mix(cg_hmap_hash_bytes(h, q->op_name, strlen(q->op_name)), 7);
 }
 
+/* Hashes of a run of keys, each key's table slot prefetched OPK_AHEAD keys
+ * before its turn (a large trace's table does not fit the cache); a key of
+ * hash 0 (none) is neither prefetched nor looked up. */
+#define OPK_AHEAD 16u
+typedef uint64_t (*opkey_hash_of)(const cg_trace *t, const cg_logical_memory *lm, size_t i);
+
+typedef struct opk_ahead {
+    uint64_t h[OPK_AHEAD];
+    opkey_hash_of hash_of;
+    const cg_trace *t;
+    const cg_logical_memory *lm;
+    const cg_hmap *map;
+    size_t n;
+} opk_ahead;
+
+static void opk_fill(opk_ahead *q, size_t i) {
+    uint64_t h = i < q->n ? q->hash_of(q->t, q->lm, i) : 0;
+    q->h[i % OPK_AHEAD] = h;
+    if (h) cg_hmap_prefetch(q->map, h);
+}
+
+static void opk_start(opk_ahead *q) {
+    for (size_t i = 0; i < OPK_AHEAD; i++) opk_fill(q, i);
+}
+
+/* The hash of key i (0: none); key i + OPK_AHEAD is hashed and prefetched. */
+static uint64_t opk_next(opk_ahead *q, size_t i) {
+    uint64_t h = q->h[i % OPK_AHEAD];
+    opk_fill(q, i + OPK_AHEAD);
+    return h;
+}
+
+static uint64_t op_key_hash(const cg_trace *t, const cg_logical_memory *lm, size_t i) {
+    (void)lm;
+    opkey q = {t->ops[i].span_id, t->ops[i].op_name};
+    return opkey_hash(&q) | 1; /* never 0 */
+}
+
+static uint64_t lifetime_key_hash(const cg_trace *t, const cg_logical_memory *lm, size_t j) {
+    const cg_memory *l = &t->memory[lm->lifetimes[j].open];
+    if (!l->op_name) return 0;
+    opkey q = {l->span_id, l->op_name};
+    return opkey_hash(&q) | 1;
+}
+
 cg_op_memory *cg_memory_op_metrics(const cg_trace *t, const cg_memory_profile *p, cg_arena *a) {
     if (!p || !p->logical) return NULL;
     size_t no = t->n_ops;
@@ -537,21 +582,26 @@ cg_op_memory *cg_memory_op_metrics(const cg_trace *t, const cg_memory_profile *p
     opkeys k = {.t = t, .first = cg_xalloc(no ? no : 1, sizeof *k.first),
                 .ambiguous = cg_xzalloc(no ? no : 1, sizeof *k.ambiguous)};
     cg_hmap_init(&k.map, no);
+    const cg_logical_memory *lm = p->logical;
+    opk_ahead q_ops = {.hash_of = op_key_hash, .t = t, .lm = lm, .map = &k.map, .n = no};
+    opk_start(&q_ops);
     for (size_t i = 0; i < no; i++) {
         opkey q = {t->ops[i].span_id, t->ops[i].op_name};
         k.first[k.n] = (uint32_t)i;
-        uint32_t id = cg_hmap_find_or_put(&k.map, opkey_hash(&q), opkey_eq, &k, &q, (uint32_t)k.n);
+        uint32_t id = cg_hmap_find_or_put(&k.map, opk_next(&q_ops, i), opkey_eq, &k, &q, (uint32_t)k.n);
         if (id == CG_HMAP_NONE)
             k.n++;
         else
             k.ambiguous[id] = true;
     }
-    const cg_logical_memory *lm = p->logical;
+    opk_ahead q_lts = {.hash_of = lifetime_key_hash, .t = t, .lm = lm, .map = &k.map, .n = lm->n_lifetimes};
+    opk_start(&q_lts);
     for (size_t j = 0; j < lm->n_lifetimes; j++) {
+        uint64_t h = opk_next(&q_lts, j);
+        if (!h) continue; /* no op_name */
         const cg_memory *l = &t->memory[lm->lifetimes[j].open];
-        if (!l->op_name) continue;
         opkey q = {l->span_id, l->op_name};
-        uint32_t id = cg_hmap_find(&k.map, opkey_hash(&q), opkey_eq, &k, &q, NULL);
+        uint32_t id = cg_hmap_find(&k.map, h, opkey_eq, &k, &q, NULL);
         if (id == CG_HMAP_NONE || k.ambiguous[id]) continue; /* ambiguous: span-level attribution only */
         cg_op_memory *o = &out[k.first[id]];
         o->has_allocated = true;
