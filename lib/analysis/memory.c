@@ -114,10 +114,17 @@ static void rank_devices(keyring *k, cg_logical_memory *lm, cg_arena *a) {
     free(by_name);
 }
 
+/* the walk prefetches the key slot of the event this many events ahead */
+#define KEY_AHEAD 16u
+
+static uint64_t key_hash(const char *storage_id, uint32_t dev) {
+    return cg_hmap_mix(str_hash(0x5eed, storage_id), dev);
+}
+
 /* The key of event i (device rank dev), interning it. */
 static uint32_t key_id(keyring *k, uint32_t i, uint32_t dev) {
     skey s = {dev, k->t->memory[i].storage_id};
-    uint64_t h = cg_hmap_mix(str_hash(0x5eed, s.storage_id), dev);
+    uint64_t h = key_hash(s.storage_id, dev);
     uint32_t id = cg_hmap_find_or_put(&k->keys, h, key_eq, k, &s, (uint32_t)k->n_keys);
     if (id != CG_HMAP_NONE) return id;
     k->key = cg_xgrow(k->key, &k->cap_keys, k->n_keys + 1, sizeof *k->key);
@@ -393,7 +400,13 @@ static cg_logical_memory *logical_analyze(const cg_trace *t, cg_arena *a) {
     for (size_t i = 0, j; i < n; i = j, w.group++) { /* by groups of equal timestamp */
         uint64_t ts = t->memory[ord[i]].timestamp_ns;
         w.n_touched = 0;
-        for (j = i; j < n && t->memory[ord[j]].timestamp_ns == ts; j++) walk_event(lm, &w, &k, ord, j);
+        for (j = i; j < n && t->memory[ord[j]].timestamp_ns == ts; j++) {
+            if (j + KEY_AHEAD < n) { /* a large trace's key table does not fit the cache */
+                uint32_t e = ord[j + KEY_AHEAD];
+                cg_hmap_prefetch(&k.keys, key_hash(t->memory[e].storage_id, k.rank[device_id(&k, e)]));
+            }
+            walk_event(lm, &w, &k, ord, j);
+        }
         close_point(lm, &w, ts, i, j);
     }
     keyring_free(&k);
