@@ -126,8 +126,8 @@ typedef enum { HF_OK, HF_NOT_REGULAR, HF_SIZE, HF_IO } hf_result;
 
 /* Hashes the file open as fd (closed here) after checking it is regular and,
  * unless expect is UINT64_MAX, that its size is expect (HF_SIZE, nothing read).
- * drop: what was hashed leaves the page cache as the reading goes (advice
- * only: what is read and the outcome are the same). */
+ * drop: a file of DROP_STEP bytes or more leaves the page cache as the
+ * reading goes (advice only: what is read and the outcome are the same). */
 static hf_result hash_fd(int fd, uint64_t expect, bool drop, unsigned char *chunk, char hex[65],
                          uint64_t *stat_size, uint64_t *hashed, int *errnum) {
     struct stat st;
@@ -163,7 +163,7 @@ static hf_result hash_fd(int fd, uint64_t expect, bool drop, unsigned char *chun
         cg_sha256_update(&h, chunk, (size_t)r);
         total += (uint64_t)r;
     }
-    if (drop) (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    if (drop && total >= DROP_STEP) (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED); /* a small file stays */
     close(fd);
     unsigned char d[32];
     cg_sha256_final(&h, d);
@@ -174,8 +174,8 @@ static hf_result hash_fd(int fd, uint64_t expect, bool drop, unsigned char *chun
 
 /* Opens a declared file beneath the handle (no link followed) and hashes it. */
 static hf_result hash_declared(const cg_bundle_handle *h, const char *rel, uint64_t expect, bool drop,
-                               unsigned char *chunk,
-                               char hex[65], uint64_t *stat_size, uint64_t *hashed, int *errnum) {
+                               unsigned char *chunk, char hex[65], uint64_t *stat_size, uint64_t *hashed,
+                               int *errnum) {
     int fd = cg_bundle_handle_open(h, rel, O_RDONLY | O_NONBLOCK);
     if (fd < 0) {
         *errnum = errno;

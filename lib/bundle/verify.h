@@ -33,11 +33,11 @@ typedef struct cg_bundle_receipt {
 /* Full point-in-time verification of the bundle directory `root`.
  * Returns 0 and fills `out`, or -1 with err (and its reason) set. */
 int cg_bundle_verify(const char *root, cg_bundle_receipt *out, cg_error *err);
-/* The same checks and outcome, with every hashed file leaving the page cache
- * behind the reading (posix_fadvise DONTNEED, advice only): for a caller that
- * reads none of the files again soon (publication's check of the bundle it
- * just wrote), so that a multi-GB bundle reuses its page-cache pages instead
- * of taking fresh ones. */
+/* The same checks and outcome, with every hashed file of 8 MiB or more
+ * leaving the page cache behind the reading (posix_fadvise DONTNEED, advice
+ * only; smaller files stay cached): for a caller that reads none of the large
+ * files again soon (publication's check of the bundle it just wrote), so that
+ * a multi-GB bundle reuses its page-cache pages instead of taking fresh ones. */
 int cg_bundle_verify_drop_behind(const char *root, cg_bundle_receipt *out, cg_error *err);
 
 /* bundle-verification/1 receipt JSON (field order as the spec). */

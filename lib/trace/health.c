@@ -28,10 +28,10 @@
  *      capture failed.
  *
  * Cost: every lookup goes through open-addressing hash tables keyed by record
- * index (8 bytes a slot), the span of each op and memory event looked up once
- * (its slot prefetched; 4 bytes a record of scratch) for checks 5 and 6; the only sorts are the memory walk's (only when the
- * memory events are not already in timestamp order) and the distinct gradient
- * keys'. */
+ * index (8 bytes a slot); the span of each op and memory event is looked up
+ * once for checks 5 and 6 (slots prefetched; 4 bytes a record of scratch).
+ * The only sorts are the memory walk's (only when the memory events are not
+ * already in timestamp order) and the distinct gradient keys'. */
 #include "trace/health.h"
 
 #include "base/alloc.h"
