@@ -529,49 +529,16 @@ static uint64_t opkey_hash(const opkey *q) {
     return cg_hmap_mix(cg_hmap_hash_bytes(h, q->op_name, strlen(q->op_name)), 7);
 }
 
-/* Hashes of a run of keys, each key's table slot prefetched OPK_AHEAD keys
- * before its turn (a large trace's table does not fit the cache); a key of
- * hash 0 (none) is neither prefetched nor looked up. */
+/* The lookups below prefetch the table slot of the key this many keys ahead
+ * (a large trace's table does not fit the cache). */
 #define OPK_AHEAD 16u
-typedef uint64_t (*opkey_hash_of)(const cg_trace *t, const cg_logical_memory *lm, size_t i);
 
-typedef struct opk_ahead {
-    uint64_t h[OPK_AHEAD];
-    opkey_hash_of hash_of;
-    const cg_trace *t;
-    const cg_logical_memory *lm;
-    const cg_hmap *map;
-    size_t n;
-} opk_ahead;
-
-static void opk_fill(opk_ahead *q, size_t i) {
-    uint64_t h = i < q->n ? q->hash_of(q->t, q->lm, i) : 0;
-    q->h[i % OPK_AHEAD] = h;
-    if (h) cg_hmap_prefetch(q->map, h);
-}
-
-static void opk_start(opk_ahead *q) {
-    for (size_t i = 0; i < OPK_AHEAD; i++) opk_fill(q, i);
-}
-
-/* The hash of key i (0: none); key i + OPK_AHEAD is hashed and prefetched. */
-static uint64_t opk_next(opk_ahead *q, size_t i) {
-    uint64_t h = q->h[i % OPK_AHEAD];
-    opk_fill(q, i + OPK_AHEAD);
-    return h;
-}
-
-static uint64_t op_key_hash(const cg_trace *t, const cg_logical_memory *lm, size_t i) {
-    (void)lm;
-    opkey q = {t->ops[i].span_id, t->ops[i].op_name};
-    return opkey_hash(&q) | 1; /* never 0 */
-}
-
-static uint64_t lifetime_key_hash(const cg_trace *t, const cg_logical_memory *lm, size_t j) {
+/* The key of op i / of lifetime j's opening alloc (false: no op name). */
+static opkey op_key(const cg_trace *t, size_t i) { return (opkey){t->ops[i].span_id, t->ops[i].op_name}; }
+static bool lifetime_key(const cg_trace *t, const cg_logical_memory *lm, size_t j, opkey *q) {
     const cg_memory *l = &t->memory[lm->lifetimes[j].open];
-    if (!l->op_name) return 0;
-    opkey q = {l->span_id, l->op_name};
-    return opkey_hash(&q) | 1;
+    *q = (opkey){l->span_id, l->op_name};
+    return l->op_name != NULL;
 }
 
 cg_op_memory *cg_memory_op_metrics(const cg_trace *t, const cg_memory_profile *p, cg_arena *a) {
@@ -582,26 +549,27 @@ cg_op_memory *cg_memory_op_metrics(const cg_trace *t, const cg_memory_profile *p
     opkeys k = {.t = t, .first = cg_xalloc(no ? no : 1, sizeof *k.first),
                 .ambiguous = cg_xzalloc(no ? no : 1, sizeof *k.ambiguous)};
     cg_hmap_init(&k.map, no);
-    const cg_logical_memory *lm = p->logical;
-    opk_ahead q_ops = {.hash_of = op_key_hash, .t = t, .lm = lm, .map = &k.map, .n = no};
-    opk_start(&q_ops);
     for (size_t i = 0; i < no; i++) {
-        opkey q = {t->ops[i].span_id, t->ops[i].op_name};
+        if (i + OPK_AHEAD < no) {
+            opkey ahead = op_key(t, i + OPK_AHEAD);
+            cg_hmap_prefetch(&k.map, opkey_hash(&ahead));
+        }
+        opkey q = op_key(t, i);
         k.first[k.n] = (uint32_t)i;
-        uint32_t id = cg_hmap_find_or_put(&k.map, opk_next(&q_ops, i), opkey_eq, &k, &q, (uint32_t)k.n);
+        uint32_t id = cg_hmap_find_or_put(&k.map, opkey_hash(&q), opkey_eq, &k, &q, (uint32_t)k.n);
         if (id == CG_HMAP_NONE)
             k.n++;
         else
             k.ambiguous[id] = true;
     }
-    opk_ahead q_lts = {.hash_of = lifetime_key_hash, .t = t, .lm = lm, .map = &k.map, .n = lm->n_lifetimes};
-    opk_start(&q_lts);
+    const cg_logical_memory *lm = p->logical;
     for (size_t j = 0; j < lm->n_lifetimes; j++) {
-        uint64_t h = opk_next(&q_lts, j);
-        if (!h) continue; /* no op_name */
+        opkey q;
+        if (j + OPK_AHEAD < lm->n_lifetimes && lifetime_key(t, lm, j + OPK_AHEAD, &q))
+            cg_hmap_prefetch(&k.map, opkey_hash(&q));
+        if (!lifetime_key(t, lm, j, &q)) continue;
         const cg_memory *l = &t->memory[lm->lifetimes[j].open];
-        opkey q = {l->span_id, l->op_name};
-        uint32_t id = cg_hmap_find(&k.map, h, opkey_eq, &k, &q, NULL);
+        uint32_t id = cg_hmap_find(&k.map, opkey_hash(&q), opkey_eq, &k, &q, NULL);
         if (id == CG_HMAP_NONE || k.ambiguous[id]) continue; /* ambiguous: span-level attribution only */
         cg_op_memory *o = &out[k.first[id]];
         o->has_allocated = true;
