@@ -533,12 +533,13 @@ static uint64_t opkey_hash(const opkey *q) {
  * (a large trace's table does not fit the cache). */
 #define OPK_AHEAD 16u
 
-/* The key of op i / of lifetime j's opening alloc (false: no op name). */
+/* The key of op i / of lifetime j's opening alloc; the latter returns that
+ * alloc, NULL when it has no op name (no key). */
 static opkey op_key(const cg_trace *t, size_t i) { return (opkey){t->ops[i].span_id, t->ops[i].op_name}; }
-static bool lifetime_key(const cg_trace *t, const cg_logical_memory *lm, size_t j, opkey *q) {
+static const cg_memory *lifetime_key(const cg_trace *t, const cg_logical_memory *lm, size_t j, opkey *q) {
     const cg_memory *l = &t->memory[lm->lifetimes[j].open];
     *q = (opkey){l->span_id, l->op_name};
-    return l->op_name != NULL;
+    return l->op_name ? l : NULL;
 }
 
 cg_op_memory *cg_memory_op_metrics(const cg_trace *t, const cg_memory_profile *p, cg_arena *a) {
@@ -567,8 +568,8 @@ cg_op_memory *cg_memory_op_metrics(const cg_trace *t, const cg_memory_profile *p
         opkey q;
         if (j + OPK_AHEAD < lm->n_lifetimes && lifetime_key(t, lm, j + OPK_AHEAD, &q))
             cg_hmap_prefetch(&k.map, opkey_hash(&q));
-        if (!lifetime_key(t, lm, j, &q)) continue;
-        const cg_memory *l = &t->memory[lm->lifetimes[j].open];
+        const cg_memory *l = lifetime_key(t, lm, j, &q);
+        if (!l) continue;
         uint32_t id = cg_hmap_find(&k.map, opkey_hash(&q), opkey_eq, &k, &q, NULL);
         if (id == CG_HMAP_NONE || k.ambiguous[id]) continue; /* ambiguous: span-level attribution only */
         cg_op_memory *o = &out[k.first[id]];

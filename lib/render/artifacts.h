@@ -31,10 +31,10 @@ int cg_render_bundle_artifacts(const char *trace_path, const char *nsight_dir, c
 
 /* The same for publication, in memory bounded by the trace model: evidence.json
  * is streamed to evidence_fd (not closed, not synced) and hashed while written
- * (*evidence gets its SHA-256 and size); what is on disk, but the newest 64 MiB,
- * leaves the page cache as it goes (CG_WRITEBACK_DROP_BEHIND); *run_id gets a malloc'd copy of the
- * packet's provenance run_id (NULL on failure). report_md and viewer_html may
- * be NULL. Errors as above, and CG_EIO when a write to evidence_fd fails. */
+ * (*evidence gets its SHA-256 and size); what is on disk, but the newest 64
+ * MiB, leaves the page cache as it goes (CG_WRITEBACK_DROP_BEHIND); *run_id
+ * gets a malloc'd copy of the packet's provenance run_id (NULL on failure).
+ * report_md and viewer_html may be NULL. Errors as above, and CG_EIO when a write to evidence_fd fails. */
 typedef struct cg_artifact_digest {
     char sha256[65]; /* lowercase hex */
     uint64_t bytes;
