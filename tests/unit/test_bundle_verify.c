@@ -372,7 +372,6 @@ static void test_drop_behind_leaves_large_files_uncached(void **st) {
     if (!shmem) assert_true(resident_pages(ev) > 0); /* the plain check leaves the cache as it was */
     assert_int_equal(cg_bundle_verify_drop_behind(root, &rd, &err), 0);
     assert_memory_equal(&r, &rd, sizeof r);
-    assert_int_equal(rd.bytes_verified, r.bytes_verified);
     if (!shmem) assert_int_equal(resident_pages(ev), 0);
     char *small = tb_join(root, "report.md"); /* under the 8 MiB step: stays cached */
     if (!shmem) assert_true(resident_pages(small) > 0);
