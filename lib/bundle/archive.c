@@ -434,6 +434,8 @@ typedef struct unpack_in {
     uint64_t max_ratio, ratio_floor; /* zstd only; 0 = off */
     uint64_t compressed;             /* whole input when known (regular file), else 0 */
     uint64_t total_in;               /* bytes read from fd */
+    const unsigned char *last;       /* the chunk produce() handed out last (total_out ends it) */
+    size_t last_len;
     bool failed;                     /* msg, reason and limit are set */
     cg_reason reason;
     const char *limit_name;          /* err->limit of a payload_too_large */
@@ -496,6 +498,10 @@ static ssize_t produce(unpack_in *u, const void **buf) {
                     (unsigned long long)u->limit);
             return -1;
         }
+        if (r > 0) {
+            u->last = *buf;
+            u->last_len = (size_t)r;
+        }
         return r;
     }
     for (;;) {
@@ -538,6 +544,8 @@ static ssize_t produce(unpack_in *u, const void **buf) {
                 return -1;
             }
             *buf = u->outbuf;
+            u->last = u->outbuf;
+            u->last_len = out.pos;
             return (ssize_t)out.pos;
         }
     }
@@ -725,6 +733,44 @@ static int sync_dirs(const char *path, cg_error *err) {
     return rc;
 }
 
+/* The offset of the first non-zero byte of n bytes at p, or n. */
+static size_t first_nonzero(const unsigned char *p, size_t n) {
+    size_t i = 0;
+    while (i < n && p[i] == 0) i++;
+    return i;
+}
+
+/* After the end-of-archive marker: reads the rest of the decoded stream (so
+ * that truncated or corrupt zstd input surfaces) and refuses any byte that is
+ * not zero. Zeros are a tar's record padding; anything else — a second
+ * archive appended, or a second zstd frame holding one — is content that
+ * another reader (`tar --ignore-zeros`) would extract and this unpack did not
+ * check. The bytes libarchive was handed but did not consume lie in the last
+ * chunk produce() returned (libarchive asks for a chunk only when it needs
+ * bytes past the current one). */
+static int check_trailer(unpack_state *s, unpack_in *u, struct archive *a) {
+    la_int64_t used = archive_filter_bytes(a, 0);
+    uint64_t start = u->total_out - u->last_len;
+    if (used < 0 || (uint64_t)used > u->total_out || (uint64_t)used < start)
+        return st_fail(s, CG_R_MALFORMED_ARCHIVE, CG_EPARSE, "malformed archive: its end could not be located");
+    uint64_t at = (uint64_t)used;
+    size_t skip = (size_t)(at - start);
+    size_t nz = u->last ? first_nonzero(u->last + skip, u->last_len - skip) : 0;
+    const void *b;
+    ssize_t r = 0;
+    while (nz == u->last_len - skip && (r = produce(u, &b)) > 0) {
+        at = u->total_out - (uint64_t)r;
+        skip = 0;
+        nz = first_nonzero(b, (size_t)r);
+    }
+    if (r < 0) return st_fail_input(s, u);
+    if (nz < u->last_len - skip)
+        return st_fail(s, CG_R_MALFORMED_ARCHIVE, CG_EPARSE,
+                       "malformed archive: data after the end-of-archive marker at byte %llu of the tar stream",
+                       (unsigned long long)(at + nz));
+    return 0;
+}
+
 /* Runs the archive through libarchive into s->staging. */
 static int unpack_entries(unpack_state *s, unpack_in *u) {
     struct archive *a = archive_read_new();
@@ -800,16 +846,7 @@ static int unpack_entries(unpack_state *s, unpack_in *u) {
         if (xr == -2) goto reader_error;
         if (xr != 0) goto out;
     }
-    if (u->zstd) {
-        /* drain the rest of the zstd stream so truncation and checksum errors surface */
-        const void *b;
-        ssize_t r;
-        while ((r = produce(u, &b)) > 0) {}
-        if (r < 0) {
-            st_fail_input(s, u);
-            goto out;
-        }
-    }
+    if (check_trailer(s, u, a) != 0) goto out;
     rc = 0;
     goto out;
 reader_error:

@@ -25,7 +25,9 @@
  *                      zstd output over max_ratio × the compressed input size
  *                      (err->limit "decompression_ratio")
  *   malformed_archive  unreadable, truncated or corrupt input, duplicate entries,
- *                      a path that is both a file and a directory
+ *                      a path that is both a file and a directory, a non-zero byte
+ *                      after the tar end-of-archive marker (zero padding is accepted;
+ *                      a tar split over several concatenated zstd frames is one stream)
  *   CG_R_NONE          local failure (dest exists, disk, permissions, memory)
  * Ownership: no allocation escapes; err carries the message. */
 #ifndef CG_BUNDLE_ARCHIVE_H

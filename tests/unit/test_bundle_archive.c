@@ -258,6 +258,84 @@ static void test_zstd_bombs_and_corruption(void **st) {
     expect(unpack_bytes(gz, sizeof gz, NULL, msg, sizeof msg), CG_R_MALFORMED_ARCHIVE, NULL, msg, NULL);
 }
 
+/* tar + extra bytes, unpacked plain and as one zstd frame (A10: one behaviour). */
+static outcome unpack_with_tail(const unsigned char *tar, size_t len, const unsigned char *tail, size_t tail_len,
+                                bool zstd, char *msg, size_t msgsz) {
+    unsigned char *all = malloc(len + tail_len + 1);
+    assert_non_null(all);
+    memcpy(all, tar, len);
+    if (tail_len) memcpy(all + len, tail, tail_len);
+    outcome o;
+    if (zstd) {
+        size_t zl;
+        unsigned char *z = zstd_of(all, len + tail_len, &zl);
+        o = unpack_bytes(z, zl, NULL, msg, msgsz);
+        free(z);
+    } else {
+        o = unpack_bytes(all, len + tail_len, NULL, msg, msgsz);
+    }
+    free(all);
+    return o;
+}
+
+/* Bytes after the end-of-archive marker: zero padding (what `tar` writes to
+ * fill its 10240-byte records) is accepted; anything else — a second archive
+ * appended, a stray byte deep in the padding, a second zstd frame holding
+ * another tar — is malformed_archive, since another reader (tar
+ * --ignore-zeros) would extract content this unpack never checked. A tar
+ * split over several zstd frames (pzstd, `cat a.zst b.zst`) is one stream. */
+static void test_data_after_end_marker(void **st) {
+    (void)st;
+    char msg[CG_ERROR_MAX];
+    tent first[] = {REG("bundle.json", "{\"a\": 1}"), REG("trace.jsonl", "0123456789")};
+    tent second[] = {REG("evil.txt", "hidden")};
+    size_t len, len2;
+    unsigned char *tar = make_tar(first, 2, &len), *tar2 = make_tar(second, 1, &len2);
+    static unsigned char pad[200000];
+    memset(pad, 0, sizeof pad);
+    for (int zstd = 0; zstd < 2; zstd++) {
+        expect_ok(unpack_with_tail(tar, len, NULL, 0, zstd, msg, sizeof msg), msg);
+        expect_ok(unpack_with_tail(tar, len, pad, sizeof pad, zstd, msg, sizeof msg), msg);
+        expect(unpack_with_tail(tar, len, tar2, len2, zstd, msg, sizeof msg), CG_R_MALFORMED_ARCHIVE, NULL, msg,
+               "data after the end-of-archive marker");
+        /* the byte's offset in the decoded stream is named */
+        char want[96];
+        snprintf(want, sizeof want, "at byte %zu of the tar stream", len);
+        if (!strstr(msg, want)) fail_msg("%s lacks %s", msg, want);
+        /* one stray byte right after the marker, inside the first read, and beyond several reads */
+        size_t at[] = {0, 1000, sizeof pad - 1};
+        for (size_t i = 0; i < sizeof at / sizeof *at; i++) {
+            pad[at[i]] = 'x';
+            expect(unpack_with_tail(tar, len, pad, sizeof pad, zstd, msg, sizeof msg), CG_R_MALFORMED_ARCHIVE, NULL,
+                   msg, "data after the end-of-archive marker");
+            snprintf(want, sizeof want, "at byte %zu of", len + at[i]);
+            if (!strstr(msg, want)) fail_msg("%s lacks %s", msg, want);
+            pad[at[i]] = 0;
+        }
+    }
+    /* one tar over three zstd frames: accepted; a second frame holding another tar: refused */
+    size_t cut[] = {0, 700, 1500, len};
+    unsigned char *frames = malloc(2 * ZSTD_compressBound(len) + ZSTD_compressBound(len2) + 64);
+    size_t fl = 0;
+    for (size_t i = 0; i + 1 < sizeof cut / sizeof *cut; i++) {
+        size_t zl;
+        unsigned char *z = zstd_of(tar + cut[i], cut[i + 1] - cut[i], &zl);
+        memcpy(frames + fl, z, zl);
+        fl += zl;
+        free(z);
+    }
+    expect_ok(unpack_bytes(frames, fl, NULL, msg, sizeof msg), msg);
+    size_t zl;
+    unsigned char *z = zstd_of(tar2, len2, &zl);
+    memcpy(frames + fl, z, zl);
+    free(z);
+    expect(unpack_bytes(frames, fl + zl, NULL, msg, sizeof msg), CG_R_MALFORMED_ARCHIVE, NULL, msg,
+           "data after the end-of-archive marker");
+    free(frames);
+    free(tar2);
+    free(tar);
+}
+
 static void test_entry_count_limit(void **st) {
     (void)st;
     char msg[CG_ERROR_MAX];
@@ -391,6 +469,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hostile_paths_and_types),
         cmocka_unit_test(test_zstd_bombs_and_corruption),
+        cmocka_unit_test(test_data_after_end_marker),
         cmocka_unit_test(test_entry_count_limit),
         cmocka_unit_test(test_pack_unpack_roundtrip),
         cmocka_unit_test(test_mutations_never_crash_or_leak),
