@@ -32,6 +32,29 @@ static const cg_bw_field manifest_fields[] = {
 };
 static const cg_bw_record manifest_record = CG_BW_RECORD("struct CampaignManifest", manifest_doc, manifest_fields);
 
+/* A member's string holds a NUL (\u0000) when its length runs past strlen. */
+static bool str_has_nul(const cg_jv *obj, const char *key) {
+    const cg_jv *s = cg_jv_get(obj, key);
+    return s && s->type == CG_JSTR && strlen(s->u.str.s) != s->u.str.len;
+}
+
+/* The manifest's strings are C strings from here on: one holding a NUL would
+ * be cut there (`"b1\u0000x"` naming bundle b1), so it is refused instead of
+ * misread (docs/compatibility.md: the crate keeps the NUL). v decoded already. */
+static int refuse_nul(const cg_jv *v, cg_error *err) {
+    static const char *const top[] = {"schema", "campaign_id", "entrypoint"};
+    for (size_t i = 0; i < sizeof top / sizeof *top; i++)
+        if (str_has_nul(v, top[i]))
+            return cg_err_set(err, CG_EPARSE, "campaign manifest %s contains NUL (\\u0000), which campaign "
+                              "strings must not", top[i]);
+    const cg_jv *planned = cg_jv_get(v, "planned");
+    for (size_t i = 0; planned && i < cg_jv_len(planned); i++)
+        if (str_has_nul(cg_jv_at(planned, i), "bundle"))
+            return cg_err_set(err, CG_EPARSE, "campaign manifest planned[%zu].bundle contains NUL (\\u0000), which "
+                              "campaign strings must not", i);
+    return 0;
+}
+
 /* serde_json::from_slice's part: JSON and field types; the schema goes to *schema. */
 static int parse_shape(cg_arena *a, const char *text, size_t len, cg_campaign_manifest *out, const char **schema_out,
                        cg_error *err) {
@@ -39,7 +62,7 @@ static int parse_shape(cg_arena *a, const char *text, size_t len, cg_campaign_ma
     cg_jv *v = cg_json_parse(a, text, len, NULL, err);
     if (!v) return -1;
     manifest_doc doc;
-    if (cg_bw_decode(&manifest_record, a, v, text, len, &doc, err) != 0) return -1;
+    if (cg_bw_decode(&manifest_record, a, v, text, len, &doc, err) != 0 || refuse_nul(v, err) != 0) return -1;
     *out = doc.m;
     *schema_out = doc.schema;
     return 0;

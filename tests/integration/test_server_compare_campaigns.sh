@@ -76,6 +76,14 @@ expect 400 bad_request "invalid manifest → bad_request"
 [ "$(jq -r .error.message "$T/body")" = "campaign manifest requires at least one planned capture" ] && pass "validation message is upstream's" || fail "validation message: $BODY"
 http PUT /campaigns/bad -H "$H" -H 'Content-Type: application/json' -d '{"schema":'
 expect 400 malformed_json "broken JSON → malformed_json"
+# a NUL would cut the id to the URL's "nul" (and bundle "b1\u0000x" to b1): refused, nothing stored
+http PUT /campaigns/nul -H "$H" -H 'Content-Type: application/json' -d '{"schema":"candle-graph/campaign/1","campaign_id":"nul\u0000x","entrypoint":"e","planned":[{"capture_step":1,"bundle":"b1"}]}'
+expect 400 bad_request "campaign_id with \\u0000 → bad_request"
+[ "$(jq -r .error.message "$T/body")" = 'campaign manifest campaign_id contains NUL (\u0000), which campaign strings must not' ] \
+  && pass "the NUL refusal names the member" || fail "NUL message: $BODY"
+http PUT /campaigns/nul -H "$H" -H 'Content-Type: application/json' -d '{"schema":"candle-graph/campaign/1","campaign_id":"nul","entrypoint":"e","planned":[{"capture_step":1,"bundle":"b1\u0000x"}]}'
+expect 400 bad_request "bundle path with \\u0000 → bad_request"
+http GET /campaigns/nul/status -H "$H"; expect 404 "" "a refused manifest stored nothing"
 
 http GET /campaigns/camp1/status -H "$H"; expect 200 "" "status of a new campaign"
 [ "$(jq -c '[.planned, .published, .missing, .failed]' "$T/body")" = '[5,0,5,0]' ] && pass "all planned captures missing" || fail "new status: $BODY"
