@@ -23,6 +23,7 @@
 #include "base/alloc.h"
 #include "base/fs.h"
 #include "base/hmap.h"
+#include "base/json.h"
 #include "base/sha256.h"
 #include "bundle/dirnames.h"
 #include "bundle/manifest.h"
@@ -805,6 +806,13 @@ static int unpack_entries(unpack_state *s, unpack_in *u) {
                         "unsafe path in archive: entry name contains control character 0x%02x", *c);
                 goto out;
             }
+        }
+        /* a name that is not UTF-8 (Latin-1 bytes, overlongs, surrogates) can never be a
+         * declared bundle path (bundle.json is JSON) and would reach messages and logs as
+         * raw bytes (RELIABILITY.md A22): refuse, without echoing it */
+        if (!cg_utf8_valid(name, strlen(name))) {
+            st_fail(s, CG_R_UNSAFE_PATH, CG_EVERIFY, "unsafe path in archive: entry name is not valid UTF-8");
+            goto out;
         }
         mode_t type = archive_entry_filetype(e);
         bool is_dir = type == AE_IFDIR;

@@ -19,7 +19,8 @@
  * the decoded stream, entry count, per-file and total sizes are bounded.
  *
  * Errors carry their reason (base/reason.def; the server answers its code):
- *   unsafe_path        absolute path, "..", empty or "." component, backslash, NUL
+ *   unsafe_path        absolute path, "..", empty or "." component, backslash, NUL,
+ *                      a control character, a name that is not valid UTF-8
  *   special_file       symlink, hard link, device, FIFO, socket entry
  *   payload_too_large  a size / count / window / decoded-output limit (err->limit "archive"), or
  *                      zstd output over max_ratio × the compressed input size

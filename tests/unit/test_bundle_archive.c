@@ -336,6 +336,50 @@ static void test_data_after_end_marker(void **st) {
     free(tar);
 }
 
+/* One regular file in a hand-built ustar archive (libarchive's writer would
+ * not emit a name that is not UTF-8): header, data, two zero blocks. */
+static unsigned char *raw_ustar(const char *name, const char *data, size_t *len) {
+    size_t dl = strlen(data), blocks = 1 + (dl + 511) / 512 + 2;
+    unsigned char *t = calloc(blocks, 512);
+    assert_non_null(t);
+    memcpy(t, name, strlen(name) < 100 ? strlen(name) : 100);
+    memcpy(t + 100, "0000644", 7);
+    memcpy(t + 108, "0000000", 7);
+    memcpy(t + 116, "0000000", 7);
+    snprintf((char *)t + 124, 12, "%011zo", dl);
+    memcpy(t + 136, "00000000000", 11);
+    t[156] = '0';
+    memcpy(t + 257, "ustar", 6);
+    memcpy(t + 263, "00", 2);
+    memset(t + 148, ' ', 8);
+    unsigned sum = 0;
+    for (size_t i = 0; i < 512; i++) sum += t[i];
+    snprintf((char *)t + 148, 8, "%06o", sum);
+    memcpy(t + 512, data, dl);
+    *len = blocks * 512;
+    return t;
+}
+
+/* RELIABILITY.md A22: an entry name that is not UTF-8 is unsafe_path, and the
+ * message does not echo its bytes; a UTF-8 name is accepted. */
+static void test_names_not_utf8(void **st) {
+    (void)st;
+    char msg[CG_ERROR_MAX];
+    static const char *const bad[] = {"caf\xe9.txt", "a\xc0\xaf" "b", "s\xed\xa0\x80.txt", "cut\xe2\x82", "\xff"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        size_t len;
+        unsigned char *t = raw_ustar(bad[i], "x", &len);
+        expect(unpack_bytes(t, len, NULL, msg, sizeof msg), CG_R_UNSAFE_PATH, NULL, msg, "not valid UTF-8");
+        for (const unsigned char *c = (const unsigned char *)msg; *c; c++)
+            if (*c >= 0x80) fail_msg("message echoes a name byte 0x%02x: %s", *c, msg);
+        free(t);
+    }
+    size_t len;
+    unsigned char *t = raw_ustar("caf\xc3\xa9.txt", "x", &len);
+    expect_ok(unpack_bytes(t, len, NULL, msg, sizeof msg), msg);
+    free(t);
+}
+
 static void test_entry_count_limit(void **st) {
     (void)st;
     char msg[CG_ERROR_MAX];
@@ -470,6 +514,7 @@ int main(void) {
         cmocka_unit_test(test_hostile_paths_and_types),
         cmocka_unit_test(test_zstd_bombs_and_corruption),
         cmocka_unit_test(test_data_after_end_marker),
+        cmocka_unit_test(test_names_not_utf8),
         cmocka_unit_test(test_entry_count_limit),
         cmocka_unit_test(test_pack_unpack_roundtrip),
         cmocka_unit_test(test_mutations_never_crash_or_leak),
