@@ -346,7 +346,7 @@ static unsigned char *raw_ustar(const char *name, const char *data, size_t *len)
     memcpy(t + 100, "0000644", 7);
     memcpy(t + 108, "0000000", 7);
     memcpy(t + 116, "0000000", 7);
-    snprintf((char *)t + 124, 12, "%011zo", dl);
+    snprintf((char *)t + 124, 12, "%011o", (unsigned)dl);
     memcpy(t + 136, "00000000000", 11);
     t[156] = '0';
     memcpy(t + 257, "ustar", 6);
@@ -354,7 +354,7 @@ static unsigned char *raw_ustar(const char *name, const char *data, size_t *len)
     memset(t + 148, ' ', 8);
     unsigned sum = 0;
     for (size_t i = 0; i < 512; i++) sum += t[i];
-    snprintf((char *)t + 148, 8, "%06o", sum);
+    snprintf((char *)t + 148, 8, "%06o", sum & 0777777u);
     memcpy(t + 512, data, dl);
     *len = blocks * 512;
     return t;
