@@ -887,6 +887,10 @@ bool cg_jv_as_f64(const cg_jv *v, double *out) {
 }
 
 const char *cg_jv_as_str(const cg_jv *v) { return v && v->type == CG_JSTR ? v->u.str.s : NULL; }
+const char *cg_jv_as_cstr(const cg_jv *v) {
+    const char *s = cg_jv_as_str(v);
+    return s && strlen(s) == v->u.str.len ? s : NULL;
+}
 
 static size_t arr_like_len(const cg_jv *v) { return v->type == CG_JLAZY ? v->u.lazy.n : v->u.arr.n; }
 

@@ -207,6 +207,9 @@ bool cg_jv_as_u64(const cg_jv *v, uint64_t *out);      /* non-negative integer *
 bool cg_jv_as_i64(const cg_jv *v, int64_t *out);
 bool cg_jv_as_f64(const cg_jv *v, double *out);        /* any number */
 const char *cg_jv_as_str(const cg_jv *v);              /* NULL unless string */
+/* The string as a C string: NULL unless v is a string with no NUL (\u0000) inside,
+ * which a C string would silently end at. */
+const char *cg_jv_as_cstr(const cg_jv *v);
 static inline size_t cg_jv_len(const cg_jv *v) {
     return !v ? 0 : v->type == CG_JARR ? v->u.arr.n : v->type == CG_JOBJ ? v->u.obj.n : 0;
 }

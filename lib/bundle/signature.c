@@ -275,8 +275,8 @@ int cg_sig_sign_manifest(const void *manifest, size_t len, const unsigned char s
 
 static const char *sidecar_str(const cg_jv *o, const char *key, cg_error *err) {
     const cg_jv *v = cg_jv_get(o, key);
-    const char *s = cg_jv_as_str(v);
-    if (!s || strlen(s) != v->u.str.len) {
+    const char *s = cg_jv_as_cstr(v);
+    if (!s) {
         cg_err_setr(err, CG_R_MALFORMED_SIGNATURE, CG_EPARSE, "signature sidecar field `%s` is missing or not a string",
                     key);
         return NULL;

@@ -32,10 +32,10 @@ static const cg_bw_field manifest_fields[] = {
 };
 static const cg_bw_record manifest_record = CG_BW_RECORD("struct CampaignManifest", manifest_doc, manifest_fields);
 
-/* A member's string holds a NUL (\u0000) when its length runs past strlen. */
+/* A member's string holds a NUL (\u0000) (the shape check made it a string). */
 static bool str_has_nul(const cg_jv *obj, const char *key) {
     const cg_jv *s = cg_jv_get(obj, key);
-    return s && s->type == CG_JSTR && strlen(s->u.str.s) != s->u.str.len;
+    return s && s->type == CG_JSTR && !cg_jv_as_cstr(s);
 }
 
 /* The manifest's strings are C strings from here on: one holding a NUL would

@@ -58,8 +58,8 @@ static const char *need_str(const cg_jv *obj, const char *key, const char *what,
         if (!optional) *rc = cg_err_set(err, CG_EPARSE, "missing field `%s`", what);
         return NULL;
     }
-    const char *s = cg_jv_as_str(v);
-    if (!s || strlen(s) != v->u.str.len) {
+    const char *s = cg_jv_as_cstr(v);
+    if (!s) {
         *rc = cg_err_set(err, CG_EPARSE, "field `%s` must be a string", what);
         return NULL;
     }
@@ -76,8 +76,8 @@ static int str_array(cg_arena *a, const cg_jv *obj, const char *key, bool option
     if (v->type != CG_JARR) return cg_err_set(err, CG_EPARSE, "field `%s` must be an array", key);
     out->items = cg_arena_alloc(a, (v->u.arr.n ? v->u.arr.n : 1) * sizeof(char *));
     for (size_t i = 0; i < v->u.arr.n; i++) {
-        const char *s = cg_jv_as_str(v->u.arr.items[i]);
-        if (!s || strlen(s) != v->u.arr.items[i]->u.str.len)
+        const char *s = cg_jv_as_cstr(v->u.arr.items[i]);
+        if (!s)
             return cg_err_set(err, CG_EPARSE, "field `%s` must be an array of strings", key);
         out->items[out->n++] = s;
         cg_jv_arr_push(a, *json_out, cg_jv_str(a, s));
