@@ -570,6 +570,13 @@ static bool strset_eq(const void *ctx, uint32_t id, const void *key) {
     return strcmp(((const strset *)ctx)->key[id], key) == 0;
 }
 
+static bool strset_has(const strset *s, const char *key) {
+    if (!s->index.slot) return false;
+    size_t len = strlen(key), at = 0;
+    uint64_t h = cg_hmap_mix(cg_hmap_hash_bytes(0, key, len), 0);
+    return cg_hmap_find(&s->index, h, strset_eq, s, key, &at) != CG_HMAP_NONE;
+}
+
 /* 1 inserted, 0 already present, -1 out of memory. */
 static int strset_add(strset *s, const char *key) {
     if (!s->index.slot) cg_hmap_init(&s->index, 128);
@@ -597,7 +604,10 @@ typedef struct unpack_state {
     const cg_archive_limits *lim;
     cg_error *err;
     strset seen;
-    uint64_t entries, total_bytes;
+    strset dirs;             /* every directory made in staging (paths relative to it) */
+    uint64_t entries;        /* headers read */
+    uint64_t implicit_dirs;  /* directories made for a path before (or without) their own header */
+    uint64_t total_bytes;
     unsigned char *chunk;
 } unpack_state;
 
@@ -623,7 +633,8 @@ static int st_fail_input(unpack_state *s, const unpack_in *u) {
 }
 
 /* Normalizes an entry name into out: strips one leading "./" and a trailing
- * "/" (directories). Returns 0 (root entry "."), 1 (a path), -1 (unsafe). */
+ * "/" (directories). Returns 0 (root entry "."), 1 (a path), -1 (unsafe), -2
+ * (more than CG_ARCHIVE_MAX_DEPTH components). */
 static int normalize_name(const char *name, bool is_dir, char *out, size_t outsz) {
     if (!strncmp(name, "./", 2)) name += 2;
     size_t n = strlen(name);
@@ -633,39 +644,71 @@ static int normalize_name(const char *name, bool is_dir, char *out, size_t outsz
     memcpy(out, name, n);
     out[n] = '\0';
     if (!cg_bundle_path_is_safe(out)) return -1;
+    unsigned depth = 0;
     for (const char *p = out; *p;) {
         const char *sl = strchr(p, '/');
         size_t len = sl ? (size_t)(sl - p) : strlen(p);
         if (len > NAME_MAX) return -1;
+        if (++depth > CG_ARCHIVE_MAX_DEPTH) return -2;
         if (!sl) break;
         p = sl + 1;
     }
     return 1;
 }
 
-/* Creates every directory of rel (or its parents only) inside the staging dir. */
+/* Over max_entries: headers, plus the directories made without a header of their own. */
+static int too_many_entries(unpack_state *s) {
+    return st_fail(s, CG_R_PAYLOAD_TOO_LARGE, CG_ELIMIT, "archive has more than %llu entries%s",
+                   (unsigned long long)s->lim->max_entries,
+                   s->implicit_dirs ? ", counting the directories its paths create" : "");
+}
+
+/* Makes one directory of an entry's path (path = staging/rel cut after it,
+ * dir = its part below staging) unless it was made before. A directory made
+ * for an entry below it, before any header of its own, counts against
+ * max_entries with the headers: without that, 100,000 entries under chains of
+ * fresh directories would create millions of them. */
+static int make_dir(unpack_state *s, char *path, const char *dir, const char *rel, bool own_header) {
+    if (strset_has(&s->dirs, dir)) return 0;
+    if (mkdir(path, 0755) != 0) {
+        struct stat st;
+        if (errno != EEXIST || lstat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+            return st_fail(s, CG_R_MALFORMED_ARCHIVE, CG_EPARSE, "archive path %s is both a file and a directory", rel);
+    } else if (!own_header && s->entries + ++s->implicit_dirs > s->lim->max_entries) {
+        return too_many_entries(s);
+    }
+    if (strset_add(&s->dirs, dir) < 0) return st_fail(s, CG_R_NONE, CG_ENOMEM, "out of memory");
+    return 0;
+}
+
+/* Creates every directory of rel (or its parents only) inside the staging
+ * dir. An entry whose directory was made before costs one lookup, so entries
+ * in a deep directory do not re-walk it (every mkdir of a d-deep path walks d
+ * components: 20,000 files 1,000 levels down took minutes). */
 static int make_dirs(unpack_state *s, const char *rel, bool include_last) {
     char path[PATH_MAX];
     int n = snprintf(path, sizeof path, "%s/%s", s->staging, rel);
     if (n < 0 || (size_t)n >= sizeof path)
         return st_fail(s, CG_R_UNSAFE_PATH, CG_EVERIFY, "archive entry path is too long: %s", rel);
-    size_t base = strlen(s->staging) + 1;
-    for (char *p = path + base;; p++) {
-        bool end = *p == '\0';
-        if (*p == '/' || (end && include_last)) {
-            char c = *p;
+    char *dir = path + strlen(s->staging) + 1;
+    char *last = include_last ? dir + strlen(dir) : strrchr(dir, '/');
+    if (!last || last == dir) return 0;
+    char c = *last;
+    *last = '\0';
+    bool known = strset_has(&s->dirs, dir);
+    *last = c;
+    if (known) return 0;
+    for (char *p = dir;; p++) {
+        bool end = p == last;
+        if (*p == '/' || end) {
+            c = *p;
             *p = '\0';
-            if (mkdir(path, 0755) != 0) {
-                struct stat st;
-                if (errno != EEXIST || lstat(path, &st) != 0 || !S_ISDIR(st.st_mode))
-                    return st_fail(s, CG_R_MALFORMED_ARCHIVE, CG_EPARSE,
-                                   "archive path %s is both a file and a directory", rel);
-            }
+            int rc = make_dir(s, path, dir, rel, end && include_last);
             *p = c;
+            if (rc != 0) return rc;
         }
-        if (end) break;
+        if (end) return 0;
     }
-    return 0;
 }
 
 static int extract_file(unpack_state *s, struct archive *a, const char *rel, struct archive_entry *e) {
@@ -786,9 +829,8 @@ static int unpack_entries(unpack_state *s, unpack_in *u) {
         /* ARCHIVE_WARN: e.g. a UTF-8 pax name that the process locale cannot
          * represent; the entry is complete and the UTF-8 name is used below */
         if (r != ARCHIVE_OK && r != ARCHIVE_WARN) goto reader_error;
-        if (++s->entries > s->lim->max_entries) {
-            st_fail(s, CG_R_PAYLOAD_TOO_LARGE, CG_ELIMIT, "archive has more than %llu entries",
-                    (unsigned long long)s->lim->max_entries);
+        if (++s->entries + s->implicit_dirs > s->lim->max_entries) {
+            too_many_entries(s);
             goto out;
         }
         /* UTF-8 (pax) name when libarchive can provide it, else the raw header bytes */
@@ -818,6 +860,12 @@ static int unpack_entries(unpack_state *s, unpack_in *u) {
         bool is_dir = type == AE_IFDIR;
         char rel[PATH_MAX];
         int nr = normalize_name(name, is_dir, rel, sizeof rel);
+        if (nr == -2) { /* named by its first 200 bytes at most, cut between characters */
+            size_t shown = cg_utf8_valid_prefix(name, strnlen(name, 200));
+            st_fail(s, CG_R_UNSAFE_PATH, CG_EVERIFY, "archive entry path has more than %d components: %.*s%s",
+                    CG_ARCHIVE_MAX_DEPTH, (int)shown, name, name[shown] ? "…" : "");
+            goto out;
+        }
         if (nr < 0) {
             st_fail(s, CG_R_UNSAFE_PATH, CG_EVERIFY, "unsafe path in archive: %s", name);
             goto out;
@@ -953,6 +1001,7 @@ out:
     free(u.outbuf);
     free(s.chunk);
     strset_free(&s.seen);
+    strset_free(&s.dirs);
     free(staging);
     return rc;
 }

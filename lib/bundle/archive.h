@@ -20,9 +20,12 @@
  *
  * Errors carry their reason (base/reason.def; the server answers its code):
  *   unsafe_path        absolute path, "..", empty or "." component, backslash, NUL,
- *                      a control character, a name that is not valid UTF-8
+ *                      a control character, a name that is not valid UTF-8, more than
+ *                      CG_ARCHIVE_MAX_DEPTH (64) components
  *   special_file       symlink, hard link, device, FIFO, socket entry
- *   payload_too_large  a size / count / window / decoded-output limit (err->limit "archive"), or
+ *   payload_too_large  a size / count / window / decoded-output limit (err->limit "archive";
+ *                      the entry count includes directories made for a path before or
+ *                      without their own header), or
  *                      zstd output over max_ratio × the compressed input size
  *                      (err->limit "decompression_ratio")
  *   malformed_archive  unreadable, truncated or corrupt input, duplicate entries,
@@ -40,6 +43,10 @@
 
 #include "base/error.h"
 #include "bundle/manifest.h"
+
+/* Path components an entry may have (a bundle's are a handful: nsight/<file>).
+ * Each directory made walks its whole path, so depth multiplies the work. */
+#define CG_ARCHIVE_MAX_DEPTH 64
 
 typedef struct cg_archive_limits {
     uint64_t max_entries;       /* default 100,000 */

@@ -380,6 +380,71 @@ static void test_names_not_utf8(void **st) {
     free(t);
 }
 
+/* "d/d/…/d" of n components into out. */
+static void chain(char *out, size_t outsz, int n, const char *leaf) {
+    size_t k = 0;
+    for (int i = 0; i < n; i++) k += (size_t)snprintf(out + k, outsz - k, i ? "/d" : "d");
+    if (leaf) snprintf(out + k, outsz - k, "/%s", leaf);
+}
+
+/* Deep paths: each directory is made once however many entries lie below it,
+ * a directory made for a path without its own header counts against
+ * max_entries exactly once, and more than CG_ARCHIVE_MAX_DEPTH components is
+ * unsafe_path (every mkdir walks its whole path: 20,000 empty files 1,000
+ * levels down in a 67 KB tar.zst took over 13 minutes before). */
+static void test_deep_paths(void **st) {
+    (void)st;
+    char msg[CG_ERROR_MAX];
+    enum { FILES = 50, DEPTH = 19 };
+    static char names[FILES + DEPTH][256];
+    tent ents[FILES + DEPTH];
+    for (int i = 0; i < DEPTH; i++) {
+        chain(names[i], sizeof names[i], i + 1, NULL);
+        ents[i] = (tent){names[i], AE_IFDIR, NULL, 0, NULL, NULL};
+    }
+    for (int i = 0; i < FILES; i++) {
+        char leaf[16];
+        snprintf(leaf, sizeof leaf, "f%02d", i);
+        chain(names[DEPTH + i], sizeof names[DEPTH + i], DEPTH, leaf);
+        ents[DEPTH + i] = (tent)REG(names[DEPTH + i], "x");
+    }
+    cg_archive_limits lim;
+    cg_archive_limits_default(&lim);
+    size_t len;
+    /* files only: 50 headers + 19 directories their paths create */
+    unsigned char *tar = make_tar(ents + DEPTH, FILES, &len);
+    lim.max_entries = FILES + DEPTH;
+    expect_ok(unpack_bytes(tar, len, &lim, msg, sizeof msg), msg);
+    lim.max_entries = FILES + DEPTH - 1;
+    expect(unpack_bytes(tar, len, &lim, msg, sizeof msg), CG_R_PAYLOAD_TOO_LARGE, "archive", msg,
+           "counting the directories its paths create");
+    free(tar);
+    /* the same with a header for every directory first: 69 headers, nothing counted twice */
+    tar = make_tar(ents, FILES + DEPTH, &len);
+    lim.max_entries = FILES + DEPTH;
+    expect_ok(unpack_bytes(tar, len, &lim, msg, sizeof msg), msg);
+    lim.max_entries = FILES + DEPTH - 1;
+    expect(unpack_bytes(tar, len, &lim, msg, sizeof msg), CG_R_PAYLOAD_TOO_LARGE, "archive", msg, "more than 68 entries");
+    free(tar);
+    /* depth: 64 components unpack, 65 are refused, named by their first 200 bytes and an ellipsis */
+    static char deep[2][1024];
+    chain(deep[0], sizeof deep[0], CG_ARCHIVE_MAX_DEPTH - 1, "f");
+    chain(deep[1], sizeof deep[1], CG_ARCHIVE_MAX_DEPTH, "a-leaf-name-long-enough-to-pass-200-bytes-of-path-0123456789-0123456789-0123456789-0123456789");
+    for (int i = 0; i < 2; i++) {
+        tent one[] = {REG(deep[i], "x")};
+        tar = make_tar(one, 1, &len);
+        if (i == 0) {
+            expect_ok(unpack_bytes(tar, len, NULL, msg, sizeof msg), msg);
+        } else {
+            expect(unpack_bytes(tar, len, NULL, msg, sizeof msg), CG_R_UNSAFE_PATH, NULL, msg,
+                   "archive entry path has more than 64 components: d/d/d");
+            assert_true(cg_utf8_valid(msg, strlen(msg)));
+            assert_non_null(strstr(msg, "…"));
+        }
+        free(tar);
+    }
+}
+
 static void test_entry_count_limit(void **st) {
     (void)st;
     char msg[CG_ERROR_MAX];
@@ -515,6 +580,7 @@ int main(void) {
         cmocka_unit_test(test_zstd_bombs_and_corruption),
         cmocka_unit_test(test_data_after_end_marker),
         cmocka_unit_test(test_names_not_utf8),
+        cmocka_unit_test(test_deep_paths),
         cmocka_unit_test(test_entry_count_limit),
         cmocka_unit_test(test_pack_unpack_roundtrip),
         cmocka_unit_test(test_mutations_never_crash_or_leak),
