@@ -570,19 +570,25 @@ static bool strset_eq(const void *ctx, uint32_t id, const void *key) {
     return strcmp(((const strset *)ctx)->key[id], key) == 0;
 }
 
+/* Looks key up: true when present; *h and *at are where strset_add puts it. */
+static bool strset_find(const strset *s, const char *key, size_t len, uint64_t *h, size_t *at) {
+    *h = cg_hmap_mix(cg_hmap_hash_bytes(0, key, len), 0);
+    *at = 0;
+    return s->index.slot && cg_hmap_find(&s->index, *h, strset_eq, s, key, at) != CG_HMAP_NONE;
+}
+
 static bool strset_has(const strset *s, const char *key) {
-    if (!s->index.slot) return false;
-    size_t len = strlen(key), at = 0;
-    uint64_t h = cg_hmap_mix(cg_hmap_hash_bytes(0, key, len), 0);
-    return cg_hmap_find(&s->index, h, strset_eq, s, key, &at) != CG_HMAP_NONE;
+    uint64_t h;
+    size_t at;
+    return strset_find(s, key, strlen(key), &h, &at);
 }
 
 /* 1 inserted, 0 already present, -1 out of memory. */
 static int strset_add(strset *s, const char *key) {
     if (!s->index.slot) cg_hmap_init(&s->index, 128);
-    size_t len = strlen(key), at = 0;
-    uint64_t h = cg_hmap_mix(cg_hmap_hash_bytes(0, key, len), 0);
-    if (cg_hmap_find(&s->index, h, strset_eq, s, key, &at) != CG_HMAP_NONE) return 0;
+    size_t len = strlen(key), at;
+    uint64_t h;
+    if (strset_find(s, key, len, &h, &at)) return 0;
     char **grown = s->n < UINT32_MAX - 1 ? cg_try_grow(s->key, &s->cap, s->n + 1, sizeof *s->key) : NULL;
     if (!grown) return -1;
     s->key = grown;
@@ -669,7 +675,9 @@ static int too_many_entries(unpack_state *s) {
  * max_entries with the headers: without that, 100,000 entries under chains of
  * fresh directories would create millions of them. */
 static int make_dir(unpack_state *s, char *path, const char *dir, const char *rel, bool own_header) {
-    if (strset_has(&s->dirs, dir)) return 0;
+    int added = strset_add(&s->dirs, dir); /* a failure below fails the whole unpack */
+    if (added < 0) return st_fail(s, CG_R_NONE, CG_ENOMEM, "out of memory");
+    if (added == 0) return 0;
     if (mkdir(path, 0755) != 0) {
         struct stat st;
         if (errno != EEXIST || lstat(path, &st) != 0 || !S_ISDIR(st.st_mode))
@@ -677,7 +685,6 @@ static int make_dir(unpack_state *s, char *path, const char *dir, const char *re
     } else if (!own_header && s->entries + ++s->implicit_dirs > s->lim->max_entries) {
         return too_many_entries(s);
     }
-    if (strset_add(&s->dirs, dir) < 0) return st_fail(s, CG_R_NONE, CG_ENOMEM, "out of memory");
     return 0;
 }
 
