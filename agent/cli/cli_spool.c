@@ -26,7 +26,7 @@ int cli_spool_init(const char *spool, cg_error *err) {
     for (size_t i = 0; i < 4; i++) {
         char *p = join(spool, sub[i]);
         int rc = cg_mkdir_p(p, err);
-        free(p);
+        cg_free(p);
         if (rc != 0) return cg_err_context(err, "spool %s", spool);
     }
     /* .incoming/<entry> of a writer that died mid-copy: never finalized. */
@@ -42,12 +42,12 @@ int cli_spool_init(const char *spool, cg_error *err) {
                 kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
                 char *p = join(inc, e->d_name);
                 cg_rm_rf(p);
-                free(p);
+                cg_free(p);
             }
         }
         closedir(d);
     }
-    free(inc);
+    cg_free(inc);
     return 0;
 }
 
@@ -66,8 +66,8 @@ static int copy_tree(const char *src, const char *dst, cg_error *err) {
         else if (S_ISDIR(st.st_mode)) rc = copy_tree(s, t, err);
         else if (S_ISREG(st.st_mode)) rc = cg_copy_file(s, t, err);
         else rc = cg_err_set(err, CG_EINVAL, "%s: not a regular file or folder", s);
-        free(s);
-        free(t);
+        cg_free(s);
+        cg_free(t);
     }
     closedir(d);
     if (rc == 0) rc = cg_fsync_path(dst, err);
@@ -96,7 +96,7 @@ int cli_spool_enqueue(const char *spool, const char *bundle_dir, const char *sid
     if (sidecar) {
         char *sc = join(stage, "bundle.sig.json");
         int c = cg_copy_file(sidecar, sc, err);
-        free(sc);
+        cg_free(sc);
         if (c != 0) goto fail;
     }
     if (cg_fsync_path(stage, err) != 0) goto fail;
@@ -114,11 +114,11 @@ int cli_spool_enqueue(const char *spool, const char *bundle_dir, const char *sid
 fail:
     cg_rm_rf(stage);
 out:
-    free(inc_dir);
-    free(ready_dir);
-    free(stage);
-    free(ready);
-    free(stage_bundle);
+    cg_free(inc_dir);
+    cg_free(ready_dir);
+    cg_free(stage);
+    cg_free(ready);
+    cg_free(stage_bundle);
     return rc;
 }
 
@@ -134,7 +134,7 @@ int cli_spool_list(const char *spool, const char *state, char ***names, size_t *
     DIR *d = opendir(dir);
     if (!d) {
         cg_err_set(err, CG_EIO, "open %s: %s", dir, strerror(errno));
-        free(dir);
+        cg_free(dir);
         return -1;
     }
     size_t cap = 0;
@@ -146,14 +146,14 @@ int cli_spool_list(const char *spool, const char *state, char ***names, size_t *
         (*names)[(*n)++] = copy;
     }
     closedir(d);
-    free(dir);
+    cg_free(dir);
     if (*n) qsort(*names, *n, sizeof **names, cmp_str);
     return 0;
 }
 
 void cli_spool_names_free(char **names, size_t n) {
-    for (size_t i = 0; i < n; i++) free(names[i]);
-    free(names);
+    for (size_t i = 0; i < n; i++) cg_free(names[i]);
+    cg_free(names);
 }
 
 int cli_spool_move(const char *spool, const char *entry, const char *state, const char *note_name,
@@ -166,7 +166,7 @@ int cli_spool_move(const char *spool, const char *entry, const char *state, cons
     if (note_name) {
         char *note = join(from, note_name);
         int w = cg_write_file_atomic(note, data, len, err);
-        free(note);
+        cg_free(note);
         if (w != 0) goto out;
     }
     if (rename(from, to) != 0) {
@@ -176,9 +176,9 @@ int cli_spool_move(const char *spool, const char *entry, const char *state, cons
     if (cg_fsync_path(dest_dir, err) != 0 || cg_fsync_path(ready_dir, err) != 0) goto out;
     rc = 0;
 out:
-    free(ready_dir);
-    free(dest_dir);
-    free(from);
-    free(to);
+    cg_free(ready_dir);
+    cg_free(dest_dir);
+    cg_free(from);
+    cg_free(to);
     return rc;
 }

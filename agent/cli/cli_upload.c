@@ -31,7 +31,7 @@ double cli_upload_clock_s(void) {
 }
 
 void cli_upload_result_free(cli_upload_result *r) {
-    free(r->body);
+    cg_free(r->body);
     r->body = NULL;
     r->body_len = 0;
 }
@@ -98,8 +98,8 @@ uint64_t cli_upload_size(const cli_upload *u) { return u->size; }
 void cli_upload_free(cli_upload *u) {
     if (!u) return;
     fclose(u->archive);
-    free(u->sig_header);
-    free(u);
+    cg_free(u->sig_header);
+    cg_free(u);
 }
 
 typedef struct {
@@ -231,8 +231,8 @@ int cli_upload_send(cli_upload *u, const char *server, const char *token, const 
 out:
     if (c) curl_easy_cleanup(c);
     curl_slist_free_all(hdrs);
-    free(auth);
-    free(url);
+    cg_free(auth);
+    cg_free(url);
     return rc;
 }
 
@@ -280,7 +280,7 @@ int cli_upload_bundle(const char *server, const char *token, const char *bundle_
     if (sidecar_path && !(sidecar = cg_read_file(sidecar_path, SIDECAR_MAX, &sidecar_len, err))) return -1;
     cli_upload *u = NULL;
     int rc = cli_upload_prepare(bundle_dir, sidecar, sidecar_len, &u, err);
-    free(sidecar);
+    cg_free(sidecar);
     if (rc != 0) return cg_err_context(err, "pack %s", bundle_dir);
     cli_upload_opts opts = {.timeout_s = timeout_s > 0 ? timeout_s : 600L};
     rc = cli_upload_send(u, server, token, &opts, out, err);

@@ -96,10 +96,10 @@ static char *find_collector(void) {
         char *p = cg_path_join(dir, rel[i]);
         if (p && file_exists(p)) {
             char *r = realpath(p, NULL);
-            free(p);
+            cg_free(p);
             return r;
         }
-        free(p);
+        cg_free(p);
     }
     return NULL;
 }
@@ -131,7 +131,7 @@ static char *find_nsys(void) {
             dir[n] = '\0';
             char *p = cg_path_join(dir, "nsys");
             if (p && access(p, X_OK) == 0) return p;
-            free(p);
+            cg_free(p);
         }
         path += n;
         if (*path == ':') path++;
@@ -200,15 +200,15 @@ static void nsys_stats(const char *nsys, const char *nsight, cg_arena *a, cg_jv 
             if (n > 7 && strcmp(e->d_name + n - 7, ".sqlite") == 0) {
                 char *p = cg_path_join(nsight, e->d_name);
                 unlink(p);
-                free(p);
+                cg_free(p);
             }
         }
         closedir(d);
     }
-    free(rep);
-    free(prefix);
-    free(log);
-    free(logfile);
+    cg_free(rep);
+    cg_free(prefix);
+    cg_free(log);
+    cg_free(logfile);
 }
 
 static int cmp_cstr(const void *x, const void *y) {
@@ -244,11 +244,11 @@ static int write_nsight_manifest(const char *nsys, const char *nsight, const cg_
                 memcpy(version, num, n);
                 version[n] = '\0';
             }
-            free(v);
+            cg_free(v);
         }
     }
     unlink(vlog);
-    free(vlog);
+    cg_free(vlog);
     cg_jv *m = cg_jv_obj(&a), *run = cg_jv_obj(&a), *corr = cg_jv_obj(&a), *tool = cg_jv_obj(&a);
     cg_jv_obj_put(&a, m, "schema", cg_jv_str(&a, "candle-graph/nsight-capture/1"));
     cg_jv_obj_put(&a, run, "id", cg_jv_str(&a, t->run.run_id));
@@ -277,10 +277,10 @@ static int write_nsight_manifest(const char *nsys, const char *nsight, const cg_
             if (*line) cg_jv_arr_push(&a, devices, cg_jv_str(&a, line));
             line = nl ? nl + 1 : NULL;
         }
-        free(txt);
+        cg_free(txt);
     }
     unlink(smi_log);
-    free(smi_log);
+    cg_free(smi_log);
     cg_jv_obj_put(&a, hw, "devices", devices);
     cg_jv_obj_put(&a, m, "hardware", hw);
     cg_jv *rev = cg_jv_obj(&a);
@@ -316,7 +316,7 @@ static int write_nsight_manifest(const char *nsys, const char *nsight, const cg_
         char hex[65];
         uint64_t size = 0;
         int hr = cg_sha256_file(p, true, hex, &size, err);
-        free(p);
+        cg_free(p);
         if (hr != 0) goto out;
         cg_jv *art = cg_jv_obj(&a);
         cg_jv_obj_put(&a, art, "path", cg_jv_str(&a, names[i]));
@@ -330,10 +330,10 @@ static int write_nsight_manifest(const char *nsys, const char *nsight, const cg_
     cg_buf_putc(&b, '\n');
     char *mp = cg_path_join(nsight, "capture-manifest.json");
     rc = cg_write_file(mp, b.data, b.len, true, err);
-    free(mp);
+    cg_free(mp);
     cg_buf_free(&b);
 out:
-    free(names);
+    cg_free(names);
     cg_arena_free(&a);
     return rc;
 }
@@ -364,7 +364,7 @@ static int run_program(const capture_opts *o, const char *collector, const char 
         for (size_t i = 0; i < np; i++) argv[1 + i] = pre[i];
         argv[1 + np] = cg_arena_strdup(a, out);
         for (size_t i = 0; i < n; i++) argv[2 + np + i] = o->cmd[i];
-        free(out);
+        cg_free(out);
         cg_buf b = CG_BUF_INIT;
         join_cmd(&b, argv);
         cg_buf_putc(&b, '\0');
@@ -482,8 +482,8 @@ static int close_crashed_trace(const char *path, const char *reason, cg_error *e
         }
         line = nl ? nl + 1 : NULL;
     }
-    free(spans);
-    free(text);
+    cg_free(spans);
+    cg_free(text);
     int rc = 0;
     if (!has_terminal) {
         cg_terminal t = {.outcome = CG_OUTCOME_FAILED, .timestamp_ns = latest, .reason = reason};
@@ -653,7 +653,7 @@ int cg_cmd_capture(int argc, char **argv) {
     int prc = parse_args(argc, argv, &o);
     if (prc) return prc;
     if (cg_path_exists(o.bundle)) {
-        free(o.nsys);
+        cg_free(o.nsys);
         return cli_failf("bundle destination already exists: %s", o.bundle);
     }
     char *collector = o.nsys ? NULL : find_collector();
@@ -666,9 +666,9 @@ int cg_cmd_capture(int argc, char **argv) {
     cg_rm_rf(work);
     char *nsight = cg_path_join(work, "nsight");
     if (cg_mkdir_p(o.nsys ? nsight : work, &err) != 0) {
-        free(collector);
-        free(o.nsys);
-        free(nsight);
+        cg_free(collector);
+        cg_free(o.nsys);
+        cg_free(nsight);
         return cli_fail(&err);
     }
     char *trace = cg_path_join(work, "trace.jsonl"), *status = cg_path_join(work, "cupti-status.json");
@@ -689,7 +689,7 @@ int cg_cmd_capture(int argc, char **argv) {
         char *rep = cg_path_join(nsight, "capture.nsys-rep");
         if (cg_path_exists(rep)) nsys_stats(o.nsys, nsight, &a, commands, nsys_gaps);
         else cg_jv_arr_push(&a, nsys_gaps, cg_jv_str(&a, "nsys profile produced no report"));
-        free(rep);
+        cg_free(rep);
     }
 
     /* 1. Make sure there is a trace with a terminal. */
@@ -716,7 +716,7 @@ int cg_cmd_capture(int argc, char **argv) {
     size_t slen = 0;
     char *stext = cg_read_file(status, 1 << 20, &slen, NULL);
     cg_jv *st = stext ? cg_json_parse(&a, stext, slen, NULL, &err) : NULL;
-    free(stext);
+    cg_free(stext);
     cg_err_clear(&err);
     put_tag(t, "capture.collector", o.nsys ? "nsys" : "cupti");
     add_revision_tags(t, &o);
@@ -785,12 +785,12 @@ out:
     if (t) cg_trace_free(t);
     cg_arena_free(&a);
     cg_rm_rf(work);
-    free(trace);
-    free(status);
-    free(collector);
-    free(o.nsys);
-    free(nsight);
-    free(sidecar);
-    free(entry);
+    cg_free(trace);
+    cg_free(status);
+    cg_free(collector);
+    cg_free(o.nsys);
+    cg_free(nsight);
+    cg_free(sidecar);
+    cg_free(entry);
     return rc;
 }

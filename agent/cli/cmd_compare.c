@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/buf.h"
 #include "base/fs.h"
 #include "cli_evidence.h"
@@ -29,7 +30,7 @@ static int check_output(const char *out, const char *input, cg_error *err) {
     cg_path_parent(input, parent, sizeof parent);
     char *manifest = cg_path_join(parent, "bundle.json");
     bool bundle = manifest && cg_path_exists(manifest);
-    free(manifest);
+    cg_free(manifest);
     return bundle ? cli_check_output_outside(out, parent, err) : 0;
 }
 
@@ -90,7 +91,7 @@ int cg_cmd_compare(int argc, char **argv) {
     }
     cg_arena_free(&a);
 done:
-    free((void *)base);
-    free((void *)cand);
+    cg_free((void *)base);
+    cg_free((void *)cand);
     return rc;
 }

@@ -218,11 +218,11 @@ static void upload_one(entry *job) {
     d.busy--;
     pthread_cond_broadcast(&d.done);
     pthread_mutex_unlock(&d.lock);
-    free(name);
-    free(ready);
-    free(dir);
-    free(bundle);
-    free(sidecar);
+    cg_free(name);
+    cg_free(ready);
+    cg_free(dir);
+    cg_free(bundle);
+    cg_free(sidecar);
 }
 
 static void *worker(void *arg) {
@@ -271,8 +271,8 @@ static int rescan(cg_error *err) {
         if (d.e[i]->in_flight || d.e[i]->seen) {
             d.e[j++] = d.e[i];
         } else {
-            free(d.e[i]->name);
-            free(d.e[i]);
+            cg_free(d.e[i]->name);
+            cg_free(d.e[i]);
         }
     }
     d.n = j;
@@ -304,7 +304,7 @@ static int read_token(const char *path, cg_error *err) {
         d.token[n] = '\0';
     }
     memset(t, 0, len);
-    free(t);
+    cg_free(t);
     return rc;
 }
 
@@ -434,10 +434,10 @@ int cg_cmd_daemon(int argc, char **argv) {
     size_t left = 0;
     for (size_t i = 0; i < d.n; i++) {
         left += d.e[i]->seen;
-        free(d.e[i]->name);
-        free(d.e[i]);
+        cg_free(d.e[i]->name);
+        cg_free(d.e[i]);
     }
-    free(d.e);
+    cg_free(d.e);
     d.e = NULL;
     d.n = d.cap = 0;
     logf_("stopped pending=%zu", left);

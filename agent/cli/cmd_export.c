@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/fs.h"
 #include "bundle/verify.h"
 #include "cli_util.h"
@@ -39,7 +40,7 @@ static cg_trace *load(const char *input, cg_error *err) {
         cg_trace_free(t);
         t = NULL;
     }
-    free(path);
+    cg_free(path);
     return t;
 }
 

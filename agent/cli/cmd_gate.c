@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/buf.h"
 #include "capture/revision.h"
 #include "cli_http.h"
@@ -153,10 +154,10 @@ static cg_jv *get_json(gate *g, const char *path, const cg_buf *query, long *sta
     if (status != 200 || !v) {
         fprintf(stderr, "candle-graph gate: GET %s → HTTP %ld\n%.*s\n", path, status, (int)(len > 4000 ? 4000 : len),
                 body ? body : "");
-        free(body);
+        cg_free(body);
         return NULL;
     }
-    free(body);
+    cg_free(body);
     return v;
 }
 

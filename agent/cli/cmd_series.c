@@ -64,7 +64,7 @@ int cg_cmd_series(int argc, char **argv) {
             for (size_t k = 0; k < m.n_planned; k++)
                 roots[k] = cg_campaign_resolve_bundle(&a, manifest, m.planned[order[k]].bundle);
             n = m.n_planned;
-            free(order);
+            cg_free(order);
         }
     } else {
         roots = bundles;
@@ -78,6 +78,6 @@ int cg_cmd_series(int argc, char **argv) {
     }
     cg_arena_free(&a);
 done:
-    free((void *)bundles);
+    cg_free((void *)bundles);
     return rc;
 }

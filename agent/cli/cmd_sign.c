@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/fs.h"
 #include "bundle/signature.h"
 #include "cli_util.h"
@@ -30,9 +31,9 @@ int cg_cmd_sign(int argc, char **argv) {
     if (cg_bundle_sign(bundle, key, &sidecar, &err) != 0) return cli_fail(&err);
     size_t len = 0;
     char *text = cg_read_file(sidecar, 0, &len, &err);
-    free(sidecar);
+    cg_free(sidecar);
     if (!text) return cli_fail(&err);
     int rc = cli_write_bytes(NULL, text, len);
-    free(text);
+    cg_free(text);
     return rc;
 }

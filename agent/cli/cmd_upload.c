@@ -18,6 +18,7 @@
 
 #include <sodium.h>
 
+#include "base/alloc.h"
 #include "base/buf.h"
 #include "base/fs.h"
 #include "bundle/signature.h"
@@ -89,27 +90,27 @@ static int sidecar_bytes(const char *bundle, const char *key, cg_buf *sidecar, b
         char *mpath = cg_path_join(bundle, "bundle.json");
         size_t mlen = 0;
         char *manifest = cg_read_file(mpath, (size_t)256 << 20, &mlen, err);
-        free(mpath);
+        cg_free(mpath);
         int rc = !manifest || cg_sig_load_private(key, seed, pk, err) < 0 ||
                          cg_sig_sign_manifest(manifest, mlen, seed, sidecar, err) < 0
                      ? -1
                      : 0;
         sodium_memzero(seed, sizeof seed);
-        free(manifest);
+        cg_free(manifest);
         return rc;
     }
     char *sp = cg_signature_sidecar_path(bundle, err);
     if (!sp || !cg_path_exists(sp)) {
-        free(sp);
+        cg_free(sp);
         *unsigned_upload = true;
         return 0;
     }
     size_t len = 0;
     char *text = cg_read_file(sp, 64 * 1024, &len, err);
-    free(sp);
+    cg_free(sp);
     if (!text) return -1;
     cg_buf_append(sidecar, text, len);
-    free(text);
+    cg_free(text);
     return 0;
 }
 
@@ -212,7 +213,7 @@ int cg_cmd_upload(int argc, char **argv) {
     }
     cli_upload_free(up);
     cli_upload_global_cleanup();
-    free(url);
+    cg_free(url);
     return rc;
 }
 

@@ -159,7 +159,7 @@ static bool collecting(void) { return atomic_load(&g.active) && !atomic_load(&g.
  * reserve back, stop collecting for good, record why, and let the failed
  * allocation be retried, so the host program goes on. */
 static bool collector_oom(size_t bytes) {
-    free(atomic_exchange(&g.reserve, NULL));
+    cg_free(atomic_exchange(&g.reserve, NULL));
     if (!atomic_exchange(&g.oom, 1)) note("out of memory (%zu bytes): collector disabled", bytes);
     return true;
 }
@@ -308,7 +308,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     size_t dropped = 0;
     if (api.dropped(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped > 0)
         atomic_fetch_add(&g.dropped_cupti, dropped);
-    free(buffer);
+    cg_free(buffer);
 }
 
 /* ---------------------------------------------------------------- device memory */

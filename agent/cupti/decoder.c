@@ -150,7 +150,7 @@ void cg_cupti_queue_init(cg_cupti_queue *q, size_t max_events) {
 }
 
 void cg_cupti_queue_free(cg_cupti_queue *q) {
-    free(q->ev);
+    cg_free(q->ev);
     memset(q, 0, sizeof *q);
 }
 

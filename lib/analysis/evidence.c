@@ -142,7 +142,7 @@ static void build_gaps(cg_arena *a, cg_evidence *e) {
     e->gaps = cg_jv_arr(a);
     for (size_t i = 0; i < n; i++)
         if (i == 0 || strcmp(items[i], items[i - 1]) != 0) cg_jv_arr_push(a, e->gaps, cg_jv_str(a, items[i]));
-    free(items);
+    cg_free(items);
 }
 
 cg_evidence *cg_evidence_build(cg_arena *a, const cg_trace *t, const char *nsight_dir, cg_error *err) {

@@ -52,7 +52,7 @@ cg_evidence_file *cg_evidence_file_open(const char *path, bool bare, cg_error *e
     }
     close(fd);
     if (!f->text) {
-        free(f);
+        cg_free(f);
         return NULL;
     }
     return f;
@@ -61,8 +61,8 @@ cg_evidence_file *cg_evidence_file_open(const char *path, bool bare, cg_error *e
 void cg_evidence_file_close(cg_evidence_file *f) {
     if (!f) return;
     if (f->map) munmap(f->map, f->len);
-    free(f->heap);
-    free(f);
+    cg_free(f->heap);
+    cg_free(f);
 }
 
 const char *cg_evidence_file_text(const cg_evidence_file *f, size_t *len) {

@@ -178,7 +178,7 @@ static void strsort(skey *v, size_t n) {
             mk_push(&st, &sp, &cap, r.lo + lt, gt - lt, r.d + 8);
         }
     }
-    free(st);
+    cg_free(st);
 }
 
 /* ---- span and tensor id lookup ----
@@ -393,7 +393,7 @@ static size_t count_tensor_ids(const cg_trace *t) {
     }
     strsort(k, n);
     size_t nu = count_distinct(k, n);
-    free(k);
+    cg_free(k);
     return nu;
 }
 
@@ -422,7 +422,7 @@ static void tensor_refs_resolve(bctx *b, size_t nref) {
         if (!e->is_data) continue;
         b->dend[i] = b->dend[i] != NONE32 ? b->tpos[b->dend[i]] : tensor_find(b, i % 2 ? e->to : e->from);
     }
-    free(b->tpos);
+    cg_free(b->tpos);
     b->tpos = NULL;
 }
 
@@ -447,7 +447,7 @@ static void collect_tensors(bctx *b, bool count_only) {
     data_edge_refs(b);
     skey *k = cg_xalloc(c.n ? c.n : 1, sizeof *k);
     for (size_t i = 0; i < c.n; i++) k[i] = (skey){0, b->tstr[i], i};
-    free(b->tstr); /* the keys hold the pointers */
+    cg_free(b->tstr); /* the keys hold the pointers */
     b->tstr = NULL;
     strsort(k, c.n);
     b->tpos = cg_xalloc(c.n ? c.n : 1, sizeof *b->tpos);
@@ -467,8 +467,8 @@ static void collect_tensors(bctx *b, bool count_only) {
         if (ev != NONE32) b->st->tensors[u].parent = span_lookup(&b->spans, t, t->tensors[ev].span_id);
     }
     b->nu = nu;
-    free(k);
-    free(c.tev);
+    cg_free(k);
+    cg_free(c.tev);
     tensor_refs_resolve(b, nref);
 }
 
@@ -488,7 +488,7 @@ static void span_tree(bctx *b) {
     memcpy(fill, b->nch, ns * sizeof *fill);
     for (size_t i = 0; i < ns; i++)
         if (sp[i].parent != NONE32) b->child[fill[sp[i].parent]++] = i;
-    free(fill);
+    cg_free(fill);
     b->op_sum = cg_xzalloc(ns ? ns : 1, sizeof *b->op_sum);
     for (size_t i = 0; i < no; i++) {
         uint32_t s = span_lookup(&b->spans, t, t->ops[i].span_id);
@@ -511,7 +511,7 @@ static void span_tree(bctx *b) {
             for (size_t k = b->nch[v + 1]; k > b->nch[v]; k--) stack[top++] = b->child[k - 1];
         }
     }
-    free(stack);
+    cg_free(stack);
 }
 
 static void fill_spans(bctx *b, const cg_timing_profile *timing) {
@@ -562,8 +562,8 @@ static void fill_ops(bctx *b) {
     }
     b->opid = cg_xalloc(b->no ? b->no : 1, sizeof *b->opid);
     for (size_t i = 0; i < b->no; i++) b->opid[i] = b->opbuf.data + off[i];
-    free(off);
-    free(counter);
+    cg_free(off);
+    cg_free(counter);
 }
 
 /* node indices base + k[i].idx in id order, equal ids by index */
@@ -590,7 +590,7 @@ static uint32_t *span_order(const bctx *b) {
         skey *k = cg_xalloc(b->ns, sizeof *k);
         for (size_t i = 0; i < b->ns; i++) k[i] = (skey){0, b->t->spans[i].id, i};
         uint32_t *out = sorted_ids(k, b->ns, 0);
-        free(k);
+        cg_free(k);
         return out;
     }
     uint32_t *out = cg_xalloc(b->ns ? b->ns : 1, sizeof *out);
@@ -630,7 +630,7 @@ static size_t rank_nodes(bctx *b) {
     skey *k = cg_xalloc(b->no ? b->no : 1, sizeof *k);
     for (size_t i = 0; i < b->no; i++) k[i] = (skey){0, b->opid[i], i};
     lists[1] = sorted_ids(k, b->no, b->ns);
-    free(k);
+    cg_free(k);
     lists[2] = cg_xalloc(b->nu ? b->nu : 1, sizeof *lists[2]);
     for (size_t u = 0; u < b->nu; u++) lists[2][u] = (uint32_t)(b->ns + b->no + u);
     bool block = true;
@@ -656,7 +656,7 @@ static size_t rank_nodes(bctx *b) {
         }
         merge_emit(&m, lists[best][pos[best]++], bref, false);
     }
-    for (int l = 0; l < 3; l++) free(lists[l]);
+    for (int l = 0; l < 3; l++) cg_free(lists[l]);
     b->st->by_id = m.by_id;
     return m.dup;
 }
@@ -694,7 +694,7 @@ static void self_times(bctx *b) {
     for (size_t i = 0; i < ns + no; i++)
         if (PARENT_OF(i) != NONE32) b->clist[fill[PARENT_OF(i)]++] = i;
 #undef PARENT_OF
-    free(fill);
+    cg_free(fill);
     for (size_t v = 0; v < ns; v++) {
         size_t m = 0;
         for (size_t c = b->cfirst[v]; c < b->cfirst[v + 1]; c++) b->ivs[m++] = child_interval(b, b->clist[c]);
@@ -927,14 +927,14 @@ static void build_edges(bctx *b) {
     epend p = {NULL, 0, 0};
     trace_ends(b, tend, &p);
     uint32_t *fkey = edges_foreign(b, &p, tend);
-    free(p.v);
-    free(b->dend); /* the data edges' tensor nodes are in tend */
+    cg_free(p.v);
+    cg_free(b->dend); /* the data edges' tensor nodes are in tend */
     b->dend = NULL;
     _Static_assert(sizeof(eslot) == sizeof(ekey), "an edge record fits a key's slot");
     eslot *k = cg_arena_alloc(b->a, (cap ? cap : 1) * sizeof *k);
     uint32_t *off = cg_xalloc(b->no + 1, sizeof *off);
     size_t ne = edges_keys(b, tend, fkey, &k[0].k, off);
-    free(fkey);
+    cg_free(fkey);
     sort_ekeys(&k[0].k, ne); /* the keys, one per slot (sizes equal) */
     size_t kept = 0;
     ekey last = {0, 0};
@@ -945,9 +945,9 @@ static void build_edges(bctx *b) {
         last = x;
         k[kept++].e = edge_of(b, tend, off, x); /* kept <= i: slot i's key is already read */
     }
-    free(off);
-    free(tend);
-    free(b->opref); /* the tensor references are done */
+    cg_free(off);
+    cg_free(tend);
+    cg_free(b->opref); /* the tensor references are done */
     b->opref = NULL;
     b->st->edges = &k[0].e;
     b->g->n_edges = kept;
@@ -1038,32 +1038,32 @@ static void build_summary(bctx *b) {
     for (size_t i = 0; i < r.nd && i < CG_GRAPH_TOP; i++) sum->slowest_device_spans[sum->n_slowest_device_spans++] = r.dc[i].c;
     if (r.nhv > 1) qsort(r.hv, r.nhv, sizeof *r.hv, cmp_href);
     for (size_t i = 0; i < r.nhv && i < CG_GRAPH_TOP; i++) sum->heaviest_spans[sum->n_heaviest_spans++] = r.hv[i].c;
-    free(r.hc);
-    free(r.dc);
-    free(r.hv);
-    free(ancestor);
+    cg_free(r.hc);
+    cg_free(r.dc);
+    cg_free(r.hv);
+    cg_free(ancestor);
 }
 
 static void bctx_free(bctx *b) {
     cg_hmap_free(&b->spans.by_ptr);
     cg_hmap_free(&b->spans.by_str);
     cg_hmap_free(&b->tmap);
-    free(b->tstr);
-    free(b->tpos);
-    free(b->opref);
-    free(b->dend);
-    free(b->opid);
+    cg_free(b->tstr);
+    cg_free(b->tpos);
+    cg_free(b->opref);
+    cg_free(b->dend);
+    cg_free(b->opid);
     cg_buf_free(&b->opbuf);
-    free(b->rank);
-    free(b->nch);
-    free(b->child);
-    free(b->order);
-    free(b->tin);
-    free(b->tout);
-    free(b->op_sum);
-    free(b->cfirst);
-    free(b->clist);
-    free(b->ivs);
+    cg_free(b->rank);
+    cg_free(b->nch);
+    cg_free(b->child);
+    cg_free(b->order);
+    cg_free(b->tin);
+    cg_free(b->tout);
+    cg_free(b->op_sum);
+    cg_free(b->cfirst);
+    cg_free(b->clist);
+    cg_free(b->ivs);
 }
 
 cg_graph *cg_graph_build(const cg_trace *t, const cg_health *h, cg_arena *a, cg_error *err) {
@@ -1125,9 +1125,9 @@ static cg_graph *build(const cg_trace *t, const cg_health *h, const cg_timing_pr
     } else {
         self_times(&b);
         build_summary(&b);
-        free(b.cfirst); /* the child lists are done: the edges' scratch comes next */
-        free(b.clist);
-        free(b.ivs);
+        cg_free(b.cfirst); /* the child lists are done: the edges' scratch comes next */
+        cg_free(b.clist);
+        cg_free(b.ivs);
         b.cfirst = b.clist = NULL;
         b.ivs = NULL;
         if (!summary_only) build_edges(&b);

@@ -38,7 +38,7 @@ static uint32_t *time_order(const cg_trace *t) {
     for (size_t i = 0; i < n; i++) k[i] = (tkey){t->memory[i].timestamp_ns, (uint32_t)i};
     qsort(k, n, sizeof *k, cmp_tkey);
     for (size_t i = 0; i < n; i++) ord[i] = k[i].idx;
-    free(k);
+    cg_free(k);
     return ord;
 }
 
@@ -111,7 +111,7 @@ static void rank_devices(keyring *k, cg_logical_memory *lm, cg_arena *a) {
         k->rank[by_name[r]] = (uint32_t)r;
         lm->devices[r].device = k->t->memory[k->dev_ev[by_name[r]]].device;
     }
-    free(by_name);
+    cg_free(by_name);
 }
 
 /* the walk prefetches the key slot of the event this many events ahead */
@@ -135,9 +135,9 @@ static uint32_t key_id(keyring *k, uint32_t i, uint32_t dev) {
 static void keyring_free(keyring *k) {
     cg_hmap_free(&k->keys);
     cg_hmap_free(&k->devs);
-    free(k->key);
-    free(k->rank);
-    free(k->dev_ev);
+    cg_free(k->key);
+    cg_free(k->rank);
+    cg_free(k->dev_ev);
 }
 
 /* A lifetime under construction: positions in time order of its opening alloc
@@ -271,7 +271,7 @@ static uint32_t *life_order(const cg_trace *t, const uint32_t *ord, const walk *
         qsort(run, j - i, sizeof *run, cmp_lorder);
         for (size_t k = i; k < j; k++) order[k] = run[k - i].life;
     }
-    free(run);
+    cg_free(run);
     return order;
 }
 
@@ -297,7 +297,7 @@ static uint32_t *alias_groups(const cg_trace *t, const uint32_t *ord, const walk
     uint32_t *pos = cg_xalloc(w->n_al ? w->n_al : 1, sizeof *pos), *fill = cg_xalloc(nl ? nl : 1, sizeof *fill);
     memcpy(fill, first, nl * sizeof *fill);
     for (size_t k = 0; k < w->n_al; k++) pos[fill[w->al[k].life]++] = w->al[k].pos; /* ascending */
-    free(fill);
+    cg_free(fill);
     idpos *tmp = NULL;
     size_t cap = 0;
     for (size_t l = 0; l < nl; l++) {
@@ -308,7 +308,7 @@ static uint32_t *alias_groups(const cg_trace *t, const uint32_t *ord, const walk
         qsort(tmp, n, sizeof *tmp, cmp_idpos);
         for (size_t k = 0; k < n; k++) pos[first[l] + k] = tmp[k].pos;
     }
-    free(tmp);
+    cg_free(tmp);
     *first_out = first;
     return pos;
 }
@@ -367,11 +367,11 @@ static void finish_lifetimes(cg_logical_memory *lm, cg_arena *a, const uint32_t 
     memcpy(lm->tensor_ev, ids, used * sizeof *ids);
     for (size_t j = 0; j < lm->n_effects; j++)
         if (lm->effects[j] != CG_EFFECT_NONE) lm->effects[j] = 2 * rank[lm->effects[j] >> 1] + (lm->effects[j] & 1);
-    free(rank);
-    free(ids);
-    free(pos);
-    free(first);
-    free(order);
+    cg_free(rank);
+    cg_free(ids);
+    cg_free(pos);
+    cg_free(first);
+    cg_free(order);
 }
 
 static cg_logical_memory *logical_analyze(const cg_trace *t, cg_arena *a) {
@@ -410,14 +410,14 @@ static cg_logical_memory *logical_analyze(const cg_trace *t, cg_arena *a) {
         close_point(lm, &w, ts, i, j);
     }
     keyring_free(&k);
-    free(w.touched);
-    free(w.dev_stamp);
-    free(w.dev_active);
-    free(w.dev_live);
+    cg_free(w.touched);
+    cg_free(w.dev_stamp);
+    cg_free(w.dev_active);
+    cg_free(w.dev_live);
     finish_lifetimes(lm, a, ord, &w);
-    free(w.al);
-    free(w.lives);
-    free(ord);
+    cg_free(w.al);
+    cg_free(w.lives);
+    cg_free(ord);
     return lm;
 }
 
@@ -496,7 +496,7 @@ void cg_logical_live_by_device(const cg_logical_memory *l, size_t point, uint64_
     replay_init(&r, l, out, active);
     replay_to(&r, point);
     for (size_t d = 0; d < nd; d++) seen[d] = active[d] > 0;
-    free(active);
+    cg_free(active);
 }
 
 /* --------------------------------------------------------------- physical */
@@ -569,7 +569,7 @@ static cg_physical_memory *physical_analyze(const cg_trace *t, cg_arena *a) {
             }
         }
     }
-    free(byd);
+    cg_free(byd);
     return pm;
 }
 

@@ -65,12 +65,12 @@ static void ftree_init(ftree *f, size_t m, bool zeros) {
 }
 
 static void ftree_free(ftree *f) {
-    free(f->sz);
-    free(f->sf);
-    free(f->sa);
-    free(f->ff);
-    free(f->fa);
-    free(f->n);
+    cg_free(f->sz);
+    cg_free(f->sf);
+    cg_free(f->sa);
+    cg_free(f->ff);
+    cg_free(f->fa);
+    cg_free(f->n);
 }
 
 /* sum of the first k leaves of a Fenwick array */
@@ -186,7 +186,7 @@ static void sort_u64(uint64_t *v, size_t n) {
         dst = x;
     }
     if (src != v) memcpy(v, src, n * sizeof *v);
-    free(tmp);
+    cg_free(tmp);
 }
 
 /* count of x[i] < v (or <= v when inclusive) */
@@ -246,17 +246,17 @@ static void stree_build(stree *T, const cg_trace *t) {
         for (size_t c = T->nch[v]; c < T->nch[v + 1]; c++) size += T->tout[T->child[c]] - T->tin[T->child[c]];
         T->tout[v] = T->tin[v] + size;
     }
-    free(stack);
-    free(fill);
+    cg_free(stack);
+    cg_free(fill);
 }
 
 static void stree_free(stree *T) {
-    free(T->order);
-    free(T->tout);
-    free(T->tin);
-    free(T->child);
-    free(T->nch);
-    free(T->par);
+    cg_free(T->order);
+    cg_free(T->tout);
+    cg_free(T->tin);
+    cg_free(T->child);
+    cg_free(T->nch);
+    cg_free(T->par);
 }
 
 /* The lifetimes of reachable spans, in preorder of their span (pref[i] = first
@@ -317,13 +317,13 @@ static void slives_collect(slives *L, const cg_trace *t, const cg_logical_memory
                     (uint32_t)count_below(L->xs, L->m, rec_end(t, r), false), t->memory[r->open].bytes};
     }
     for (size_t k = 0; k < L->nls; k++) L->zeros |= L->ls[k].k0 == L->ls[k].k1;
-    free(tin_of); /* now pref[i] = first lifetime with tin >= i */
+    cg_free(tin_of); /* now pref[i] = first lifetime with tin >= i */
 }
 
 static void slives_free(slives *L) {
-    free(L->pref);
-    free(L->xs);
-    free(L->ls);
+    cg_free(L->pref);
+    cg_free(L->xs);
+    cg_free(L->ls);
 }
 
 /* Heavy child of every reachable span: the child with the most subtree lifetimes. */
@@ -479,9 +479,9 @@ static void subtree_walk(cg_span_memory *out, const cg_trace *t, const stree *T,
             if (!fr.keep) apply_range(&f, L->ls, pref[tin[v]], pref[tout[v]], 0, 0, false);
         }
     }
-    free(fs);
+    cg_free(fs);
     if (f.n) ftree_free(&f);
-    free(heavy);
+    cg_free(heavy);
 }
 
 cg_span_memory *cg_memory_span_metrics(const cg_trace *t, const cg_memory_profile *p, cg_arena *a) {
@@ -577,7 +577,7 @@ cg_op_memory *cg_memory_op_metrics(const cg_trace *t, const cg_memory_profile *p
         o->allocated_bytes = cg_sat_add_u64(o->allocated_bytes, l->bytes);
     }
     cg_hmap_free(&k.map);
-    free(k.ambiguous);
-    free(k.first);
+    cg_free(k.ambiguous);
+    cg_free(k.first);
     return out;
 }

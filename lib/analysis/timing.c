@@ -144,10 +144,10 @@ cg_timing_profile *cg_timing_analyze(const cg_trace *t, cg_arena *a) {
         i = j;
     }
     p->n_device_clocks = groups;
-    free(refs);
-    free(ivs);
-    free(b1);
-    free(b2);
+    cg_free(refs);
+    cg_free(ivs);
+    cg_free(b1);
+    cg_free(b2);
     return p;
 }
 

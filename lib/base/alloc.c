@@ -9,10 +9,9 @@
 #include <unistd.h>
 
 #include "base/fault.h"
+#include "base/spill.h"
 
-#ifdef __GLIBC__ /* defined by the libc headers above */
-#include <malloc.h>
-#endif
+#include <malloc.h> /* malloc_usable_size (glibc, musl) and mallopt */
 
 static _Atomic(cg_oom_handler) oom_handler;
 
@@ -36,22 +35,60 @@ static bool total(size_t n, size_t size, size_t *out) {
 /* An injected `alloc` fault (tests only; one relaxed load when unarmed). */
 static bool injected(void) { return cg_fault_hit(CG_FAULT_ALLOC) != 0; }
 
+/* malloc, calloc and realloc, with large blocks spilled to files inside a
+ * spill scope (base/spill.h); no fault injection here. */
+static void *raw_alloc(size_t b, bool zero) {
+    if (cg_spill_wanted(b)) {
+        void *p = cg_spill_alloc(b); /* file pages start zeroed */
+        if (p) return p;
+    }
+    return zero ? calloc(1, b) : malloc(b);
+}
+
+/* A spilled block grows into another one (the heap when that fails); a heap
+ * block that grows to a spilling size inside a scope moves to a file. */
+static void *raw_realloc(void *p, size_t b) {
+    size_t old = cg_spill_size(p);
+    if (old) {
+        if (b <= old) return p;
+        void *q = cg_spill_alloc(b);
+        if (!q && !(q = malloc(b))) return NULL;
+        memcpy(q, p, old);
+        cg_spill_release(p);
+        return q;
+    }
+    if (p && cg_spill_wanted(b)) {
+        size_t have = malloc_usable_size(p);
+        void *q = b > have ? cg_spill_alloc(b) : NULL;
+        if (q) {
+            memcpy(q, p, have);
+            free(p);
+            return q;
+        }
+    }
+    return p ? realloc(p, b) : raw_alloc(b, false);
+}
+
+void cg_free(void *p) {
+    if (!cg_spill_release(p)) free(p);
+}
+
 void *cg_try_alloc(size_t n, size_t size) {
     size_t b;
     if (!total(n, size, &b) || injected()) return NULL;
-    return malloc(b);
+    return raw_alloc(b, false);
 }
 
 void *cg_try_zalloc(size_t n, size_t size) {
     size_t b;
     if (!total(n, size, &b) || injected()) return NULL;
-    return calloc(1, b);
+    return raw_alloc(b, true);
 }
 
 void *cg_try_realloc(void *p, size_t n, size_t size) {
     size_t b;
     if (!total(n, size, &b) || injected()) return NULL;
-    return realloc(p, b);
+    return raw_realloc(p, b);
 }
 
 /* The capacity cg_*grow moves to: max(need, 2 × cap, 16); 0 on overflow. */
@@ -84,7 +121,7 @@ static void *oom(void *p, size_t n, size_t size, bool zero) {
     size_t b;
     cg_oom_handler h = atomic_load(&oom_handler);
     if (!total(n, size, &b) || !h || !h(b)) cg_oom_exit(b);
-    void *q = zero ? calloc(1, b) : realloc(p, b);
+    void *q = zero ? raw_alloc(b, true) : raw_realloc(p, b);
     if (!q) cg_oom_exit(b);
     return q;
 }

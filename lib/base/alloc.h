@@ -48,6 +48,11 @@ void *cg_try_realloc(void *p, size_t n, size_t size);
 void *cg_try_grow(void *p, size_t *cap, size_t need, size_t size);
 char *cg_try_strndup(const char *s, size_t n);      /* NUL-terminated copy */
 
+/* Releases a block of either family, spilled (base/spill.h) or not, and any
+ * pointer from malloc, strdup and the like; NULL is a no-op. The one free of
+ * candle-graph: a spilled block handed to the C library's free is a bug. */
+void cg_free(void *p);
+
 /* ---- infallible: never NULL (cg_oom on failure, see above) ---- */
 void *cg_xalloc(size_t n, size_t size);
 void *cg_xzalloc(size_t n, size_t size);

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define ARENA_MAX_BLOCK ((size_t)8 << 20) /* the largest a regular block grows to */
+
 struct cg_arena_block {
     cg_arena_block *next;
     size_t cap, used;
@@ -41,6 +43,9 @@ void *cg_arena_alloc(cg_arena *a, size_t n) {
             a->total += need;
             return big->data;
         }
+        /* a growing arena takes larger blocks (fewer allocations, and blocks
+         * large enough to spill in the server: base/spill.h) */
+        while (cap < ARENA_MAX_BLOCK && cap * 16 <= a->total) cap *= 2;
         b = cg_xalloc(1, sizeof *b + cap);
         b->cap = cap;
         b->used = 0;
@@ -92,7 +97,7 @@ void cg_arena_reset(cg_arena *a) {
         if (!keep && b->cap == a->block_size) {
             keep = b;
         } else {
-            free(b);
+            cg_free(b);
         }
         b = next;
     }
@@ -108,7 +113,7 @@ void cg_arena_free(cg_arena *a) {
     cg_arena_block *b = a->head;
     while (b) {
         cg_arena_block *next = b->next;
-        free(b);
+        cg_free(b);
         b = next;
     }
     a->head = NULL;

@@ -2,7 +2,10 @@
  * by cg_arena_free (or cg_arena_reset, which keeps the first block for reuse).
  * Allocation failure follows the cg_x* policy of base/alloc.h (out of memory
  * is not recoverable here; inputs are bounded by limits before they reach the
- * arena). Not thread-safe. */
+ * arena). A regular block is block_size bytes until the arena holds 16 of
+ * them; then each new block doubles while 16 × its size fits in the bytes
+ * handed out, up to 8 MiB (fewer allocations, and blocks large enough to
+ * spill in the server: base/spill.h). Not thread-safe. */
 #ifndef CG_BASE_ARENA_H
 #define CG_BASE_ARENA_H
 

@@ -56,7 +56,7 @@ cg_async_sink *cg_async_sink_start(cg_json_sink inner, void *inner_ctx) {
         pthread_cond_destroy(&s->emptied);
         pthread_cond_destroy(&s->filled);
         pthread_mutex_destroy(&s->mu);
-        free(s);
+        cg_free(s);
         return NULL;
     }
     return s;
@@ -75,7 +75,7 @@ int cg_async_sink_put(void *ctx, const char *data, size_t len) {
     slot *sl = &s->slots[(s->head + s->count) % CG_ASYNC_SLOTS];
     pthread_mutex_unlock(&s->mu);
     if (sl->cap < len) {
-        free(sl->data);
+        cg_free(sl->data);
         sl->data = cg_xalloc(len, 1);
         sl->cap = len;
     }
@@ -95,10 +95,10 @@ int cg_async_sink_finish(cg_async_sink *s) {
     pthread_mutex_unlock(&s->mu);
     pthread_join(s->worker, NULL);
     int r = s->result;
-    for (size_t i = 0; i < CG_ASYNC_SLOTS; i++) free(s->slots[i].data);
+    for (size_t i = 0; i < CG_ASYNC_SLOTS; i++) cg_free(s->slots[i].data);
     pthread_cond_destroy(&s->emptied);
     pthread_cond_destroy(&s->filled);
     pthread_mutex_destroy(&s->mu);
-    free(s);
+    cg_free(s);
     return r;
 }

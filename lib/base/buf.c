@@ -53,7 +53,7 @@ void cg_buf_reset(cg_buf *b) {
 }
 
 void cg_buf_free(cg_buf *b) {
-    free(b->data);
+    cg_free(b->data);
     b->data = NULL;
     b->len = b->cap = 0;
 }

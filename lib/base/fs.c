@@ -51,7 +51,7 @@ static char *read_fd(int fd, const char *path, size_t max_bytes, size_t *len, cg
         cg_err_set(err, CG_ELIMIT, "%s is larger than the limit of %zu bytes", path, max_bytes);
         return NULL;
     }
-    char *buf = malloc(cap);
+    char *buf = cg_try_alloc(cap, 1); /* large files spill in the server (base/spill.h) */
     if (!buf) {
         cg_err_set(err, CG_ENOMEM, "out of memory reading %s", path);
         return NULL;
@@ -60,9 +60,9 @@ static char *read_fd(int fd, const char *path, size_t max_bytes, size_t *len, cg
     for (;;) {
         if (n + 1 >= cap) {
             size_t ncap = cap * 2;
-            char *nb = realloc(buf, ncap);
+            char *nb = cg_try_realloc(buf, ncap, 1);
             if (!nb) {
-                free(buf);
+                cg_free(buf);
                 cg_err_set(err, CG_ENOMEM, "out of memory reading %s", path);
                 return NULL;
             }
@@ -73,14 +73,14 @@ static char *read_fd(int fd, const char *path, size_t max_bytes, size_t *len, cg
         if (r < 0) {
             if (errno == EINTR) continue;
             read_fail(err, bare, "read", path, errno);
-            free(buf);
+            cg_free(buf);
             return NULL;
         }
         if (r == 0) break;
         n += (size_t)r;
         if (max_bytes && n > max_bytes) {
             cg_err_set(err, CG_ELIMIT, "%s is larger than the limit of %zu bytes", path, max_bytes);
-            free(buf);
+            cg_free(buf);
             return NULL;
         }
     }
@@ -150,16 +150,16 @@ int cg_write_file_atomic(const char *path, const void *data, size_t len, cg_erro
     snprintf(tmp, n, "%s.tmp-%ld", path, (long)getpid());
     if (cg_write_file(tmp, data, len, true, err) != 0) {
         unlink(tmp);
-        free(tmp);
+        cg_free(tmp);
         return -1;
     }
     if (cg_fault_rename(tmp, path) != 0) {
         int e = errno;
         unlink(tmp);
-        free(tmp);
+        cg_free(tmp);
         return cg_err_set(err, cg_errcode_of_errno(e), "rename into %s: %s", path, strerror(e));
     }
-    free(tmp);
+    cg_free(tmp);
     char parent[4096];
     cg_path_parent(path, parent, sizeof parent);
     return cg_fsync_path(parent, err);
@@ -202,7 +202,7 @@ int cg_rm_rf(const char *path) {
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
         char *child = cg_path_join(path, de->d_name);
         if (!child || cg_rm_rf(child) != 0) rc = -1;
-        free(child);
+        cg_free(child);
     }
     closedir(d);
     if (rmdir(path) != 0) rc = -1;

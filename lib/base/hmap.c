@@ -47,7 +47,7 @@ void cg_hmap_init(cg_hmap *m, size_t expect) {
 }
 
 void cg_hmap_free(cg_hmap *m) {
-    free(m->block);
+    cg_free(m->block);
     m->slot = m->block = NULL;
     m->mask = m->count = 0;
 }
@@ -65,7 +65,7 @@ static void grow(cg_hmap *m) {
         while (m->slot[j]) j = (j + 1) & m->mask;
         m->slot[j] = old[i];
     }
-    free(old_block);
+    cg_free(old_block);
 }
 
 void cg_hmap_put_at(cg_hmap *m, size_t at, uint64_t h, uint32_t id) {
@@ -81,7 +81,7 @@ void cg_hstr_init(cg_hstr *m, size_t expect) {
 
 void cg_hstr_free(cg_hstr *m) {
     cg_hmap_free(&m->index);
-    free(m->ent);
+    cg_free(m->ent);
     m->ent = NULL;
     m->n = m->cap = 0;
 }

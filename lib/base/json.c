@@ -373,7 +373,7 @@ static cg_jv *jp_number(jp *s) {
     nb[len] = '\0';
     errno = 0;
     double d = strtod(nb, NULL);
-    free(heap);
+    cg_free(heap);
     if (!isfinite(d)) { jp_fail_at(s, CG_EPARSE, "number out of range", s->p); return NULL; }
     cg_jv *v = jv_new(s->a, CG_JREAL);
     v->u.d = d;
@@ -849,7 +849,7 @@ const char *cg_jv_obj_dup_key(const cg_jv *obj) {
             key = v[i].m->key;
         }
     }
-    free(v);
+    cg_free(v);
     return key;
 }
 

@@ -193,10 +193,10 @@ static int pack_file(struct archive *a, pack_out *o, const char *root, const cg_
         if (fd >= 0) close(fd);
         int rc = cg_err_set(err, CG_EVERIFY, "bundle file %s changed after verification (%s)", f->path,
                             fd < 0 ? strerror(e) : "type or size");
-        free(full);
+        cg_free(full);
         return rc;
     }
-    free(full);
+    cg_free(full);
     int rc = pack_data(a, o, f, chunk, fd_read, &fd, err);
     close(fd);
     return rc;
@@ -229,7 +229,7 @@ static int pack_tree(struct archive *a, pack_out *o, const char *root, const cha
     char **names;
     size_t n;
     if (cg_dir_names_sorted(dir, "bundle", &names, &n, err) != 0) {
-        free(dir);
+        cg_free(dir);
         return -1;
     }
     int rc = 0;
@@ -251,11 +251,11 @@ static int pack_tree(struct archive *a, pack_out *o, const char *root, const cha
             if (!f) rc = cg_err_set(err, CG_EVERIFY, "bundle entry %s changed after verification", crel);
             else if ((rc = pack_file(a, o, root, f, chunk, err)) == 0) (*packed)++;
         }
-        free(full);
-        free(crel);
+        cg_free(full);
+        cg_free(crel);
     }
     cg_dir_names_free(names, n);
-    free(dir);
+    cg_free(dir);
     return rc;
 }
 
@@ -325,9 +325,9 @@ static void pack_free(packer *p, int rc) {
     if (p->o.fd >= 0) close(p->o.fd);
     if (rc != 0 && p->tmp) unlink(p->tmp);
     ZSTD_freeCCtx(p->o.z);
-    free(p->o.zbuf);
-    free(p->chunk);
-    free(p->tmp);
+    cg_free(p->o.zbuf);
+    cg_free(p->chunk);
+    cg_free(p->tmp);
 }
 
 int cg_archive_pack(const char *bundle, const char *out_path, bool zstd, cg_error *err) {
@@ -337,12 +337,12 @@ int cg_archive_pack(const char *bundle, const char *out_path, bool zstd, cg_erro
     if (!mpath) return cg_err_set(err, CG_ENOMEM, "out of memory");
     size_t mlen = 0;
     char *mdata = cg_read_file(mpath, CG_BUNDLE_MANIFEST_MAX, &mlen, err);
-    free(mpath);
+    cg_free(mpath);
     if (!mdata) return -1;
     char hex[65];
     cg_sha256_hex(mdata, mlen, hex);
     if (strcmp(hex, r.manifest_sha256) != 0) {
-        free(mdata);
+        cg_free(mdata);
         return cg_err_set(err, CG_EVERIFY, "bundle manifest changed after initial verification");
     }
     cg_arena ar;
@@ -360,7 +360,7 @@ int cg_archive_pack(const char *bundle, const char *out_path, bool zstd, cg_erro
         rc = cg_err_set(err, CG_EVERIFY, "bundle %s changed after verification (files missing)", bundle);
     if (rc == 0) rc = pack_finish(&p, out_path, err);
     pack_free(&p, rc);
-    free(mdata);
+    cg_free(mdata);
     cg_arena_free(&ar);
     return rc;
 }
@@ -600,8 +600,8 @@ static int strset_add(strset *s, const char *key) {
 }
 
 static void strset_free(strset *s) {
-    for (size_t i = 0; i < s->n; i++) free(s->key[i]);
-    free(s->key);
+    for (size_t i = 0; i < s->n; i++) cg_free(s->key[i]);
+    cg_free(s->key);
     cg_hmap_free(&s->index);
 }
 
@@ -778,7 +778,7 @@ static int sync_dirs(const char *path, cg_error *err) {
         char *child = cg_path_join(path, de->d_name);
         struct stat st;
         if (child && lstat(child, &st) == 0 && S_ISDIR(st.st_mode)) rc = sync_dirs(child, err);
-        free(child);
+        cg_free(child);
     }
     closedir(d);
     return rc;
@@ -936,7 +936,7 @@ int cg_archive_unpack_fd(int fd, const char *dest, const cg_archive_limits *lim_
     if (!staging) return cg_err_set(err, CG_ENOMEM, "out of memory");
     if (mkdir(staging, 0755) != 0) {
         int rc = cg_err_set(err, CG_EIO, "create %s: %s", staging, strerror(errno));
-        free(staging);
+        cg_free(staging);
         return rc;
     }
     unpack_in u = {.fd = fd, .limit = lim.max_stream_bytes, .incap = ZSTD_DStreamInSize(),
@@ -1004,12 +1004,12 @@ int cg_archive_unpack_fd(int fd, const char *dest, const cg_archive_limits *lim_
 out:
     if (rc != 0) cg_rm_rf(staging);
     ZSTD_freeDCtx(u.z);
-    free(u.inbuf);
-    free(u.outbuf);
-    free(s.chunk);
+    cg_free(u.inbuf);
+    cg_free(u.outbuf);
+    cg_free(s.chunk);
     strset_free(&s.seen);
     strset_free(&s.dirs);
-    free(staging);
+    cg_free(staging);
     return rc;
 }
 

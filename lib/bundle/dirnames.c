@@ -1,5 +1,6 @@
 /* dirnames.c — sorted directory entry names (see dirnames.h). */
 #include "bundle/dirnames.h"
+#include "base/alloc.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -10,8 +11,8 @@
 int cg_dir_name_cmp(const void *x, const void *y) { return strcmp(*(char *const *)x, *(char *const *)y); }
 
 void cg_dir_names_free(char **names, size_t n) {
-    for (size_t i = 0; i < n; i++) free(names[i]);
-    free(names);
+    for (size_t i = 0; i < n; i++) cg_free(names[i]);
+    cg_free(names);
 }
 
 static int names_of(DIR *d, const char *dir, const char *what, char ***out, size_t *out_n, cg_error *err);

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/fs.h"
 #include "base/sha256.h"
 
@@ -96,14 +97,14 @@ int cg_bundle_open_dir(const char *root, cg_bundle_handle *h, cg_error *err) {
         rc = cg_err_setr(err, CG_R_MALFORMED_MANIFEST, CG_ELIMIT,
                   "parse bundle manifest %s: run_id is longer than %zu bytes or contains NUL", mpath,
                   sizeof ((cg_bundle_receipt *)0)->run_id - 1);
-    free(mpath);
+    cg_free(mpath);
     return rc;
 }
 
 void cg_bundle_handle_close(cg_bundle_handle *h) {
     if (h->dirfd >= 0) close(h->dirfd);
     h->dirfd = -1;
-    free(h->manifest);
+    cg_free(h->manifest);
     h->manifest = NULL;
     cg_arena_free(&h->arena);
 }

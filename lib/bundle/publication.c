@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/fs.h"
 #include "bundle/outpath.h"
 #include "bundle/publish.h"
@@ -35,9 +36,9 @@ cg_jv *cg_publication_receipt_to_json(cg_arena *a, const cg_publication_receipt 
 }
 
 static void plan_free(planned *p) {
-    free(p->entrypoint);
-    free(p->correlation_id);
-    free(p->device);
+    cg_free(p->entrypoint);
+    cg_free(p->correlation_id);
+    cg_free(p->device);
     memset(p, 0, sizeof *p);
 }
 
@@ -78,7 +79,7 @@ static int reconcile_plan(const char *destination, const planned *p, bool *found
     char *tp = cg_path_join(destination, "trace.jsonl");
     if (!tp) return cg_err_set(err, CG_ENOMEM, "out of memory");
     cg_trace *t = cg_trace_read_file(tp, NULL, err);
-    free(tp);
+    cg_free(tp);
     if (!t) return cg_err_context(err, "read published trace of %s", destination);
     int rc = -1;
     const cg_run_meta *m = &t->run;
@@ -197,9 +198,9 @@ int cg_capture_run_begin(const char *destination, const cg_profile_run *run, cg_
     char *staging = malloc(sl);
     char *dest = strdup(destination);
     if (!r || !staging || !dest) {
-        free(r);
-        free(staging);
-        free(dest);
+        cg_free(r);
+        cg_free(staging);
+        cg_free(dest);
         plan_free(&p);
         return cg_err_set(err, CG_ENOMEM, "out of memory");
     }
@@ -225,7 +226,7 @@ const char *cg_capture_run_staging_trace(const cg_capture_run *r) { return r->st
 int cg_capture_run_with_nsight_dir(cg_capture_run *r, const char *dir, cg_error *err) {
     char *d = strdup(dir);
     if (!d) return cg_err_set(err, CG_ENOMEM, "out of memory");
-    free(r->nsight_dir);
+    cg_free(r->nsight_dir);
     r->nsight_dir = d;
     return 0;
 }
@@ -296,8 +297,8 @@ void cg_capture_run_free(cg_capture_run *r) {
     if (!r) return;
     if (r->session) cg_session_free(r->session);
     plan_free(&r->plan);
-    free(r->destination);
-    free(r->staging_trace);
-    free(r->nsight_dir);
-    free(r);
+    cg_free(r->destination);
+    cg_free(r->staging_trace);
+    cg_free(r->nsight_dir);
+    cg_free(r);
 }

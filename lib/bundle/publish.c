@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/fs.h"
 #include "base/json.h"
 #include "base/sha256.h"
@@ -67,7 +68,7 @@ static void sweep_stale_staging(const char *parent, const char *name) {
         char *full = cg_path_join(parent, de->d_name);
         struct stat st;
         if (full && lstat(full, &st) == 0 && S_ISDIR(st.st_mode)) cg_rm_rf(full);
-        free(full);
+        cg_free(full);
     }
     closedir(d);
 }
@@ -109,15 +110,15 @@ static int staged_add(staged *s, const char *root, const char *rel, cg_error *er
     char *full = cg_path_join(root, rel);
     s->paths[s->n] = strdup(rel);
     if (!full || !s->paths[s->n]) {
-        free(full);
-        free(s->paths[s->n]);
+        cg_free(full);
+        cg_free(s->paths[s->n]);
         return cg_err_set(err, CG_ENOMEM, "out of memory");
     }
     uint64_t size = 0;
     int rc = cg_sha256_file(full, true, s->hex[s->n], &size, err);
-    free(full);
+    cg_free(full);
     if (rc != 0) {
-        free(s->paths[s->n]);
+        cg_free(s->paths[s->n]);
         return -1;
     }
     /* pointers into hex/paths are fixed up after the last add (realloc moves them) */
@@ -127,10 +128,10 @@ static int staged_add(staged *s, const char *root, const char *rel, cg_error *er
 }
 
 static void staged_free(staged *s) {
-    for (size_t i = 0; i < s->n; i++) free(s->paths[i]);
-    free(s->paths);
-    free(s->hex);
-    free(s->files);
+    for (size_t i = 0; i < s->n; i++) cg_free(s->paths[i]);
+    cg_free(s->paths);
+    cg_free(s->hex);
+    cg_free(s->files);
 }
 
 static int create_excl(const char *root, const char *rel, cg_error *err) {
@@ -138,7 +139,7 @@ static int create_excl(const char *root, const char *rel, cg_error *err) {
     if (!p) return cg_err_set(err, CG_ENOMEM, "out of memory");
     int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0) cg_err_set(err, CG_EIO, "create %s: %s", p, strerror(errno));
-    free(p);
+    cg_free(p);
     return fd;
 }
 
@@ -185,13 +186,13 @@ static int copy_nsight(const char *staging, const char *nsight_dir, staged *s, c
     if (!dst_dir) return cg_err_set(err, CG_ENOMEM, "out of memory");
     if (mkdir(dst_dir, 0755) != 0) {
         int rc = cg_err_set(err, CG_EIO, "create %s: %s", dst_dir, strerror(errno));
-        free(dst_dir);
+        cg_free(dst_dir);
         return rc;
     }
     char **names;
     size_t n;
     if (cg_dir_names_sorted(nsight_dir, "Nsight", &names, &n, err) != 0) {
-        free(dst_dir);
+        cg_free(dst_dir);
         return -1;
     }
     int rc = 0;
@@ -215,12 +216,12 @@ static int copy_nsight(const char *staging, const char *nsight_dir, staged *s, c
             if (!dst) rc = cg_err_set(err, CG_ENOMEM, "out of memory");
             else if (cg_copy_file(src, dst, err) != 0) rc = cg_err_context(err, "copy Nsight input");
             else rc = staged_add(s, staging, rel, err);
-            free(dst);
+            cg_free(dst);
         }
-        free(src);
+        cg_free(src);
     }
     cg_dir_names_free(names, n);
-    free(dst_dir);
+    cg_free(dst_dir);
     return rc;
 }
 
@@ -351,9 +352,9 @@ out:
     /* 10: best-effort removal of the staging directory */
     cg_rm_rf(staging);
 done:
-    free(run_id);
-    free(staged_trace);
-    free(staged_nsight);
+    cg_free(run_id);
+    cg_free(staged_trace);
+    cg_free(staged_nsight);
     cg_buf_free(&report);
     cg_buf_free(&viewer);
     cg_buf_free(&man);

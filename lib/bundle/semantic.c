@@ -9,6 +9,7 @@
 
 #include "analysis/evidence.h"
 #include "analysis/evidence_read.h"
+#include "base/alloc.h"
 #include "base/fs.h"
 #include "bundle/manifest.h"
 #include "bundle/opened.h"
@@ -86,15 +87,15 @@ static int post_read(const sem_io *io, cg_arena *a, const cg_bundle_receipt *rec
         size_t mlen = 0;
         char *mp = cg_path_join(io->root, CG_BUNDLE_MANIFEST_NAME);
         mdata = mp ? cg_read_file(mp, CG_BUNDLE_MANIFEST_MAX, &mlen, &terr) : NULL;
-        free(mp);
+        cg_free(mp);
         if (!mdata || cg_bundle_manifest_parse(a, mdata, mlen, &m, &terr) != 0) {
-            free(mdata);
+            cg_free(mdata);
             return semfail(err, CG_R_DIGEST_MISMATCH, "bundle manifest changed after initial verification");
         }
     }
     const char **consumed = malloc((m.n_files + 2) * sizeof *consumed);
     if (!consumed) {
-        free(mdata);
+        cg_free(mdata);
         return cg_err_set(err, CG_ENOMEM, "out of memory");
     }
     size_t nc = 0;
@@ -105,8 +106,8 @@ static int post_read(const sem_io *io, cg_arena *a, const cg_bundle_receipt *rec
             if (!strncmp(m.files[i].path, "nsight/", 7)) consumed[nc++] = m.files[i].path;
     int rc = io->h ? cg_bundle_verify_consumed_handle(io->h, receipt, consumed, nc, err)
                    : cg_bundle_verify_consumed(io->root, receipt, consumed, nc, err);
-    free(consumed);
-    free(mdata);
+    cg_free(consumed);
+    cg_free(mdata);
     return rc;
 }
 
@@ -217,7 +218,7 @@ static int semantic_run(const sem_io *io, const cg_bundle_receipt *receipt, bool
     rc = 0;
 out:
     if (e) cg_evidence_free(e);
-    free(schema);
+    cg_free(schema);
     cg_trace_free(t);
     cg_arena_free(&a);
     return rc;
@@ -241,9 +242,9 @@ int cg_bundle_verify_semantic_trace(const char *root, const cg_bundle_receipt *r
         sem_io io = {root, tp, ep, np, tp, ep, cg_is_dir(np) ? np : NULL, NULL, diff};
         rc = semantic_run(&io, receipt, allow_not_rederivable, result, trace_out, NULL, NULL, err);
     }
-    free(tp);
-    free(ep);
-    free(np);
+    cg_free(tp);
+    cg_free(ep);
+    cg_free(np);
     return rc;
 }
 
@@ -279,8 +280,8 @@ int cg_bundle_verify_semantic_use(const cg_bundle_handle *h, const cg_bundle_rec
     if (tfd >= 0) close(tfd);
     if (efd >= 0) close(efd);
     if (nfd >= 0) close(nfd);
-    free(tp);
-    free(ep);
-    free(np);
+    cg_free(tp);
+    cg_free(ep);
+    cg_free(np);
     return rc;
 }

@@ -41,7 +41,7 @@ static void b64_append(cg_buf *out, const unsigned char *bin, size_t n) {
     char *tmp = cg_xalloc(cap, 1);
     sodium_bin2base64(tmp, cap, bin, n, sodium_base64_VARIANT_ORIGINAL);
     cg_buf_puts(out, tmp);
-    free(tmp);
+    cg_free(tmp);
 }
 
 static void pem_append(cg_buf *out, const char *label, const unsigned char *der, size_t n) {
@@ -147,7 +147,7 @@ int cg_sig_load_private(const char *path, unsigned char seed[CG_SIG_SEED_BYTES],
     if (!text) return cg_err_context(err, "read private key %s", path);
     int rc = cg_sig_parse_private(text, len, seed, pk, err);
     sodium_memzero(text, len);
-    free(text);
+    cg_free(text);
     if (rc != 0) return cg_err_context(err, "load private key %s", path);
     return 0;
 }
@@ -157,7 +157,7 @@ int cg_sig_load_public(const char *path, unsigned char pk[CG_SIG_PUBLIC_BYTES], 
     char *text = cg_read_file(path, KEY_FILE_MAX, &len, err);
     if (!text) return cg_err_context(err, "read public key %s", path);
     int rc = cg_sig_parse_public(text, len, pk, err);
-    free(text);
+    cg_free(text);
     if (rc != 0) return cg_err_context(err, "load public key %s", path);
     return 0;
 }
@@ -206,7 +206,7 @@ int cg_sig_keygen_files(const char *key_path, unsigned char pk_out[CG_SIG_PUBLIC
     if (cg_path_exists(key_path) || cg_path_exists(pub_path)) {
         int rc = cg_err_set(err, CG_EEXIST, "refusing to overwrite existing key file %s",
                             cg_path_exists(key_path) ? key_path : pub_path);
-        free(pub_path);
+        cg_free(pub_path);
         return rc;
     }
     unsigned char seed[32], pk[32], sk[crypto_sign_SECRETKEYBYTES];
@@ -230,7 +230,7 @@ int cg_sig_keygen_files(const char *key_path, unsigned char pk_out[CG_SIG_PUBLIC
     sodium_memzero(priv.data, priv.len);
     cg_buf_free(&priv);
     cg_buf_free(&pub);
-    free(pub_path);
+    cg_free(pub_path);
     if (rc == 0 && pk_out) memcpy(pk_out, pk, 32);
     return rc;
 }
@@ -380,20 +380,20 @@ char *cg_signature_sidecar_path(const char *bundle, cg_error *err) {
         return NULL;
     }
     if (!strcmp(real, "/")) {
-        free(real);
+        cg_free(real);
         cg_err_set(err, CG_EINVAL, "the filesystem root cannot be a signed bundle");
         return NULL;
     }
     size_t n = strlen(real);
     char *p = malloc(n + sizeof ".sig.json");
     if (!p) {
-        free(real);
+        cg_free(real);
         cg_err_set(err, CG_ENOMEM, "out of memory");
         return NULL;
     }
     memcpy(p, real, n);
     memcpy(p + n, ".sig.json", sizeof ".sig.json");
-    free(real);
+    cg_free(real);
     return p;
 }
 
@@ -406,12 +406,12 @@ static char *verified_manifest(const char *bundle, cg_bundle_receipt *r, size_t 
         return NULL;
     }
     char *m = cg_read_file(mp, CG_BUNDLE_MANIFEST_MAX, len, err);
-    free(mp);
+    cg_free(mp);
     if (!m) return NULL;
     char hex[65];
     cg_sha256_hex(m, *len, hex);
     if (strcmp(hex, r->manifest_sha256) != 0) {
-        free(m);
+        cg_free(m);
         cg_err_set(err, CG_EVERIFY, "bundle manifest changed after initial verification");
         return NULL;
     }
@@ -431,13 +431,13 @@ int cg_bundle_sign(const char *bundle, const char *key_path, char **sidecar_out,
     cg_buf side = CG_BUF_INIT;
     int rc = cg_sig_sign_manifest(m, mlen, seed, &side, err);
     sodium_memzero(seed, sizeof seed);
-    free(m);
+    cg_free(m);
     char *sp = rc == 0 ? cg_signature_sidecar_path(bundle, err) : NULL;
     if (rc == 0 && !sp) rc = -1;
     if (rc == 0) rc = cg_write_file_atomic(sp, side.data, side.len, err);
     cg_buf_free(&side);
     if (rc == 0 && sidecar_out) *sidecar_out = sp;
-    else free(sp);
+    else cg_free(sp);
     return rc;
 }
 
@@ -451,7 +451,7 @@ int cg_bundle_verify_signature(const char *bundle, const char *public_key_path, 
     if (!m) return -1;
     char *sp = cg_signature_sidecar_path(bundle, err);
     if (!sp) {
-        free(m);
+        cg_free(m);
         return -1;
     }
     size_t slen = 0;
@@ -464,8 +464,8 @@ int cg_bundle_verify_signature(const char *bundle, const char *public_key_path, 
         if (rc != 0) cg_err_context(err, "verify signature %s", sp);
     }
     if (rc == 0 && receipt) *receipt = r;
-    free(side);
-    free(sp);
-    free(m);
+    cg_free(side);
+    cg_free(sp);
+    cg_free(m);
     return rc;
 }

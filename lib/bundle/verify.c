@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/fs.h"
 #include "base/sha256.h"
 #include "bundle/dirnames.h"
@@ -59,8 +60,8 @@ typedef struct walk {
 } walk;
 
 static void walk_free(walk *w) {
-    for (size_t i = 0; i < w->n; i++) free(w->files[i]);
-    free(w->files);
+    for (size_t i = 0; i < w->n; i++) cg_free(w->files[i]);
+    cg_free(w->files);
 }
 
 
@@ -87,7 +88,7 @@ static int walk_dir(int dfd, const char *root, const char *rel, walk *w, cg_erro
     size_t nn;
     if (cg_dir_names_sorted_fd(dfd, dir, "bundle", &names, &nn, err) != 0) {
         cg_err_reason(err, CG_R_NONE);
-        free(dir);
+        cg_free(dir);
         return -1;
     }
     int rc = 0;
@@ -113,11 +114,11 @@ static int walk_dir(int dfd, const char *root, const char *rel, walk *w, cg_erro
         } else {
             rc = walk_push(w, &child_rel, err);
         }
-        free(child_rel);
-        free(child);
+        cg_free(child_rel);
+        cg_free(child);
     }
     cg_dir_names_free(names, nn);
-    free(dir);
+    cg_free(dir);
     return rc;
 }
 
@@ -333,20 +334,20 @@ static int verify_handle(const cg_bundle_handle *h, bool drop, cg_bundle_receipt
         if (hr == HF_SIZE) {
             cg_err_setr(err, CG_R_SIZE_MISMATCH, CG_EVERIFY, "bundle file %s size mismatch: expected %llu, observed %llu",
                  CG_QUOTE(f->path), (unsigned long long)f->bytes, (unsigned long long)ssize);
-            free(full);
+            cg_free(full);
             goto out;
         }
         if (hr == HF_NOT_REGULAR) {
             cg_err_setr(err, CG_R_SPECIAL_FILE, CG_EVERIFY, "declared bundle path is not a regular file: %s", full);
-            free(full);
+            cg_free(full);
             goto out;
         }
         if (hr == HF_IO) {
             cg_err_setr(err, CG_R_NONE, CG_EIO, "hash bundle file %s: %s", full, strerror(en));
-            free(full);
+            cg_free(full);
             goto out;
         }
-        free(full);
+        cg_free(full);
         if (hashed != f->bytes) {
             cg_err_setr(err, CG_R_SIZE_MISMATCH, CG_EVERIFY, "bundle file %s size mismatch: expected %llu, observed %llu",
                  CG_QUOTE(f->path), (unsigned long long)f->bytes, (unsigned long long)hashed);
@@ -368,8 +369,8 @@ static int verify_handle(const cg_bundle_handle *h, bool drop, cg_bundle_receipt
     out->bytes_verified = total;
     rc = 0;
 out:
-    free(chunk);
-    free(sorted);
+    cg_free(chunk);
+    cg_free(sorted);
     walk_free(&w);
     return rc;
 }
@@ -417,7 +418,7 @@ int cg_bundle_verify_consumed(const char *root, const cg_bundle_receipt *initial
         char *mpath = cg_path_join(root, CG_BUNDLE_MANIFEST_NAME);
         rc = cg_err_setr(err, CG_R_DIGEST_MISMATCH, CG_EIO, "read bundle manifest %s: %s", mpath ? mpath : root,
                          strerror(e));
-        free(mpath);
+        cg_free(mpath);
     } else {
         rc = cg_bundle_verify_consumed_handle(&h, initial, consumed, n_consumed, err);
     }
@@ -438,7 +439,7 @@ int cg_bundle_verify_consumed_handle(const cg_bundle_handle *h, const cg_bundle_
     size_t mlen = 0;
     char *mdata = reread_manifest(h, mpath, &mlen, err);
     if (!mdata) {
-        free(mpath);
+        cg_free(mpath);
         return -1;
     }
     int rc = -1;
@@ -492,10 +493,10 @@ int cg_bundle_verify_consumed_handle(const cg_bundle_handle *h, const cg_bundle_
                             "consumed bundle path is no longer a regular file: %s", full);
             else
                 cg_err_set(err, CG_EIO, "hash bundle file %s: %s", full, strerror(en));
-            free(full);
+            cg_free(full);
             goto out;
         }
-        free(full);
+        cg_free(full);
         if (ssize != decl->bytes || hashed != decl->bytes || !cg_is_sha256_hex(decl->sha256) ||
             !hex_equal_ci(fhex, decl->sha256)) {
             cg_err_setr(err, CG_R_DIGEST_MISMATCH, CG_EVERIFY,
@@ -505,9 +506,9 @@ int cg_bundle_verify_consumed_handle(const cg_bundle_handle *h, const cg_bundle_
     }
     rc = 0;
 out:
-    free(chunk);
+    cg_free(chunk);
     cg_arena_free(&a);
-    free(mdata);
-    free(mpath);
+    cg_free(mdata);
+    cg_free(mpath);
     return rc;
 }

@@ -119,7 +119,7 @@ int cg_campaign_manifest_validate(const cg_campaign_manifest *m, cg_error *err) 
     qsort(r, n, sizeof *r, by_bundle);
     for (size_t j = 1; j < n; j++)
         if (!strcmp(r[j].p->bundle, r[j - 1].p->bundle)) rep[r[j].i] |= 2;
-    free(r);
+    cg_free(r);
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         const cg_planned_capture *p = &m->planned[i];
@@ -134,7 +134,7 @@ int cg_campaign_manifest_validate(const cg_campaign_manifest *m, cg_error *err) 
         else if (rep[i] & 2)
             rc = cg_err_set(err, CG_EINVAL, "campaign manifest plans duplicate bundle path %s", CG_QUOTE(p->bundle));
     }
-    free(rep);
+    cg_free(rep);
     return rc;
 }
 
@@ -144,7 +144,7 @@ int cg_campaign_manifest_load(cg_arena *a, const char *path, cg_campaign_manifes
     if (!text) return cg_err_context(err, "read campaign manifest %s", path);
     const char *schema = NULL;
     int rc = parse_shape(a, text, len, out, &schema, err);
-    free(text);
+    cg_free(text);
     /* JSON/shape errors get the parse context, validation errors the validate context (the crate's) */
     if (rc != 0) return cg_err_context(err, "parse campaign manifest %s", path);
     if (check_schema_and_validate(out, schema, err) != 0) return cg_err_context(err, "validate campaign manifest %s", path);

@@ -213,7 +213,7 @@ cg_jv *cg_build_series_from_points(cg_arena *a, const cg_series_point *pts, size
     cg_jv_obj_put(a, o, "outer_wall_time", timing);
     cg_jv_obj_put(a, o, "tensor_stats", grouped(a, sr, ns, scalar_point));
     cg_jv_obj_put(a, o, "gradients", grouped(a, gr, ng, gradient_point));
-    free(order);
+    cg_free(order);
     return o;
 }
 

@@ -135,7 +135,7 @@ cg_jv *cg_campaign_status_from_states(cg_arena *a, const cg_campaign_manifest *m
         cg_jv_obj_put(a, c, "state", state_json(a, &states[i]));
         cg_jv_arr_push(a, caps, c);
     }
-    free(order);
+    cg_free(order);
     cg_jv_obj_put(a, o, "captures", caps);
     return o;
 }
@@ -161,7 +161,7 @@ int cg_campaign_require_published(const cg_campaign_manifest *m, const cg_captur
                       m->planned[i].bundle, cg_capture_state_name(states[i].kind));
         bad++;
     }
-    free(order);
+    cg_free(order);
     int rc = 0;
     if (bad)
         rc = cg_err_setr(err, CG_R_CAMPAIGN_CONFLICT, CG_ESTATE,

@@ -1,6 +1,7 @@
 /* profile_run.c — ProfileRun: the run description behind a session's meta
  * record. Everything the run holds is copied into its own arena. */
 #include "capture/capture.h"
+#include "base/alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +44,7 @@ cg_profile_run *cg_profile_run_inference(const char *entrypoint, uint64_t captur
 void cg_profile_run_free(cg_profile_run *r) {
     if (!r) return;
     cg_arena_free(&r->arena);
-    free(r);
+    cg_free(r);
 }
 
 int cg_profile_run_tag(cg_profile_run *r, const char *key, const char *value) {

@@ -203,7 +203,7 @@ static void stack_push(cg_session *s, uint64_t thread, cg_span_id id) {
 /* Pops the top of t; drops the entry when it becomes empty. */
 static void stack_pop(cg_session *s, thread_stack *t) {
     if (--t->n > 0) return;
-    free(t->ids);
+    cg_free(t->ids);
     size_t i = (size_t)(t - s->stacks);
     s->stacks[i] = s->stacks[--s->n_stacks];
 }
@@ -267,8 +267,8 @@ cg_session *cg_session_open(const char *path, const cg_profile_run *run, cg_erro
     cg_session *s = cg_try_zalloc(1, sizeof *s);
     char *spath = cg_try_strndup(path, strlen(path));
     if (!s || !spath) {
-        free(s);
-        free(spath);
+        cg_free(s);
+        cg_free(spath);
         close(fd);
         cg_err_set(err, CG_ENOMEM, "out of memory");
         return NULL;
@@ -298,14 +298,14 @@ void cg_session_free(cg_session *s) {
         if (!s->write_failed) flush_locked(s, NULL);
         close(s->fd);
     }
-    for (size_t i = 0; i < s->n_stacks; i++) free(s->stacks[i].ids);
-    free(s->stacks);
-    free(s->spans);
+    for (size_t i = 0; i < s->n_stacks; i++) cg_free(s->stacks[i].ids);
+    cg_free(s->stacks);
+    cg_free(s->spans);
     cg_buf_free(&s->out);
     cg_arena_free(&s->scratch);
     pthread_mutex_destroy(&s->mu);
-    free(s->path);
-    free(s);
+    cg_free(s->path);
+    cg_free(s);
 }
 
 const char *cg_session_path(const cg_session *s) { return s ? s->path : NULL; }

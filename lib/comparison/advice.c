@@ -85,8 +85,8 @@ cg_jv *cg_replication_advice(cg_arena *a, const cg_jv *cmp, double target_effect
         sample b = samples_of(cmp, "baseline"), c = samples_of(cmp, "candidate");
         long k = b.n && c.n && base_median > 0.0 ? runs_needed(&b, &c, target / 100.0 * base_median) : -1;
         runs = k >= 0 ? cg_jv_u64(a, (uint64_t)k) : cg_jv_null(a);
-        free(b.v);
-        free(c.v);
+        cg_free(b.v);
+        cg_free(c.v);
     }
     cg_jv_obj_put(a, o, "additional_runs_per_side", runs);
     cg_jv_obj_put(a, o, "method",

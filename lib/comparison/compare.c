@@ -89,7 +89,7 @@ static bool has_duplicate_run_ids(const cohort *b, const cohort *c) {
     qsort(ids, n, sizeof *ids, cmp_strp);
     bool dup = false;
     for (size_t i = 1; i < n && !dup; i++) dup = strcmp(ids[i - 1], ids[i]) == 0;
-    free(ids);
+    cg_free(ids);
     return dup;
 }
 
@@ -242,8 +242,8 @@ static cg_pair *check_pairing(cg_arena *a, cg_jv *reasons, const cohort *b, cons
     }
     *np = b->n;
 done:
-    free(mb);
-    free(mc);
+    cg_free(mb);
+    cg_free(mc);
     return pairs;
 }
 
@@ -290,7 +290,7 @@ static label_agg *map_find(const label_map *m, const char *label) {
 }
 
 static void map_free(label_map *m) {
-    free(m->items);
+    cg_free(m->items);
     cg_hmap_free(&m->index);
 }
 
@@ -350,7 +350,7 @@ static cg_jv *sorted_unmatched(cg_arena *a, const label_map *mine, const label_m
     qsort(only, n, sizeof *only, cmp_agg_label);
     cg_jv *arr = cg_jv_arr(a);
     for (size_t i = 0; i < n; i++) cg_jv_arr_push(a, arr, cg_jv_str(a, only[i]->label));
-    free(only);
+    cg_free(only);
     return arr;
 }
 
@@ -405,7 +405,7 @@ static cg_jv *tensor_stats_comparison(cg_arena *a, const cohort *b, const cohort
     cg_jv_obj_put(a, o, "matched", matched);
     cg_jv_obj_put(a, o, "unmatched_a", sorted_unmatched(a, &ma, &mb));
     cg_jv_obj_put(a, o, "unmatched_b", sorted_unmatched(a, &mb, &ma));
-    free(rows);
+    cg_free(rows);
     map_free(&ma);
     map_free(&mb);
     return o;
@@ -493,7 +493,7 @@ static cg_jv *compare_core(cg_arena *a, const cohort *b, const cohort *c, cg_com
         int64_t *d = cg_xalloc(np, sizeof *d);
         for (size_t i = 0; i < np; i++) d[i] = (int64_t)(pairs[i].candidate - pairs[i].baseline);
         median_delta = cg_stats_integer_median(d, np);
-        free(d);
+        cg_free(d);
     } else {
         median_delta = stc.median_ns - stb.median_ns;
     }
@@ -539,9 +539,9 @@ static cg_jv *compare_core(cg_arena *a, const cohort *b, const cohort *c, cg_com
     cg_jv_obj_put(a, o, "median_delta_percent", opt_f64(a, has_percent, percent));
     cg_jv_obj_put(a, o, "confidence_interval", ci_json);
     cg_jv_obj_put(a, o, "tensor_stats", tensor_stats_comparison(a, b, c));
-    free(sb);
-    free(sc);
-    free(pairs);
+    cg_free(sb);
+    cg_free(sc);
+    cg_free(pairs);
     return o;
 }
 
@@ -572,8 +572,8 @@ cg_jv *cg_compare_rows(cg_arena *a, const cg_cohort_row *baseline, size_t nb, co
     size_t nbr, ncr;
     cg_cohort_receipt *rb = row_receipts(baseline, nb, &nbr), *rc = row_receipts(candidate, nc, &ncr);
     cg_jv *v = cg_compare_rows_with_receipts(a, baseline, nb, rb, nbr, candidate, nc, rc, ncr, kind);
-    free(rb);
-    free(rc);
+    cg_free(rb);
+    cg_free(rc);
     return v;
 }
 
@@ -600,5 +600,5 @@ void cg_comparison_ineligible_message(const cg_jv *comparison, cg_buf *out) {
         if (i > 0) cg_buf_puts(out, ", ");
         cg_buf_puts(out, codes[i]);
     }
-    free(codes);
+    cg_free(codes);
 }

@@ -76,7 +76,7 @@ double cg_stats_percentile_u64(const uint64_t *values, size_t n, double q) {
     memcpy(c, values, n * sizeof *c);
     qsort(c, n, sizeof *c, cmp_u64);
     double r = percentile_u64_sorted(c, n, q);
-    free(c);
+    cg_free(c);
     return r;
 }
 
@@ -93,8 +93,8 @@ void cg_stats_sample(const uint64_t *samples, size_t n, cg_sample_stats *out) {
     for (size_t i = 0; i < n; i++) dev[i] = fabs((double)samples[i] - center);
     qsort(dev, n, sizeof *dev, cmp_f64_total);
     out->mad_ns = cg_stats_percentile_sorted(dev, n, 0.5);
-    free(dev);
-    free(c);
+    cg_free(dev);
+    cg_free(c);
 }
 
 double cg_stats_integer_median(int64_t *deltas, size_t n) {
@@ -174,7 +174,7 @@ static void finish_ci(const double *deltas, cg_ci *out) {
     select_u64(keys, 0, CG_CI_UPPER_INDEX, CG_CI_LOWER_INDEX);
     out->lower_delta_ns = key_value(keys[CG_CI_LOWER_INDEX]);
     out->upper_delta_ns = key_value(keys[CG_CI_UPPER_INDEX]);
-    free(keys);
+    cg_free(keys);
 }
 
 /* ---- resampling by counts ------------------------------------------------
@@ -218,8 +218,8 @@ static void resampler_init(resampler *r, size_t n, size_t lo, size_t hi) {
 }
 
 static void resampler_free(resampler *r) {
-    free(r->rank);
-    free(r->count);
+    cg_free(r->rank);
+    cg_free(r->count);
 }
 
 /* Draws n indices from the stream, counting ranks. */
@@ -258,8 +258,8 @@ void cg_stats_bootstrap_paired(const cg_pair *pairs, size_t n, cg_ci *out) {
     }
     finish_ci(deltas, out);
     resampler_free(&r);
-    free(deltas);
-    free(sorted);
+    cg_free(deltas);
+    cg_free(sorted);
 }
 
 /* Sorted copy of `v` and the rank table of a resampler for percentile(0.5). */
@@ -299,9 +299,9 @@ void cg_stats_bootstrap_unpaired(const uint64_t *baseline, size_t nb, const uint
     finish_ci(deltas, out);
     resampler_free(&rb);
     resampler_free(&rc);
-    free(sb);
-    free(sc);
-    free(deltas);
+    cg_free(sb);
+    cg_free(sc);
+    cg_free(deltas);
 }
 
 /* ---- the interval of one sample's median (issue 15: history points) */
@@ -321,6 +321,6 @@ void cg_stats_bootstrap_median(const uint64_t *v, size_t n, cg_ci *out) {
     }
     finish_ci(meds, out);
     resampler_free(&r);
-    free(sv);
-    free(meds);
+    cg_free(sv);
+    cg_free(meds);
 }

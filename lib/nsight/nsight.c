@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/alloc.h"
 #include "base/fs.h"
 #include "base/sha256.h"
 #include "nsight/nsight_internal.h"
@@ -226,7 +227,7 @@ static void load_report(loader *L, const char *name, cg_nsight_report kind, size
     cg_error err;
     size_t len = 0;
     char *data = cg_read_file(path, (size_t)L->lim->max_csv_bytes, &len, &err);
-    free(path);
+    cg_free(path);
     if (!data) {
         if (err.code == CG_ELIMIT)
             cg_nsi_diag(a, ev, "%s: file exceeds limit max_csv_bytes (%llu bytes)", shown,
@@ -237,7 +238,7 @@ static void load_report(loader *L, const char *name, cg_nsight_report kind, size
     uint64_t total = 0;
     int rc = parse_report(L, data, len, kind, name, &total, &err);
     if (rc != 0) {
-        free(data);
+        cg_free(data);
         cg_nsi_diag(a, ev, "%s: %s", shown, err.msg);
         return;
     }
@@ -245,7 +246,7 @@ static void load_report(loader *L, const char *name, cg_nsight_report kind, size
     art->path = name;
     art->size_bytes = len;
     cg_sha256_hex(data, len, art->sha256);
-    free(data);
+    cg_free(data);
     ev->coverage[kind] = true;
     bool timeline = kind == CG_NSIGHT_NVTX || kind == CG_NSIGHT_GPU_TRACE;
     add_limit(a, ev, limit_cap, name, total, timeline ? CG_NSIGHT_TIMELINE_DISPLAY_ROWS : CG_NSIGHT_SUMMARY_DISPLAY_ROWS);
@@ -277,7 +278,7 @@ static const char *status_reason(loader *L) {
     cg_error err;
     size_t len = 0;
     char *text = cg_read_file(path, L->lim->max_manifest_bytes, &len, &err);
-    free(path);
+    cg_free(path);
     if (!text) return NULL;
     const char *reason = NULL;
     if (memchr(text, '\0', len) == NULL && valid_utf8_cstr(text)) {
@@ -289,7 +290,7 @@ static const char *status_reason(loader *L) {
             line = nl && nl[1] ? nl + 1 : NULL;
         }
     }
-    free(text);
+    cg_free(text);
     return reason;
 }
 
@@ -347,7 +348,7 @@ static cg_nsi_dir_entry *list_dir(loader *L, size_t *n_out) {
         e.name = cg_arena_strdup(a, de->d_name);
         char *path = cg_path_join(L->dir, e.name);
         e.regular = stat(path, &st) == 0 && S_ISREG(st.st_mode) && valid_utf8_cstr(e.name);
-        free(path);
+        cg_free(path);
         CG_NSI_PUSH(a, entries, n, cap, e);
     }
     closedir(d);
@@ -370,7 +371,7 @@ static void load_raw_report(loader *L, cg_nsi_dir_entry *entries, size_t n) {
             entries[i].retained = true;
             entries[i].art = art;
         }
-        free(rp);
+        cg_free(rp);
         return;
     }
 }

@@ -10,6 +10,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "base/alloc.h"
 #include "base/buf.h"
 #include "base/fs.h"
 #include "base/json.h"
@@ -302,7 +303,7 @@ static void check_artifact(cg_arena *a, cg_nsight_provenance *p, const char *dir
         bool file = stat(fp, &st) == 0 && S_ISREG(st.st_mode);
         cg_error err;
         int hrc = file ? cg_sha256_file(fp, false, hex, &size, &err) : -1;
-        free(fp);
+        cg_free(fp);
         if (!file) {
             cg_nsi_prov_diag(a, p, "manifest artifact `%s` is missing", d->path);
             return;
@@ -360,7 +361,7 @@ static bool read_manifest(cg_arena *a, cg_nsight_provenance *p, const char *dir,
     struct stat st;
     bool present = stat(path, &st) == 0;
     char *text = present ? cg_read_file(path, lim->max_manifest_bytes, &len, &err) : NULL;
-    free(path);
+    cg_free(path);
     if (!present) {
         cg_nsi_prov_diag(a, p, "%s is absent", shown);
         return false;
@@ -371,7 +372,7 @@ static bool read_manifest(cg_arena *a, cg_nsight_provenance *p, const char *dir,
     }
     cg_jv *capture = NULL;
     int rc = parse_manifest(a, text, len, m, &capture, &err);
-    free(text);
+    cg_free(text);
     if (rc != 0) {
         cg_nsi_prov_diag(a, p, "Invalid %s: %s", shown, err.msg);
         return false;

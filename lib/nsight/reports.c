@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/alloc.h"
 #include "base/buf.h"
 #include "nsight/nsight_internal.h"
 
@@ -118,7 +119,7 @@ int cg_nsi_parse_number(const char *raw, const char *label, bool *present, uint6
             *out = (uint64_t)v; /* truncated toward zero */
         }
     }
-    if (buf != stackbuf) free(buf);
+    if (buf != stackbuf) cg_free(buf);
     return rc;
 }
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "analysis/evidence.h"
+#include "base/alloc.h"
 #include "base/async_sink.h"
 #include "base/fs.h"
 #include "base/sha256.h"
@@ -67,7 +68,7 @@ static int build_artifacts(const char *trace_path, const char *nsight_dir, cg_js
     rc = 0;
 done:
     if (rc != 0 && run_id && *run_id) {
-        free(*run_id);
+        cg_free(*run_id);
         *run_id = NULL;
     }
     cg_evidence_free(e);
@@ -114,7 +115,7 @@ int cg_render_bundle_artifacts_fd(const char *trace_path, const char *nsight_dir
                              report_md, viewer_html, err);
     if (as && cg_async_sink_finish(as) != 0 && rc == 0) {
         rc = -1;
-        free(*run_id);
+        cg_free(*run_id);
         *run_id = NULL;
     }
     if (rc != 0) {
@@ -210,7 +211,7 @@ int cg_evidence_bytes_match(const cg_evidence *e, const char *evidence_json_path
         *match = r == 0;
     }
 done:
-    free(cs.buf);
+    cg_free(cs.buf);
     if (fd >= 0) close(fd);
     cg_arena_free(&a);
     return rc;
@@ -258,7 +259,7 @@ int cg_evidence_semantic_match_trace(const cg_trace *t, const char *nsight_dir, 
     *match = stored && cg_jv_equal(stored, packet); /* unparsable JSON never matches */
     rc = 0;
 done:
-    free(stored_text);
+    cg_free(stored_text);
     cg_evidence_free(e);
     cg_arena_free(&a);
     return rc;

@@ -114,8 +114,8 @@ static size_t group_place(group *g, size_t preferred, uint64_t start, uint64_t e
 }
 
 static void group_free(group *g) {
-    for (size_t i = 0; i < g->n; i++) free(g->lanes[i].ends);
-    free(g->lanes);
+    for (size_t i = 0; i < g->n; i++) cg_free(g->lanes[i].ends);
+    cg_free(g->lanes);
 }
 
 /* ---- sort orders ---- */
@@ -216,8 +216,8 @@ static void emit_host(ctx *c) {
             emit_span(c, &t->spans[it->idx], c->host.lanes[l].tid);
         }
     }
-    free(span_lane);
-    free(items);
+    cg_free(span_lane);
+    cg_free(items);
 }
 
 /* The lane group of a (device, clock_id, stream_id), created with its clock's
@@ -266,7 +266,7 @@ static void emit_device(ctx *c) {
         size_t l = group_place(g, SIZE_MAX, d->start_ns, cg_sat_add_u64(d->start_ns, d->duration_ns), &c->next_tid);
         emit_device_interval(c, d, g->pid, g->lanes[l].tid);
     }
-    free(items);
+    cg_free(items);
 }
 
 static void emit_counter_head(ctx *c, const char *stem, const char *device, uint64_t ts) {
@@ -310,8 +310,8 @@ static void emit_logical_memory(ctx *c) {
         ev_end(&c->o);
     }
     cg_hstr_free(&devices);
-    free(live);
-    free(items);
+    cg_free(live);
+    cg_free(items);
 }
 
 /* Physical samples, values verbatim (absent values stay absent). */
@@ -414,7 +414,7 @@ int cg_chrome_trace_write(const cg_trace *t, cg_json_sink sink, void *ctx_, cg_e
     cg_buf_free(&c.o.b);
     group_free(&c.host);
     for (size_t i = 0; i < c.n_dev; i++) group_free(&c.dev[i]);
-    free(c.dev);
+    cg_free(c.dev);
     cg_hstr_free(&c.dev_index);
     cg_hstr_free(&c.clock_index);
     cg_arena_free(&c.a);

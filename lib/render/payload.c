@@ -316,8 +316,8 @@ static void heap_offer(node_scan *s, uint64_t total, const char *id, const char 
     heavy *h = s->heap;
     if (s->n_heap == VIEW_MAX_NODES) {
         if (!heavier(total, id, h[0].total, h[0].id)) return;
-        free(h[0].id);
-        free(h[0].parent_id);
+        cg_free(h[0].id);
+        cg_free(h[0].parent_id);
         h[0] = (heavy){total, cg_xstrdup(id), parent ? cg_xstrdup(parent) : NULL, node};
         heap_sift_down(h, s->n_heap, 0);
         return;
@@ -459,12 +459,12 @@ static int emit_edge(void *ctx, size_t i, const cg_jv *edge) {
 
 static void scan_free(node_scan *s) {
     for (size_t h = 0; h < s->n_heap; h++) {
-        free(s->heap[h].id);
-        free(s->heap[h].parent_id);
+        cg_free(s->heap[h].id);
+        cg_free(s->heap[h].parent_id);
     }
-    free(s->heap);
-    free(s->recs);
-    free(s->later);
+    cg_free(s->heap);
+    cg_free(s->recs);
+    cg_free(s->later);
     cg_hmap_free(&s->by_id);
 }
 
@@ -505,9 +505,9 @@ static void graph_views(cg_arena *a, cg_jv *spans, cg_jv *edges, cg_jv *trunc, c
     note_cut(a, trunc, "views.span_costs.items", n, n_kept, order);
     note_cut(a, trunc, "views.trace.edges", cg_jv_items(edges), cg_jv_len(*tedges), "between displayed nodes");
     scan_free(&s);
-    free(k);
-    free(node_of);
-    free(keep);
+    cg_free(k);
+    cg_free(node_of);
+    cg_free(keep);
     cg_hstr_free(&kept_ids);
 }
 

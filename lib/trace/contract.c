@@ -150,7 +150,7 @@ static int validate_manifest_entries(const cg_gradient_contract *g, cg_error *er
     keyed *k = keyed_alloc(g->n_expected);
     for (size_t i = 0; i < g->n_expected; i++) k[i] = (keyed){g->expected[i].root, g->expected[i].key, i};
     bool *rep = repeats(k, g->n_expected);
-    free(k);
+    cg_free(k);
     int rc = 0;
     cg_buf b1 = CG_BUF_INIT, b2 = CG_BUF_INIT;
     for (size_t i = 0; i < g->n_expected && !rc; i++) {
@@ -163,7 +163,7 @@ static int validate_manifest_entries(const cg_gradient_contract *g, cg_error *er
     }
     cg_buf_free(&b1);
     cg_buf_free(&b2);
-    free(rep);
+    cg_free(rep);
     return rc;
 }
 
@@ -172,7 +172,7 @@ static int validate_families(const cg_gradient_contract *g, const keyed *members
     keyed *f = keyed_alloc(g->n_families);
     for (size_t i = 0; i < g->n_families; i++) f[i] = (keyed){g->families[i].family, NULL, i};
     bool *rep = repeats(f, g->n_families);
-    free(f);
+    cg_free(f);
     int rc = 0;
     cg_buf b = CG_BUF_INIT;
     for (size_t i = 0; i < g->n_families && !rc; i++) {
@@ -191,7 +191,7 @@ static int validate_families(const cg_gradient_contract *g, const keyed *members
                             dbg(&b, c->family), count);
     }
     cg_buf_free(&b);
-    free(rep);
+    cg_free(rep);
     return rc;
 }
 
@@ -216,8 +216,8 @@ int cg_gradient_contract_validate(const cg_gradient_contract *g, cg_error *err) 
         if ((i == 0 || strcmp(m[i - 1].a, m[i].a)) && count_a(fc, g->n_families, m[i].a) == 0)
             rc = cg_err_set(err, CG_EINVAL, "gradient manifest family %s has no family contract", dbg(&b, m[i].a));
     cg_buf_free(&b);
-    free(m);
-    free(fc);
+    cg_free(m);
+    cg_free(fc);
     return rc;
 }
 
@@ -228,7 +228,7 @@ static int validate_label_class(const char *class, const cg_strlist *l, const ke
     keyed *k = keyed_alloc(l->n);
     for (size_t i = 0; i < l->n; i++) k[i] = (keyed){l->items[i], NULL, i};
     bool *rep = repeats(k, l->n);
-    free(k);
+    cg_free(k);
     int rc = 0;
     for (size_t i = 0; i < l->n && !rc; i++) {
         const char *s = l->items[i];
@@ -240,7 +240,7 @@ static int validate_label_class(const char *class, const cg_strlist *l, const ke
         else if (count_a(classified, n_classified, s))
             rc = cg_err_set(err, CG_EINVAL, "semantic label `%s` is classified as both GPU-expected and CPU-only", s);
     }
-    free(rep);
+    cg_free(rep);
     return rc;
 }
 
@@ -262,7 +262,7 @@ static int validate_partition(const cg_capture_contract *c, const keyed *req, si
                                 "GPU-expected and CPU-only semantic labels must partition all required application "
                                 "labels");
         }
-    free(g);
+    cg_free(g);
     return rc;
 }
 
@@ -278,9 +278,9 @@ int cg_capture_contract_validate(const cg_capture_contract *c, cg_error *err) {
         else if (rep[i])
             rc = cg_err_set(err, CG_EINVAL, "required semantic label `%s` is declared more than once", req->items[i]);
     }
-    free(rep);
+    cg_free(rep);
     if (!rc) rc = validate_partition(c, k, req->n, err);
-    free(k);
+    cg_free(k);
     if (rc) return rc;
     if (c->gradients == CG_COV_COMPLETE && !c->gradient_contract)
         return cg_err_set(err, CG_EINVAL, "complete gradient coverage requires an exact gradient contract");

@@ -279,7 +279,7 @@ static unsigned char *cycle_states(const uint32_t *parent, size_t n) {
         }
         for (size_t k = 0; k < len; k++) state[path[k]] = verdict;
     }
-    free(path);
+    cg_free(path);
     return state;
 }
 
@@ -308,8 +308,8 @@ static void check_span_tree(hctx *c) {
         if (state[i] == CYC_BAD)
             add_issue(c, CG_SEV_ERROR, "span_cycle", "span `%s` participates in a parent cycle", s->id);
     }
-    free(state);
-    free(parent);
+    cg_free(state);
+    cg_free(parent);
 }
 
 /* ---- evidence records ------------------------------------------------------ */
@@ -367,7 +367,7 @@ static void unknown_spans(hctx *c, const char *kind, size_t n, span_id_of id_of,
 static void unknown_spans_of(hctx *c, const char *kind, size_t n, span_id_of id_of) {
     uint32_t *ix = span_indices(c, n, id_of);
     unknown_spans(c, kind, n, id_of, ix);
-    free(ix);
+    cg_free(ix);
 }
 
 /* op_ix / mem_ix: the span indices of the ops and memory events (span_indices). */
@@ -519,9 +519,9 @@ static void check_edges(hctx *c) {
                       "data edge `%s` -> `%s` refers to unknown tensor evidence", e->from, e->to);
         }
     }
-    free(ep);
-    free(known);
-    free(ends.s);
+    cg_free(ep);
+    cg_free(known);
+    cg_free(ends.s);
     hmap_free(&endmap);
 }
 
@@ -599,7 +599,7 @@ static uint32_t *memory_order(const cg_trace *t) {
         for (size_t i = 0; i < n; i++) mo[i] = (mem_order){t->memory[i].timestamp_ns, (uint32_t)i};
         qsort(mo, n, sizeof *mo, mem_order_cmp);
         for (size_t i = 0; i < n; i++) order[i] = mo[i].idx;
-        free(mo);
+        cg_free(mo);
     }
     return order;
 }
@@ -676,9 +676,9 @@ static void check_memory_pairing(hctx *c) {
                   ull(w.live));
     hmap_free(&w.storages);
     hmap_free(&w.aliases);
-    free(w.st);
-    free(w.al);
-    free(order);
+    cg_free(w.st);
+    cg_free(w.al);
+    cg_free(order);
 }
 
 /* ---- gradient manifest ----------------------------------------------------------- */
@@ -792,7 +792,7 @@ static observed_key *observed_keys(const cg_trace *t, hmap *obs, size_t *n_out) 
             o[slot[first]].count++;
         }
     }
-    free(slot);
+    cg_free(slot);
     qsort(o, n, sizeof *o, observed_cmp);
     *n_out = n;
     return o;
@@ -820,7 +820,7 @@ static void check_manifest_keys(hctx *c, const cg_gradient_contract *gc, hmap *o
                       "manifest gradient (%s, %s) was not captured", root, key);
         }
     hmap_free(&manifest);
-    free(o);
+    cg_free(o);
 }
 
 typedef struct family_tally {
@@ -867,7 +867,7 @@ static void check_gradient_families(hctx *c, const cg_gradient_contract *gc, hma
         f->attached += st != CG_GRAD_MISSING;
     }
     for (size_t i = 0; i < gc->n_families; i++) family_issues(c, &gc->families[i], &ft[i]);
-    free(ft);
+    cg_free(ft);
     hmap_free(&fams);
 }
 
@@ -945,7 +945,7 @@ static void check_required_labels(hctx *c, const hmap *req_set) {
             add_issue(c, sev_f(c), "required_semantic_label_cardinality",
                       "required semantic label `%s` must occur exactly once; observed %llu", l, ull(matches[first]));
     }
-    free(matches);
+    cg_free(matches);
 }
 
 /* One class list (GPU-expected, then CPU-only); `classified` accumulates both. */
@@ -1049,8 +1049,8 @@ cg_health *cg_health_analyze(const cg_trace *t) {
     uint32_t *op_ix = span_indices(&c, t->n_ops, op_span), *mem_ix = span_indices(&c, t->n_memory, memory_span);
     check_evidence_spans(&c, op_ix, mem_ix);
     check_records_inside_spans(&c, op_ix, mem_ix);
-    free(op_ix);
-    free(mem_ix);
+    cg_free(op_ix);
+    cg_free(mem_ix);
     check_edges(&c);
     check_memory_pairing(&c);
     check_gradient_manifest(&c);
@@ -1064,7 +1064,7 @@ cg_health *cg_health_analyze(const cg_trace *t) {
     for (size_t i = 0; i < c.n; i++)
         if (c.v[i].severity == CG_SEV_ERROR) h->structurally_valid = false;
     h->capture_complete = t->terminal.outcome == CG_OUTCOME_COMPLETE;
-    free(c.v);
+    cg_free(c.v);
     cg_buf_free(&c.dbg);
     hmap_free(&c.spans);
     return h;
@@ -1073,7 +1073,7 @@ cg_health *cg_health_analyze(const cg_trace *t) {
 void cg_health_free(cg_health *h) {
     if (!h) return;
     cg_arena_free(&h->arena);
-    free(h);
+    cg_free(h);
 }
 
 bool cg_health_has(const cg_health *h, const char *code) {

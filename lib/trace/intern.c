@@ -28,9 +28,9 @@ void tstore_init(tstore *st, cg_arena *arena, size_t expect_strings) {
 void tstore_done(tstore *st) {
     cg_hmap_free(&st->strings);
     cg_hmap_free(&st->shapes);
-    free(st->front);
-    free(st->chunks);
-    free(st->shape);
+    cg_free(st->front);
+    cg_free(st->chunks);
+    cg_free(st->shape);
     memset(st, 0, sizeof *st);
 }
 

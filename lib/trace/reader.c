@@ -569,7 +569,7 @@ static const char *dbg(rd *r, const char *s) {
 #define TRIM(arr, n)                                                    \
     do {                                                                \
         if ((n) && (arr)) {                                             \
-            void *p_ = realloc((arr), (n) * sizeof *(arr));             \
+            void *p_ = cg_try_realloc((arr), (n), sizeof *(arr));      \
             if (p_) (arr) = p_;                                         \
         }                                                               \
     } while (0)
@@ -775,22 +775,22 @@ cg_trace *cg_trace_read_file(const char *path, const cg_trace_limits *lim, cg_er
         if (got == 0) eof = true;
         len += (size_t)got;
     }
-    free(buf);
+    cg_free(buf);
     close(fd);
     return read_done(&r, t, rc);
 }
 
 void cg_trace_free(cg_trace *t) {
     if (!t) return;
-    free(t->spans);
-    free(t->ops);
-    free(t->tensors);
-    free(t->tensor_stats);
-    free(t->memory);
-    free(t->device_memory);
-    free(t->device_intervals);
-    free(t->gradients);
-    free(t->edges);
+    cg_free(t->spans);
+    cg_free(t->ops);
+    cg_free(t->tensors);
+    cg_free(t->tensor_stats);
+    cg_free(t->memory);
+    cg_free(t->device_memory);
+    cg_free(t->device_intervals);
+    cg_free(t->gradients);
+    cg_free(t->edges);
     cg_arena_free(&t->arena);
-    free(t);
+    cg_free(t);
 }

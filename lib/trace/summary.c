@@ -60,7 +60,7 @@ static bool logical_peak(const cg_trace *t, uint64_t *peak_out) {
     }
     cg_hstr_free(&live);
     cg_arena_free(&keys);
-    free(ev);
+    cg_free(ev);
     *peak_out = peak;
     return true;
 }
@@ -121,10 +121,10 @@ static uint64_t max_depth(const cg_trace *t) {
     }
     for (size_t i = 0; i < n; i++)
         if (depth[i] > best) best = depth[i];
-    free(depth);
-    free(stack);
-    free(state);
-    free(seen);
+    cg_free(depth);
+    cg_free(stack);
+    cg_free(state);
+    cg_free(seen);
     return best;
 }
 

@@ -366,7 +366,7 @@ static int dec_tags(dctx *d, const cg_jv *v, cg_kv **out, size_t *n_out) {
         tmp[i].at = i;
         tmp[i].kv.key = d->sink->intern(d->sink->ctx, m->key, m->key_len);
         if (dec_str(d, m->val, false, &tmp[i].kv.value)) {
-            free(tmp);
+            cg_free(tmp);
             return -1;
         }
     }
@@ -376,7 +376,7 @@ static int dec_tags(dctx *d, const cg_jv *v, cg_kv **out, size_t *n_out) {
         if (w && !strcmp(kv[w - 1].key, tmp[i].kv.key)) kv[w - 1] = tmp[i].kv;
         else kv[w++] = tmp[i].kv;
     }
-    free(tmp);
+    cg_free(tmp);
     *out = kv;
     *n_out = w;
     return 0;
