@@ -41,7 +41,7 @@ test-asan:
 # (not server_scale: its peak-RSS bounds hold for the production build, and the
 # sanitizers' shadow memory doubles RSS)
 ASAN_SERVER_TESTS ?= server_api server_hardening server_embedded server_export server_faults \
-  server_html_sandbox server_compare_campaigns server_views server_blobs history_sweep
+  server_html_sandbox server_compare_campaigns server_views server_blobs server_spill history_sweep
 test-asan-server:
 	@d=$$(mktemp -d) && for t in $(ASAN_SERVER_TESTS); do \
 	  ASAN_OPTIONS=detect_leaks=1:log_path=$$d/asan UBSAN_OPTIONS=print_stacktrace=1:log_path=$$d/ubsan \

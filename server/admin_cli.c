@@ -6,6 +6,7 @@
 
 #include <sodium.h>
 
+#include "base/alloc.h"
 #include "base/fs.h"
 #include "srv_store.h"
 
@@ -147,7 +148,7 @@ static int add_key(PGconn *c, const char *name, const char *pub) {
     unsigned char pk[32];
     char kid[33];
     int prc = srv_pubkey_parse(text ? text : pub, pk, &err);
-    free(text);
+    cg_free(text);
     if (prc < 0) return fail(err.msg);
     srv_key_id(pk, kid);
     bool fresh;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "srv.h"
+#include "base/alloc.h"
 #include "trace/trace.h"
 
 typedef struct feed {
@@ -43,7 +44,7 @@ static void *feed_main(void *p) {
         at += (uint64_t)n;
     }
 out:
-    free(buf);
+    cg_free(buf);
     close(f->wfd);
     return NULL;
 }
@@ -76,13 +77,13 @@ static cg_trace *from_memory(const srv_blob_view *v, const cg_trace_limits *lim,
     }
     srv_blob_cursor_free(c);
     if (!data || at != v->plain_size) {
-        free(data);
+        cg_free(data);
         *store_error = true;
         cg_err_set(err, CG_EIO, "the stored trace is missing or damaged");
         return NULL;
     }
     cg_trace *t = cg_trace_read_mem(data, (size_t)at, "trace.jsonl", lim, err);
-    free(data);
+    cg_free(data);
     return t;
 }
 

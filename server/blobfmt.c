@@ -34,6 +34,7 @@
 #include <zstd.h>
 
 #include "srv.h"
+#include "base/alloc.h"
 
 #define HDR SRV_BLOB_HDR
 #define VERSION 1u
@@ -214,7 +215,7 @@ static int encode_zstd(enc *e, uint64_t size, size_t first, size_t first_packed,
         left -= len;
     }
     if (rc == 0) rc = write_full(e->out, index, (size_t)n * 8, e->enospc, e->err);
-    free(index);
+    cg_free(index);
     header(h, SRV_BLOBF_ZSTD, size, SRV_BLOB_FRAME, n, at);
     if (rc == 0 && lseek(e->out, 0, SEEK_SET) != 0) rc = cg_err_set(e->err, CG_EIO, "seek: %s", strerror(errno));
     if (rc == 0) rc = write_full(e->out, h, HDR, e->enospc, e->err);
@@ -246,8 +247,8 @@ int srv_blob_encode(int in, int out, uint64_t size, unsigned flags, uint64_t *st
             rc = cg_err_set(err, CG_EIO, "blob source is longer than its recorded size");
     }
     ZSTD_freeCCtx(e.z);
-    free(e.packed);
-    free(e.plain);
+    cg_free(e.packed);
+    cg_free(e.plain);
     return rc;
 }
 
@@ -301,9 +302,9 @@ srv_blob_cursor *srv_blob_cursor_new(const srv_blob_view *v) {
 void srv_blob_cursor_free(srv_blob_cursor *c) {
     if (!c) return;
     ZSTD_freeDCtx(c->z);
-    free(c->frame);
-    free(c->packed);
-    free(c);
+    cg_free(c->frame);
+    cg_free(c->packed);
+    cg_free(c);
 }
 
 static int damaged(cg_error *err, const char *what) {
@@ -375,7 +376,7 @@ static void body_free(void *cls) {
     body *b = cls;
     close(b->c->v.fd);
     srv_blob_cursor_free(b->c);
-    free(b);
+    cg_free(b);
 }
 
 struct MHD_Response *srv_blob_response(int fd, uint64_t off, uint64_t len) {
@@ -388,7 +389,7 @@ struct MHD_Response *srv_blob_response(int fd, uint64_t off, uint64_t len) {
     struct MHD_Response *resp = c ? MHD_create_response_from_callback(len, 64 * 1024, body_read, b, body_free) : NULL;
     if (!resp) { /* the caller closes fd */
         srv_blob_cursor_free(c);
-        free(b);
+        cg_free(b);
         return NULL;
     }
     b->c = c;

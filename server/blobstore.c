@@ -22,6 +22,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/fs.h"
 #include "srv_store.h"
 
@@ -182,7 +183,7 @@ static int put_pg(srv_blobstore *b, PGconn *c, const char *src, int src_fd, cons
         if (srv_store_pg_blob_chunk_put(c, hex, idx, buf, got, err) < 0) rc = -1;
         if (got < CHUNK) break;
     }
-    free(buf);
+    cg_free(buf);
     close(in);
     return rc;
 }
@@ -304,7 +305,7 @@ static int64_t for_each_chunk(int fd, int (*each)(void *, const char *, size_t),
         if (each(ctx, buf, (size_t)n) < 0) total = -1;
         else total += n;
     }
-    free(buf);
+    cg_free(buf);
     srv_blob_cursor_free(c);
     return total;
 }
@@ -336,7 +337,7 @@ char *srv_blob_read(srv_blobstore *b, PGconn *conn, const char *hex, size_t max,
     int64_t got = m.buf ? for_each_chunk(fd, to_mem, &m, err) : cg_err_set(err, CG_ENOMEM, "out of memory");
     close(fd);
     if (got != (int64_t)size) {
-        free(m.buf);
+        cg_free(m.buf);
         if (got >= 0) cg_err_set(err, CG_EIO, "short read of blob %s", hex);
         return NULL;
     }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "srv_compare.h"
+#include "base/alloc.h"
 
 #define SRV_CMP_CACHE_ENTRIES 128
 #define SRV_CMP_CACHE_MAX_BYTES (4u << 20)
@@ -75,7 +76,7 @@ void srv_compare_cache_put(const char key[65], const char *data, size_t len, boo
         }
         if (e->used < victim->used) victim = e;
     }
-    free(victim->data);
+    cg_free(victim->data);
     memcpy(victim->key, key, 65);
     victim->data = copy;
     victim->len = len;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "srv.h"
+#include "base/alloc.h"
 
 void srv_config_defaults(srv_config *c) {
     memset(c, 0, sizeof *c);
@@ -19,6 +20,8 @@ void srv_config_defaults(srv_config *c) {
     c->max_files = 100000;
     c->max_json_body = 1u << 20;
     c->min_free_bytes = 0;
+    c->resident_budget = 320ull << 20; /* ingest peak ≤ 512 MiB (docs/deployment.md) */
+    c->spill_min_bytes = 1ull << 20;
     c->conn_limit = 128;
     c->per_ip_limit = 64;
     c->idle_timeout_s = 30;
@@ -40,7 +43,7 @@ void srv_config_defaults(srv_config *c) {
 }
 
 void srv_config_free(srv_config *c) {
-    free(c->database_url);
+    cg_free(c->database_url);
     c->database_url = NULL;
 }
 
@@ -96,6 +99,8 @@ static const struct numflag numflags[] = {
     NF64("--max-decoded-bytes", max_decoded_bytes),
     NF64("--max-files", max_files),
     NF64("--min-free-bytes", min_free_bytes),
+    NF64("--resident-budget-bytes", resident_budget),
+    NF64("--spill-min-bytes", spill_min_bytes),
     NF32("--max-connections", conn_limit, 100000),
     NF32("--per-ip-connections", per_ip_limit, 100000),
     NF32("--idle-timeout", idle_timeout_s, 86400),
@@ -130,7 +135,7 @@ int srv_config_flag(srv_config *c, int argc, char **argv, int *i) {
         return r < 0 ? -1 : parse_listen(c, v) < 0 ? -1 : 1;
     if ((r = take(argc, argv, i, "--database-url", &v)) != 0) {
         if (r < 0) return -1;
-        free(c->database_url);
+        cg_free(c->database_url);
         c->database_url = strdup(v);
         return 1;
     }

@@ -65,7 +65,7 @@ static void list_fs_orphans(srv_blobstore *b, char **known, size_t n, cg_arena *
     srv_blob_tree_walk(b, note_orphan, &o, &err); /* an unreadable store lists what it could */
     if (o.found) qsort(o.found, o.n, sizeof *o.found, cmp_str);
     for (size_t i = 0; i < o.n; i++) cg_jv_arr_push(a, out, cg_jv_str(a, o.found[i]));
-    free(o.found);
+    cg_free(o.found);
 }
 
 int srv_cmd_fsck(int argc, char **argv) {
@@ -137,13 +137,13 @@ int srv_cmd_fsck(int argc, char **argv) {
     } else {
         PGresult *o = srv_store_pg_blob_orphans(c, &err);
         if (!o) {
-            free(known);
+            cg_free(known);
             goto out;
         }
         for (int i = 0; i < PQntuples(o); i++) cg_jv_arr_push(&a, orphans, cg_jv_str(&a, PQgetvalue(o, i, 0)));
         PQclear(o);
     }
-    free(known);
+    cg_free(known);
     PGresult *m = srv_store_manifests(c, &err);
     if (!m) goto out;
     for (int i = 0; i < PQntuples(m); i++) {

@@ -19,6 +19,7 @@
 #include <sodium.h>
 
 #include "srv_store.h"
+#include "base/alloc.h"
 #include "srv_web.h"
 
 #define JSON_CT "application/json; charset=utf-8"
@@ -85,9 +86,9 @@ enum MHD_Result srv_reply_json(srv_req *r, unsigned status, const cg_jv *v) {
     }
     size_t len;
     char *data = cg_buf_take(&b, &len);
-    struct MHD_Response *resp = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
+    struct MHD_Response *resp = MHD_create_response_from_buffer_with_free_callback(len, data, cg_free);
     if (!resp) {
-        free(data);
+        cg_free(data);
         return MHD_NO;
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, JSON_CT);
@@ -282,7 +283,7 @@ static void req_free(srv_req *r) {
     release_slot(r);
     cg_buf_free(&r->body);
     cg_arena_free(&r->arena);
-    free(r);
+    cg_free(r);
 }
 
 static srv_req *req_new(srv_server *s) {

@@ -24,6 +24,7 @@
 #include <sys/socket.h>
 
 #include "srv.h"
+#include "base/alloc.h"
 
 enum { PH_HEAD = 0, PH_BODY, PH_BUSY };
 
@@ -105,7 +106,7 @@ void srv_guard_notify(void *cls, struct MHD_Connection *c, void **socket_ctx, en
         if (k->phase == PH_HEAD && !k->shed) g->waiting--;
         unlink_conn(g, k);
         pthread_mutex_unlock(&g->mu);
-        free(k);
+        cg_free(k);
         *socket_ctx = NULL;
         return;
     }
@@ -205,7 +206,7 @@ int srv_guard_start(srv_server *s) {
     if (pthread_create(&g->thread, NULL, watchdog, g) != 0) {
         pthread_cond_destroy(&g->cv);
         pthread_mutex_destroy(&g->mu);
-        free(g);
+        cg_free(g);
         return -1;
     }
     s->guard = g;
@@ -224,10 +225,10 @@ void srv_guard_stop(srv_server *s) {
     while (g->first) {
         srv_conn *k = g->first;
         unlink_conn(g, k);
-        free(k);
+        cg_free(k);
     }
     pthread_cond_destroy(&g->cv);
     pthread_mutex_destroy(&g->mu);
-    free(g);
+    cg_free(g);
     s->guard = NULL;
 }

@@ -82,8 +82,8 @@ static void tensor_groups_build(const cg_trace *t, srv_tensor_groups *out) {
 }
 
 void srv_index_params_free(srv_index_params *p) {
-    free(p->tensor_stats.rows);
-    free(p->tensor_stats.starts);
+    cg_free(p->tensor_stats.rows);
+    cg_free(p->tensor_stats.starts);
     memset(&p->tensor_stats, 0, sizeof p->tensor_stats);
 }
 

@@ -120,8 +120,8 @@ static uint32_t *span_nodes(ptb *b, const cg_trace *t) {
             state[x] = 2;
         }
     }
-    free(state);
-    free(chain);
+    cg_free(state);
+    cg_free(chain);
     return node;
 }
 
@@ -153,15 +153,15 @@ void srv_path_totals_build_clocks(cg_arena *a, const cg_trace *t, const cg_devic
         const cg_span *sp = op->span_id ? cg_trace_find_span(t, op->span_id) : NULL;
         add_total(&b, node_of(&b, sp ? sn[sp - t->spans] : SRV_PATH_ROOT, op->op_name), 'o', op->duration_ns);
     }
-    free(sn);
-    free(b.state);
+    cg_free(sn);
+    cg_free(b.state);
     for (size_t i = 0; i < n_clocks; i++) {
         const cg_device_clock_timing *d = &clocks[i];
         uint32_t k = node_of(&b, SRV_PATH_ROOT, cg_arena_printf(a, "device:%s/%s", d->device, d->clock_id));
         add_total(&b, k, 'd', d->busy_ns);
         out->totals[b.slot[k][2]].n = d->interval_count; /* one busy value per clock */
     }
-    free(b.slot);
+    cg_free(b.slot);
     cg_hmap_free(&b.by_hash);
 }
 

@@ -19,6 +19,7 @@
 
 #include <sodium.h>
 
+#include "base/alloc.h"
 #include "base/fs.h"
 #include "bundle/archive.h"
 #include "bundle/manifest.h"
@@ -280,7 +281,7 @@ static int64_t find_nul_escape(int fd) {
         base += n;
     }
     if (n < 0 && hit < 0) hit = -2;
-    free(buf);
+    cg_free(buf);
     return hit;
 }
 
@@ -499,7 +500,7 @@ static enum MHD_Result run(ingest *g) {
     /* the evidence schema is the one the semantic step found */
     const char *semantic = cg_semantic_result_name(sres);
     const char *evidence_schema = schema ? cg_arena_strdup(a, schema) : NULL;
-    free(schema);
+    cg_free(schema);
     /* the rebuilt evidence is freed: its heap goes back to the system before
      * the later stages (facts, Timeline) allocate, so that they fill
      * what the evidence left instead of stacking on the semantic peak */

@@ -16,6 +16,9 @@ static const char serve_usage[] =
     "  --idle-timeout S --request-timeout S --header-timeout S --body-timeout S --min-body-rate B/S\n"
     "  --max-query-params N --max-uri-bytes N --pool-size N --max-uploads N (0 = uploads refused)\n"
     "  --upload-wait-ms MS --janitor-interval S --janitor-grace S --shutdown-grace S\n"
+    "memory: --resident-budget-bytes N (default 320 MiB; 0 = no spilling) --spill-min-bytes N\n"
+    "  (default 1 MiB): larger blocks live in unnamed files of DIR/staging, and above the budget\n"
+    "  their resident pages are dropped (docs/deployment.md \"Memory\")\n"
     "embedded PostgreSQL: --pg-user USER (when root; default postgres) --pg-bindir DIR\n";
 static const char admin_usage[] =
     "usage: candle-graph-server admin bootstrap\n"

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/spill.h"
 #include "srv.h"
 
 #define MAX_REQ 256
@@ -114,6 +115,22 @@ static void process_memory(cg_buf *o) {
                   "# HELP cg_process_peak_resident_memory_bytes Peak resident memory since the process started.\n"
                   "# TYPE cg_process_peak_resident_memory_bytes gauge\ncg_process_peak_resident_memory_bytes %llu\n",
                   (unsigned long long)rss, (unsigned long long)peak);
+    cg_spill_stats sp;
+    cg_spill_stats_get(&sp);
+    cg_buf_printf(o,
+                  "# HELP cg_spill_bytes Mapped bytes of the large blocks now kept in spill files (base/spill.h).\n"
+                  "# TYPE cg_spill_bytes gauge\ncg_spill_bytes %llu\n"
+                  "# HELP cg_spill_blocks Large blocks now kept in spill files.\n"
+                  "# TYPE cg_spill_blocks gauge\ncg_spill_blocks %llu\n"
+                  "# HELP cg_spill_blocks_total Large blocks placed in spill files since start.\n"
+                  "# TYPE cg_spill_blocks_total counter\ncg_spill_blocks_total %llu\n"
+                  "# HELP cg_spill_trims_total Times the resident set went over the budget and spilled pages were dropped.\n"
+                  "# TYPE cg_spill_trims_total counter\ncg_spill_trims_total %llu\n"
+                  "# HELP cg_spill_fallbacks_total Large blocks that could not spill and came from the heap.\n"
+                  "# TYPE cg_spill_fallbacks_total counter\ncg_spill_fallbacks_total %llu\n",
+                  (unsigned long long)sp.live_bytes, (unsigned long long)sp.live_blocks,
+                  (unsigned long long)sp.blocks_total, (unsigned long long)sp.trims_total,
+                  (unsigned long long)sp.fallbacks);
 }
 
 static void hist(cg_buf *o, const char *name, const double *bounds, size_t nb, const uint64_t *h, double sum,

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "srv_store.h"
+#include "base/alloc.h"
 
 struct srv_pool {
     pthread_mutex_t mu;
@@ -100,11 +101,11 @@ srv_pool *srv_pool_new(const char *conninfo, unsigned size, unsigned wait_ms, un
     p->busy = calloc(size, sizeof *p->busy);
     p->out = calloc(size, sizeof *p->out);
     if (!p->conninfo || !p->conns || !p->busy || !p->out) {
-        free(p->out);
-        free(p->conninfo);
-        free(p->conns);
-        free(p->busy);
-        free(p);
+        cg_free(p->out);
+        cg_free(p->conninfo);
+        cg_free(p->conns);
+        cg_free(p->busy);
+        cg_free(p);
         return NULL;
     }
     pthread_mutex_init(&p->mu, NULL);
@@ -117,11 +118,11 @@ void srv_pool_free(srv_pool *p) {
     for (unsigned i = 0; i < p->size; i++) PQfinish(p->conns[i]);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cv);
-    free(p->conninfo);
-    free(p->conns);
-    free(p->busy);
-    free(p->out);
-    free(p);
+    cg_free(p->conninfo);
+    cg_free(p->conns);
+    cg_free(p->busy);
+    cg_free(p->out);
+    cg_free(p);
 }
 
 PGconn *srv_pool_get(srv_pool *p, cg_error *err) {

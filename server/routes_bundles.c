@@ -16,6 +16,7 @@
 
 #include "analysis/graph.h"
 #include "render/chrome_trace.h"
+#include "base/alloc.h"
 #include "base/fs.h"
 #include "bundle/archive.h"
 #include "analysis/evidence.h"
@@ -233,7 +234,7 @@ static void *arc_open(void *ctx, const cg_bundle_file *f, cg_error *err) {
     if (h->fd >= 0 && srv_blob_view_open(h->fd, &v, err) == 0) h->c = srv_blob_cursor_new(&v);
     if (!h->c) {
         if (h->fd >= 0) close(h->fd);
-        free(h);
+        cg_free(h);
         if (!err || !err->msg[0]) cg_err_set(err, CG_EIO, "stored blob %s is missing or damaged", hex);
         return NULL;
     }
@@ -251,7 +252,7 @@ static void arc_close(void *hp) {
     arc_file *h = hp;
     srv_blob_cursor_free(h->c);
     close(h->fd);
-    free(h);
+    cg_free(h);
 }
 
 /* tar.zst of the bundle written straight from its blobs (no staging copy):

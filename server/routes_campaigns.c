@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/sha256.h"
 #include "campaign/campaign.h"
 #include "campaign/series.h"
@@ -145,7 +146,7 @@ static cg_jv *status_json(cg_arena *a, const camp *cp) {
         cg_jv_obj_put(a, c, "host", str_or_null(a, cp->host[order[k]]));
         cg_jv_obj_put(a, c, "device", str_or_null(a, cp->device[order[k]]));
     }
-    free(order);
+    cg_free(order);
     return o;
 }
 
@@ -181,7 +182,7 @@ int srv_campaign_published_ids(srv_req *r, const char *cid, const char ***ids, s
     *n = 0;
     for (size_t k = 0; k < cp.m.n_planned; k++)
         if (cp.states[order[k]].kind == CG_CAPTURE_PUBLISHED) (*ids)[(*n)++] = cp.bundle_id[order[k]];
-    free(order);
+    cg_free(order);
     return 1;
 }
 
@@ -351,7 +352,7 @@ static enum MHD_Result get_series(srv_req *r, camp *cp) {
             cg_jv_obj_put(a, o, "state", cg_jv_str(a, cg_capture_state_name(st->kind)));
             cg_jv_arr_push(a, np, o);
         }
-        free(order);
+        cg_free(order);
         cg_jv_obj_put(a, d, "not_published", np);
         return srv_fail_error(r, &err, d);
     }
@@ -362,7 +363,7 @@ static enum MHD_Result get_series(srv_req *r, camp *cp) {
         ids[k] = cp->bundle_id[order[k]];
         names[k] = cp->m.planned[order[k]].bundle;
     }
-    free(order);
+    cg_free(order);
     return series_of(r, ids, names, n);
 }
 

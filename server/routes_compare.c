@@ -266,13 +266,13 @@ static enum MHD_Result compare(srv_req *r, const char *atext, const char *btext,
         if (!(require && ineligible)) {
             const char *hdrs[] = {"Cache-Control", "no-store", NULL};
             res = srv_reply_bytes(r, 200, "application/json; charset=utf-8", hit, len, hdrs);
-            free(hit);
+            cg_free(hit);
             return res;
         }
         cg_json_limits lim;
         cg_json_limits_default(&lim);
         out = cg_json_parse(a, hit, len, &lim, &err);
-        free(hit);
+        cg_free(hit);
         if (!out) return srv_fail(r, CG_R_INTERNAL, NULL, "cached comparison unreadable");
     } else {
         const char **ta = load_row_texts(r, &ca, &res), **tb = ta ? load_row_texts(r, &cb, &res) : NULL;
@@ -361,9 +361,9 @@ typedef struct ptree {
 
 static void ptree_free(ptree *t) {
     cg_hstr_free(&t->by_hash);
-    free(t->name);
-    free(t->parent);
-    free(t->len);
+    cg_free(t->name);
+    cg_free(t->parent);
+    cg_free(t->len);
 }
 
 static int load_tree(srv_req *r, const srv_cohort *ca, const srv_cohort *cb, ptree *t, enum MHD_Result *res) {
@@ -394,7 +394,7 @@ static int load_tree(srv_req *r, const srv_cohort *ca, const srv_cohort *cb, ptr
         size_t *k = phex[i] ? cg_hstr_get(&t->by_hash, phex[i]) : NULL;
         t->parent[i] = k && *k != i ? *k : SIZE_MAX;
     }
-    free(phex);
+    cg_free(phex);
     return 1;
 }
 
@@ -585,11 +585,11 @@ enum MHD_Result srv_h_compare_spans(srv_req *r) {
         fill_texts(a, &t, named, nn, stack);
         res = srv_reply_json(r, 200, diff_json(a, &ca, &cb, rows, nr, oa, noa, ob, nob));
     }
-    free(rows);
-    free(oa);
-    free(ob);
-    free(named);
-    free(stack);
+    cg_free(rows);
+    cg_free(oa);
+    cg_free(ob);
+    cg_free(named);
+    cg_free(stack);
     ptree_free(&t);
     return res;
 }

@@ -13,6 +13,7 @@
 
 #include "base/alloc.h"
 #include "base/fs.h"
+#include "base/spill.h"
 #include "srv.h"
 #include "srv_web.h"
 #include "srv_history.h"
@@ -45,10 +46,25 @@ static _Atomic(void *) oom_reserve;
 static bool server_oom(size_t bytes) {
     static const char line[] = "{\"level\":\"error\",\"msg\":\"out of memory: allocation retried\"}\n";
     (void)bytes;
-    free(atomic_exchange(&oom_reserve, NULL));
+    cg_free(atomic_exchange(&oom_reserve, NULL));
     ssize_t w = write(STDERR_FILENO, line, sizeof line - 1);
     (void)w;
     return true;
+}
+
+/* Large blocks of an ingest live in unnamed files of <data>/staging and the
+ * resident set stays under --resident-budget-bytes (base/spill.h); a data
+ * dir on tmpfs, or --resident-budget-bytes 0, keeps them in memory. */
+static void start_spilling(const srv_config *cfg) {
+    if (!cfg->resident_budget) {
+        srv_log("info", "spilling off", "reason", "--resident-budget-bytes 0", NULL);
+        return;
+    }
+    char dir[PATH_MAX + 32];
+    snprintf(dir, sizeof dir, "%s/staging", cfg->data_dir);
+    cg_error err = {0};
+    if (cg_spill_enable(dir, cfg->spill_min_bytes, cfg->resident_budget, &err) < 0)
+        srv_log("warn", "spilling off: ingests hold their traces in memory", "error", err.msg, NULL);
 }
 
 int srv_cmd_serve(int argc, char **argv) {
@@ -81,6 +97,7 @@ int srv_cmd_serve(int argc, char **argv) {
     memset(&pg, 0, sizeof pg);
     int rc = 1;
     if (prepare_dirs(&s->cfg, &err) < 0) goto fail;
+    start_spilling(&s->cfg);
     if (s->cfg.database_url) {
         snprintf(s->conninfo, sizeof s->conninfo, "%s", s->cfg.database_url);
     } else if (srv_pgembed_start(&pg, &s->cfg, s->conninfo, sizeof s->conninfo, &err) < 0) {
@@ -144,6 +161,6 @@ done:
     srv_pgembed_stop(&pg);
     if (rc == 0) srv_log("info", "stopped", NULL);
     srv_config_free(&s->cfg);
-    free(s);
+    cg_free(s);
     return rc;
 }

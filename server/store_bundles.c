@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "srv_store.h"
+#include "base/alloc.h"
 
 #define TS(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
 
@@ -292,7 +293,7 @@ int srv_store_place_files(srv_server *s, const char *id, const char *prefix, con
             int fd = srv_store_blob_open(s, PQgetvalue(x, i, 1), &size, &missing, err);
             rc = fd < 0 ? -1 : srv_blob_place(&s->blobs, fd, PQgetvalue(x, i, 1), dst, err);
         }
-        free(dst);
+        cg_free(dst);
         if (rc == 0) (*n)++;
     }
     PQclear(x);

@@ -167,14 +167,14 @@ static int copy_tree(PGconn *c, const srv_path_totals *pt, const char *id, bool 
                                   exec0(c, SQL_PATHS_FROM_STAGE, sqlstate, err) < 0
                               ? -1
                               : 0;
-    free(src.nodes);
+    cg_free(src.nodes);
     if (rc < 0) return -1;
     src.totals = cg_xalloc(pt->n_totals + 1, sizeof *src.totals);
     for (size_t k = 0; k < pt->n_totals; k++)
         src.totals[k] = (total_ref){&pt->totals[k], pt->nodes[pt->totals[k].node].hash};
     qsort(src.totals, pt->n_totals, sizeof *src.totals, cmp_total);
     rc = srv_copy_rows(c, SQL_TOTALS_COPY, &src, pt->n_totals, total_row, sqlstate, err);
-    free(src.totals);
+    cg_free(src.totals);
     return rc;
 }
 

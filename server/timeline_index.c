@@ -55,7 +55,7 @@ static struct srv_timeline *tl_of(srv_server *s) {
     srv_cache_destroy(&n->cache);
     pthread_mutex_destroy(&n->warm_mu);
     pthread_cond_destroy(&n->warm_cv);
-    free(n);
+    cg_free(n);
     return T; /* set by the winner */
 }
 
@@ -98,7 +98,7 @@ static uint32_t ptrmap_get(ptrmap *m, const char *p) {
 }
 
 static void ptrmap_free(ptrmap *m) {
-    free(m->order);
+    cg_free(m->order);
     cg_hmap_free(&m->index);
 }
 
@@ -163,7 +163,7 @@ static void finish_track(srv_tl_track *t) {
         if (it[i].e > m) m = it[i].e;
         t->maxend[i] = m;
     }
-    free(it);
+    cg_free(it);
 }
 
 /* Nesting depth of every span (index aligned with t->spans); cycles and
@@ -193,19 +193,19 @@ int *srv_tl_span_depths(const cg_trace *t) {
 static void index_free(srv_tl_index *x) {
     if (!x) return;
     for (size_t i = 0; i < x->n_tracks; i++) {
-        free(x->tracks[i].start);
-        free(x->tracks[i].end);
-        free(x->tracks[i].maxend);
-        free(x->tracks[i].name);
-        free(x->tracks[i].cs);
-        free(x->tracks[i].ce);
-        free(x->tracks[i].cn);
-        free(x->tracks[i].cname);
+        cg_free(x->tracks[i].start);
+        cg_free(x->tracks[i].end);
+        cg_free(x->tracks[i].maxend);
+        cg_free(x->tracks[i].name);
+        cg_free(x->tracks[i].cs);
+        cg_free(x->tracks[i].ce);
+        cg_free(x->tracks[i].cn);
+        cg_free(x->tracks[i].cname);
     }
-    free(x->tracks);
-    free(x->clocks);
+    cg_free(x->tracks);
+    cg_free(x->clocks);
     cg_arena_free(&x->arena);
-    free(x);
+    cg_free(x);
 }
 
 static int cmp_str(const void *a, const void *b) {
@@ -235,7 +235,7 @@ static srv_tl_index *index_build(const char *id, const cg_trace *t) {
         uint64_t e = s->closed ? cg_sat_add_u64(s->start_ns, s->duration_ns) : s->start_ns;
         push(&x->tracks[first_span_track + (size_t)depth[i]], s->start_ns, e, intern(&b, s->name));
     }
-    free(depth);
+    cg_free(depth);
     if (t->n_ops) {
         srv_tl_track *ot = add_track(&b, "op", NULL, -1, "host ops");
         for (size_t i = 0; i < t->n_ops; i++)
@@ -290,10 +290,10 @@ static srv_tl_index *index_build(const char *id, const cg_trace *t) {
             break;
         }
     }
-    free(devs);
-    free(clk);
+    cg_free(devs);
+    cg_free(clk);
     ptrmap_free(&names);
-    free(b.copies);
+    cg_free(b.copies);
 
     for (size_t k = 0; k < x->n_tracks; k++) {
         finish_track(&x->tracks[k]);
@@ -376,9 +376,9 @@ static int index_save(const srv_tl_index *x, const char *path, cg_error *err) {
         cg_buf_append(&b, t->end, t->n * sizeof *t->end);
         cg_buf_append(&b, t->maxend, t->n * sizeof *t->maxend);
         cg_buf_append(&b, ix[k], t->n * sizeof **ix);
-        free(ix[k]);
+        cg_free(ix[k]);
     }
-    free(ix);
+    cg_free(ix);
     ptrmap_free(&m);
     int rc = cg_write_file_atomic(path, b.data, b.len, err);
     cg_buf_free(&b);
@@ -492,8 +492,8 @@ static srv_tl_index *index_load(const char *id, const char *path) {
         if (x->clocks[c].first_track > n_tracks || x->clocks[c].n_tracks > n_tracks - x->clocks[c].first_track)
             r.ok = false;
     if (r.ok && r.p != r.end) r.ok = false;
-    free(names);
-    free(data);
+    cg_free(names);
+    cg_free(data);
     if (!r.ok) {
         index_free(x);
         return NULL;
@@ -705,7 +705,7 @@ void srv_timeline_stop(srv_server *s) {
     srv_cache_destroy(&T->cache);
     pthread_mutex_destroy(&T->warm_mu);
     pthread_cond_destroy(&T->warm_cv);
-    free(T);
+    cg_free(T);
 }
 
 void srv_timeline_release(srv_server *s, srv_tl_index *x) { srv_cache_release(&tl_of(s)->cache, &x->item); }

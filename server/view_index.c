@@ -47,7 +47,7 @@ static struct srv_views *views_of(srv_server *s) {
     srv_cache_init(&n->cache, SRV_VIEWS_CACHE_SLOTS, SRV_VIEWS_CACHE_BYTES, free_item);
     if (atomic_compare_exchange_strong(&s->views, &V, n)) return n;
     srv_cache_destroy(&n->cache);
-    free(n);
+    cg_free(n);
     return V;
 }
 
@@ -61,18 +61,18 @@ srv_vw_index *srv_vw_new(const char *id) {
 
 void srv_vw_free(srv_vw_index *x) {
     if (!x) return;
-    free(x->spans);
-    free(x->ops);
-    free(x->costs);
-    free(x->span_times);
-    free(x->mem_ts);
-    free(x->mem_live);
-    for (int t = 0; t < SRV_VW_GPU_TABLES; t++) free(x->gpu[t].rows);
+    cg_free(x->spans);
+    cg_free(x->ops);
+    cg_free(x->costs);
+    cg_free(x->span_times);
+    cg_free(x->mem_ts);
+    cg_free(x->mem_live);
+    for (int t = 0; t < SRV_VW_GPU_TABLES; t++) cg_free(x->gpu[t].rows);
     for (int t = 0; t < SRV_VW_SORTABLE; t++)
-        for (int c = 0; c < SRV_VW_MAX_COLS; c++) free(x->order[t][c]);
+        for (int c = 0; c < SRV_VW_MAX_COLS; c++) cg_free(x->order[t][c]);
     pthread_mutex_destroy(&x->order_mu);
     cg_arena_free(&x->arena);
-    free(x);
+    cg_free(x);
 }
 
 /* ---------------------------------------------------------------- copying */
@@ -168,7 +168,7 @@ static void copy_spans(builder *b, const cg_trace *t) {
             .depth = depth[i] < 0 ? 0 : (uint32_t)depth[i], .kind = (uint8_t)s->kind, .step = (uint8_t)s->step,
             .closed = s->closed, .measured = s->measured};
     }
-    free(depth);
+    cg_free(depth);
     for (size_t i = 0; i < t->n_ops; i++) {
         const cg_span *s = cg_trace_find_span(t, t->ops[i].span_id);
         if (s) x->spans[s - t->spans].ops++;
@@ -180,7 +180,7 @@ static void copy_spans(builder *b, const cg_trace *t) {
         r->total_ns = x->span_times[2 * i + 1];
         r->has_times = true;
     }
-    free(x->span_times);
+    cg_free(x->span_times);
     x->span_times = NULL;
 }
 
@@ -553,7 +553,7 @@ void srv_views_stop(srv_server *s) {
     if (!V) return;
     atomic_store(&s->views, NULL);
     srv_cache_destroy(&V->cache);
-    free(V);
+    cg_free(V);
 }
 
 /* ---------------------------------------------------------------- sort orders */
@@ -609,7 +609,7 @@ const uint32_t *srv_views_order(srv_vw_index *x, int table, int col) {
             for (size_t i = 0; i < n; i++) k[i] = (key_str){str_key(x, table, col, i, &num), (uint32_t)i};
             qsort(k, n, sizeof *k, cmp_strk);
             for (size_t i = 0; i < n; i++) o[i] = k[i].i;
-            free(k);
+            cg_free(k);
         } else {
             key_num *k = cg_xalloc(n, sizeof *k);
             for (size_t i = 0; i < n; i++) {
@@ -618,7 +618,7 @@ const uint32_t *srv_views_order(srv_vw_index *x, int table, int col) {
             }
             qsort(k, n, sizeof *k, cmp_num);
             for (size_t i = 0; i < n; i++) o[i] = k[i].i;
-            free(k);
+            cg_free(k);
         }
         x->order[table][col] = o;
     }

@@ -121,7 +121,7 @@ int srv_vw_save(const srv_vw_index *x, const char *path, cg_error *err) {
     cg_buf_free(&out);
     cg_buf_free(&w.b);
     cg_hstr_free(&w.ids);
-    free(w.strs);
+    cg_free(w.strs);
     return rc;
 }
 
@@ -256,8 +256,8 @@ srv_vw_index *srv_vw_load(const char *id, const char *path) {
     }
     if (r.ok) read_rows(&r, x);
     if (r.ok && r.p != r.end) r.ok = false;
-    free(r.strs);
-    free(data);
+    cg_free(r.strs);
+    cg_free(data);
     if (!r.ok) {
         srv_vw_free(x);
         return NULL;

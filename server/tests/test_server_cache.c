@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "srv_cache.h"
+#include "base/alloc.h"
 
 typedef struct entry {
     srv_cache_item item;
@@ -26,7 +27,7 @@ static uint64_t next_bytes;
 
 static void free_entry(srv_cache_item *it) {
     n_freed++;
-    free(it);
+    cg_free(it);
 }
 
 static srv_cache_item *build(void *ctx, const char *id) {

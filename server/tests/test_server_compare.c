@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "base/alloc.h"
 #include "base/fs.h"
 #include "base/sha256.h"
 #include "srv_compare.h"
@@ -92,7 +93,7 @@ static int fixture_setup(void **state) {
     fixture *f = calloc(1, sizeof *f);
     cg_error err = {0};
     if (!f || !(f->text = cg_read_file(FIXTURE, 1 << 20, &f->len, &err))) {
-        free(f);
+        cg_free(f);
         return -1;
     }
     cg_arena_init(&f->a, 0);
@@ -102,9 +103,9 @@ static int fixture_setup(void **state) {
 
 static int fixture_teardown(void **state) {
     fixture *f = *state;
-    free(f->text);
+    cg_free(f->text);
     cg_arena_free(&f->a);
-    free(f);
+    cg_free(f);
     return 0;
 }
 
@@ -227,7 +228,7 @@ static void test_cache(void **state) {
     assert_int_equal(len, 8);
     assert_memory_equal(got, "{\"x\":1}\n", 8);
     assert_true(inel);
-    free(got);
+    cg_free(got);
     assert_null(srv_compare_cache_get(k2, &len, &inel));
     /* 128 newer entries evict k1 (least recently used) */
     for (int i = 0; i < 128; i++) {
@@ -241,13 +242,13 @@ static void test_cache(void **state) {
     got = srv_compare_cache_get(key0, &len, &inel);
     assert_non_null(got);
     assert_false(inel);
-    free(got);
+    cg_free(got);
     /* answers above the cap are not kept */
     size_t big = (4u << 20) + 1;
     char *data = calloc(big, 1);
     assert_non_null(data);
     srv_compare_cache_put(k2, data, big, false);
-    free(data);
+    cg_free(data);
     assert_null(srv_compare_cache_get(k2, &len, &inel));
 }
 

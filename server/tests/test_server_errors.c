@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "base/alloc.h"
 #include "base/fs.h"
 #include "srv.h"
 
@@ -116,7 +117,7 @@ static void test_doc_lists_every_code(void **state) {
         assert_non_null(strstr(doc, cell));
     }
     cg_buf_free(&b);
-    free(doc);
+    cg_free(doc);
 }
 
 /* openapi.json's Error.code enum is exactly the table's codes. */
@@ -143,7 +144,7 @@ static void test_openapi_lists_every_code(void **state) {
         seen[r] = true;
     }
     cg_arena_free(&a);
-    free(text);
+    cg_free(text);
 }
 
 int main(void) {

@@ -72,14 +72,21 @@ pg_down() { as_pg "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" -m "${1:-fast}" -w stop >/de
 
 psqlc() { psql -X -q -t -A "$DBURL" -c "$1"; }
 
-# srv_start NAME [serve flags…]: starts a server with data dir $T/NAME, sets URL/SRV_PID.
+# srv_start NAME [serve flags…]: starts a server with data dir
+# ${SRV_DATA_ROOT:-$T}/NAME, sets URL/SRV_PID. Every test server spills each
+# block of 64 KiB or more to files and has a one-byte resident budget, so its
+# governor drops the spilled pages every 5 ms while any block lives
+# (base/spill.h): every server test runs the spilling paths, under ASan too.
+# A flag given after NAME overrides these (the last value of a flag wins).
+SRV_SPILL_FLAGS=(--spill-min-bytes 65536 --resident-budget-bytes 1)
 srv_start() {
   local name=$1; shift
-  SRV_DATA=$T/$name
+  SRV_DATA=${SRV_DATA_ROOT:-$T}/$name
   SRV_LOG=$T/$name.log
   mkdir -p "$SRV_DATA"
   local skip; skip=$(cat "$SRV_LOG" 2>/dev/null | wc -l)
-  "$SERVER" serve --data-dir "$SRV_DATA" --listen 127.0.0.1:0 --database-url "$DBURL" "$@" >>"$SRV_LOG" 2>&1 &
+  "$SERVER" serve --data-dir "$SRV_DATA" --listen 127.0.0.1:0 --database-url "$DBURL" "${SRV_SPILL_FLAGS[@]}" "$@" \
+    >>"$SRV_LOG" 2>&1 &
   SRV_PID=$!
   local port="" i
   for i in $(seq 1 200); do
