@@ -23,6 +23,7 @@
 #        CG_RSS_BLOB_STORE fs (default) or pg
 #        CG_RSS_DERIVED  1: time every derived route as well
 #        CG_RSS_LOG_DIR  a directory that receives each run's server log (server-N.log)
+#        CG_RSS_SERVER_FLAGS  extra flags of `serve` (e.g. "--resident-budget-bytes 0": no spilling)
 set -euo pipefail
 BUILD="${1:-build}"
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -68,7 +69,7 @@ for n in $SIZES; do
   PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   mkdir -p "$W/data"
   "$SERVER" serve --data-dir "$W/data" --listen "127.0.0.1:$PORT" --require-signature no \
-    --blob-store "${CG_RSS_BLOB_STORE:-fs}" >"$W/server.log" 2>&1 &
+    --blob-store "${CG_RSS_BLOB_STORE:-fs}" ${CG_RSS_SERVER_FLAGS:-} >"$W/server.log" 2>&1 &
   SRV_PID=$!
   for _ in $(seq 240); do curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break; sleep 0.25; done
   TOKEN=$("$SERVER" admin bootstrap --data-dir "$W/data" | sed -n 's/.*"token": *"\([^"]*\)".*/\1/p')
