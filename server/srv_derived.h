@@ -18,8 +18,9 @@
  * was accepted under at ingest (the decoded-bytes and ratio guards of the
  * upload are what protect against hostile input; an over-limit trace is 413,
  * detail.limit "derived_trace_bytes"). Builds over a trace larger than
- * SRV_DERIVED_HEAVY_BYTES hold about twice the trace in memory, so they run one
- * at a time in the process (srv_heavy_enter: derived views and dashboard view
+ * SRV_DERIVED_HEAVY_BYTES hold about twice the trace (in spill files when the
+ * server spills, base/spill.h; else in memory), so they run one at a time in
+ * the process (srv_heavy_enter: derived views and dashboard view
  * indexes share the gate).
  *
  * routes_bundles.c supplies the build functions; they parse trace.jsonl as it

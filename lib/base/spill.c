@@ -33,7 +33,7 @@ static char *spill_dir;     /* set once by cg_spill_enable */
 static size_t spill_min, budget, page;
 static int statm_fd = -1;
 bool cg_spill_wanted(size_t bytes) {
-    return bytes >= spill_min && atomic_load_explicit(&enabled, memory_order_acquire);
+    return atomic_load_explicit(&enabled, memory_order_acquire) && bytes >= spill_min;
 }
 
 /* ---- registry (mu held) ---- */
@@ -96,7 +96,8 @@ void *cg_spill_alloc(size_t bytes) {
 /* Only page-aligned pointers can be spilled blocks; glibc's own large blocks
  * sit 16 bytes into their pages, so the lock is rarely taken for others. */
 static bool maybe_spilled(const void *p) {
-    return page && p && ((uintptr_t)p & (page - 1)) == 0 && atomic_load_explicit(&live_count, memory_order_acquire);
+    /* page is set before the first block exists: read it after live_count */
+    return p && atomic_load_explicit(&live_count, memory_order_acquire) && ((uintptr_t)p & (page - 1)) == 0;
 }
 
 size_t cg_spill_size(const void *p) {
