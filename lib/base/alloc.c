@@ -35,8 +35,8 @@ static bool total(size_t n, size_t size, size_t *out) {
 /* An injected `alloc` fault (tests only; one relaxed load when unarmed). */
 static bool injected(void) { return cg_fault_hit(CG_FAULT_ALLOC) != 0; }
 
-/* malloc, calloc and realloc, with large blocks spilled to files inside a
- * spill scope (base/spill.h); no fault injection here. */
+/* malloc, calloc and realloc, with large blocks spilled to files once the
+ * process turned spilling on (base/spill.h); no fault injection here. */
 static void *raw_alloc(size_t b, bool zero) {
     if (cg_spill_wanted(b)) {
         void *p = cg_spill_alloc(b); /* file pages start zeroed */
@@ -46,7 +46,7 @@ static void *raw_alloc(size_t b, bool zero) {
 }
 
 /* A spilled block grows into another one (the heap when that fails); a heap
- * block that grows to a spilling size inside a scope moves to a file. */
+ * block that grows to a spilling size while spilling is on moves to a file. */
 static void *raw_realloc(void *p, size_t b) {
     size_t old = cg_spill_size(p);
     if (old) {
