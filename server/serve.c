@@ -52,9 +52,10 @@ static bool server_oom(size_t bytes) {
     return true;
 }
 
-/* Large blocks of an ingest live in unnamed files of <data>/staging and the
- * resident set stays under --resident-budget-bytes (base/spill.h); a data
- * dir on tmpfs, or --resident-budget-bytes 0, keeps them in memory. */
+/* The server's large blocks (an ingest's trace and derivations above all)
+ * live in unnamed files of <data>/staging and the resident set stays under
+ * --resident-budget-bytes (base/spill.h); a data dir on tmpfs, or
+ * --resident-budget-bytes 0, keeps them in memory. */
 static void start_spilling(const srv_config *cfg) {
     if (!cfg->resident_budget) {
         srv_log("info", "spilling off", "reason", "--resident-budget-bytes 0", NULL);

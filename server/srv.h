@@ -53,7 +53,7 @@ typedef struct srv_config {
     uint64_t max_json_body;      /* admin JSON bodies */
     uint64_t min_free_bytes;     /* refuse uploads (507) below this free space */
     uint64_t resident_budget;    /* resident set the spill governor keeps under (0 = no spilling) */
-    uint64_t spill_min_bytes;    /* blocks of this size or more spill during ingests */
+    uint64_t spill_min_bytes;    /* blocks of this size or more live in spill files */
     unsigned conn_limit;         /* MHD threads (thread per connection) */
     unsigned per_ip_limit;
     unsigned idle_timeout_s;     /* MHD inactivity timeout */
